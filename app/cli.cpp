@@ -1,0 +1,410 @@
+#include "app/cli.hpp"
+
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <mutex>
+
+#include "engine/evaluate.hpp"
+#include "engine/output.hpp"
+#include "engine/units.hpp"
+#include "scripting/lua_expr.hpp"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace rsim {
+
+namespace {
+
+constexpr int kOk = 0, kConfig = 1, kUsage = 2;
+
+struct Command {
+  const char* name;
+  const char* synopsis;
+  const char* help;
+  int (*fn)(const std::vector<std::string>&, std::ostream&, std::ostream&);
+};
+
+int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+
+const Command kCommands[] = {
+    {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
+     "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
+    {"validate", "validate FILE... [--hw-dir DIR]", "check scenarios (every sweep point) without writing anything", cmd_validate},
+    {"hw", "hw list | hw show NAME [--hw-dir DIR]", "list the platform catalog, or show one platform's roofs and derivations", cmd_hw},
+    {"ops", "ops [NAME]", "list the operators, or show one operator's attributes and cost formula", cmd_ops},
+};
+
+std::string usage_text() {
+  std::string s = "usage: rsim COMMAND [ARGS]\n\nA roofline simulator: per-layer FLOPs, bytes, intensity and bound time from YAML scenarios.\n\ncommands:\n";
+  for (const auto& c : kCommands) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-10s %s\n", c.name, c.help);
+    s += buf;
+  }
+  s += "\noptions:\n  --help     show this help (or `rsim COMMAND --help`)\n  --version  print the version\n";
+  s += "\nexit status: 0 ok, 1 scenario or configuration error, 2 usage error\n";
+  return s;
+}
+
+const Command* find_command(const std::string& name) {
+  for (const auto& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+int usage_error(std::ostream& err, const std::string& msg, const std::string& hint = "") {
+  err << "rsim: error: " << msg << "\n";
+  if (!hint.empty()) err << "rsim: note: " << hint << "\n";
+  err << "rsim: note: see `rsim --help`\n";
+  return kUsage;
+}
+
+// Parses a subcommand's options; on a usage problem prints it and returns false with `code` set.
+bool parse(const std::vector<std::string>& args, const po::options_description& desc, const po::positional_options_description& pos,
+           po::variables_map& vm, std::ostream& err, int& code) {
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+    return true;
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& o : desc.options()) names.push_back("--" + o->long_name());
+    std::string bad = e.get_option_name();
+    std::string hint = did_you_mean(bad, names);
+    code = usage_error(err, "unknown option '" + bad + "'", hint);
+  } catch (const po::error& e) {
+    code = usage_error(err, e.what());
+  }
+  return false;
+}
+
+int print_config_error(std::ostream& err, const ConfigError& e) {
+  err << e.what();
+  return kConfig;
+}
+
+// A progress bar on stderr for runs longer than a second, only on a terminal.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  void update(size_t done, size_t total) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (done != total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    int width = 40;
+    int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu points", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total);
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_{};
+  std::mutex mu_;
+};
+
+std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<std::string>& sets, bool& ok, std::ostream& err) {
+  std::vector<std::pair<std::string, std::string>> out;
+  ok = true;
+  for (const auto& s : sets) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      usage_error(err, "--set needs NAME=VALUE, got '" + s + "'");
+      ok = false;
+      continue;
+    }
+    out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return out;
+}
+
+po::options_description hw_dir_option() {
+  po::options_description d;
+  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, or hardware/ beside rsim)");
+  return d;
+}
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim run options");
+  desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
+      "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
+      "jobs,j", po::value<int>()->default_value(1), "worker threads")(
+      "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << kCommands[0].synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("file")) return usage_error(err, "run needs a scenario file", "rsim run scenarios/group_conv_sweep.yaml");
+  int jobs = vm["jobs"].as<int>();
+  if (jobs < 1 || jobs > 256) return usage_error(err, "--jobs must be between 1 and 256");
+  bool sets_ok = true;
+  auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
+  if (!sets_ok) return kUsage;
+  std::string hw = find_hardware_dir(vm["hw-dir"].as<std::string>());
+  try {
+    Scenario s = load_scenario(vm["file"].as<std::string>());
+    apply_overrides(s, sets);
+    Catalog catalog(hw);
+    Progress progress(isatty(2) && !vm.count("quiet"));
+    RunOptions opt;
+    opt.jobs = jobs;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
+    auto t0 = std::chrono::steady_clock::now();
+    RunResult r = run_scenario(s, catalog, opt);
+    progress.finish();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / s.name;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    // Render everything first, then write: a failure leaves no half-written file.
+    RunInfo info{RSIM_VERSION, &s};
+    std::string results = results_csv(r, s), summary = summary_csv(r, s), json = results_json(r, info);
+    try {
+      write_file_atomic((dir / "results.csv").string(), results);
+      write_file_atomic((dir / "summary.csv").string(), summary);
+      write_file_atomic((dir / "results.json").string(), json);
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+    if (!vm.count("quiet")) {
+      const PointResult& first = r.results.front();
+      out << s.name << ": " << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << " × " << first.platforms.size()
+          << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
+          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
+      out << terminal_table(r, vm["rows"].as<size_t>()) << "\n";
+      out << "network totals (time = sum of layer times; mem/comp = memory- and compute-bound layers):\n";
+      out << terminal_summary(r, 40) << "\n";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f s", secs);
+      out << "wrote " << (dir / "results.csv").string() << ", summary.csv, results.json (evaluated in " << buf << ")\n";
+    }
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
+}
+
+int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim validate options");
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "scenario files");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("files", -1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << kCommands[1].synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("files")) return usage_error(err, "validate needs at least one scenario file");
+  Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
+  int rc = kOk;
+  for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
+    try {
+      Scenario s = load_scenario(f);
+      RunOptions opt;
+      opt.make_evaluator = make_lua_evaluator;
+      RunResult r = run_scenario(s, catalog, opt);
+      size_t rows = 0;
+      for (const auto& pr : r.results) rows += pr.rows.size();
+      out << f << ": ok (" << r.points.size() << " points, " << rows << " layer evaluations)\n";
+    } catch (const ConfigError& e) {
+      err << e.what();
+      rc = kConfig;
+    }
+  }
+  return rc;
+}
+
+int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim hw options");
+  desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "list or show")("name", po::value<std::string>(), "platform");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("action", 1).add("name", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << kCommands[2].synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  std::string action = vm.count("action") ? vm["action"].as<std::string>() : "list";
+  Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
+  PlatformCache cache(catalog);
+  if (action == "list") {
+    if (vm.count("name")) return usage_error(err, "hw list takes no name", "rsim hw show " + vm["name"].as<std::string>());
+    auto names = catalog.names();
+    if (names.empty()) {
+      err << "rsim: error: no platforms in '" << catalog.dir() << "'\n";
+      return kConfig;
+    }
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%-26s %-44s %-26s %14s %8s\n", "name", "title", "first compute roof", "bandwidth", "ridge");
+    out << buf;
+    int rc = kOk;
+    for (const auto& n : names) {
+      Diags d;
+      Platform p = resolve_platform(CNode::make_scalar(n), cache, d);
+      if (!d.empty()) {
+        err << ConfigError(d.list()).what();
+        rc = kConfig;
+        continue;
+      }
+      const ComputeRoof& r = p.compute.front();
+      const MemoryLevel& m = p.memory.front();
+      std::string roof = si(r.peak_flops_per_s, "FLOP/s") + " " + dtype_name(r.dtypes.front());
+      std::snprintf(buf, sizeof buf, "%-26s %-44s %-26s %14s %8.2f\n", n.c_str(), p.title.substr(0, 44).c_str(), roof.c_str(),
+                    si(m.bandwidth_bytes_per_s, "B/s").c_str(), r.peak_flops_per_s / m.bandwidth_bytes_per_s);
+      out << buf;
+    }
+    return rc;
+  }
+  if (action == "show") {
+    if (!vm.count("name")) return usage_error(err, "hw show needs a platform name", "`rsim hw list` shows the names");
+    Diags d;
+    std::string name = vm["name"].as<std::string>();
+    Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
+    if (!d.empty()) {
+      // the scalar has no source location: print as "rsim: error"
+      for (const auto& diag : d.list()) {
+        if (diag.loc.known()) err << format_diagnostic(diag);
+        else {
+          err << "rsim: error: " << diag.message << "\n";
+          for (const auto& n : diag.notes) err << "rsim: note: " << n.message << "\n";
+        }
+      }
+      return kConfig;
+    }
+    out << describe_platform(p);
+    return kOk;
+  }
+  std::string hint = did_you_mean(action, {"list", "show"});
+  return usage_error(err, "unknown hw action '" + action + "'", hint.empty() ? "use `rsim hw list` or `rsim hw show NAME`" : hint);
+}
+
+int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim ops options");
+  desc.add_options()("help,h", "show this help")("name", po::value<std::string>(), "operator");
+  po::positional_options_description pos;
+  pos.add("name", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << kCommands[3].synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  const OpRegistry& ops = builtin_ops();
+  if (!vm.count("name")) {
+    out << "operators (FLOPs = 2 × MACs for multiply-accumulate ops; `rsim ops NAME` shows each formula):\n";
+    for (const auto& n : ops.names()) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "  %-20s %s\n", n.c_str(), ops.find(n)->summary.c_str());
+      out << buf;
+    }
+    std::string al;
+    for (const auto& [a, t] : ops.aliases()) al += (al.empty() ? "" : ", ") + a + " → " + t;
+    out << "aliases: " << al << "\n";
+    return kOk;
+  }
+  std::string name = vm["name"].as<std::string>();
+  const OpDef* op = ops.find(name);
+  if (!op) {
+    std::string hint = did_you_mean(name, ops.all_names());
+    err << "rsim: error: unknown operator '" << name << "'\n";
+    err << "rsim: note: " << (hint.empty() ? "`rsim ops` lists the operators" : hint) << "\n";
+    return kConfig;
+  }
+  out << describe_op(*op, ops.aliases());
+  return kOk;
+}
+
+}  // namespace
+
+std::string find_hardware_dir(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("RSIM_HARDWARE"); env && *env) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& cand : {exe.parent_path() / "hardware", exe.parent_path().parent_path() / "hardware",
+                                 exe.parent_path().parent_path() / "share" / "rsim" / "hardware"})
+      if (fs::is_directory(cand, ec)) return cand.string();
+  }
+#ifdef RSIM_SOURCE_DIR
+  if (fs::is_directory(fs::path(RSIM_SOURCE_DIR) / "hardware", ec)) return (fs::path(RSIM_SOURCE_DIR) / "hardware").string();
+#endif
+  return "hardware";
+}
+
+int rsim_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << usage_text();
+    return kUsage;
+  }
+  const std::string& first = args[0];
+  if (first == "--help" || first == "-h" || first == "help") {
+    out << usage_text();
+    return kOk;
+  }
+  if (first == "--version" || first == "-V") {
+    out << "rsim " << RSIM_VERSION << "\n";
+    return kOk;
+  }
+  if (const Command* c = find_command(first)) {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    try {
+      return c->fn(rest, out, err);
+    } catch (const ConfigError& e) {
+      return print_config_error(err, e);
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& c : kCommands) names.push_back(c.name);
+  if (first.rfind("-", 0) == 0) {
+    std::string hint = did_you_mean(first, {"--help", "--version"});
+    return usage_error(err, "unknown option '" + first + "'", hint);
+  }
+  std::string hint = did_you_mean(first, names);
+  return usage_error(err, "unknown command '" + first + "'", hint);
+}
+
+}  // namespace rsim

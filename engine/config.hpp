@@ -1,0 +1,78 @@
+// The configuration tree: YAML read once into plain values that remember where they came from.
+// Everything above this layer reads CNode, never yaml-cpp.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/diagnostics.hpp"
+
+namespace rsim {
+
+struct CEntry;
+
+struct CNode {
+  enum class Kind { Null, Scalar, Seq, Map };
+  Kind kind = Kind::Null;
+  std::string scalar;          // Scalar only
+  std::vector<CNode> items;    // Seq only
+  std::vector<CEntry> entries; // Map only, in file order
+  SourceLoc loc;
+
+  bool is_null() const { return kind == Kind::Null; }
+  bool is_scalar() const { return kind == Kind::Scalar; }
+  bool is_seq() const { return kind == Kind::Seq; }
+  bool is_map() const { return kind == Kind::Map; }
+  const CNode* find(const std::string& key) const;  // Map only; nullptr if absent
+  std::vector<std::string> keys() const;
+  const char* kind_name() const;
+
+  static CNode make_scalar(std::string s, SourceLoc loc = {});
+};
+
+struct CEntry {
+  std::string key;
+  SourceLoc key_loc;
+  CNode value;
+};
+
+// Parse YAML text; syntax errors become ConfigError with the file position.
+CNode parse_yaml(const std::string& text, const std::string& path);
+// Read and parse a file (error if it cannot be read).
+CNode load_yaml_file(const std::string& path);
+
+// Reads a map's keys one by one, then reports every key nobody asked for, with a suggestion.
+class MapReader {
+ public:
+  // `what` names the map in messages ("platform", "layer 'conv1'").
+  MapReader(const CNode& node, std::string what, Diags& diags);
+  bool ok() const { return ok_; }
+  const CNode* get(const std::string& key);            // optional key
+  const CNode* require(const std::string& key);        // error if missing
+  // Mark keys as known without reading them (they are handled elsewhere).
+  void allow(const std::vector<std::string>& keys);
+  // Report unknown keys; `extra` are further valid names to suggest from.
+  void finish(const std::vector<std::string>& extra = {});
+  const CNode& node() const { return node_; }
+
+ private:
+  const CNode& node_;
+  std::string what_;
+  Diags& diags_;
+  bool ok_ = true;
+  std::vector<std::string> known_;
+};
+
+// Scalar conversions with located errors (the value's location).
+std::optional<double> to_number(const CNode& n, Diags& d, const std::string& what);
+std::optional<long long> to_integer(const CNode& n, Diags& d, const std::string& what);
+std::optional<bool> to_bool(const CNode& n, Diags& d, const std::string& what);
+std::optional<std::string> to_string(const CNode& n, Diags& d, const std::string& what);
+
+// Plain parsing helpers (no diagnostics): full-string number parse.
+std::optional<double> parse_double(const std::string& s);
+std::optional<long long> parse_integer(const std::string& s);  // accepts "28.0"
+// Shortest text that reads back as the same double; integers without ".0".
+std::string format_number(double v);
+
+}  // namespace rsim

@@ -1,0 +1,122 @@
+#include "engine/diagnostics.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace rsim {
+
+std::shared_ptr<const SourceFile> SourceFile::from_text(std::string path, const std::string& text) {
+  auto f = std::make_shared<SourceFile>();
+  f->path = std::move(path);
+  std::string line;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      f->lines.push_back(line);
+      line.clear();
+    } else {
+      line += c;
+    }
+  }
+  if (!line.empty()) f->lines.push_back(line);
+  return f;
+}
+
+static void append_location(std::string& out, const SourceLoc& loc) {
+  if (!loc.file) return;
+  out += loc.file->path;
+  if (loc.line > 0) {
+    out += ':' + std::to_string(loc.line);
+    if (loc.col > 0) out += ':' + std::to_string(loc.col);
+  }
+  out += ": ";
+}
+
+static void append_quote(std::string& out, const SourceLoc& loc) {
+  if (!loc.known() || loc.line > static_cast<int>(loc.file->lines.size())) return;
+  const std::string& text = loc.file->lines[static_cast<size_t>(loc.line - 1)];
+  out += text + '\n';
+  std::string caret;
+  int col = std::max(1, loc.col);
+  for (int i = 1; i < col; ++i) {
+    // keep tabs so the caret lines up under the same column in a terminal
+    size_t idx = static_cast<size_t>(i - 1);
+    caret += (idx < text.size() && text[idx] == '\t') ? '\t' : ' ';
+  }
+  out += caret + "^\n";
+}
+
+std::string format_diagnostic(const Diagnostic& d) {
+  std::string out;
+  append_location(out, d.loc);
+  out += "error: " + d.message + '\n';
+  append_quote(out, d.loc);
+  for (const Note& n : d.notes) {
+    append_location(out, n.loc);
+    out += "note: " + n.message + '\n';
+  }
+  return out;
+}
+
+static std::string join_diags(const std::vector<Diagnostic>& diags) {
+  std::string s;
+  for (const auto& d : diags) s += format_diagnostic(d);
+  return s;
+}
+
+ConfigError::ConfigError(std::vector<Diagnostic> diags)
+    : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
+
+ConfigError::ConfigError(SourceLoc loc, const std::string& message, std::vector<Note> notes)
+    : ConfigError(std::vector<Diagnostic>{Diagnostic{std::move(loc), message, std::move(notes)}}) {}
+
+void Diags::error(SourceLoc loc, std::string message, std::vector<Note> notes) {
+  list_.push_back(Diagnostic{std::move(loc), std::move(message), std::move(notes)});
+}
+
+void Diags::add(const ConfigError& e) {
+  for (const auto& d : e.diagnostics()) list_.push_back(d);
+}
+
+void Diags::merge(const Diags& other) { list_.insert(list_.end(), other.list_.begin(), other.list_.end()); }
+
+void Diags::throw_if_any() const {
+  if (!list_.empty()) throw ConfigError(list_);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  // A likely typo: at most a third of the word changed (and at least one edit allowed).
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  if (best.empty() || best_d > limit) return "";
+  return best;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string n = nearest(word, candidates);
+  return n.empty() ? std::string() : "did you mean '" + n + "'?";
+}
+
+}  // namespace rsim

@@ -1,0 +1,246 @@
+#include "engine/evaluate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+namespace rsim {
+
+std::shared_ptr<const CNode> PlatformCache::get(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(name);
+  if (it != cache_.end()) return it->second;
+  auto node = std::make_shared<const CNode>(catalog_.load(name));
+  cache_[name] = node;
+  return node;
+}
+
+double layer_bytes(const OpCost& c, MemoryModel m) {
+  double b = c.weight_bytes + c.output_total();
+  if (m == MemoryModel::InputsWeightsOutputs) b += c.input_total();
+  return b;
+}
+
+std::string bindings_text(const Env& b) {
+  std::string s;
+  for (const auto& [k, v] : b) s += (s.empty() ? "" : ", ") + k + "=" + v;
+  return s;
+}
+
+static const CNode* catalog_entry(const CNode& ref, PlatformCache& cache, Diags& d, std::shared_ptr<const CNode>& holder) {
+  const std::string& name = ref.scalar;
+  if (!cache.catalog().has(name)) {
+    std::string hint = did_you_mean(name, cache.catalog().names());
+    d.error(ref.loc, "unknown platform '" + name + "'",
+            {Note{{}, hint.empty() ? "`rsim hw list` shows the catalog in " + cache.catalog().dir() : hint}});
+    return nullptr;
+  }
+  try {
+    holder = cache.get(name);
+  } catch (const ConfigError& e) {
+    d.add(e);
+    return nullptr;
+  }
+  return holder.get();
+}
+
+Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
+  std::shared_ptr<const CNode> holder;
+  if (entry.is_scalar()) {
+    const CNode* node = catalog_entry(entry, cache, d, holder);
+    if (!node) return {};
+    Diags local;
+    Platform p = build_platform(*node, nullptr, local);
+    if (!local.empty()) {
+      d.merge(local);
+      return {};
+    }
+    if (p.name != entry.scalar)
+      d.error(node->find("name") ? node->find("name")->loc : node->loc,
+              "platform file " + cache.catalog().path_of(entry.scalar) + " is named '" + p.name + "'; the name must match the file");
+    return p;
+  }
+  if (!entry.is_map()) {
+    d.error(entry.loc, "a platform is a catalog name or a map (name, compute, memory; or base: NAME with overrides)");
+    return {};
+  }
+  const CNode* base = nullptr;
+  if (const CNode* b = entry.find("base")) {
+    if (!b->is_scalar()) {
+      d.error(b->loc, "base must name a catalog platform");
+      return {};
+    }
+    base = catalog_entry(*b, cache, d, holder);
+    if (!base) return {};
+  }
+  return build_platform(entry, base, d);
+}
+
+PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) {
+  PointResult out;
+  Diags d;
+  // variables: sweep bindings, then vars in order (each may use what came before)
+  Env env = p.bindings;
+  for (const auto& [name, node] : s.vars) {
+    try {
+      env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
+    } catch (const ConfigError& e) {
+      d.add(e);
+    }
+  }
+  if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
+  std::vector<const CNode*> plat_nodes;
+  for (const auto& raw : s.platforms) {
+    CNode entry = substitute_tree(raw, env, ctx.ev, d);
+    Platform pl = resolve_platform(entry, ctx.platforms, d);
+    if (!pl.name.empty()) {
+      for (const auto& prev : out.platforms)
+        if (prev.name == pl.name)
+          d.error(raw.loc, "platform '" + pl.name + "' appears twice; give a what-if copy its own name");
+      out.platforms.push_back(std::move(pl));
+      plat_nodes.push_back(&raw);
+    }
+  }
+  std::vector<Network> nets;
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
+  for (const auto& raw : s.networks) {
+    nets.push_back(build_network(raw, env, bo, d));
+    for (size_t i = 0; i + 1 < nets.size(); ++i)
+      if (nets[i].name == nets.back().name && !nets.back().name.empty())
+        d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");
+  }
+  if (!d.empty()) {
+    if (!p.bindings.empty()) {
+      std::vector<Diagnostic> list = d.list();
+      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+      throw ConfigError(list);
+    }
+    d.throw_if_any();
+  }
+
+  MemoryModel mm = out.settings.memory_model;
+  for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
+    const Platform& pl = out.platforms[pi];
+    const MemoryLevel* mem = out.settings.memory_level.empty() ? &pl.memory.front() : pl.level(out.settings.memory_level);
+    if (!mem) {
+      std::vector<std::string> names;
+      for (const auto& m : pl.memory) names.push_back(m.name);
+      std::string hint = did_you_mean(out.settings.memory_level, names);
+      d.error(plat_nodes[pi]->loc, "platform '" + pl.name + "' has no memory level '" + out.settings.memory_level + "'",
+              {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
+      continue;
+    }
+    for (const Network& net : nets) {
+      SummaryRow sum;
+      sum.point = p.index;
+      sum.platform = pl.name;
+      sum.network = net.name;
+      for (const Layer& L : net.layers) {
+        const ComputeRoof* roof = pl.roof_for(L.dtype);
+        if (!roof) {
+          std::string have;
+          for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.dtype) + " (layer '" + L.name + "')",
+                  {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
+          break;
+        }
+        Row r;
+        r.point = p.index;
+        r.platform = pl.name;
+        r.network = net.name;
+        r.layer = L.name;
+        r.op = L.op->name;
+        r.dtype = L.dtype;
+        for (const auto& sh : L.in_shapes) r.input_shapes += (r.input_shapes.empty() ? "" : ";") + shape_str(sh);
+        for (const auto& sh : L.out_shapes) r.output_shapes += (r.output_shapes.empty() ? "" : ";") + shape_str(sh);
+        r.cost = L.cost;
+        r.bytes = layer_bytes(L.cost, mm);
+        r.compute_roof = roof->name;
+        r.memory_level = mem->name;
+        r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
+        r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s, mem->derated_bandwidth_bytes_per_s);
+        sum.layers += 1;
+        sum.macs += r.cost.macs;
+        sum.flops += r.cost.flops;
+        sum.params += r.cost.params;
+        sum.bytes += r.bytes;
+        sum.time_s += r.theoretical.time_s;
+        sum.derated_time_s += r.derated.time_s;
+        sum.memory_bound += r.theoretical.bound == Bound::Memory;
+        sum.compute_bound += r.theoretical.bound == Bound::Compute;
+        sum.derated_memory_bound += r.derated.bound == Bound::Memory;
+        sum.derated_compute_bound += r.derated.bound == Bound::Compute;
+        out.rows.push_back(std::move(r));
+      }
+      sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
+      sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
+      sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+      out.summary.push_back(sum);
+    }
+  }
+  d.throw_if_any();
+  return out;
+}
+
+RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
+  RunResult rr;
+  rr.var_names = sweep_names(s.sweep);
+  rr.points = expand_sweep(s.sweep);
+  rr.results.resize(rr.points.size());
+  const OpRegistry& ops = opt.ops ? *opt.ops : builtin_ops();
+  PlatformCache cache(catalog);
+  size_t n = rr.points.size();
+  int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(n)));
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex err_mu;
+  size_t err_index = SIZE_MAX;
+  std::unique_ptr<ConfigError> err;
+  std::exception_ptr other;
+
+  auto worker = [&]() {
+    std::unique_ptr<ExprEvaluator> ev;
+    try {
+      ev = opt.make_evaluator();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      other = std::current_exception();
+      stop = true;
+      return;
+    }
+    EvalContext ctx{ops, cache, *ev};
+    while (!stop) {
+      size_t i = next++;
+      if (i >= n) break;
+      try {
+        rr.results[i] = evaluate_point(s, rr.points[i], ctx);
+      } catch (const ConfigError& e) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (i < err_index) {
+          err_index = i;
+          err = std::make_unique<ConfigError>(e);
+        }
+        stop = true;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        other = std::current_exception();
+        stop = true;
+      }
+      size_t k = ++done;
+      if (opt.progress) opt.progress(k, n);
+    }
+  };
+  if (jobs == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> threads;
+    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    for (auto& t : threads) t.join();
+  }
+  if (other) std::rethrow_exception(other);
+  if (err) throw *err;
+  return rr;
+}
+
+}  // namespace rsim

@@ -1,0 +1,93 @@
+// Evaluation: per sweep point, bind the scenario, build networks and platforms, and apply the
+// roofline to every layer on every platform. A pure function of (scenario, point).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/graph.hpp"
+#include "engine/platform.hpp"
+#include "engine/roofline.hpp"
+#include "engine/scenario.hpp"
+
+namespace rsim {
+
+struct Row {
+  size_t point = 0;
+  std::string platform, network, layer, op;
+  DType dtype = DType::fp32;
+  std::string input_shapes, output_shapes;  // "1x32x56x56;1x32x56x56"
+  OpCost cost;
+  double bytes = 0;  // under the scenario's memory model
+  std::string compute_roof, memory_level;
+  RoofPoint theoretical, derated;
+};
+
+struct SummaryRow {
+  size_t point = 0;
+  std::string platform, network;
+  double layers = 0, macs = 0, flops = 0, params = 0, bytes = 0;
+  double intensity = 0;  // flops / bytes
+  double time_s = 0, derated_time_s = 0;  // sum of layer times
+  double achieved_flops_per_s = 0, derated_achieved_flops_per_s = 0;  // flops / time
+  int memory_bound = 0, compute_bound = 0;  // layers, theoretical roofs
+  int derated_memory_bound = 0, derated_compute_bound = 0;
+};
+
+struct PointResult {
+  Settings settings;
+  std::vector<Platform> platforms;
+  std::vector<Row> rows;
+  std::vector<SummaryRow> summary;
+};
+
+struct RunResult {
+  std::vector<std::string> var_names;
+  std::vector<Point> points;
+  std::vector<PointResult> results;  // one per point
+};
+
+// Catalog files parsed once and shared between workers.
+class PlatformCache {
+ public:
+  explicit PlatformCache(const Catalog& c) : catalog_(c) {}
+  const Catalog& catalog() const { return catalog_; }
+  std::shared_ptr<const CNode> get(const std::string& name);  // throws ConfigError
+
+ private:
+  const Catalog& catalog_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const CNode>> cache_;
+};
+
+struct EvalContext {
+  const OpRegistry& ops;
+  PlatformCache& platforms;
+  ExprEvaluator& ev;
+};
+
+// Bytes a layer moves under a memory model.
+double layer_bytes(const OpCost& c, MemoryModel m);
+
+// Resolve one `platforms:` entry (already substituted) to a platform.
+Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d);
+
+// Evaluate one point. Throws ConfigError (with the point's bindings as a note).
+PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx);
+
+struct RunOptions {
+  int jobs = 1;
+  const OpRegistry* ops = nullptr;  // default: builtin_ops()
+  std::function<std::unique_ptr<ExprEvaluator>()> make_evaluator;
+  std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
+};
+
+// Evaluate every point, in parallel with `jobs` workers; results are in point order.
+RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
+
+std::string bindings_text(const Env& b);  // "groups=4, k=3"
+
+}  // namespace rsim

@@ -1,0 +1,132 @@
+// Operators: attribute schemas, shape inference and cost rules, one registry entry per operator.
+// The registry derives bytes from shapes; each operator only states its arithmetic (onnx-tool style).
+#pragma once
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/tensor.hpp"
+
+namespace rsim {
+
+enum class AttrType {
+  Int,      // 3
+  Float,    // 0.5
+  Bool,     // true
+  String,   // free text
+  Choice,   // one of AttrSpec::choices
+  Pair,     // 3 or [3, 5]  -> two ints (height, width)
+  Ints,     // [1, -1, 7]   -> any number of ints
+  Padding,  // 1, [1, 2], same, valid
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  std::string def;  // default as YAML text; "" = required, "~" = optional with no value
+  std::string doc;
+  std::vector<std::string> choices;  // Choice only
+};
+
+struct AttrValue {
+  bool set = false;
+  long long i = 0;
+  double f = 0;
+  bool b = false;
+  std::string s;               // String, Choice, Padding keyword
+  std::vector<long long> ints;  // Pair (2), Ints, Padding numbers (2)
+};
+
+class Attrs {
+ public:
+  void put(const std::string& name, AttrValue v);
+  const AttrValue& at(const std::string& name) const;  // throws std::logic_error if unknown
+  bool has(const std::string& name) const { return at(name).set; }
+  long long i(const std::string& n) const { return at(n).i; }
+  double f(const std::string& n) const { return at(n).f; }
+  bool b(const std::string& n) const { return at(n).b; }
+  const std::string& s(const std::string& n) const { return at(n).s; }
+  const std::vector<long long>& ints(const std::string& n) const { return at(n).ints; }
+  const std::vector<std::pair<std::string, AttrValue>>& all() const { return v_; }
+
+ private:
+  std::vector<std::pair<std::string, AttrValue>> v_;
+};
+
+// A shape problem found by an operator; the graph adds the layer's location.
+class ShapeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OpArgs {
+  const Attrs& attrs;
+  const std::vector<Shape>& in;
+  DType dtype;
+};
+
+// What an operator computes, before bytes: the arithmetic and its weights.
+struct OpWork {
+  double macs = 0;         // multiply-accumulates
+  double other_flops = 0;  // FLOPs that are not part of a MAC (compares, adds, exp...)
+  double params = 0;       // learnable parameters (what frameworks count)
+  double weight_elems = 0; // elements of constant data read per pass (params plus buffers)
+};
+
+struct OpDef {
+  std::string name;
+  std::string summary;  // one line
+  std::string formula;  // the cost rule, written once; shown by `rsim ops NAME`
+  std::vector<AttrSpec> attrs;
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: any number
+  bool view = false;   // moves no data (reshape view, identity): zero bytes
+  std::function<std::vector<Shape>(const OpArgs&)> infer;
+  std::function<OpWork(const OpArgs&, const std::vector<Shape>& out)> work;
+};
+
+// Full cost of one layer: arithmetic plus bytes by tensor.
+struct OpCost {
+  double macs = 0;
+  double flops = 0;
+  double params = 0;
+  double weight_bytes = 0;
+  std::vector<double> input_bytes;   // one per input tensor
+  std::vector<double> output_bytes;  // one per output tensor
+  double input_total() const;
+  double output_total() const;
+};
+
+// flops = flops_per_mac * macs + other_flops; bytes = elements * dtype size (zero for views).
+OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac);
+
+class OpRegistry {
+ public:
+  void add(OpDef def);
+  void alias(const std::string& alias, const std::string& target);
+  const OpDef* find(const std::string& name) const;
+  std::vector<std::string> names() const;  // canonical names, sorted
+  std::vector<std::string> all_names() const;  // with aliases
+  const std::map<std::string, std::string>& aliases() const { return aliases_; }
+
+ private:
+  std::map<std::string, OpDef> ops_;
+  std::map<std::string, std::string> aliases_;
+};
+
+// The operators rsim knows without plugins.
+const OpRegistry& builtin_ops();
+
+// Read one attribute value from the scenario (errors at the value's location).
+bool parse_attr(const AttrSpec& spec, const CNode& value, AttrValue& out, Diags& d, const std::string& where);
+// Fill every attribute of `op` from a layer's map, applying defaults; unknown keys are left to the caller.
+Attrs read_attrs(const OpDef& op, const CNode& layer, Diags& d, const std::string& where);
+// "int or [h, w]" etc., for documentation.
+const char* attr_type_name(AttrType t);
+// A readable description of an operator for `rsim ops NAME`.
+std::string describe_op(const OpDef& op, const std::map<std::string, std::string>& aliases);
+
+}  // namespace rsim

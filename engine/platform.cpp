@@ -1,0 +1,348 @@
+#include "engine/platform.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "engine/units.hpp"
+
+namespace fs = std::filesystem;
+
+namespace rsim {
+
+const ComputeRoof* Platform::roof_for(DType t) const {
+  for (const auto& r : compute)
+    if (std::find(r.dtypes.begin(), r.dtypes.end(), t) != r.dtypes.end()) return &r;
+  return nullptr;
+}
+
+const MemoryLevel* Platform::level(const std::string& n) const {
+  for (const auto& m : memory)
+    if (m.name == n) return &m;
+  return nullptr;
+}
+
+std::vector<std::string> Platform::dtypes() const {
+  std::vector<std::string> out;
+  for (const auto& r : compute)
+    for (DType t : r.dtypes)
+      if (std::find(out.begin(), out.end(), dtype_name(t)) == out.end()) out.push_back(dtype_name(t));
+  return out;
+}
+
+std::vector<std::string> Catalog::names() const {
+  std::vector<std::string> n;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().extension() == ".yaml") n.push_back(e.path().stem().string());
+  }
+  std::sort(n.begin(), n.end());
+  return n;
+}
+
+std::string Catalog::path_of(const std::string& name) const { return (fs::path(dir_) / (name + ".yaml")).string(); }
+
+bool Catalog::has(const std::string& name) const {
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return false;
+  std::error_code ec;
+  return fs::is_regular_file(path_of(name), ec);
+}
+
+CNode Catalog::load(const std::string& name) const { return load_yaml_file(path_of(name)); }
+
+namespace {
+
+std::optional<double> quantity(const CNode* n, Dim dim, Diags& d, const std::string& what) {
+  if (!n) return std::nullopt;
+  if (!n->is_scalar()) {
+    d.error(n->loc, what + " must be a single value such as '" + dim_example(dim) + "'");
+    return std::nullopt;
+  }
+  QuantityResult q = parse_quantity(n->scalar, dim);
+  if (!q.value) {
+    d.error(n->loc, what + ": " + q.error);
+    return std::nullopt;
+  }
+  if (*q.value <= 0) {
+    d.error(n->loc, what + " must be positive");
+    return std::nullopt;
+  }
+  return q.value;
+}
+
+std::optional<double> fraction(const CNode* n, Diags& d, const std::string& what) {
+  if (!n) return std::nullopt;
+  auto v = to_number(*n, d, what);
+  if (v && (*v <= 0 || *v > 1)) {
+    d.error(n->loc, what + " must be a fraction in (0, 1], got " + n->scalar);
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> count(const CNode* n, Diags& d, const std::string& what) {
+  if (!n) return std::nullopt;
+  auto v = to_number(*n, d, what);
+  if (v && *v <= 0) {
+    d.error(n->loc, what + " must be positive, got " + n->scalar);
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::string num(double v) {
+  // compact but exact enough for derivations: up to 6 significant digits
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+struct Derating {
+  std::optional<double> vector_clock;
+  std::optional<double> compute_efficiency;
+  std::optional<double> bandwidth_fraction;
+};
+
+Derating read_derating(const CNode* n, Diags& d) {
+  Derating r;
+  if (!n) return r;
+  MapReader m(*n, "derate", d);
+  r.vector_clock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
+  r.compute_efficiency = fraction(m.get("compute_efficiency"), d, "compute_efficiency");
+  r.bandwidth_fraction = fraction(m.get("bandwidth_fraction"), d, "bandwidth_fraction");
+  m.finish();
+  return r;
+}
+
+ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
+  ComputeRoof r;
+  MapReader m(n, "compute roof", d);
+  if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
+  std::string what = "compute roof '" + r.name + "'";
+  if (const CNode* v = m.require("dtypes")) {
+    std::vector<const CNode*> items;
+    if (v->is_seq())
+      for (const auto& i : v->items) items.push_back(&i);
+    else
+      items.push_back(v);
+    for (const CNode* i : items) {
+      auto s = to_string(*i, d, "dtype");
+      if (!s) continue;
+      auto t = parse_dtype(*s);
+      if (!t) {
+        std::string hint = did_you_mean(*s, dtype_names());
+        d.error(i->loc, "unknown dtype '" + *s + "'", {Note{{}, hint.empty() ? "dtypes: fp64, fp32, tf32, bf16, fp16, fp8, int8, int4" : hint}});
+        continue;
+      }
+      r.dtypes.push_back(*t);
+    }
+  }
+  const CNode* peak = m.get("peak");
+  const CNode* derive = m.get("derive");
+  std::optional<double> clock;
+  double per_clock = 0;  // FLOP per cycle summed over units
+  std::string per_clock_text;
+  if (peak && derive) d.error(derive->loc, what + " gives both 'peak' and 'derive'; keep one");
+  if (!peak && !derive) d.error(n.loc, what + " needs 'peak' (e.g. '29.8 TFLOP/s') or 'derive' (units, clock, lanes, fma_pipes)");
+  if (peak) {
+    if (auto p = quantity(peak, Dim::FlopRate, d, "peak")) {
+      r.peak_flops_per_s = *p;
+      r.derivation = "given: " + si(*p, "FLOP/s");
+    }
+  } else if (derive) {
+    MapReader dm(*derive, "derive", d);
+    auto units = count(dm.require("units"), d, "units");
+    clock = quantity(dm.require("clock"), Dim::Frequency, d, "clock");
+    auto lanes = count(dm.get("lanes"), d, "lanes");
+    auto fma = count(dm.get("fma_pipes"), d, "fma_pipes");
+    auto add = count(dm.get("add_pipes"), d, "add_pipes");
+    auto mul = count(dm.get("mul_pipes"), d, "mul_pipes");
+    auto fpc = count(dm.get("flops_per_cycle"), d, "flops_per_cycle");
+    dm.finish();
+    double flops_per_cycle = 0;
+    if (fpc) {
+      if (fma || add || mul || lanes) d.error(derive->loc, "give either flops_per_cycle or lanes with pipes, not both");
+      flops_per_cycle = *fpc;
+      per_clock_text = num(*fpc) + " FLOP/cycle";
+    } else if (fma) {
+      if (add || mul) d.error(derive->loc, "give either fma_pipes or add_pipes and mul_pipes, not both");
+      double l = lanes.value_or(1);
+      flops_per_cycle = l * *fma * 2;
+      per_clock_text = num(l) + " lanes × " + num(*fma) + " FMA pipe" + (*fma == 1 ? "" : "s") + " × 2";
+    } else if (add || mul) {
+      double l = lanes.value_or(1);
+      flops_per_cycle = l * (add.value_or(0) + mul.value_or(0));
+      per_clock_text = num(l) + " lanes × (" + num(add.value_or(0)) + " add + " + num(mul.value_or(0)) + " mul pipes)";
+    } else if (derive->is_map()) {
+      d.error(derive->loc, "derive needs fma_pipes, add_pipes/mul_pipes or flops_per_cycle");
+    }
+    if (units && clock && flops_per_cycle > 0) {
+      per_clock = *units * flops_per_cycle;
+      r.peak_flops_per_s = per_clock * *clock;
+      r.derivation = num(*units) + " units × " + si(*clock, "Hz") + " × " + per_clock_text + " = " + si(r.peak_flops_per_s, "FLOP/s");
+    }
+  }
+  auto vclock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
+  auto eff = fraction(m.get("efficiency"), d, "efficiency");
+  if (vclock && !derive) d.error(m.get("vector_clock")->loc, what + ": vector_clock needs a derived peak (derive: units, clock, ...) to rescale");
+  if (!vclock && derive) vclock = plat.vector_clock;
+  if (!eff) eff = plat.compute_efficiency;
+  m.finish();
+
+  r.derated_flops_per_s = r.peak_flops_per_s;
+  std::string text;
+  if (vclock && clock && per_clock > 0) {
+    r.derated_flops_per_s = per_clock * *vclock;
+    text = "at vector clock " + si(*vclock, "Hz") + " instead of " + si(*clock, "Hz") + ": " + si(r.derated_flops_per_s, "FLOP/s");
+  }
+  if (eff) {
+    double before = r.derated_flops_per_s;
+    r.derated_flops_per_s *= *eff;
+    text += (text.empty() ? "" : "; ") + si(before, "FLOP/s") + " × efficiency " + num(*eff) + " = " + si(r.derated_flops_per_s, "FLOP/s");
+  }
+  r.derated_derivation = text.empty() ? "no derating: same as theoretical" : text;
+  return r;
+}
+
+MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
+  MemoryLevel r;
+  MapReader m(n, "memory level", d);
+  if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
+  std::string what = "memory level '" + r.name + "'";
+  const CNode* bw = m.get("bandwidth");
+  const CNode* derive = m.get("derive");
+  if (bw && derive) d.error(derive->loc, what + " gives both 'bandwidth' and 'derive'; keep one");
+  if (!bw && !derive) d.error(n.loc, what + " needs 'bandwidth' (e.g. '760.32 GB/s') or 'derive' (transfer_rate, bus_width, channels)");
+  if (bw) {
+    if (auto b = quantity(bw, Dim::ByteRate, d, "bandwidth")) {
+      r.bandwidth_bytes_per_s = *b;
+      r.derivation = "given: " + si(*b, "B/s");
+    }
+  } else if (derive) {
+    MapReader dm(*derive, "derive", d);
+    auto rate = quantity(dm.get("transfer_rate"), Dim::TransferRate, d, "transfer_rate");
+    auto clk = quantity(dm.get("clock"), Dim::Frequency, d, "clock");
+    auto ddr = count(dm.get("data_rate"), d, "data_rate");
+    auto width = quantity(dm.require("bus_width"), Dim::Bits, d, "bus_width");
+    auto ch = count(dm.get("channels"), d, "channels");
+    auto sockets = count(dm.get("sockets"), d, "sockets");
+    dm.finish();
+    std::string rate_text;
+    std::optional<double> transfers;
+    if (rate && (clk || ddr)) d.error(derive->loc, "give either transfer_rate or clock with data_rate, not both");
+    if (rate) {
+      transfers = rate;
+      rate_text = si(*rate, "T/s");
+    } else if (clk && ddr) {
+      transfers = *clk * *ddr;
+      rate_text = si(*clk, "Hz") + " × " + num(*ddr) + " (data rate)";
+    } else if (derive->is_map()) {
+      d.error(derive->loc, "derive needs transfer_rate (e.g. '2400 MT/s') or clock with data_rate (2 for DDR)");
+    }
+    if (transfers && width) {
+      double c = ch.value_or(1), s = sockets.value_or(1);
+      r.bandwidth_bytes_per_s = *transfers * *width / 8 * c * s;
+      r.derivation = rate_text + " × " + num(*width) + " bit / 8";
+      if (ch) r.derivation += " × " + num(c) + " channel" + (c == 1 ? "" : "s");
+      if (sockets) r.derivation += " × " + num(s) + " socket" + (s == 1 ? "" : "s");
+      r.derivation += " = " + si(r.bandwidth_bytes_per_s, "B/s");
+    }
+  }
+  auto frac = fraction(m.get("fraction"), d, "fraction");
+  auto measured = quantity(m.get("measured"), Dim::ByteRate, d, "measured");
+  if (auto sz = quantity(m.get("size"), Dim::Bytes, d, "size")) r.size_bytes = *sz;
+  m.finish();
+  if (frac && measured) d.error(n.loc, what + " gives both 'fraction' and 'measured'; keep one");
+  if (!frac && !measured) frac = plat.bandwidth_fraction;
+  r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
+  if (measured) {
+    r.derated_bandwidth_bytes_per_s = *measured;
+    r.derated_derivation = "measured: " + si(*measured, "B/s") + " (" + num(100 * *measured / r.bandwidth_bytes_per_s) + " % of theoretical)";
+  } else if (frac) {
+    r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s * *frac;
+    r.derated_derivation = si(r.bandwidth_bytes_per_s, "B/s") + " × achievable fraction " + num(*frac) + " = " + si(r.derated_bandwidth_bytes_per_s, "B/s");
+  } else {
+    r.derated_derivation = "no derating: same as theoretical";
+  }
+  return r;
+}
+
+// Overlay: keys of `top` replace those of `base` (one level deep).
+CNode overlay(const CNode& base, const CNode& top) {
+  CNode out = base;
+  for (const auto& e : top.entries) {
+    if (e.key == "base") continue;
+    bool replaced = false;
+    for (auto& b : out.entries)
+      if (b.key == e.key) {
+        b.value = e.value;
+        replaced = true;
+      }
+    if (!replaced) out.entries.push_back(e);
+  }
+  out.loc = top.loc;
+  return out;
+}
+
+}  // namespace
+
+Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
+  CNode merged = base && base->is_map() && node.is_map() ? overlay(*base, node) : node;
+  Platform p;
+  MapReader m(merged, "platform", d);
+  if (!m.ok()) return p;
+  m.allow({"base"});
+  if (const CNode* v = m.require("name")) p.name = to_string(*v, d, "name").value_or("");
+  if (const CNode* v = m.get("title")) p.title = to_string(*v, d, "title").value_or("");
+  if (const CNode* v = m.get("kind")) p.kind = to_string(*v, d, "kind").value_or("");
+  if (const CNode* v = m.get("source")) p.source = to_string(*v, d, "source").value_or("");
+  m.get("notes");
+  Derating der = read_derating(m.get("derate"), d);
+  if (const CNode* c = m.require("compute")) {
+    if (!c->is_seq() || c->items.empty())
+      d.error(c->loc, "compute must be a list of roofs (name, dtypes, peak or derive)");
+    else
+      for (const auto& item : c->items) p.compute.push_back(read_compute(item, der, d));
+  }
+  if (const CNode* c = m.require("memory")) {
+    if (!c->is_seq() || c->items.empty())
+      d.error(c->loc, "memory must be a list of levels (name, bandwidth or derive)");
+    else
+      for (const auto& item : c->items) p.memory.push_back(read_memory(item, der, d));
+  }
+  m.finish();
+  return p;
+}
+
+std::string describe_platform(const Platform& p) {
+  std::string s = p.name + (p.title.empty() ? "" : " — " + p.title) + "\n";
+  if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";
+  if (!p.source.empty()) s += "  source: " + p.source + "\n";
+  s += "  compute roofs:\n";
+  for (const auto& r : p.compute) {
+    std::string dts;
+    for (DType t : r.dtypes) dts += (dts.empty() ? "" : ", ") + std::string(dtype_name(t));
+    s += "    " + r.name + " [" + dts + "]\n";
+    s += "      theoretical " + si(r.peak_flops_per_s, "FLOP/s") + "  (" + r.derivation + ")\n";
+    s += "      derated     " + si(r.derated_flops_per_s, "FLOP/s") + "  (" + r.derated_derivation + ")\n";
+  }
+  s += "  memory levels:\n";
+  for (const auto& m : p.memory) {
+    s += "    " + m.name + (m.size_bytes > 0 ? " (" + si(m.size_bytes, "B") + ")" : "") + "\n";
+    s += "      theoretical " + si(m.bandwidth_bytes_per_s, "B/s") + "  (" + m.derivation + ")\n";
+    s += "      derated     " + si(m.derated_bandwidth_bytes_per_s, "B/s") + "  (" + m.derated_derivation + ")\n";
+  }
+  if (!p.memory.empty()) {
+    const MemoryLevel& mem = p.memory.front();
+    s += "  ridge points against " + mem.name + " [FLOP/byte] (theoretical / derated):\n";
+    for (const auto& r : p.compute) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "    %-24s %.2f / %.2f\n", r.name.c_str(), r.peak_flops_per_s / mem.bandwidth_bytes_per_s,
+                    r.derated_flops_per_s / mem.derated_bandwidth_bytes_per_s);
+      s += buf;
+    }
+  }
+  return s;
+}
+
+}  // namespace rsim

@@ -1,0 +1,66 @@
+// Hardware platforms: compute roofs per precision and memory levels, each with its derivation,
+// theoretical and derated.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/tensor.hpp"
+
+namespace rsim {
+
+struct ComputeRoof {
+  std::string name;            // "fp32 CUDA cores"
+  std::vector<DType> dtypes;   // precisions this roof executes
+  double peak_flops_per_s = 0;          // theoretical
+  double derated_flops_per_s = 0;       // after vector clock and efficiency
+  std::string derivation;               // how the theoretical value was obtained
+  std::string derated_derivation;       // how the derated value was obtained
+};
+
+struct MemoryLevel {
+  std::string name;  // "HBM2", "DDR4", "L2"
+  double bandwidth_bytes_per_s = 0;
+  double derated_bandwidth_bytes_per_s = 0;
+  double size_bytes = 0;  // 0: not stated
+  std::string derivation;
+  std::string derated_derivation;
+};
+
+struct Platform {
+  std::string name;   // catalog id, e.g. "rtx3080"
+  std::string title;  // "NVIDIA GeForce RTX 3080"
+  std::string kind;   // gpu, cpu, soc, accelerator
+  std::string source; // where the figures come from
+  std::vector<ComputeRoof> compute;
+  std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
+
+  const ComputeRoof* roof_for(DType t) const;
+  const MemoryLevel* level(const std::string& name) const;
+  std::vector<std::string> dtypes() const;  // every precision with a roof, in catalog order
+};
+
+// The folder of platform files, one YAML file per platform named like the platform.
+class Catalog {
+ public:
+  explicit Catalog(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+  std::vector<std::string> names() const;  // sorted
+  std::string path_of(const std::string& name) const;
+  bool has(const std::string& name) const;
+  // Loads and parses NAME.yaml (cached by the caller if needed).
+  CNode load(const std::string& name) const;
+
+ private:
+  std::string dir_;
+};
+
+// Build a platform from its YAML description. `base`, when given, supplies every key the node
+// does not set (an inline what-if platform written as `base: NAME` plus overrides).
+Platform build_platform(const CNode& node, const CNode* base, Diags& d);
+
+// Human-readable description of every roof with both values and the ridge points.
+std::string describe_platform(const Platform& p);
+
+}  // namespace rsim

@@ -1,0 +1,30 @@
+#include "engine/roofline.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace rsim {
+
+const char* bound_name(Bound b) {
+  switch (b) {
+    case Bound::Memory: return "memory";
+    case Bound::Compute: return "compute";
+    case Bound::None: return "none";
+  }
+  return "?";
+}
+
+RoofPoint roofline(double flops, double bytes, double peak, double bw) {
+  RoofPoint r;
+  r.peak_flops_per_s = peak;
+  r.bandwidth_bytes_per_s = bw;
+  if (flops > 0) r.intensity = bytes > 0 ? flops / bytes : std::numeric_limits<double>::infinity();
+  r.attainable_flops_per_s = bytes > 0 ? std::min(peak, bw * r.intensity) : (flops > 0 ? peak : 0.0);
+  r.compute_time_s = flops / peak;
+  r.memory_time_s = bytes / bw;
+  r.time_s = std::max(r.compute_time_s, r.memory_time_s);
+  if (flops > 0 || bytes > 0) r.bound = r.memory_time_s >= r.compute_time_s ? Bound::Memory : Bound::Compute;
+  return r;
+}
+
+}  // namespace rsim

@@ -1,0 +1,331 @@
+#include "engine/scenario.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace rsim {
+
+const char* memory_model_name(MemoryModel m) {
+  return m == MemoryModel::WeightsOutputs ? "weights+outputs" : "inputs+weights+outputs";
+}
+
+std::string fnv1a_hex(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+namespace {
+
+// Values of one sweep variable: a list, or a range map.
+std::vector<std::string> read_values(const CNode& n, const std::string& name, Diags& d) {
+  std::vector<std::string> out;
+  if (n.is_seq()) {
+    if (n.items.empty()) d.error(n.loc, "sweep variable '" + name + "' has no values");
+    for (const auto& i : n.items) {
+      if (auto s = to_string(i, d, "sweep value")) out.push_back(*s);
+    }
+    return out;
+  }
+  if (n.is_scalar()) {
+    out.push_back(n.scalar);
+    return out;
+  }
+  if (!n.is_map()) {
+    d.error(n.loc, "sweep variable '" + name + "' needs a list of values or a range {from, to, step|factor|count}");
+    return out;
+  }
+  MapReader m(n, "range of '" + name + "'", d);
+  // plain doubles: GCC 12 misreports optional<double> as maybe-uninitialized here
+  double from_v = 0, to_v = 0;
+  bool have = true;
+  for (auto [key, dst] : {std::pair<const char*, double*>{"from", &from_v}, {"to", &to_v}}) {
+    const CNode* v = m.require(key);
+    auto x = v ? to_number(*v, d, key) : std::nullopt;
+    if (x) *dst = *x;
+    else have = false;
+  }
+  const double* from = &from_v;
+  const double* to = &to_v;
+  const CNode* step = m.get("step");
+  const CNode* factor = m.get("factor");
+  const CNode* cnt = m.get("count");
+  m.finish();
+  int given = (step != nullptr) + (factor != nullptr) + (cnt != nullptr);
+  if (given != 1) {
+    d.error(n.loc, "range of '" + name + "' needs exactly one of step (linear), factor (geometric) or count (evenly spaced)");
+    return out;
+  }
+  if (!have) return out;
+  const double limit = 1e7;  // a range this long is a typo; the point guard catches real sweeps
+  if (step) {
+    auto s = to_number(*step, d, "step");
+    if (!s) return out;
+    if (*s == 0 || (*to - *from) / *s < 0) {
+      d.error(step->loc, "step " + step->scalar + " never gets from " + format_number(*from) + " to " + format_number(*to));
+      return out;
+    }
+    double n_steps = std::floor((*to - *from) / *s + 1e-9);
+    if (n_steps > limit) {
+      d.error(n.loc, "range of '" + name + "' has more than 10 million values");
+      return out;
+    }
+    for (double k = 0; k <= n_steps; ++k) out.push_back(format_number(*from + k * *s));
+  } else if (factor) {
+    auto f = to_number(*factor, d, "factor");
+    if (!f) return out;
+    if (*from <= 0 || *to <= 0 || *f <= 0 || *f == 1 || ((*to > *from) != (*f > 1) && *to != *from)) {
+      d.error(factor->loc, "factor " + factor->scalar + " never gets from " + format_number(*from) + " to " + format_number(*to) +
+                               " (from and to must be positive)");
+      return out;
+    }
+    double v = *from;
+    for (int k = 0; k < 10000; ++k) {
+      if ((*f > 1 && v > *to * (1 + 1e-12)) || (*f < 1 && v < *to * (1 - 1e-12))) break;
+      out.push_back(format_number(v));
+      v *= *f;
+    }
+  } else {
+    auto c = to_integer(*cnt, d, "count");
+    if (!c) return out;
+    if (*c < 1 || *c > limit) {
+      d.error(cnt->loc, "count must be between 1 and 10 million");
+      return out;
+    }
+    for (long long k = 0; k < *c; ++k)
+      out.push_back(format_number(*c == 1 ? *from : *from + (*to - *from) * static_cast<double>(k) / static_cast<double>(*c - 1)));
+  }
+  return out;
+}
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+void read_vars(const CNode& n, std::vector<SweepVar>& out, Diags& d, const std::string& what) {
+  if (!n.is_map()) {
+    d.error(n.loc, what + " must map variable names to values");
+    return;
+  }
+  for (const auto& e : n.entries) {
+    if (!valid_name(e.key)) {
+      d.error(e.key_loc, "'" + e.key + "' is not a valid variable name (letters, digits, _)");
+      continue;
+    }
+    out.push_back(SweepVar{e.key, read_values(e.value, e.key, d), e.key_loc});
+  }
+}
+
+Sweep read_sweep(const CNode& n, Diags& d) {
+  Sweep s;
+  s.loc = n.loc;
+  MapReader m(n, "sweep", d);
+  if (!m.ok()) return s;
+  if (const CNode* g = m.get("grid")) read_vars(*g, s.grid, d, "sweep.grid");
+  if (const CNode* z = m.get("zip")) {
+    read_vars(*z, s.zip, d, "sweep.zip");
+    for (const auto& v : s.zip)
+      if (v.values.size() != s.zip.front().values.size())
+        d.error(v.loc, "zipped variables need equal lengths: '" + v.name + "' has " + std::to_string(v.values.size()) + ", '" +
+                           s.zip.front().name + "' has " + std::to_string(s.zip.front().values.size()));
+  }
+  if (const CNode* mp = m.get("max_points")) {
+    auto v = to_number(*mp, d, "max_points");
+    if (v && *v < 1) d.error(mp->loc, "max_points must be at least 1");
+    else if (v) s.max_points = *v;
+  }
+  m.finish();
+  std::vector<std::string> seen;
+  for (const auto* list : {&s.zip, &s.grid})
+    for (const auto& v : *list) {
+      if (std::find(seen.begin(), seen.end(), v.name) != seen.end()) d.error(v.loc, "sweep variable '" + v.name + "' is declared twice");
+      seen.push_back(v.name);
+    }
+  return s;
+}
+
+}  // namespace
+
+Settings read_settings(const CNode& node, Diags& d) {
+  Settings s;
+  if (node.is_null()) return s;
+  MapReader m(node, "settings", d);
+  if (const CNode* v = m.get("dtype")) {
+    if (auto t = to_string(*v, d, "dtype")) {
+      if (auto dt = parse_dtype(*t)) s.dtype = *dt;
+      else {
+        std::string hint = did_you_mean(*t, dtype_names());
+        d.error(v->loc, "unknown dtype '" + *t + "'", {Note{{}, hint.empty() ? "dtypes: fp64, fp32, tf32, bf16, fp16, fp8, int8, int4" : hint}});
+      }
+    }
+  }
+  if (const CNode* v = m.get("memory_model")) {
+    if (auto t = to_string(*v, d, "memory_model")) {
+      if (*t == "weights+outputs") s.memory_model = MemoryModel::WeightsOutputs;
+      else if (*t == "inputs+weights+outputs") s.memory_model = MemoryModel::InputsWeightsOutputs;
+      else {
+        std::string hint = did_you_mean(*t, {"weights+outputs", "inputs+weights+outputs"});
+        d.error(v->loc, "unknown memory_model '" + *t + "'",
+                {Note{{}, hint.empty() ? "choose weights+outputs or inputs+weights+outputs" : hint}});
+      }
+    }
+  }
+  if (const CNode* v = m.get("flops_per_mac")) {
+    auto f = to_number(*v, d, "flops_per_mac");
+    if (f && *f != 1 && *f != 2) d.error(v->loc, "flops_per_mac must be 2 (a MAC is a multiply and an add) or 1 (count MACs as FLOPs)");
+    else if (f) s.flops_per_mac = *f;
+  }
+  if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  m.finish();
+  return s;
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& path) {
+  CNode root = parse_yaml(text, path);
+  Scenario s;
+  s.path = path;
+  s.hash = fnv1a_hex(text);
+  Diags d;
+  MapReader m(root, "scenario", d);
+  if (!m.ok()) d.throw_if_any();
+  if (const CNode* v = m.require("name")) {
+    s.name = to_string(*v, d, "name").value_or("");
+    if (!s.name.empty() && !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        }))
+      d.error(v->loc, "scenario name '" + s.name + "' is used as a folder name: use letters, digits, '-', '_' and '.'");
+  }
+  if (const CNode* v = m.get("description")) s.description = to_string(*v, d, "description").value_or("");
+  if (const CNode* v = m.get("settings")) s.settings = *v;
+  if (const CNode* v = m.get("vars")) {
+    if (!v->is_map()) d.error(v->loc, "vars must map names to values");
+    else
+      for (const auto& e : v->entries) {
+        if (!valid_name(e.key)) d.error(e.key_loc, "'" + e.key + "' is not a valid variable name (letters, digits, _)");
+        else if (!e.value.is_scalar()) d.error(e.value.loc, "var '" + e.key + "' must be a single value");
+        else s.vars.emplace_back(e.key, e.value);
+      }
+  }
+  if (const CNode* v = m.get("sweep")) s.sweep = read_sweep(*v, d);
+  for (const auto& [name, node] : s.vars)
+    for (const auto& sv : sweep_names(s.sweep))
+      if (sv == name) d.error(node.loc, "'" + name + "' is both a var and a sweep variable");
+  if (const CNode* v = m.require("platforms")) {
+    s.platforms_loc = v->loc;
+    if (!v->is_seq() || v->items.empty()) d.error(v->loc, "platforms must be a list of catalog names (see `rsim hw list`) or inline platforms");
+    else s.platforms = v->items;
+  }
+  if (const CNode* v = m.require("networks")) {
+    if (!v->is_seq() || v->items.empty()) d.error(v->loc, "networks must be a list of networks (name, input, layers)");
+    else s.networks = v->items;
+  }
+  m.finish();
+  // Settings without expressions can be checked now, so `validate` reports them with the rest.
+  if (!s.settings.is_null()) {
+    bool dynamic = false;
+    for (const auto& e : s.settings.entries) dynamic = dynamic || (e.value.is_scalar() && has_expr(e.value.scalar));
+    if (!dynamic) read_settings(s.settings, d);
+  }
+  d.throw_if_any();
+  return s;
+}
+
+Scenario load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), path);
+}
+
+std::vector<std::string> sweep_names(const Sweep& s) {
+  std::vector<std::string> n;
+  for (const auto& v : s.zip) n.push_back(v.name);
+  for (const auto& v : s.grid) n.push_back(v.name);
+  return n;
+}
+
+void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::string>>& sets) {
+  Diags d;
+  for (const auto& [name, value] : sets) {
+    bool done = false;
+    for (auto& [vn, node] : s.vars)
+      if (vn == name) {
+        node.scalar = value;
+        done = true;
+      }
+    for (auto& v : s.sweep.grid)
+      if (v.name == name) {
+        v.values = {value};
+        done = true;
+      }
+    for (auto& v : s.sweep.zip)
+      if (v.name == name) {
+        std::fill(v.values.begin(), v.values.end(), value);  // zipped partners keep their lengths
+        done = true;
+      }
+    if (!done) {
+      std::vector<std::string> names = sweep_names(s.sweep);
+      for (const auto& [vn, node] : s.vars) names.push_back(vn);
+      std::string hint = did_you_mean(name, names);
+      std::string all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      d.error(SourceLoc{}, "--set " + name + "=" + value + ": the scenario has no variable '" + name + "'",
+              {Note{{}, !hint.empty() ? hint : all.empty() ? "this scenario declares no vars or sweep variables" : "its variables: " + all}});
+    }
+  }
+  d.throw_if_any();
+}
+
+double point_count(const Sweep& s) {
+  double n = s.zip.empty() ? 1 : static_cast<double>(s.zip.front().values.size());
+  for (const auto& v : s.grid) n *= static_cast<double>(v.values.size());
+  return n;
+}
+
+std::vector<Point> expand_sweep(const Sweep& s) {
+  double n = point_count(s);
+  if (n > s.max_points) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "the sweep has %.0f points, over the limit of %.0f", n, s.max_points);
+    throw ConfigError(s.loc, buf, {Note{{}, "raise it with 'max_points:' under sweep if you mean it"}});
+  }
+  std::vector<Point> pts;
+  pts.reserve(static_cast<size_t>(n));
+  size_t zn = s.zip.empty() ? 1 : s.zip.front().values.size();
+  std::vector<size_t> idx(s.grid.size(), 0);
+  for (size_t z = 0; z < zn; ++z) {
+    std::fill(idx.begin(), idx.end(), 0);
+    while (true) {
+      Point p;
+      p.index = pts.size();
+      for (const auto& v : s.zip) p.bindings.emplace_back(v.name, v.values[z]);
+      for (size_t g = 0; g < s.grid.size(); ++g) p.bindings.emplace_back(s.grid[g].name, s.grid[g].values[idx[g]]);
+      pts.push_back(std::move(p));
+      // odometer, last fastest
+      size_t g = s.grid.size();
+      while (g > 0) {
+        --g;
+        if (++idx[g] < s.grid[g].values.size()) break;
+        idx[g] = 0;
+        if (g == 0) {
+          g = SIZE_MAX;
+          break;
+        }
+      }
+      if (s.grid.empty() || g == SIZE_MAX) break;
+    }
+  }
+  return pts;
+}
+
+}  // namespace rsim

@@ -1,0 +1,74 @@
+// Scenarios: what to evaluate (networks, platforms, settings) and the sweep over variables.
+// Loading checks structure and collects every error of the file; binding to a sweep point
+// happens later, in evaluate.hpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/expr.hpp"
+#include "engine/tensor.hpp"
+
+namespace rsim {
+
+enum class MemoryModel { WeightsOutputs, InputsWeightsOutputs };
+const char* memory_model_name(MemoryModel m);  // "weights+outputs", "inputs+weights+outputs"
+
+struct Settings {
+  DType dtype = DType::fp32;
+  MemoryModel memory_model = MemoryModel::InputsWeightsOutputs;
+  double flops_per_mac = 2;
+  std::string memory_level;  // "" = the platform's first level
+};
+
+struct SweepVar {
+  std::string name;
+  std::vector<std::string> values;
+  SourceLoc loc;
+};
+
+struct Sweep {
+  std::vector<SweepVar> zip;   // advance together: one dimension
+  std::vector<SweepVar> grid;  // cartesian product, last varies fastest
+  double max_points = 1e6;
+  SourceLoc loc;
+};
+
+struct Point {
+  size_t index = 0;
+  Env bindings;  // sweep variables only
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  std::string description;
+  std::string hash;  // FNV-1a 64-bit of the file's bytes, hex
+  CNode settings;    // substituted per point
+  std::vector<std::pair<std::string, CNode>> vars;  // in order; may use sweep variables and earlier vars
+  Sweep sweep;
+  std::vector<CNode> platforms;  // a catalog name or an inline map (optionally `base: NAME`)
+  std::vector<CNode> networks;
+  SourceLoc platforms_loc;
+};
+
+Scenario parse_scenario(const std::string& text, const std::string& path);
+Scenario load_scenario(const std::string& path);
+
+// Applies `--set name=value` overrides: a var takes the value, a sweep variable is pinned to it.
+void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::string>>& sets);
+
+// Number of points (zip length × product of grid sizes).
+double point_count(const Sweep& s);
+// All points in order. Throws ConfigError when over max_points.
+std::vector<Point> expand_sweep(const Sweep& s);
+// The names of the sweep variables in column order (zip first, then grid).
+std::vector<std::string> sweep_names(const Sweep& s);
+
+// Settings for one point (after substitution).
+Settings read_settings(const CNode& node, Diags& d);
+
+std::string fnv1a_hex(const std::string& bytes);
+
+}  // namespace rsim

@@ -1,0 +1,58 @@
+#include "engine/tensor.hpp"
+
+namespace rsim {
+
+double dtype_bytes(DType t) {
+  switch (t) {
+    case DType::fp64: return 8;
+    case DType::fp32: return 4;
+    case DType::tf32: return 4;
+    case DType::bf16: return 2;
+    case DType::fp16: return 2;
+    case DType::fp8: return 1;
+    case DType::int8: return 1;
+    case DType::int4: return 0.5;
+  }
+  return 4;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::fp64: return "fp64";
+    case DType::fp32: return "fp32";
+    case DType::tf32: return "tf32";
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+    case DType::fp8: return "fp8";
+    case DType::int8: return "int8";
+    case DType::int4: return "int4";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& dtype_names() {
+  static const std::vector<std::string> names = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"};
+  return names;
+}
+
+std::optional<DType> parse_dtype(const std::string& s) {
+  static const DType all[] = {DType::fp64, DType::fp32, DType::tf32, DType::bf16,
+                              DType::fp16, DType::fp8,  DType::int8, DType::int4};
+  for (DType t : all)
+    if (s == dtype_name(t)) return t;
+  return std::nullopt;
+}
+
+double elements(const Shape& s) {
+  double n = 1;
+  for (auto d : s) n *= static_cast<double>(d);
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out.empty() ? "scalar" : out;
+}
+
+}  // namespace rsim

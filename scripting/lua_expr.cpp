@@ -1,0 +1,198 @@
+#include "scripting/lua_expr.hpp"
+
+extern "C" {
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+}
+
+#include <cmath>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "engine/config.hpp"
+
+namespace rsim {
+
+namespace {
+
+constexpr size_t kMemoryLimit = 64u << 20;  // bytes a state may hold
+constexpr int kInstructionLimit = 1000000;  // per expression
+
+struct Budget {
+  size_t used = 0;
+};
+
+void* limited_alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
+  auto* b = static_cast<Budget*>(ud);
+  size_t old = ptr ? osize : 0;
+  if (nsize == 0) {
+    b->used -= old;
+    std::free(ptr);
+    return nullptr;
+  }
+  if (nsize > old && b->used + (nsize - old) > kMemoryLimit) return nullptr;
+  void* p = std::realloc(ptr, nsize);
+  if (p) b->used = b->used - old + nsize;
+  return p;
+}
+
+void count_hook(lua_State* L, lua_Debug*) { luaL_error(L, "expression ran for more than %d instructions", kInstructionLimit); }
+
+// `**` → `^` outside string literals.
+std::string translate(const std::string& e) {
+  std::string out;
+  char quote = 0;
+  for (size_t i = 0; i < e.size(); ++i) {
+    char c = e[i];
+    if (quote) {
+      out += c;
+      if (c == '\\' && i + 1 < e.size()) out += e[++i];
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    if (c == '*' && i + 1 < e.size() && e[i + 1] == '*') {
+      out += '^';
+      ++i;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string strip_chunk_prefix(std::string msg) {
+  // "expr:1: message" → "message"
+  if (msg.rfind("expr:1: ", 0) == 0) msg = msg.substr(8);
+  return msg;
+}
+
+class LuaExprEvaluator : public ExprEvaluator {
+ public:
+  LuaExprEvaluator() {
+    L_ = lua_newstate(limited_alloc, &budget_);
+    if (!L_) throw ExprError("cannot create a Lua state");
+    // Only base and math; the expression sees a curated table, never the globals.
+    luaL_requiref(L_, LUA_GNAME, luaopen_base, 1);
+    luaL_requiref(L_, LUA_MATHLIBNAME, luaopen_math, 1);
+    lua_settop(L_, 0);
+    // functions table: math.*, plus min/max/floor/ceil/... at top level
+    lua_newtable(L_);
+    lua_getglobal(L_, "math");
+    lua_pushvalue(L_, -1);
+    lua_setfield(L_, -3, "math");
+    for (const char* f : {"min", "max", "floor", "ceil", "sqrt", "abs", "log", "exp", "pi", "huge", "tointeger"}) {
+      lua_getfield(L_, -1, f);
+      lua_setfield(L_, -3, f);
+    }
+    lua_pop(L_, 1);
+    for (const char* f : {"tostring", "tonumber", "type"}) {
+      lua_getglobal(L_, f);
+      lua_setfield(L_, -2, f);
+    }
+    // log2(x) and round(x)
+    luaL_dostring(L_, "return function(x) return math.log(x, 2) end");
+    lua_setfield(L_, -2, "log2");
+    luaL_dostring(L_, "return function(x) return math.floor(x + 0.5) end");
+    lua_setfield(L_, -2, "round");
+    funcs_ref_ = luaL_ref(L_, LUA_REGISTRYINDEX);
+    // unknown names raise an error rather than becoming nil
+    lua_newtable(L_);  // metatable for env tables
+    lua_rawgeti(L_, LUA_REGISTRYINDEX, funcs_ref_);
+    lua_pushcclosure(L_, &LuaExprEvaluator::index_fn, 1);
+    lua_setfield(L_, -2, "__index");
+    meta_ref_ = luaL_ref(L_, LUA_REGISTRYINDEX);
+  }
+  ~LuaExprEvaluator() override { lua_close(L_); }
+
+  std::string eval(const std::string& expr, const Env& env) override {
+    lua_settop(L_, 0);
+    int fn_ref;
+    auto it = compiled_.find(expr);
+    if (it != compiled_.end()) {
+      fn_ref = it->second;
+    } else {
+      std::string code = "return " + translate(expr);
+      if (luaL_loadbufferx(L_, code.data(), code.size(), "=expr", "t") != LUA_OK) {
+        std::string msg = strip_chunk_prefix(lua_tostring(L_, -1));
+        lua_settop(L_, 0);
+        throw ExprError("syntax error: " + msg);
+      }
+      fn_ref = luaL_ref(L_, LUA_REGISTRYINDEX);
+      compiled_[expr] = fn_ref;
+    }
+    lua_rawgeti(L_, LUA_REGISTRYINDEX, fn_ref);
+    // fresh environment: the bindings, falling back to the functions
+    lua_createtable(L_, 0, static_cast<int>(env.size()));
+    for (const auto& [name, value] : env) {
+      auto num = parse_double(value);
+      if (num && !value.empty()) {
+        auto i = parse_integer(value);
+        if (i && value.find_first_of(".eE") == std::string::npos) lua_pushinteger(L_, *i);
+        else lua_pushnumber(L_, *num);
+      } else {
+        lua_pushlstring(L_, value.data(), value.size());
+      }
+      lua_setfield(L_, -2, name.c_str());
+    }
+    lua_rawgeti(L_, LUA_REGISTRYINDEX, meta_ref_);
+    lua_setmetatable(L_, -2);
+    lua_setupvalue(L_, -2, 1);  // _ENV
+    lua_sethook(L_, count_hook, LUA_MASKCOUNT, kInstructionLimit);
+    int rc = lua_pcall(L_, 0, 1, 0);
+    lua_sethook(L_, nullptr, 0, 0);
+    if (rc != LUA_OK) {
+      std::string msg = rc == LUA_ERRMEM ? "expression used more than 64 MiB" : strip_chunk_prefix(lua_tostring(L_, -1) ? lua_tostring(L_, -1) : "error");
+      lua_settop(L_, 0);
+      throw ExprError(msg);
+    }
+    std::string out;
+    int t = lua_type(L_, -1);
+    if (t == LUA_TNUMBER) {
+      if (lua_isinteger(L_, -1)) out = std::to_string(lua_tointeger(L_, -1));
+      else {
+        double v = lua_tonumber(L_, -1);
+        if (!std::isfinite(v)) {
+          lua_settop(L_, 0);
+          throw ExprError(std::isnan(v) ? "result is not a number (0/0?)" : "result is infinite (division by zero?)");
+        }
+        out = format_number(v);
+      }
+    } else if (t == LUA_TSTRING) {
+      size_t len;
+      const char* s = lua_tolstring(L_, -1, &len);
+      out.assign(s, len);
+    } else if (t == LUA_TBOOLEAN) {
+      out = lua_toboolean(L_, -1) ? "true" : "false";
+    } else {
+      std::string tn = lua_typename(L_, t);
+      lua_settop(L_, 0);
+      throw ExprError("result is a " + tn + ", not a number or a word");
+    }
+    lua_settop(L_, 0);
+    return out;
+  }
+
+ private:
+  lua_State* L_ = nullptr;
+  Budget budget_;
+  int funcs_ref_ = LUA_NOREF;
+  int meta_ref_ = LUA_NOREF;
+  std::unordered_map<std::string, int> compiled_;
+
+  static int index_fn(lua_State* L) {
+    // upvalue 1: functions table; args: env table, key
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    if (!lua_isnil(L, -1)) return 1;
+    const char* key = lua_tostring(L, 2);
+    return luaL_error(L, "unknown variable '%s'", key ? key : "?");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ExprEvaluator> make_lua_evaluator() { return std::make_unique<LuaExprEvaluator>(); }
+
+}  // namespace rsim

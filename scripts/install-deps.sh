@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything rsim needs to build, test and draw, from Debian 12 packages.
+# Idempotent: does nothing when every package is already installed. Needs root (or sudo).
+set -euo pipefail
+packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboost-program-options-dev
+          catch2 libbenchmark-dev libcairo2-dev fonts-dejavu-core)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,89 @@
+// Units, diagnostics and the YAML reader.
+#include <catch2/catch.hpp>
+
+#include "engine/config.hpp"
+#include "engine/diagnostics.hpp"
+#include "engine/units.hpp"
+
+using namespace rsim;
+
+TEST_CASE("quantities parse with SI and binary prefixes", "[units]") {
+  CHECK(*parse_quantity("760.32 GB/s", Dim::ByteRate).value == Approx(760.32e9));
+  CHECK(*parse_quantity("29.8 TFLOP/s", Dim::FlopRate).value == Approx(29.8e12));
+  CHECK(*parse_quantity("238 TOPS", Dim::FlopRate).value == Approx(238e12));
+  CHECK(*parse_quantity("1.5 GHz", Dim::Frequency).value == Approx(1.5e9));
+  // 32 MiB = 32 · 2^20 = 33,554,432 bytes
+  CHECK(*parse_quantity("32 MiB", Dim::Bytes).value == 33554432.0);
+  CHECK(*parse_quantity("5 us", Dim::Time).value == Approx(5e-6));
+  CHECK(*parse_quantity("384 bit", Dim::Bits).value == 384.0);
+  CHECK(*parse_quantity("48 B", Dim::Bits).value == 384.0);  // 48 bytes = 384 bits
+  CHECK(*parse_quantity("6255 MiB/s", Dim::ByteRate).value == Approx(6255.0 * 1048576.0));
+}
+
+TEST_CASE("quantities without a unit or with an unknown one are rejected", "[units]") {
+  auto none = parse_quantity("760", Dim::ByteRate);
+  CHECK_FALSE(none.value);
+  CHECK(none.error == "'760' has no unit; write a bandwidth with its unit, e.g. '760.32 GB/s'");
+  auto bad = parse_quantity("760 GB/sec", Dim::ByteRate);
+  CHECK_FALSE(bad.value);
+  CHECK(bad.error == "unknown unit 'GB/sec' for a bandwidth; write e.g. '760.32 GB/s'");
+  CHECK_FALSE(parse_quantity("1.5 GHz", Dim::ByteRate).value);  // wrong dimension
+}
+
+TEST_CASE("SI formatting picks the prefix", "[units]") {
+  CHECK(si(29.8e12, "FLOP/s") == "29.8 TFLOP/s");
+  CHECK(si(1.0574e-6, "s") == "1.057 us");
+  CHECK(si(0, "B") == "0 B");
+  CHECK(si(999.96e3, "B") == "1 MB");
+}
+
+TEST_CASE("a diagnostic quotes the line and puts a caret under the column", "[diagnostics]") {
+  auto file = SourceFile::from_text("s.yaml", "name: x\nplatforms: [rtx308]\n");
+  Diagnostic d{SourceLoc{file, 2, 13}, "unknown platform 'rtx308'", {Note{{}, "did you mean 'rtx3080'?"}}};
+  CHECK(format_diagnostic(d) ==
+        "s.yaml:2:13: error: unknown platform 'rtx308'\n"
+        "platforms: [rtx308]\n"
+        "            ^\n"
+        "note: did you mean 'rtx3080'?\n");
+}
+
+TEST_CASE("did-you-mean suggests only likely typos", "[diagnostics]") {
+  CHECK(nearest("bandwith", {"bandwidth", "name", "size"}) == "bandwidth");
+  CHECK(nearest("rn", {"run", "validate", "hw", "ops"}) == "run");
+  CHECK(nearest("completely_different", {"run", "validate"}).empty());
+  CHECK(edit_distance("kitten", "sitting") == 3);
+}
+
+TEST_CASE("YAML positions are 1-based and unknown keys get a suggestion", "[config]") {
+  CNode n = parse_yaml("a: 1\nbandwith: 2\n", "t.yaml");
+  Diags d;
+  MapReader m(n, "memory level", d);
+  m.get("a");
+  m.get("bandwidth");
+  m.finish();
+  REQUIRE(d.size() == 1);
+  CHECK(format_diagnostic(d.list()[0]) ==
+        "t.yaml:2:1: error: unknown key 'bandwith' in memory level\n"
+        "bandwith: 2\n"
+        "^\n"
+        "note: did you mean 'bandwidth'?\n");
+}
+
+TEST_CASE("YAML syntax errors carry the file position", "[config]") {
+  try {
+    parse_yaml("a: [1, 2\nb: 3\n", "bad.yaml");
+    FAIL("expected an error");
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    CHECK(msg.rfind("bad.yaml:", 0) == 0);
+    CHECK(msg.find("error: ") != std::string::npos);
+  }
+}
+
+TEST_CASE("numbers format shortest and integers without a decimal point", "[config]") {
+  CHECK(format_number(28.0) == "28");
+  CHECK(format_number(0.1) == "0.1");
+  CHECK(format_number(1e20) == "1e+20");
+  CHECK(*parse_integer("28.0") == 28);
+  CHECK_FALSE(parse_integer("28.5"));
+}
