@@ -105,7 +105,9 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   std::vector<Network> nets;
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
   for (const auto& raw : s.networks) {
-    nets.push_back(build_network(raw, env, bo, d));
+    Diags nd;  // each network reports its own errors even when an earlier part failed
+    nets.push_back(build_network(raw, env, bo, nd));
+    d.merge(nd);
     for (size_t i = 0; i + 1 < nets.size(); ++i)
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
         d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");

@@ -7,8 +7,7 @@ namespace rsim {
 
 namespace {
 
-const std::vector<std::string> kLayerKeys = {"name", "op", "inputs", "dtype", "block", "args", "repeat"};
-const std::vector<std::string> kBlockUseKeys = {"name", "block", "args", "repeat", "inputs"};
+const std::vector<std::string> kLayerKeys = {"name", "op", "inputs", "dtype", "block", "args", "repeat", "when"};
 
 struct BlockDef {
   std::vector<std::pair<std::string, std::optional<std::string>>> params;  // name, default
@@ -47,6 +46,15 @@ class Builder {
       if (!item.is_map()) {
         d_.error(item.loc, "a layer must be a map with 'op' (or 'block'), not " + std::string(item.kind_name()));
         continue;
+      }
+      if (const CNode* when = item.find("when")) {
+        // `when: ${expr}` keeps the layer (or block) only where the condition holds
+        auto keep = to_bool(*when, d_, "when");
+        if (!keep) {
+          failed = true;
+          return;
+        }
+        if (!*keep) continue;
       }
       if (item.find("block")) run_block(item, env, scopes, prev, depth);
       else run_layer(item, scopes, prev);
@@ -293,7 +301,7 @@ class Builder {
           std::string hint = did_you_mean(e.key, pnames);
           d_.error(e.key_loc, "block '" + *bname + "' has no parameter '" + e.key + "'", {Note{{}, hint.empty() ? "its parameters: " + join(pnames) : hint}});
         }
-    m.allow({"inputs"});
+    m.allow({"inputs", "when"});
     m.finish();
     if (!d_.empty()) {
       failed = true;

@@ -1,0 +1,49 @@
+// Shared helpers for the tests: run scenarios from files or inline text.
+#pragma once
+#include <string>
+
+#include "engine/evaluate.hpp"
+#include "engine/output.hpp"
+#include "scripting/lua_expr.hpp"
+
+namespace rsim::test {
+
+inline std::string src(const std::string& rel) { return std::string(RSIM_SOURCE_DIR) + "/" + rel; }
+
+inline RunResult run(const Scenario& s, int jobs = 1) {
+  Catalog cat(src("hardware"));
+  RunOptions opt;
+  opt.jobs = jobs;
+  opt.make_evaluator = make_lua_evaluator;
+  return run_scenario(s, cat, opt);
+}
+
+inline RunResult run_text(const std::string& yaml, int jobs = 1) { return run(parse_scenario(yaml, "t.yaml"), jobs); }
+inline RunResult run_file(const std::string& rel) { return run(load_scenario(src(rel))); }
+
+// The message of the ConfigError that `f` throws ("" if none).
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Rows of one point/platform/network, in layer order.
+inline std::vector<const Row*> rows_of(const RunResult& r, size_t point, const std::string& platform) {
+  std::vector<const Row*> out;
+  for (const auto& row : r.results.at(point).rows)
+    if (row.platform == platform) out.push_back(&row);
+  return out;
+}
+
+inline const SummaryRow& summary_of(const RunResult& r, size_t point, const std::string& platform) {
+  for (const auto& s : r.results.at(point).summary)
+    if (s.platform == platform) return s;
+  throw std::runtime_error("no summary for " + platform);
+}
+
+}  // namespace rsim::test
