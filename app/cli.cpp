@@ -300,14 +300,7 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
     std::string name = vm["name"].as<std::string>();
     Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
     if (!d.empty()) {
-      // the scalar has no source location: print as "rsim: error"
-      for (const auto& diag : d.list()) {
-        if (diag.loc.known()) err << format_diagnostic(diag);
-        else {
-          err << "rsim: error: " << diag.message << "\n";
-          for (const auto& n : diag.notes) err << "rsim: note: " << n.message << "\n";
-        }
-      }
+      err << ConfigError(d.list()).what();
       return kConfig;
     }
     out << describe_platform(p);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -103,7 +105,7 @@ CNode parse_yaml(const std::string& text, const std::string& path) {
 
 CNode load_yaml_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceLoc{}, "cannot read '" + path + "'");
+  if (!in) throw ConfigError(SourceLoc{}, "cannot read '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_yaml(ss.str(), path);

@@ -47,13 +47,15 @@ static void append_quote(std::string& out, const SourceLoc& loc) {
 }
 
 std::string format_diagnostic(const Diagnostic& d) {
+  // Without a file (command-line problems) the tool's name stands where the file would.
+  const char* tool = d.loc.file ? "" : "rsim: ";
   std::string out;
   append_location(out, d.loc);
-  out += "error: " + d.message + '\n';
+  out += tool + std::string("error: ") + d.message + '\n';
   append_quote(out, d.loc);
   for (const Note& n : d.notes) {
     append_location(out, n.loc);
-    out += "note: " + n.message + '\n';
+    out += (n.loc.file ? "" : tool) + std::string("note: ") + n.message + '\n';
   }
   return out;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -241,7 +243,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
 
 Scenario load_scenario(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "'");
+  if (!in) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "': " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_scenario(ss.str(), path);

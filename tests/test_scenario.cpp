@@ -93,7 +93,7 @@ TEST_CASE("--set overrides a var and pins a sweep variable", "[sweep]") {
   CHECK(s.vars[0].second.scalar == "7");
   REQUIRE(s.sweep.grid[0].values == std::vector<std::string>{"2"});
   CHECK(error_of([&] { apply_overrides(s, {{"gg", "2"}}); }) ==
-        "error: --set gg=2: the scenario has no variable 'gg'\nnote: did you mean 'g'?\n");
+        "rsim: error: --set gg=2: the scenario has no variable 'gg'\nrsim: note: did you mean 'g'?\n");
 }
 
 TEST_CASE("memory models: weights+outputs leaves the inputs out", "[scenarios]") {
