@@ -17,10 +17,10 @@ void Attrs::put(const std::string& name, AttrValue v) {
   v_.emplace_back(name, std::move(v));
 }
 
-const AttrValue& Attrs::at(const std::string& name) const {
+const AttrValue& Attrs::at(std::string_view name) const {
   for (const auto& [n, val] : v_)
     if (n == name) return val;
-  throw std::logic_error("operator attribute '" + name + "' is not declared");
+  throw std::logic_error("operator attribute '" + std::string(name) + "' is not declared");
 }
 
 const char* attr_type_name(AttrType t) {
@@ -256,25 +256,25 @@ namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw ShapeError(msg); }
 
-void need_rank(const Shape& s, size_t rank, const std::string& what) {
+void need_rank(const Shape& s, size_t rank, const char* what) {
   if (s.size() != rank)
-    fail(what + " expects a rank-" + std::to_string(rank) + " input (N, C, H, W), got " + shape_str(s));
+    fail(std::string(what) + " expects a rank-" + std::to_string(rank) + " input (N, C, H, W), got " + shape_str(s));
 }
 
-void need_min_rank(const Shape& s, size_t rank, const std::string& what) {
-  if (s.size() < rank) fail(what + " expects an input of rank " + std::to_string(rank) + " or more, got " + shape_str(s));
+void need_min_rank(const Shape& s, size_t rank, const char* what) {
+  if (s.size() < rank) fail(std::string(what) + " expects an input of rank " + std::to_string(rank) + " or more, got " + shape_str(s));
 }
 
-long long positive(long long v, const std::string& what) {
-  if (v <= 0) fail(what + " must be positive, got " + std::to_string(v));
+long long positive(long long v, const char* what) {
+  if (v <= 0) fail(std::string(what) + " must be positive, got " + std::to_string(v));
   return v;
 }
 
 // Normalise a possibly negative axis against rank.
-size_t axis_of(long long axis, size_t rank, const std::string& what) {
+size_t axis_of(long long axis, size_t rank, const char* what) {
   long long r = static_cast<long long>(rank);
   long long a = axis < 0 ? axis + r : axis;
-  if (a < 0 || a >= r) fail(what + " axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (a < 0 || a >= r) fail(std::string(what) + " axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return static_cast<size_t>(a);
 }
 

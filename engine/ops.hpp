@@ -5,6 +5,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/config.hpp"
@@ -43,13 +44,14 @@ struct AttrValue {
 class Attrs {
  public:
   void put(const std::string& name, AttrValue v);
-  const AttrValue& at(const std::string& name) const;  // throws std::logic_error if unknown
-  bool has(const std::string& name) const { return at(name).set; }
-  long long i(const std::string& n) const { return at(n).i; }
-  double f(const std::string& n) const { return at(n).f; }
-  bool b(const std::string& n) const { return at(n).b; }
-  const std::string& s(const std::string& n) const { return at(n).s; }
-  const std::vector<long long>& ints(const std::string& n) const { return at(n).ints; }
+  // Lookups take string_view so that rules written with literals allocate nothing.
+  const AttrValue& at(std::string_view name) const;  // throws std::logic_error if unknown
+  bool has(std::string_view name) const { return at(name).set; }
+  long long i(std::string_view n) const { return at(n).i; }
+  double f(std::string_view n) const { return at(n).f; }
+  bool b(std::string_view n) const { return at(n).b; }
+  const std::string& s(std::string_view n) const { return at(n).s; }
+  const std::vector<long long>& ints(std::string_view n) const { return at(n).ints; }
   const std::vector<std::pair<std::string, AttrValue>>& all() const { return v_; }
 
  private:

@@ -1,0 +1,161 @@
+// Speed targets of the core (issue 2):
+//  - layer evaluations (shape inference + cost + roofline on one platform) of a 50-layer conv
+//    network across a sweep: at least 5 million per second on one core;
+//  - `rsim run` of any seed scenario: under 50 ms (measured here in-process: load, evaluate,
+//    render the three tables and write them).
+// Google Benchmark reports the details; the summary at the end prints each figure beside its target.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/evaluate.hpp"
+#include "engine/output.hpp"
+#include "scripting/lua_expr.hpp"
+
+using namespace rsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSrc = RSIM_SOURCE_DIR;
+
+// 50 conv layers: channels 64·(1 + i % 4), alternating 3×3 and 1×1, at the given width.
+struct Prepared {
+  std::vector<Attrs> attrs;
+  const OpDef* op;
+};
+
+Prepared prepare(long long base) {
+  Prepared p;
+  p.op = builtin_ops().find("conv2d");
+  Diags d;
+  for (int i = 0; i < 50; ++i) {
+    std::string yaml = "{out_channels: " + std::to_string(base * (1 + i % 4)) + ", kernel: " + (i % 2 ? "1" : "3") + ", padding: same}";
+    p.attrs.push_back(read_attrs(*p.op, parse_yaml(yaml, "b.yaml"), d, "layer"));
+  }
+  return p;
+}
+
+struct Roof {
+  double peak, bw;
+};
+const Roof kRoofs[] = {{29.8e12, 760.32e9}, {960e9, 76.8e9}};
+
+// One sweep point: every layer inferred, costed and put on both roofs. Returns evaluations done.
+size_t evaluate_network(const Prepared& p, long long hw, double& sink) {
+  std::vector<Shape> in = {{1, 64, hw, hw}};
+  size_t n = 0;
+  for (const Attrs& a : p.attrs) {
+    OpArgs args{a, in, DType::fp32};
+    std::vector<Shape> out = p.op->infer(args);
+    OpCost c = layer_cost(*p.op, args, out, 2.0);
+    double bytes = layer_bytes(c, MemoryModel::InputsWeightsOutputs);
+    for (const Roof& r : kRoofs) {
+      RoofPoint rp = roofline(c.flops, bytes, r.peak, r.bw);
+      sink += rp.time_s;
+      ++n;
+    }
+    in = std::move(out);
+  }
+  return n;
+}
+
+void BM_LayerEvaluations(benchmark::State& state) {
+  std::vector<Prepared> sweep = {prepare(16), prepare(32), prepare(64)};
+  double sink = 0;
+  size_t evals = 0;
+  for (auto _ : state) {
+    for (const auto& p : sweep)
+      for (long long hw : {14LL, 28LL, 56LL}) evals += evaluate_network(p, hw, sink);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetItemsProcessed(static_cast<int64_t>(evals));
+}
+BENCHMARK(BM_LayerEvaluations);
+
+std::string big_scenario() {
+  std::string y = "name: bench\nsweep: {grid: {c: [16, 32, 64, 128], hw: [14, 28, 56, 112, 224]}}\nplatforms: [rtx3080, xeon_silver_4210_2s]\n"
+                  "networks:\n  - name: n\n    input: [1, \"${c}\", \"${hw}\", \"${hw}\"]\n    layers:\n";
+  for (int i = 0; i < 50; ++i)
+    y += "      - {op: conv2d, out_channels: \"${c * " + std::to_string(1 + i % 4) + "}\", kernel: " + (i % 2 ? "1" : "3") + ", padding: same}\n";
+  return y;
+}
+
+// The whole pipeline per point: substitution (Lua), graph building, costs, roofline.
+void BM_FullPipeline(benchmark::State& state) {
+  Scenario s = parse_scenario(big_scenario(), "bench.yaml");
+  Catalog cat(kSrc + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  size_t evals = 0;
+  for (auto _ : state) {
+    RunResult r = run_scenario(s, cat, opt);
+    for (const auto& pr : r.results) evals += pr.rows.size();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(evals));
+}
+BENCHMARK(BM_FullPipeline)->Unit(benchmark::kMillisecond);
+
+double run_seed_scenario_ms(const std::string& file) {
+  auto t0 = std::chrono::steady_clock::now();
+  Scenario s = load_scenario(file);
+  Catalog cat(kSrc + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  RunResult r = run_scenario(s, cat, opt);
+  fs::path dir = fs::temp_directory_path() / "rsim_bench_out";
+  fs::create_directories(dir);
+  RunInfo info{RSIM_VERSION, &s};
+  write_file_atomic((dir / "results.csv").string(), results_csv(r, s));
+  write_file_atomic((dir / "summary.csv").string(), summary_csv(r, s));
+  write_file_atomic((dir / "results.json").string(), results_json(r, info));
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class F>
+double best_of(int n, F f) {
+  double best = 1e300;
+  for (int i = 0; i < n; ++i) best = std::min(best, f());
+  return best;
+}
+
+void print_targets() {
+  // layer evaluations per second, one core
+  Prepared p = prepare(64);
+  double sink = 0;
+  double rate = best_of(5, [&] {
+    size_t n = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int rep = 0; rep < 2000; ++rep) n += evaluate_network(p, 56, sink);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return -static_cast<double>(n) / s;  // best = highest rate
+  });
+  rate = -rate;
+  benchmark::DoNotOptimize(sink);
+  double worst_ms = 0;
+  std::string worst;
+  for (const char* f : {"kernel_size_sweep", "output_size_sweep", "channel_sweep", "group_conv_sweep", "reshape_sweep", "fc_sweep"}) {
+    double ms = best_of(5, [&] { return run_seed_scenario_ms(kSrc + "/scenarios/" + f + ".yaml"); });
+    if (ms > worst_ms) {
+      worst_ms = ms;
+      worst = f;
+    }
+  }
+  std::printf("\n%-58s %14s %14s  %s\n", "figure", "measured", "target", "");
+  std::printf("%-58s %11.2f M/s %11.2f M/s  %s\n", "layer evaluations per second (50-layer conv net, 1 core)", rate / 1e6, 5.0,
+              rate >= 5e6 ? "ok" : "MISSED");
+  std::printf("%-58s %12.2f ms %12.2f ms  %s\n", ("slowest seed scenario run in-process (" + worst + ")").c_str(), worst_ms, 50.0,
+              worst_ms < 50 ? "ok" : "MISSED");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_targets();
+  return 0;
+}
