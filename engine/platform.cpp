@@ -185,8 +185,9 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   auto vclock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
   auto eff = fraction(m.get("efficiency"), d, "efficiency");
   if (vclock && !derive) d.error(m.get("vector_clock")->loc, what + ": vector_clock needs a derived peak (derive: units, clock, ...) to rescale");
-  if (!vclock && derive) vclock = plat.vector_clock;
-  if (!eff) eff = plat.compute_efficiency;
+  // platform-wide derating wins over a roof's own, so `base: X` + `derate:` changes every roof
+  if (plat.vector_clock && derive) vclock = plat.vector_clock;
+  if (plat.compute_efficiency) eff = plat.compute_efficiency;
   m.finish();
 
   r.derated_flops_per_s = r.peak_flops_per_s;
@@ -253,7 +254,10 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   if (auto sz = quantity(m.get("size"), Dim::Bytes, d, "size")) r.size_bytes = *sz;
   m.finish();
   if (frac && measured) d.error(n.loc, what + " gives both 'fraction' and 'measured'; keep one");
-  if (!frac && !measured) frac = plat.bandwidth_fraction;
+  if (plat.bandwidth_fraction) {  // platform-wide derating wins, as for compute
+    frac = plat.bandwidth_fraction;
+    measured.reset();
+  }
   r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
   if (measured) {
     r.derated_bandwidth_bytes_per_s = *measured;

@@ -134,3 +134,45 @@ TEST_CASE("fully connected: about 0.25 MAC per byte at batch 1, memory bound", "
   }
   CHECK(i64 > 30 * i1);
 }
+
+namespace {
+const Row& layer(const RunResult& r, size_t point, const std::string& name) {
+  for (const Row& row : r.results.at(point).rows)
+    if (row.layer == name) return row;
+  throw std::runtime_error("no layer " + name);
+}
+}  // namespace
+
+TEST_CASE("what-if: AVX-512 clock drop on 2 × Xeon Silver 4210 moves a layer across the ridge", "[seed][whatif]") {
+  RunResult r = run_file("scenarios/avx512_clock_whatif.yaml");
+  REQUIRE(r.points.size() == 4);  // 2.2, 2.0, 1.8, 1.5 GHz
+  const Row& at22 = layer(r, 0, "g4");
+  const Row& at15 = layer(r, 3, "g4");
+  CHECK(at22.derated.peak_flops_per_s == Approx(2 * 10 * 2.2e9 * 16 * 2));  // 1408 GFLOP/s
+  CHECK(at15.derated.peak_flops_per_s == Approx(2 * 10 * 1.5e9 * 16 * 2));  // 960 GFLOP/s
+  CHECK(at15.derated.bandwidth_bytes_per_s == Approx(2400e6 * 64 / 8 * 4));  // 76.8 GB/s
+  // groups = 4: MACs = 56·56·32·(32/4)·9; bytes = (2·32·56·56 + 32·8·9 + 32)·4
+  double flops = 2.0 * 56 * 56 * 32 * 8 * 9, bytes = (2.0 * 32 * 56 * 56 + 32 * 8 * 9 + 32) * 4;
+  CHECK(at22.theoretical.intensity == Approx(flops / bytes));
+  REQUIRE(flops / bytes < 1408e9 / 76.8e9);  // below the 2.2 GHz ridge (18.33) ...
+  REQUIRE(flops / bytes > 960e9 / 76.8e9);   // ... above the 1.5 GHz ridge (12.5)
+  CHECK(at22.derated.bound == Bound::Memory);
+  CHECK(at15.derated.bound == Bound::Compute);
+  CHECK(summary_of(r, 3, at15.platform).derated_time_s > summary_of(r, 0, at22.platform).derated_time_s);
+}
+
+TEST_CASE("what-if: seed-002 bandwidth fraction 96 → 74 GB/s", "[seed][whatif]") {
+  RunResult r = run_file("scenarios/bandwidth_fraction_whatif.yaml");
+  REQUIRE(r.points.size() == 5);  // 1.0 … 0.77
+  const Row& full = layer(r, 0, "pw");
+  const Row& low = layer(r, 4, "pw");
+  CHECK(full.derated.peak_flops_per_s == Approx(16 * 2.9e9 * 16 * 2 * 2));  // 2969.6 GFLOP/s
+  CHECK(low.derated.bandwidth_bytes_per_s == Approx(96e9 * 0.77));           // 73.92 GB/s
+  // pointwise 128→128 on 56×56: 2·3136·128·128 FLOPs over (2·128·3136 + 128·128 + 128)·4 bytes
+  double I = 2.0 * 3136 * 128 * 128 / ((2.0 * 128 * 3136 + 128 * 128 + 128) * 4);
+  CHECK(full.theoretical.intensity == Approx(I));
+  CHECK(full.derated.bound == Bound::Compute);  // I = 31.4 > 2969.6 / 96 = 30.9
+  CHECK(low.derated.bound == Bound::Memory);    // I = 31.4 < 2969.6 / 73.92 = 40.2
+  // a memory-bound layer's time scales with 1 / fraction
+  CHECK(layer(r, 4, "dw").derated.time_s == Approx(layer(r, 0, "dw").derated.time_s / 0.77));
+}
