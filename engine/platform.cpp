@@ -52,6 +52,28 @@ CNode Catalog::load(const std::string& name) const { return load_yaml_file(path_
 
 namespace {
 
+// Platform figures keep 6 significant digits: "760.32 GB/s", not "760.3 GB/s".
+std::string si6(double v, const std::string& unit) { return si(v, unit, 6); }
+
+// Integer roofs count operations, not floating-point ones.
+const char* rate_unit(const ComputeRoof& r) {
+  for (DType t : r.dtypes)
+    if (t != DType::int8 && t != DType::int4) return "FLOP/s";
+  return "OP/s";
+}
+
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g %s", bytes, units[u]);
+  return buf;
+}
+
 std::optional<double> quantity(const CNode* n, Dim dim, Diags& d, const std::string& what) {
   if (!n) return std::nullopt;
   if (!n->is_scalar()) {
@@ -147,7 +169,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   if (peak) {
     if (auto p = quantity(peak, Dim::FlopRate, d, "peak")) {
       r.peak_flops_per_s = *p;
-      r.derivation = "given: " + si(*p, "FLOP/s");
+      r.derivation = "given: " + si6(*p, rate_unit(r));
     }
   } else if (derive) {
     MapReader dm(*derive, "derive", d);
@@ -179,7 +201,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
     if (units && clock && flops_per_cycle > 0) {
       per_clock = *units * flops_per_cycle;
       r.peak_flops_per_s = per_clock * *clock;
-      r.derivation = num(*units) + " units × " + si(*clock, "Hz") + " × " + per_clock_text + " = " + si(r.peak_flops_per_s, "FLOP/s");
+      r.derivation = num(*units) + " units × " + si6(*clock, "Hz") + " × " + per_clock_text + " = " + si6(r.peak_flops_per_s, "FLOP/s");
     }
   }
   auto vclock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
@@ -194,12 +216,12 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   std::string text;
   if (vclock && clock && per_clock > 0) {
     r.derated_flops_per_s = per_clock * *vclock;
-    text = "at vector clock " + si(*vclock, "Hz") + " instead of " + si(*clock, "Hz") + ": " + si(r.derated_flops_per_s, "FLOP/s");
+    text = "at vector clock " + si6(*vclock, "Hz") + " instead of " + si6(*clock, "Hz") + ": " + si6(r.derated_flops_per_s, "FLOP/s");
   }
   if (eff) {
     double before = r.derated_flops_per_s;
     r.derated_flops_per_s *= *eff;
-    text += (text.empty() ? "" : "; ") + si(before, "FLOP/s") + " × efficiency " + num(*eff) + " = " + si(r.derated_flops_per_s, "FLOP/s");
+    text += (text.empty() ? "" : "; ") + si6(before, "FLOP/s") + " × efficiency " + num(*eff) + " = " + si6(r.derated_flops_per_s, "FLOP/s");
   }
   r.derated_derivation = text.empty() ? "no derating: same as theoretical" : text;
   return r;
@@ -217,7 +239,7 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   if (bw) {
     if (auto b = quantity(bw, Dim::ByteRate, d, "bandwidth")) {
       r.bandwidth_bytes_per_s = *b;
-      r.derivation = "given: " + si(*b, "B/s");
+      r.derivation = "given: " + si6(*b, "B/s");
     }
   } else if (derive) {
     MapReader dm(*derive, "derive", d);
@@ -233,10 +255,10 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
     if (rate && (clk || ddr)) d.error(derive->loc, "give either transfer_rate or clock with data_rate, not both");
     if (rate) {
       transfers = rate;
-      rate_text = si(*rate, "T/s");
+      rate_text = si6(*rate, "T/s");
     } else if (clk && ddr) {
       transfers = *clk * *ddr;
-      rate_text = si(*clk, "Hz") + " × " + num(*ddr) + " (data rate)";
+      rate_text = si6(*clk, "Hz") + " × " + num(*ddr) + " (data rate)";
     } else if (derive->is_map()) {
       d.error(derive->loc, "derive needs transfer_rate (e.g. '2400 MT/s') or clock with data_rate (2 for DDR)");
     }
@@ -246,7 +268,7 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
       r.derivation = rate_text + " × " + num(*width) + " bit / 8";
       if (ch) r.derivation += " × " + num(c) + " channel" + (c == 1 ? "" : "s");
       if (sockets) r.derivation += " × " + num(s) + " socket" + (s == 1 ? "" : "s");
-      r.derivation += " = " + si(r.bandwidth_bytes_per_s, "B/s");
+      r.derivation += " = " + si6(r.bandwidth_bytes_per_s, "B/s");
     }
   }
   auto frac = fraction(m.get("fraction"), d, "fraction");
@@ -261,10 +283,10 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
   if (measured) {
     r.derated_bandwidth_bytes_per_s = *measured;
-    r.derated_derivation = "measured: " + si(*measured, "B/s") + " (" + num(100 * *measured / r.bandwidth_bytes_per_s) + " % of theoretical)";
+    r.derated_derivation = "measured: " + si6(*measured, "B/s") + " (" + num(100 * *measured / r.bandwidth_bytes_per_s) + " % of theoretical)";
   } else if (frac) {
     r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s * *frac;
-    r.derated_derivation = si(r.bandwidth_bytes_per_s, "B/s") + " × achievable fraction " + num(*frac) + " = " + si(r.derated_bandwidth_bytes_per_s, "B/s");
+    r.derated_derivation = si6(r.bandwidth_bytes_per_s, "B/s") + " × achievable fraction " + num(*frac) + " = " + si6(r.derated_bandwidth_bytes_per_s, "B/s");
   } else {
     r.derated_derivation = "no derating: same as theoretical";
   }
@@ -327,14 +349,14 @@ std::string describe_platform(const Platform& p) {
     std::string dts;
     for (DType t : r.dtypes) dts += (dts.empty() ? "" : ", ") + std::string(dtype_name(t));
     s += "    " + r.name + " [" + dts + "]\n";
-    s += "      theoretical " + si(r.peak_flops_per_s, "FLOP/s") + "  (" + r.derivation + ")\n";
-    s += "      derated     " + si(r.derated_flops_per_s, "FLOP/s") + "  (" + r.derated_derivation + ")\n";
+    s += "      theoretical " + si6(r.peak_flops_per_s, rate_unit(r)) + "  (" + r.derivation + ")\n";
+    s += "      derated     " + si6(r.derated_flops_per_s, rate_unit(r)) + "  (" + r.derated_derivation + ")\n";
   }
   s += "  memory levels:\n";
   for (const auto& m : p.memory) {
-    s += "    " + m.name + (m.size_bytes > 0 ? " (" + si(m.size_bytes, "B") + ")" : "") + "\n";
-    s += "      theoretical " + si(m.bandwidth_bytes_per_s, "B/s") + "  (" + m.derivation + ")\n";
-    s += "      derated     " + si(m.derated_bandwidth_bytes_per_s, "B/s") + "  (" + m.derated_derivation + ")\n";
+    s += "    " + m.name + (m.size_bytes > 0 ? " (" + size_text(m.size_bytes) + ")" : "") + "\n";
+    s += "      theoretical " + si6(m.bandwidth_bytes_per_s, "B/s") + "  (" + m.derivation + ")\n";
+    s += "      derated     " + si6(m.derated_bandwidth_bytes_per_s, "B/s") + "  (" + m.derated_derivation + ")\n";
   }
   if (!p.memory.empty()) {
     const MemoryLevel& mem = p.memory.front();

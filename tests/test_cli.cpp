@@ -53,7 +53,7 @@ TEST_CASE("hw show prints roofs, derivations and ridge points", "[cli]") {
   Out r = cli({"hw", "show", "rtx3080", "--hw-dir", src("hardware")});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("29.8 TFLOP/s") != std::string::npos);
-  CHECK(r.out.find("760.3 GB/s") != std::string::npos);
+  CHECK(r.out.find("760.32 GB/s") != std::string::npos);
   CHECK(r.out.find("39.19") != std::string::npos);  // 29.8e12 / 760.32e9 = 39.194...
   Out bad = cli({"hw", "show", "rtx308", "--hw-dir", src("hardware")});
   CHECK(bad.code == 1);
