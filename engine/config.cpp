@@ -50,7 +50,11 @@ SourceLoc loc_of(const YAML::Mark& m, const std::shared_ptr<const SourceFile>& f
   return SourceLoc{f, m.line + 1, m.column + 1};
 }
 
-CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, Diags& d) {
+// Aliases share nodes in yaml-cpp but are copied here: a budget stops an alias bomb.
+constexpr long kMaxNodes = 5'000'000;
+
+CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, Diags& d, long& budget) {
+  if (--budget < 0) throw ConfigError(loc_of(y.Mark(), f), "the document expands to more than 5 million values (aliases of aliases?)");
   CNode n;
   n.loc = loc_of(y.Mark(), f);
   switch (y.Type()) {
@@ -64,7 +68,7 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
       break;
     case YAML::NodeType::Sequence:
       n.kind = CNode::Kind::Seq;
-      for (const auto& item : y) n.items.push_back(convert(item, f, d));
+      for (const auto& item : y) n.items.push_back(convert(item, f, d, budget));
       break;
     case YAML::NodeType::Map:
       n.kind = CNode::Kind::Map;
@@ -78,7 +82,7 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
         e.key = kv.first.Scalar();
         for (const auto& prev : n.entries)
           if (prev.key == e.key) d.error(e.key_loc, "duplicate key '" + e.key + "'", {Note{prev.key_loc, "first given here"}});
-        e.value = convert(kv.second, f, d);
+        e.value = convert(kv.second, f, d, budget);
         n.entries.push_back(std::move(e));
       }
       break;
@@ -97,7 +101,8 @@ CNode parse_yaml(const std::string& text, const std::string& path) {
     throw ConfigError(loc_of(e.mark, file), e.msg);
   }
   Diags d;
-  CNode n = convert(root, file, d);
+  long budget = kMaxNodes;
+  CNode n = convert(root, file, d, budget);
   if (n.is_null() && !n.loc.known()) n.loc = SourceLoc{file, 1, 1};
   d.throw_if_any();
   return n;

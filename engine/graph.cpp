@@ -7,6 +7,7 @@ namespace rsim {
 
 namespace {
 
+constexpr size_t kMaxLayers = 1'000'000;
 const std::vector<std::string> kLayerKeys = {"name", "op", "inputs", "dtype", "block", "args", "repeat", "when"};
 
 struct BlockDef {
@@ -240,6 +241,11 @@ class Builder {
       failed = true;
       return;
     }
+    if (net_.layers.size() >= kMaxLayers) {
+      d_.error(item.loc, "network '" + net_.name + "' has more than 1,000,000 layers; is a repeat count too large?");
+      failed = true;
+      return;
+    }
     TensorRef ref{static_cast<int>(net_.layers.size()), 0};
     define(scopes, local, item.loc, ref);
     net_.layers.push_back(std::move(L));
@@ -265,8 +271,9 @@ class Builder {
       return;
     }
     const BlockDef& def = it->second;
-    std::string local = *bname + "_" + std::to_string(++auto_index_);
-    if (const CNode* n = m.get("name")) local = to_string(*n, d_, "name").value_or(local);
+    std::string local;
+    if (const CNode* n = m.get("name")) local = to_string(*n, d_, "name").value_or("");
+    if (local.empty()) local = *bname + "_" + std::to_string(++auto_index_);
     long long repeat = 1;
     if (const CNode* r = m.get("repeat")) {
       repeat = to_integer(*r, d_, "repeat").value_or(1);

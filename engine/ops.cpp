@@ -438,6 +438,7 @@ void add_conv(OpRegistry& r) {
       long long d = positive(a.attrs.ints("dilation")[i], "dilation");
       long long p = a.attrs.ints("padding")[i];
       long long op = a.attrs.ints("output_padding")[i];
+      if (p < 0 || op < 0) fail("padding and output_padding must not be negative");
       if (op >= s && op >= d) fail("output_padding must be smaller than stride or dilation");
       long long o = (x[2 + i] - 1) * s - 2 * p + d * (k - 1) + op + 1;
       if (o <= 0) fail("output size would be " + std::to_string(o) + " for input " + shape_str(x));
@@ -924,6 +925,7 @@ void add_layout(OpRegistry& r) {
   id.summary = "passes its input through (also dropout at inference): no work, no data moved";
   id.formula = "FLOPs = 0; bytes = 0";
   id.view = true;
+  id.attrs = {{"p", AttrType::Float, "0", "dropout probability (no effect at inference)", {}}};
   id.infer = same_shape;
   r.add(id);
   r.alias("dropout", "identity");
