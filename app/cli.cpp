@@ -45,6 +45,30 @@ const Command kCommands[] = {
     {"ops", "ops [NAME]", "list the operators, or show one operator's attributes and cost formula", cmd_ops},
 };
 
+// Display width of UTF-8 text (code points; every character here is one column wide).
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Left-aligned columns, two spaces apart, aligned by display width.
+std::string text_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w;
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (w.size() <= i) w.push_back(0);
+      w[i] = std::max(w[i], display_width(r[i]));
+    }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) line += (i ? "  " : "") + r[i] + (i + 1 < r.size() ? std::string(w[i] - display_width(r[i]), ' ') : "");
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::string usage_text() {
   std::string s = "usage: rsim COMMAND [ARGS]\n\nA roofline simulator: per-layer FLOPs, bytes, intensity and bound time from YAML scenarios.\n\ncommands:\n";
   for (const auto& c : kCommands) {
@@ -273,9 +297,8 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
       err << "rsim: error: no platforms in '" << catalog.dir() << "'\n";
       return kConfig;
     }
-    char buf[512];
-    std::snprintf(buf, sizeof buf, "%-26s %-44s %-26s %14s %8s\n", "name", "title", "first compute roof", "bandwidth", "ridge");
-    out << buf;
+    // name, kind, title, every compute roof, the first memory level, the first roof's ridge
+    std::vector<std::vector<std::string>> rows = {{"name", "kind", "title", "compute roofs (theoretical)", "memory (theoretical / derated)", "ridge"}};
     int rc = kOk;
     for (const auto& n : names) {
       Diags d;
@@ -285,13 +308,19 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
         rc = kConfig;
         continue;
       }
-      const ComputeRoof& r = p.compute.front();
+      std::string roofs;
+      for (const auto& r : p.compute) {
+        std::string dts;
+        for (DType t : r.dtypes) dts += (dts.empty() ? "" : "/") + std::string(dtype_name(t));
+        roofs += (roofs.empty() ? "" : ", ") + dts + " " + si(r.peak_flops_per_s, "", 4);
+      }
       const MemoryLevel& m = p.memory.front();
-      std::string roof = si(r.peak_flops_per_s, "FLOP/s") + " " + dtype_name(r.dtypes.front());
-      std::snprintf(buf, sizeof buf, "%-26s %-44s %-26s %14s %8.2f\n", n.c_str(), p.title.substr(0, 44).c_str(), roof.c_str(),
-                    si(m.bandwidth_bytes_per_s, "B/s").c_str(), r.peak_flops_per_s / m.bandwidth_bytes_per_s);
-      out << buf;
+      char ridge[32];
+      std::snprintf(ridge, sizeof ridge, "%.2f", p.compute.front().peak_flops_per_s / m.bandwidth_bytes_per_s);
+      rows.push_back({n, p.kind, p.title, roofs, m.name + " " + si(m.bandwidth_bytes_per_s, "B/s") + " / " + si(m.derated_bandwidth_bytes_per_s, "B/s"), ridge});
     }
+    out << text_table(rows);
+    out << "compute in FLOP/s (OP/s for int); ridge = first roof / first memory level, in FLOP/byte; `rsim hw show NAME` for derivations\n";
     return rc;
   }
   if (action == "show") {

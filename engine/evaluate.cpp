@@ -51,6 +51,8 @@ Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
     const CNode* node = catalog_entry(entry, cache, d, holder);
     if (!node) return {};
     Diags local;
+    if (const CNode* b = node->find("base"))
+      local.error(b->loc, "'base' only applies to inline platforms in a scenario; a catalog file describes its platform fully");
     Platform p = build_platform(*node, nullptr, local);
     if (!local.empty()) {
       d.merge(local);

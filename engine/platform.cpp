@@ -112,6 +112,8 @@ std::optional<double> count(const CNode* n, Diags& d, const std::string& what) {
   return v;
 }
 
+std::string plural(double v, const char* word) { return std::string(word) + (v == 1 ? "" : "s"); }
+
 std::string num(double v) {
   // compact but exact enough for derivations: up to 6 significant digits
   char buf[64];
@@ -190,11 +192,11 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
       if (add || mul) d.error(derive->loc, "give either fma_pipes or add_pipes and mul_pipes, not both");
       double l = lanes.value_or(1);
       flops_per_cycle = l * *fma * 2;
-      per_clock_text = num(l) + " lanes × " + num(*fma) + " FMA pipe" + (*fma == 1 ? "" : "s") + " × 2";
+      per_clock_text = num(l) + " " + plural(l, "lane") + " × " + num(*fma) + " FMA " + plural(*fma, "pipe") + " × 2";
     } else if (add || mul) {
       double l = lanes.value_or(1);
       flops_per_cycle = l * (add.value_or(0) + mul.value_or(0));
-      per_clock_text = num(l) + " lanes × (" + num(add.value_or(0)) + " add + " + num(mul.value_or(0)) + " mul pipes)";
+      per_clock_text = num(l) + " " + plural(l, "lane") + " × (" + num(add.value_or(0)) + " add + " + num(mul.value_or(0)) + " mul pipes)";
     } else if (derive->is_map()) {
       d.error(derive->loc, "derive needs fma_pipes, add_pipes/mul_pipes or flops_per_cycle");
     }
@@ -214,6 +216,11 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
 
   r.derated_flops_per_s = r.peak_flops_per_s;
   std::string text;
+  if (vclock && clock && *vclock > *clock) {
+    d.error(n.loc, what + ": vector_clock " + si6(*vclock, "Hz") + " is above the clock " + si6(*clock, "Hz"),
+            {Note{{}, "derating lowers a roof; to model a turbo clock, raise 'clock' instead"}});
+    vclock.reset();
+  }
   if (vclock && clock && per_clock > 0) {
     r.derated_flops_per_s = per_clock * *vclock;
     text = "at vector clock " + si6(*vclock, "Hz") + " instead of " + si6(*clock, "Hz") + ": " + si6(r.derated_flops_per_s, "FLOP/s");
@@ -281,6 +288,12 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
     measured.reset();
   }
   r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
+  if (measured && r.bandwidth_bytes_per_s > 0 && *measured > r.bandwidth_bytes_per_s * (1 + 1e-9)) {
+    d.error(m.node().find("measured")->loc, what + ": measured " + si6(*measured, "B/s") + " is above the theoretical " +
+                                                 si6(r.bandwidth_bytes_per_s, "B/s"),
+            {Note{{}, "check both figures: a measurement cannot beat the hardware's limit"}});
+    measured.reset();
+  }
   if (measured) {
     r.derated_bandwidth_bytes_per_s = *measured;
     r.derated_derivation = "measured: " + si6(*measured, "B/s") + " (" + num(100 * *measured / r.bandwidth_bytes_per_s) + " % of theoretical)";
@@ -293,7 +306,8 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   return r;
 }
 
-// Overlay: keys of `top` replace those of `base` (one level deep).
+// Overlay: keys of `top` replace those of `base`; `derate` merges key by key, so a what-if that
+// sets one derating factor keeps the base's others (e.g. its AVX-512 clock).
 CNode overlay(const CNode& base, const CNode& top) {
   CNode out = base;
   for (const auto& e : top.entries) {
@@ -301,7 +315,7 @@ CNode overlay(const CNode& base, const CNode& top) {
     bool replaced = false;
     for (auto& b : out.entries)
       if (b.key == e.key) {
-        b.value = e.value;
+        b.value = (e.key == "derate" && b.value.is_map() && e.value.is_map()) ? overlay(b.value, e.value) : e.value;
         replaced = true;
       }
     if (!replaced) out.entries.push_back(e);
