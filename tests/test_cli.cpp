@@ -105,7 +105,7 @@ TEST_CASE("a failed run exits 1 and writes nothing", "[cli]") {
   CHECK(missing.err == "rsim: error: cannot read scenario '/nonexistent.yaml': No such file or directory\n");
 }
 
-TEST_CASE("--set pins a sweep variable from the command line", "[cli]") {
+TEST_CASE("run --set pins a sweep variable from the command line", "[cli]") {
   fs::path dir = temp_dir("set");
   Out r = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--set", "groups=4", "--out", dir.string(), "--hw-dir", src("hardware"), "-q"});
   REQUIRE(r.code == 0);

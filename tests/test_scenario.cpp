@@ -87,7 +87,7 @@ networks:
   CHECK(row.output_shapes == "1x64x28x28");
 }
 
-TEST_CASE("--set overrides a var and pins a sweep variable", "[sweep]") {
+TEST_CASE("overrides: --set changes a var and pins a sweep variable", "[sweep]") {
   Scenario s = parse_scenario(std::string(kConv) + "vars: {x: 1}\nsweep: {grid: {g: [1, 2, 4]}}\n", "t.yaml");
   apply_overrides(s, {{"x", "7"}, {"g", "2"}});
   CHECK(s.vars[0].second.scalar == "7");
