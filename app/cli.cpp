@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 
 namespace po = boost::program_options;
@@ -167,13 +169,25 @@ po::options_description hw_dir_option() {
   return d;
 }
 
+// The scenario's `plots:` section, checked before anything is evaluated.
+std::vector<plots::PlotSpec> load_plot_specs(const Scenario& s) {
+  if (s.plots.is_null()) return {};
+  Diags d;
+  auto specs = plots::parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  d.throw_if_any();
+  return specs;
+}
+
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim run options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
       "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
       "jobs,j", po::value<int>()->default_value(1), "worker threads")(
-      "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal");
+      "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal")(
+      "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
+      "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
+      "no-plots", "write the tables only");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -192,8 +206,29 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   if (!sets_ok) return kUsage;
   std::string hw = find_hardware_dir(vm["hw-dir"].as<std::string>());
   try {
+    plots::RenderOptions ropt;
+    ropt.formats.clear();
+    {
+      std::string list = vm["format"].as<std::string>();
+      size_t start = 0;
+      while (start <= list.size()) {
+        size_t comma = list.find(',', start);
+        std::string f = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (f == "png") ropt.formats.push_back(plots::Format::PNG);
+        else if (f == "svg") ropt.formats.push_back(plots::Format::SVG);
+        else if (f == "pdf") ropt.formats.push_back(plots::Format::PDF);
+        else if (!f.empty()) return usage_error(err, "unknown figure format '" + f + "'", "formats: png, svg, pdf");
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      double dpi = vm["dpi"].as<double>();
+      if (dpi != 0 && (dpi < 36 || dpi > 600)) return usage_error(err, "--dpi must be between 36 and 600");
+      ropt.dpi = dpi;
+    }
+    bool want_plots = !vm.count("no-plots") && !ropt.formats.empty();
     Scenario s = load_scenario(vm["file"].as<std::string>());
     apply_overrides(s, sets);
+    std::vector<plots::PlotSpec> specs = load_plot_specs(s);
     Catalog catalog(hw);
     Progress progress(isatty(2) && !vm.count("quiet"));
     RunOptions opt;
@@ -214,11 +249,26 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     // Render everything first, then write: a failure leaves no half-written file.
     RunInfo info{RSIM_VERSION, &s};
-    std::string results = results_csv(r, s), summary = summary_csv(r, s), json = results_json(r, info);
+    std::vector<plots::OutputFile> files = {{"results.csv", results_csv(r, s)}, {"summary.csv", summary_csv(r, s)}, {"results.json", results_json(r, info)}};
+    size_t n_figures = 0;
+    if (want_plots) {
+      if (specs.empty()) specs = plots::default_plot_specs(r, s);
+      std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
+      for (auto& f : plots::render_figures(r, s, specs, ropt, figures)) files.push_back(std::move(f));
+      files.push_back({"report.md", plots::report_markdown(r, s, figures)});
+      n_figures = figures.size();
+    }
     try {
-      write_file_atomic((dir / "results.csv").string(), results);
-      write_file_atomic((dir / "summary.csv").string(), summary);
-      write_file_atomic((dir / "results.json").string(), json);
+      for (const auto& f : files) write_file_atomic((dir / f.name).string(), f.bytes);
+      // files an earlier run wrote that this run did not (a figure renamed or dropped) go away
+      std::ifstream old(dir / ".rsim-files");
+      std::string line, manifest;
+      while (std::getline(old, line)) {
+        bool current = std::any_of(files.begin(), files.end(), [&](const plots::OutputFile& f) { return f.name == line; });
+        if (!current && !line.empty() && line.find('/') == std::string::npos && line[0] != '.') fs::remove(dir / line, ec);
+      }
+      for (const auto& f : files) manifest += f.name + "\n";
+      write_file_atomic((dir / ".rsim-files").string(), manifest);
     } catch (const std::exception& e) {
       err << "rsim: error: " << e.what() << "\n";
       return kConfig;
@@ -233,7 +283,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << terminal_summary(r, 40) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << (dir / "results.csv").string() << ", summary.csv, results.json (evaluated in " << buf << ")\n";
+      out << "wrote " << dir.string() << "/: results.csv, summary.csv, results.json";
+      if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
+      out << " (evaluated in " << buf << ")\n";
     }
     return kOk;
   } catch (const ConfigError& e) {
@@ -260,9 +312,11 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
     try {
       Scenario s = load_scenario(f);
+      std::vector<plots::PlotSpec> specs = load_plot_specs(s);
       RunOptions opt;
       opt.make_evaluator = make_lua_evaluator;
       RunResult r = run_scenario(s, catalog, opt);
+      for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
       size_t rows = 0;
       for (const auto& pr : r.results) rows += pr.rows.size();
       out << f << ": ok (" << r.points.size() << " points, " << rows << " layer evaluations)\n";

@@ -230,6 +230,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     if (!v->is_seq() || v->items.empty()) d.error(v->loc, "networks must be a list of networks (name, input, layers)");
     else s.networks = v->items;
   }
+  if (const CNode* v = m.get("plots")) s.plots = *v;
   m.finish();
   // Settings without expressions can be checked now, so `validate` reports them with the rest.
   if (!s.settings.is_null()) {

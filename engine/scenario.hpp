@@ -50,6 +50,7 @@ struct Scenario {
   Sweep sweep;
   std::vector<CNode> platforms;  // a catalog name or an inline map (optionally `base: NAME`)
   std::vector<CNode> networks;
+  CNode plots;  // read by plots/ (figures); null when the scenario declares none
   SourceLoc platforms_loc;
 };
 

@@ -1,0 +1,263 @@
+#include "plots/cairo_renderer.hpp"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace rsim::plots {
+
+const char* format_ext(Format f) {
+  switch (f) {
+    case Format::PNG: return "png";
+    case Format::SVG: return "svg";
+    case Format::PDF: return "pdf";
+  }
+  return "?";
+}
+
+struct CairoRenderer::Impl {
+  cairo_surface_t* measure_surface = nullptr;
+  cairo_t* measure_cr = nullptr;
+  cairo_surface_t* surface = nullptr;
+  cairo_t* cr = nullptr;
+  std::string* sink = nullptr;
+};
+
+static cairo_status_t write_to_string(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+static void set_font(cairo_t* cr, double size, bool bold) {
+  cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, size);
+}
+
+CairoRenderer::CairoRenderer(Format format, double dpi) : impl_(std::make_unique<Impl>()), format_(format), dpi_(dpi) {
+  impl_->measure_surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  impl_->measure_cr = cairo_create(impl_->measure_surface);
+}
+
+CairoRenderer::~CairoRenderer() {
+  if (impl_->cr) cairo_destroy(impl_->cr);
+  if (impl_->surface) cairo_surface_destroy(impl_->surface);
+  cairo_destroy(impl_->measure_cr);
+  cairo_surface_destroy(impl_->measure_surface);
+}
+
+void CairoRenderer::begin(double width, double height) {
+  if (impl_->cr) cairo_destroy(impl_->cr);
+  if (impl_->surface) cairo_surface_destroy(impl_->surface);
+  impl_->cr = nullptr;
+  impl_->surface = nullptr;
+  out_.clear();
+  switch (format_) {
+    case Format::PNG: {
+      double s = dpi_ / 72.0;
+      impl_->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(std::ceil(width * s)), static_cast<int>(std::ceil(height * s)));
+      impl_->cr = cairo_create(impl_->surface);
+      cairo_scale(impl_->cr, s, s);
+      break;
+    }
+    case Format::SVG:
+      impl_->surface = cairo_svg_surface_create_for_stream(write_to_string, &out_, width, height);
+      cairo_svg_surface_set_document_unit(impl_->surface, CAIRO_SVG_UNIT_PT);
+      impl_->cr = cairo_create(impl_->surface);
+      break;
+    case Format::PDF:
+      impl_->surface = cairo_pdf_surface_create_for_stream(write_to_string, &out_, width, height);
+      // a fixed date keeps the file byte-identical from run to run
+      cairo_pdf_surface_set_metadata(impl_->surface, CAIRO_PDF_METADATA_CREATE_DATE, "2000-01-01T00:00:00Z");
+      cairo_pdf_surface_set_metadata(impl_->surface, CAIRO_PDF_METADATA_CREATOR, "rsim");
+      impl_->cr = cairo_create(impl_->surface);
+      break;
+  }
+  if (cairo_status(impl_->cr) != CAIRO_STATUS_SUCCESS) throw std::runtime_error("cairo: cannot create a drawing surface");
+  cairo_set_line_join(impl_->cr, CAIRO_LINE_JOIN_ROUND);
+}
+
+void CairoRenderer::end() {
+  cairo_t* cr = impl_->cr;
+  if (format_ == Format::PNG) {
+    cairo_surface_flush(impl_->surface);
+    cairo_status_t st = cairo_surface_write_to_png_stream(impl_->surface, write_to_string, &out_);
+    if (st != CAIRO_STATUS_SUCCESS) throw std::runtime_error(std::string("cairo: ") + cairo_status_to_string(st));
+  } else {
+    cairo_show_page(cr);
+    cairo_surface_finish(impl_->surface);
+    if (format_ == Format::SVG) {
+      // cairo numbers SVG surfaces with a process-wide counter ("surface8"): renumber from 1 so
+      // the same figure gives the same bytes whatever was drawn before it
+      std::string out;
+      std::map<std::string, std::string> ids;
+      size_t i = 0;
+      const std::string key = "surface";
+      while (i < out_.size()) {
+        size_t k = out_.find(key, i);
+        if (k == std::string::npos) {
+          out += out_.substr(i);
+          break;
+        }
+        size_t e = k + key.size();
+        while (e < out_.size() && std::isdigit(static_cast<unsigned char>(out_[e]))) ++e;
+        out += out_.substr(i, k - i);
+        std::string id = out_.substr(k, e - k);
+        if (e > k + key.size()) {
+          auto it = ids.find(id);
+          if (it == ids.end()) it = ids.emplace(id, key + std::to_string(ids.size() + 1)).first;
+          out += it->second;
+        } else {
+          out += id;
+        }
+        i = e;
+      }
+      out_ = out;
+    }
+  }
+  cairo_destroy(cr);
+  cairo_surface_destroy(impl_->surface);
+  impl_->cr = nullptr;
+  impl_->surface = nullptr;
+}
+
+static void set_color(cairo_t* cr, const Color& c) { cairo_set_source_rgba(cr, c.r, c.g, c.b, c.a); }
+
+static void set_line(cairo_t* cr, const LineStyle& s) {
+  set_color(cr, s.color);
+  cairo_set_line_width(cr, s.width);
+  double w = s.width;
+  switch (s.dash) {
+    case Dash::Solid: cairo_set_dash(cr, nullptr, 0, 0); break;
+    case Dash::Dashed: {
+      double d[] = {5 * std::max(1.0, w * 0.8), 3 * std::max(1.0, w * 0.8)};
+      cairo_set_dash(cr, d, 2, 0);
+      break;
+    }
+    case Dash::Dotted: {
+      double d[] = {1.2 * w, 2.2 * w};
+      cairo_set_dash(cr, d, 2, 0);
+      break;
+    }
+    case Dash::DashDot: {
+      double d[] = {6 * w, 2 * w, 1.2 * w, 2 * w};
+      cairo_set_dash(cr, d, 4, 0);
+      break;
+    }
+  }
+  cairo_set_line_cap(cr, s.dash == Dash::Dotted ? CAIRO_LINE_CAP_ROUND : CAIRO_LINE_CAP_BUTT);
+}
+
+void CairoRenderer::polyline(const std::vector<P>& pts, const LineStyle& style) {
+  if (pts.size() < 2) return;
+  cairo_t* cr = impl_->cr;
+  set_line(cr, style);
+  cairo_move_to(cr, pts[0].x, pts[0].y);
+  for (size_t i = 1; i < pts.size(); ++i) cairo_line_to(cr, pts[i].x, pts[i].y);
+  cairo_stroke(cr);
+}
+
+void CairoRenderer::rect(const Rect& r, const Color& fill, const LineStyle* stroke) {
+  cairo_t* cr = impl_->cr;
+  cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+  if (fill.a > 0) {
+    set_color(cr, fill);
+    if (stroke) cairo_fill_preserve(cr);
+    else cairo_fill(cr);
+  }
+  if (stroke) {
+    set_line(cr, *stroke);
+    cairo_stroke(cr);
+  } else {
+    cairo_new_path(cr);
+  }
+}
+
+void CairoRenderer::hatch(const Rect& r, const Color& color) {
+  cairo_t* cr = impl_->cr;
+  cairo_save(cr);
+  cairo_rectangle(cr, r.x, r.y, r.w, r.h);
+  cairo_clip(cr);
+  set_line(cr, LineStyle{color, 0.7});
+  for (double x = r.x - r.h; x < r.x + r.w; x += 4) {
+    cairo_move_to(cr, x, r.y + r.h);
+    cairo_line_to(cr, x + r.h, r.y);
+  }
+  cairo_stroke(cr);
+  cairo_restore(cr);
+}
+
+void CairoRenderer::marker(P at, Marker m, double size, const Color& fill, const Color& edge) {
+  cairo_t* cr = impl_->cr;
+  double h = size / 2;
+  auto poly = [&](int n, double rot, double radius) {
+    for (int i = 0; i < n; ++i) {
+      double a = rot + 2 * M_PI * i / n;
+      double x = at.x + radius * std::cos(a), y = at.y - radius * std::sin(a);
+      if (i == 0) cairo_move_to(cr, x, y);
+      else cairo_line_to(cr, x, y);
+    }
+    cairo_close_path(cr);
+  };
+  switch (m) {
+    case Marker::Circle: cairo_arc(cr, at.x, at.y, h, 0, 2 * M_PI); break;
+    case Marker::Square: cairo_rectangle(cr, at.x - h * 0.88, at.y - h * 0.88, h * 1.76, h * 1.76); break;
+    case Marker::TriangleUp: poly(3, M_PI / 2, h * 1.2); break;
+    case Marker::TriangleDown: poly(3, -M_PI / 2, h * 1.2); break;
+    case Marker::Diamond: poly(4, M_PI / 2, h * 1.15); break;
+    case Marker::Pentagon: poly(5, M_PI / 2, h * 1.05); break;
+    case Marker::Hexagon: poly(6, 0, h * 1.05); break;
+    case Marker::Cross: {
+      double t = h * 0.38;
+      cairo_move_to(cr, at.x - t, at.y - h);
+      for (auto [dx, dy] : std::initializer_list<std::pair<double, double>>{{t, -h}, {t, -t}, {h, -t}, {h, t}, {t, t}, {t, h}, {-t, h}, {-t, t}, {-h, t}, {-h, -t}, {-t, -t}})
+        cairo_line_to(cr, at.x + dx, at.y + dy);
+      cairo_close_path(cr);
+      break;
+    }
+  }
+  set_color(cr, fill);
+  cairo_fill_preserve(cr);
+  set_line(cr, LineStyle{edge, 0.7});
+  cairo_stroke(cr);
+}
+
+void CairoRenderer::text(P at, const std::string& s, double size, const Color& c, double angle, Anchor anchor, bool bold) {
+  cairo_t* cr = impl_->cr;
+  set_font(cr, size, bold);
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s.c_str(), &e);
+  double dx = anchor == Anchor::Left ? 0 : anchor == Anchor::Center ? -e.x_advance / 2 : -e.x_advance;
+  cairo_save(cr);
+  cairo_translate(cr, at.x, at.y);
+  cairo_rotate(cr, -angle);
+  cairo_move_to(cr, dx, 0);
+  set_color(cr, c);
+  cairo_show_text(cr, s.c_str());
+  cairo_new_path(cr);
+  cairo_restore(cr);
+}
+
+TextBox CairoRenderer::measure(const std::string& s, double size, bool bold) {
+  set_font(impl_->measure_cr, size, bold);
+  cairo_font_extents_t fe;
+  cairo_font_extents(impl_->measure_cr, &fe);
+  cairo_text_extents_t e;
+  cairo_text_extents(impl_->measure_cr, s.c_str(), &e);
+  // ascent/descent of the font (not the glyphs), so boxes of one size line up
+  return TextBox{e.x_advance, fe.ascent * 0.78, fe.descent * 0.7};
+}
+
+void CairoRenderer::clip(const Rect& r) {
+  cairo_save(impl_->cr);
+  cairo_rectangle(impl_->cr, r.x, r.y, r.w, r.h);
+  cairo_clip(impl_->cr);
+}
+
+void CairoRenderer::unclip() { cairo_restore(impl_->cr); }
+
+}  // namespace rsim::plots

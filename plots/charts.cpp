@@ -1,0 +1,956 @@
+#include "plots/charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "engine/output.hpp"
+#include "engine/units.hpp"
+#include "plots/draw.hpp"
+
+namespace rsim::plots {
+
+namespace {
+
+struct ColumnInfo {
+  const char* name;
+  const char* title;
+  const char* unit;  // tick unit
+  bool platform_free;  // same on every platform
+};
+
+const ColumnInfo kColumns[] = {
+    {"intensity", "Arithmetic intensity [FLOP/byte]", "", true},
+    {"mac_intensity", "MAC intensity [MAC/byte]", "", true},
+    {"macs", "MACs", "", true},
+    {"flops", "FLOPs", "", true},
+    {"params", "Parameters", "", true},
+    {"bytes", "Bytes moved [B]", "B", true},
+    {"weight_bytes", "Weight bytes [B]", "B", true},
+    {"input_bytes", "Input bytes [B]", "B", true},
+    {"output_bytes", "Output bytes [B]", "B", true},
+    {"attainable_flops_per_s", "Attainable performance [FLOP/s]", "FLOP/s", false},
+    {"derated_attainable_flops_per_s", "Attainable performance, derated [FLOP/s]", "FLOP/s", false},
+    {"achieved_flops_per_s", "Achieved performance [FLOP/s]", "FLOP/s", false},
+    {"derated_achieved_flops_per_s", "Achieved performance, derated [FLOP/s]", "FLOP/s", false},
+    {"time_s", "Time [s]", "s", false},
+    {"derated_time_s", "Time, derated roofs [s]", "s", false},
+    {"memory_bound_layers", "Memory-bound layers", "", false},
+    {"compute_bound_layers", "Compute-bound layers", "", false},
+    {"derated_memory_bound_layers", "Memory-bound layers (derated)", "", false},
+    {"derated_compute_bound_layers", "Compute-bound layers (derated)", "", false},
+    {"layers", "Layers", "", true},
+};
+
+const ColumnInfo* column(const std::string& n) {
+  for (const auto& c : kColumns)
+    if (n == c.name) return &c;
+  return nullptr;
+}
+
+// A value of a layer row; NaN when the column is not a layer column.
+double row_value(const Row& r, const std::string& c) {
+  if (c == "intensity") return r.theoretical.intensity;
+  if (c == "mac_intensity") return r.bytes > 0 ? r.cost.macs / r.bytes : (r.cost.macs > 0 ? INFINITY : 0);
+  if (c == "macs") return r.cost.macs;
+  if (c == "flops") return r.cost.flops;
+  if (c == "params") return r.cost.params;
+  if (c == "bytes") return r.bytes;
+  if (c == "weight_bytes") return r.cost.weight_bytes;
+  if (c == "input_bytes") return r.cost.input_total();
+  if (c == "output_bytes") return r.cost.output_total();
+  if (c == "attainable_flops_per_s" || c == "achieved_flops_per_s") return r.theoretical.attainable_flops_per_s;
+  if (c == "derated_attainable_flops_per_s" || c == "derated_achieved_flops_per_s") return r.derated.attainable_flops_per_s;
+  if (c == "time_s") return r.theoretical.time_s;
+  if (c == "derated_time_s") return r.derated.time_s;
+  if (c == "layers") return 1;
+  return NAN;
+}
+
+double summary_value(const SummaryRow& s, const std::string& c) {
+  if (c == "intensity") return s.intensity;
+  if (c == "mac_intensity") return s.bytes > 0 ? s.macs / s.bytes : 0;
+  if (c == "macs") return s.macs;
+  if (c == "flops") return s.flops;
+  if (c == "params") return s.params;
+  if (c == "bytes") return s.bytes;
+  if (c == "attainable_flops_per_s" || c == "achieved_flops_per_s") return s.achieved_flops_per_s;
+  if (c == "derated_attainable_flops_per_s" || c == "derated_achieved_flops_per_s") return s.derated_achieved_flops_per_s;
+  if (c == "time_s") return s.time_s;
+  if (c == "derated_time_s") return s.derated_time_s;
+  if (c == "memory_bound_layers") return s.memory_bound;
+  if (c == "compute_bound_layers") return s.compute_bound;
+  if (c == "derated_memory_bound_layers") return s.derated_memory_bound;
+  if (c == "derated_compute_bound_layers") return s.derated_compute_bound;
+  if (c == "layers") return s.layers;
+  return NAN;
+}
+
+std::string conventions(const Settings& s) {
+  return "FLOPs = " + format_number(s.flops_per_mac) + "×MAC · bytes = " + memory_model_name(s.memory_model);
+}
+
+std::vector<std::string> platform_names(const RunResult& r) {
+  std::vector<std::string> n;
+  for (const auto& pr : r.results)
+    for (const auto& p : pr.platforms)
+      if (std::find(n.begin(), n.end(), p.name) == n.end()) n.push_back(p.name);
+  return n;
+}
+
+const Platform* find_platform(const RunResult& r, const std::string& name) {
+  for (const auto& pr : r.results)
+    for (const auto& p : pr.platforms)
+      if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string first_network(const RunResult& r) {
+  for (const auto& pr : r.results)
+    for (const auto& row : pr.rows) return row.network;
+  return "";
+}
+
+// "groups=32" / "k=3, p=1"
+std::string point_text(const RunResult& r, size_t point) { return bindings_text(r.points[point].bindings); }
+
+// Decade-aligned log range containing [lo, hi] with some air.
+void log_range(Axis& a, double lo, double hi) {
+  if (!(lo > 0) || !std::isfinite(lo)) lo = hi > 0 ? hi / 100 : 1;
+  if (!(hi > 0) || !std::isfinite(hi)) hi = lo * 100;
+  a.scale = Scale::Log;
+  a.min = std::pow(10.0, std::floor(std::log10(lo / 1.6)));
+  a.max = std::pow(10.0, std::ceil(std::log10(hi * 1.6)));
+  if (a.max / a.min < 100) a.max = a.min * 100;
+}
+
+void linear_range(Axis& a, double lo, double hi, bool from_zero) {
+  a.scale = Scale::Linear;
+  if (from_zero && lo > 0) lo = 0;
+  if (hi == lo) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 0.5);
+  double pad = (hi - lo) * 0.06;
+  a.min = (from_zero && lo == 0) ? 0 : lo - pad;
+  a.max = hi + pad;
+}
+
+// Auto: log when all values are positive and span more than a factor of 20.
+void auto_range(Axis& a, const std::vector<double>& v, const std::string& mode, bool from_zero) {
+  double lo = 1e300, hi = -1e300;
+  bool positive = true;
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    lo = std::min(lo, x), hi = std::max(hi, x);
+    positive = positive && x > 0;
+  }
+  if (lo > hi) lo = 0, hi = 1;
+  bool log = mode == "log" || (mode == "auto" && positive && lo > 0 && hi / lo >= (from_zero ? 20 : 8));
+  if (log && positive && lo > 0) {
+    a.scale = Scale::Log;
+    a.min = lo / 1.4;
+    a.max = hi * 1.4;
+    // snap to decades when close, so the ticks read well
+    double dl = std::floor(std::log10(a.min)), dh = std::ceil(std::log10(a.max));
+    if (std::log10(a.min) - dl < 0.3) a.min = std::pow(10.0, dl);
+    if (dh - std::log10(a.max) < 0.3) a.max = std::pow(10.0, dh);
+  } else {
+    linear_range(a, lo, hi, from_zero);
+  }
+}
+
+std::string csv_line(const std::vector<std::string>& cells) {
+  std::string s;
+  for (size_t i = 0; i < cells.size(); ++i) s += (i ? "," : "") + csv_escape(cells[i]);
+  return s + "\n";
+}
+
+// ---------------------------------------------------------------- roofline
+
+bool close_to(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+
+// Adds a line unless an identical one (same points and dash) is there already.
+void add_line(Figure& f, Line L) {
+  for (const auto& o : f.lines)
+    if (!L.label.empty() && o.label == L.label) L.label.clear();  // one label per value
+  for (const auto& o : f.lines) {
+    if (o.pts.size() != L.pts.size() || o.style.dash != L.style.dash) continue;
+    bool same = true;
+    for (size_t i = 0; i < o.pts.size() && same; ++i) same = close_to(o.pts[i].x, L.pts[i].x) && close_to(o.pts[i].y, L.pts[i].y);
+    if (same) return;
+  }
+  f.lines.push_back(L);
+}
+
+BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  const Settings& set = r.results.front().settings;
+  bool networks = spec.points == "networks";
+  bool show_theo = spec.roofs != "derated", show_der = spec.roofs != "theoretical";
+  bool on_derated = show_der;  // points sit on the derated roofs when those are drawn
+  std::string dtypes_text;
+  std::set<DType> dtypes_used;
+  for (const auto& pr : r.results)
+    for (const auto& row : pr.rows)
+      if (std::find(plats.begin(), plats.end(), row.platform) != plats.end()) dtypes_used.insert(row.dtype);
+  for (DType t : dtypes_used) dtypes_text += (dtypes_text.empty() ? "" : "/") + std::string(dtype_name(t));
+
+  // collect points
+  struct Pt {
+    double x, y;
+    std::string label, bound, op, network, platform;
+    size_t point;
+  };
+  std::vector<Pt> pts;
+  int hidden_zero = 0, hidden_inf = 0;
+  size_t npoints = r.points.size();
+  std::set<std::string> layer_names;
+  for (const auto& pr : r.results)
+    for (const auto& row : pr.rows) layer_names.insert(row.network + "/" + row.layer);
+  for (size_t pi = 0; pi < r.results.size(); ++pi) {
+    const PointResult& pr = r.results[pi];
+    if (networks) {
+      for (const auto& sm : pr.summary) {
+        if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
+        double x = sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
+        if (!(x > 0) || !(y > 0)) {
+          ++hidden_zero;
+          continue;
+        }
+        if (!std::isfinite(x)) {
+          ++hidden_inf;
+          continue;
+        }
+        std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
+        int mem = on_derated ? sm.derated_memory_bound : sm.memory_bound, comp = on_derated ? sm.derated_compute_bound : sm.compute_bound;
+        pts.push_back({x, y, label, mem >= comp ? "memory" : "compute", "network", sm.network, sm.platform, pi});
+      }
+      continue;
+    }
+    for (const auto& row : pr.rows) {
+      if (std::find(plats.begin(), plats.end(), row.platform) == plats.end()) continue;
+      const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
+      double x = rp.intensity, y = rp.attainable_flops_per_s;
+      if (!(x > 0) || !(y > 0)) {
+        ++hidden_zero;
+        continue;
+      }
+      if (!std::isfinite(x)) {
+        ++hidden_inf;
+        continue;
+      }
+      std::string label;
+      bool one_layer = layer_names.size() == 1;
+      if (!one_layer) label = row.layer;
+      // on an overlay the roof a point sits on tells its platform (and so its sweep point)
+      if (npoints > 1 && !(plats.size() > 1 && !label.empty())) label += (label.empty() ? "" : " · ") + point_text(r, pi);
+      if (plats.size() > 1 && label.empty()) label = row.platform;
+      pts.push_back({x, y, label, bound_name(rp.bound), row.op, row.network, row.platform, pi});
+    }
+  }
+
+  // roofs per platform
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& p : pts) xmin = std::min(xmin, p.x), xmax = std::max(xmax, p.x * 10), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
+  struct RoofSet {
+    const Platform* p;
+    std::vector<const ComputeRoof*> roofs;
+  };
+  std::vector<RoofSet> sets;
+  for (const auto& name : plats) {
+    const Platform* p = find_platform(r, name);
+    if (!p) continue;
+    RoofSet rs{p, {}};
+    for (DType t : dtypes_used)
+      if (const ComputeRoof* cr = p->roof_for(t); cr && std::find(rs.roofs.begin(), rs.roofs.end(), cr) == rs.roofs.end()) rs.roofs.push_back(cr);
+    sets.push_back(rs);
+    for (const ComputeRoof* cr : rs.roofs)
+      for (const auto& m : p->memory) {
+        double ridge = cr->peak_flops_per_s / m.bandwidth_bytes_per_s;
+        double dridge = cr->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
+        xmin = std::min({xmin, ridge / 20, dridge / 20});
+        xmax = std::max({xmax, ridge * 20, dridge * 20});
+        ymax = std::max(ymax, cr->peak_flops_per_s);
+        ymin = std::min(ymin, std::min(cr->peak_flops_per_s, cr->derated_flops_per_s) / 50);
+      }
+  }
+  log_range(f.x, xmin, xmax);
+  log_range(f.y, ymin, ymax);
+  f.x.title = "Arithmetic intensity [FLOP/byte]";
+  f.y.title = "Performance [FLOP/s]";
+  f.y.unit = "FLOP/s";
+  bool overlay = sets.size() > 1;
+  bool any_derating = false;
+  for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
+    const Platform& p = *sets[set_i].p;
+    Color c = overlay ? palette(set_i + 2) : rgb(0x333333);
+    for (size_t ri = 0; ri < sets[set_i].roofs.size(); ++ri) {
+      const ComputeRoof& cr = *sets[set_i].roofs[ri];
+      for (size_t mi = 0; mi < p.memory.size(); ++mi) {
+        const MemoryLevel& m = p.memory[mi];
+        bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
+        bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
+        bool all_same = mem_same && comp_same;
+        if (!all_same) any_derating = true;
+        const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
+        // theoretical first (dashed, under), then derated (solid); a roof that derating leaves
+        // alone is drawn and labelled once
+        for (int derated = 0; derated < 2; ++derated) {
+          if (!derated && all_same) continue;
+          if ((derated && !show_der && !all_same) || (!derated && !show_theo)) continue;
+          double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
+          double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
+          double ridge = peak / bw;
+          // on an overlay the theoretical roofs are shared: neutral grey
+          LineStyle st{derated || !overlay ? c : rgb(0x555555), derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
+          if (mi > 0) st.width *= 0.8;
+          Line mem;  // slanted, up to the ridge
+          mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+          mem.style = st;
+          bool label_mem = ri == 0 && (derated ? true : !mem_same);
+          if (label_mem)
+            mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
+          mem.label_at = 0.55;
+          add_line(f, mem);
+          if (mi > 0) continue;  // caches only add their slanted roof
+          Line comp;  // flat, from the ridge
+          comp.pts = {{ridge, peak}, {f.x.max, peak}};
+          comp.style = st;
+          // on an overlay the legend gives each variant's peak; the lines would be too close to label
+          if ((derated || !comp_same) && !(overlay && derated))
+            comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
+          comp.label_at = 0.78;
+          comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
+          add_line(f, comp);
+          Point rp;
+          rp.at = {ridge, peak};
+          rp.marker = Marker::Diamond;
+          rp.size = 6;
+          rp.fill = rgb(0xFFFFFF);
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
+          rp.label = buf;
+          bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
+          if (!dup) f.points.push_back(rp);
+        }
+      }
+    }
+  }
+
+  if (overlay)
+    for (size_t set_i = 0; set_i < sets.size(); ++set_i)
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)), true,
+                                     LineStyle{palette(set_i + 2), 1.6, Dash::Solid}, false, {}, {}});
+
+  std::vector<Pt> all_pts = pts;  // the plot data keeps every point
+  // points that coincide (the same layer on what-if variants that leave it alone) become one,
+  // labelled with what they share
+  {
+    std::vector<Pt> merged;
+    for (const auto& p : pts) {
+      bool found = false;
+      for (auto& m : merged)
+        if (close_to(m.x, p.x) && close_to(m.y, p.y) && m.bound == p.bound && m.op == p.op) {
+          if (m.label != p.label && !p.label.empty()) {
+            // keep the layer part, list the differing point part once
+            m.label = m.label.substr(0, m.label.find(" · ")) + (m.label.find(" · ") == std::string::npos ? "" : " · several points");
+          }
+          found = true;
+          break;
+        }
+      if (!found) merged.push_back(p);
+    }
+    pts = merged;
+  }
+
+  // points: marker by op/network/point, colour by bound/series
+  std::vector<std::string> marker_keys, color_keys;
+  auto key_of = [&](const Pt& p, const std::string& by) {
+    if (by == "op") return p.op;
+    if (by == "network") return p.network;
+    if (by == "point") return point_text(r, p.point);
+    if (by == "platform") return p.platform;
+    return p.bound;
+  };
+  for (const auto& p : pts) {
+    std::string mk = key_of(p, spec.marker), ck = key_of(p, spec.color);
+    if (std::find(marker_keys.begin(), marker_keys.end(), mk) == marker_keys.end()) marker_keys.push_back(mk);
+    if (std::find(color_keys.begin(), color_keys.end(), ck) == color_keys.end()) color_keys.push_back(ck);
+  }
+  bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
+  std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
+  for (const auto& p : pts) {
+    Point q;
+    q.at = {p.x, p.y};
+    size_t mi = static_cast<size_t>(std::find(marker_keys.begin(), marker_keys.end(), key_of(p, spec.marker)) - marker_keys.begin());
+    size_t ci = static_cast<size_t>(std::find(color_keys.begin(), color_keys.end(), key_of(p, spec.color)) - color_keys.begin());
+    q.marker = marker_keys.size() <= 8 ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat: use one
+    q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
+    q.fill.a = 0.9;
+    q.size = pts.size() > 500 ? 4 : 7;
+    bool repeat = std::any_of(labelled_at.begin(), labelled_at.end(), [&](const auto& l) { return l.first == p.label && close_to(l.second, p.x); });
+    if (label_points && !repeat) {
+      q.label = p.label;
+      labelled_at.emplace_back(p.label, p.x);
+    }
+    f.points.push_back(q);
+  }
+  if (spec.labels == "auto" && pts.size() > 60) f.allow_key = false;
+  // legend
+  if (spec.color == "bound") {
+    for (const char* b : {"memory", "compute"}) {
+      bool present = std::any_of(pts.begin(), pts.end(), [&](const Pt& p) { return p.bound == b; });
+      if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Square, bound_color(b)});
+    }
+  } else {
+    for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
+  }
+  if (marker_keys.size() <= 8 && (marker_keys.size() > 1 || spec.marker != "op"))
+    for (size_t i = 0; i < marker_keys.size(); ++i)
+      f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
+  if (any_derating && show_theo && show_der) {
+    f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
+    f.legend.push_back(LegendEntry{"derated roof", true, LineStyle{rgb(0x333333), 1.6, Dash::Solid}, false, {}, {}});
+  }
+
+  std::string plat_text;
+  for (const auto& n : plats) plat_text += (plat_text.empty() ? "" : ", ") + n;
+  if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
+  f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
+  f.subtitle = plat_text + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
+               (on_derated && any_derating ? " on derated roofs" : "");
+  if (hidden_zero + hidden_inf > 0)
+    f.subtitle += " · " + std::to_string(hidden_zero + hidden_inf) + " not drawn (0 FLOPs or 0 bytes)";
+
+  out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
+  for (const auto& p : all_pts)
+    out.data_csv += csv_line({p.platform, p.network, p.label, std::to_string(p.point), p.op, format_number(p.x), format_number(p.y), p.bound});
+  return out;
+}
+
+// ---------------------------------------------------------------- trend
+
+double x_of_row(const Row& row, const std::string& x, const RunResult& r, size_t point, bool& ok) {
+  ok = true;
+  auto dim = [&](size_t i) -> double {
+    // output_shapes "1x64x56x56"
+    std::vector<double> d;
+    std::string cur;
+    for (char c : row.output_shapes + "x") {
+      if (c == 'x' || c == ';') {
+        if (!cur.empty()) d.push_back(std::stod(cur));
+        cur.clear();
+        if (c == ';') break;
+      } else {
+        cur += c;
+      }
+    }
+    ok = i < d.size();
+    return ok ? d[i] : NAN;
+  };
+  if (x == "output_size") return dim(2);
+  if (x == "out_channels") return dim(1);
+  for (const auto& [k, v] : r.points[point].bindings)
+    if (k == x) {
+      auto n = parse_double(v);
+      ok = n.has_value();
+      return n ? *n : NAN;
+    }
+  ok = false;
+  return NAN;
+}
+
+BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  const ColumnInfo* yc = column(spec.y);
+  const Settings& set = r.results.front().settings;
+  bool platform_free = yc->platform_free;
+  std::string series_by = spec.series == "auto" ? (platform_free ? "network" : "platform") : spec.series;
+  bool categorical = spec.x == "layer";
+  // series → (x, y, x label)
+  struct S {
+    std::string name;
+    std::vector<P> pts;
+  };
+  std::vector<S> series;
+  std::vector<std::string> cats;
+  auto series_of = [&](const std::string& key) -> S& {
+    for (auto& sr : series)
+      if (sr.name == key) return sr;
+    series.push_back(S{key, {}});
+    return series.back();
+  };
+  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::set<std::string> seen_platform_free;
+  int skipped_zero = 0;
+  bool x_non_numeric = false;
+  for (size_t pi = 0; pi < r.results.size(); ++pi) {
+    const PointResult& pr = r.results[pi];
+    if (categorical) {
+      if (pi != static_cast<size_t>(spec.point)) continue;
+      for (const auto& row : pr.rows) {
+        if (row.network != net || (!spec.op.empty() && row.op != spec.op)) continue;
+        if (row.cost.flops == 0 && spec.y.find("intensity") != std::string::npos) {
+          ++skipped_zero;  // pure data movement: intensity 0, noted in the subtitle
+          continue;
+        }
+        std::string key = series_by == "platform" ? row.platform : row.network;
+        if (platform_free && row.platform != pr.platforms.front().name) continue;
+        if (std::find(cats.begin(), cats.end(), row.layer) == cats.end()) cats.push_back(row.layer);
+        double xi = static_cast<double>(std::find(cats.begin(), cats.end(), row.layer) - cats.begin());
+        series_of(key).pts.push_back({xi, row_value(row, spec.y)});
+      }
+      continue;
+    }
+    if (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels") {
+      for (const auto& row : pr.rows) {
+        if (!spec.layer.empty() && row.layer != spec.layer) continue;
+        if (!spec.op.empty() && row.op != spec.op) continue;
+        if (platform_free && row.platform != pr.platforms.front().name) continue;
+        bool ok;
+        double xv = x_of_row(row, spec.x, r, pi, ok);
+        if (!ok) {
+          x_non_numeric = true;
+          continue;
+        }
+        std::string key = series_by == "platform" ? row.platform : series_by == "layer" ? row.layer : row.network;
+        series_of(key).pts.push_back({xv, row_value(row, spec.y)});
+      }
+      continue;
+    }
+    for (const auto& sm : pr.summary) {
+      if (platform_free && sm.platform != pr.platforms.front().name) continue;
+      std::string key = series_by == "platform" ? sm.platform : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
+      const std::string* v = env_find(r.points[pi].bindings, spec.x);
+      auto xv = v ? parse_double(*v) : std::nullopt;
+      if (!xv) {
+        x_non_numeric = true;
+        // categorical sweep values
+        std::string label = v ? *v : "?";
+        if (std::find(cats.begin(), cats.end(), label) == cats.end()) cats.push_back(label);
+        xv = static_cast<double>(std::find(cats.begin(), cats.end(), label) - cats.begin());
+      }
+      series_of(key).pts.push_back({*xv, summary_value(sm, spec.y)});
+    }
+  }
+  if (x_non_numeric && !cats.empty()) categorical = true;
+  for (auto& sr : series) std::stable_sort(sr.pts.begin(), sr.pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+
+  std::vector<double> xs, ys;
+  for (const auto& sr : series)
+    for (const auto& p : sr.pts) xs.push_back(p.x), ys.push_back(p.y);
+  // ridge references when y is intensity
+  std::vector<Reference> refs;
+  if (spec.y == "intensity") {
+    size_t ci = 0;
+    for (const auto& name : platform_names(r)) {
+      const Platform* p = find_platform(r, name);
+      if (!p) continue;
+      const ComputeRoof* roof = p->roof_for(set.dtype);
+      if (!roof) continue;
+      const MemoryLevel& m = p->memory.front();
+      double ridge = roof->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s ridge %.3g", name.c_str(), ridge);
+      refs.push_back(Reference{false, ridge, LineStyle{rgb(ci % 2 ? 0x666666 : 0x333333), 1.0, ci % 2 ? Dash::Dotted : Dash::Dashed}, buf});
+      ys.push_back(ridge);
+      ++ci;
+    }
+  }
+  if (categorical) {
+    f.x.categories = cats;
+    f.x.min = -0.5;
+    f.x.max = static_cast<double>(cats.size()) - 0.5;
+  } else {
+    auto_range(f.x, xs, spec.xscale, false);
+    std::vector<double> distinct = xs;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (distinct.size() <= 12) f.x.ticks = distinct;  // label the swept values themselves
+  }
+  auto_range(f.y, ys, spec.yscale, true);
+  f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : spec.x;
+  f.y.title = yc->title;
+  f.y.unit = yc->unit;
+  for (size_t i = 0; i < series.size(); ++i) {
+    Line L;
+    L.pts = series[i].pts;
+    L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    f.lines.push_back(L);
+    for (const auto& p : series[i].pts) {
+      Point q;
+      q.at = p;
+      q.marker = marker_cycle(i);
+      q.fill = palette(i);
+      q.size = 6.5;
+      f.points.push_back(q);
+    }
+    f.legend.push_back(LegendEntry{series[i].name, true, L.style, true, marker_cycle(i), palette(i)});
+  }
+  for (auto& ref : refs) f.refs.push_back(ref);
+  f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
+  f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
+               dtype_name(set.dtype) + " · " + conventions(set);
+  if (!refs.empty()) f.subtitle += " · dashed: ridge points (derated)";
+  if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
+  // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
+  if (categorical && cats.size() > 12) {
+    for (size_t i = 0; i < cats.size(); ++i) f.x.categories[i] = (i % ((cats.size() + 11) / 12) == 0) ? std::to_string(i) : "";
+    f.x.title = "Layer index (names in the plot data CSV)";
+  }
+  out.data_csv = csv_line({"series", spec.x, spec.y});
+  for (const auto& sr : series)
+    for (const auto& p : sr.pts)
+      out.data_csv += csv_line({sr.name, categorical && static_cast<size_t>(p.x) < cats.size() ? cats[static_cast<size_t>(p.x)] : format_number(p.x), format_number(p.y)});
+  return out;
+}
+
+// ---------------------------------------------------------------- per-layer bars
+
+BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::string& platform) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  size_t pi = static_cast<size_t>(spec.point);
+  const PointResult& pr = r.results[pi];
+  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::vector<const Row*> rows;
+  for (const auto& row : pr.rows)
+    if (row.platform == platform && row.network == net) rows.push_back(&row);
+  bool time = spec.metric == "time_s";
+  BarSeries theo, der;
+  theo.legend = time ? "theoretical roofs" : spec.metric;
+  der.legend = "derated roofs";
+  der.hatched = true;
+  for (const Row* row : rows) {
+    f.y.categories.push_back(row->layer);
+    if (time) {
+      theo.values.push_back(row->theoretical.time_s);
+      theo.colors.push_back(bound_color(bound_name(row->theoretical.bound)));
+      der.values.push_back(row->derated.time_s);
+      der.colors.push_back(bound_color(bound_name(row->derated.bound)));
+    } else {
+      theo.values.push_back(row_value(*row, spec.metric));
+      theo.colors.push_back(bound_color(bound_name(row->theoretical.bound)));
+    }
+  }
+  f.bars.push_back(theo);
+  bool any_derated = time && std::any_of(rows.begin(), rows.end(), [](const Row* row) { return row->derated.time_s != row->theoretical.time_s; });
+  if (any_derated) f.bars.push_back(der);
+  size_t n = rows.size();
+  f.width = spec.width;
+  f.height = std::max(spec.height, 110.0 + static_cast<double>(n) * (any_derated ? 17.0 : 12.0));
+  f.y.min = -0.5;
+  f.y.max = static_cast<double>(n) - 0.5;
+  // categories top to bottom: flip by reversing the axis direction
+  std::reverse(f.y.categories.begin(), f.y.categories.end());
+  for (auto& b : f.bars) {
+    std::reverse(b.values.begin(), b.values.end());
+    std::reverse(b.colors.begin(), b.colors.end());
+  }
+  std::vector<double> vals;
+  for (const auto& b : f.bars)
+    for (double v : b.values)
+      if (v > 0) vals.push_back(v);
+  auto_range(f.x, vals, spec.xscale, true);
+  if (f.x.scale == Scale::Linear) f.x.min = 0;
+  const ColumnInfo* c = column(spec.metric);
+  f.x.title = c ? c->title : spec.metric;
+  if (time) f.x.title = "Time per layer [s]";
+  f.x.unit = c ? c->unit : "";
+  f.y.title = "";
+  f.legend.push_back(LegendEntry{"memory bound", false, {}, true, Marker::Square, bound_color("memory")});
+  f.legend.push_back(LegendEntry{"compute bound", false, {}, true, Marker::Square, bound_color("compute")});
+  if (any_derated) {
+    f.legend.push_back(LegendEntry{"upper bar: theoretical", false, {}, false, {}, {}});
+    f.legend.push_back(LegendEntry{"lower bar (hatched): derated", false, {}, false, {}, {}});
+  }
+  const Platform* p = find_platform(r, platform);
+  f.title = spec.title.empty() ? (time ? "Time per layer — " : "Per layer — ") + (p && !p->title.empty() ? p->title : platform) : spec.title;
+  f.subtitle = s.name + " · " + net + (r.points.size() > 1 ? " · " + point_text(r, pi) : "") + " · " + dtype_name(pr.settings.dtype) + " · " +
+               conventions(pr.settings);
+  out.data_csv = csv_line({"layer", "op", spec.metric, "bound", time ? "derated_time_s" : "", time ? "derated_bound" : ""});
+  for (const Row* row : rows)
+    out.data_csv += csv_line({row->layer, row->op, format_number(time ? row->theoretical.time_s : row_value(*row, spec.metric)), bound_name(row->theoretical.bound),
+                              time ? format_number(row->derated.time_s) : "", time ? bound_name(row->derated.bound) : ""});
+  return out;
+}
+
+// ---------------------------------------------------------------- heatmap
+
+BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::string& platform) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  Heatmap h;
+  std::string xv = spec.x, yv = spec.layer;  // heatmap: x and y are sweep variables (y stored in `layer`)
+  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::map<std::pair<std::string, std::string>, double> cell;
+  for (size_t pi = 0; pi < r.results.size(); ++pi) {
+    const std::string* a = env_find(r.points[pi].bindings, xv);
+    const std::string* b = env_find(r.points[pi].bindings, yv);
+    if (!a || !b) continue;
+    if (std::find(h.xcats.begin(), h.xcats.end(), *a) == h.xcats.end()) h.xcats.push_back(*a);
+    if (std::find(h.ycats.begin(), h.ycats.end(), *b) == h.ycats.end()) h.ycats.push_back(*b);
+    for (const auto& sm : r.results[pi].summary) {
+      // what-if platforms get a name per point: match the catalog name or the prefix before '@'
+      std::string base = sm.platform.substr(0, sm.platform.find('@'));
+      if ((sm.platform == platform || base == platform) && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
+    }
+  }
+  auto numeric_sort = [](std::vector<std::string>& v) {
+    if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return parse_double(x).has_value(); }))
+      std::stable_sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) { return *parse_double(a) < *parse_double(b); });
+  };
+  numeric_sort(h.xcats);
+  numeric_sort(h.ycats);
+  for (const auto& yc : h.ycats) {
+    std::vector<double> row;
+    for (const auto& xc : h.xcats) {
+      auto it = cell.find({xc, yc});
+      row.push_back(it == cell.end() ? NAN : it->second);
+    }
+    h.values.push_back(row);
+  }
+  const ColumnInfo* c = column(spec.value);
+  h.value_label = c ? c->title : spec.value;
+  h.value_unit = c ? c->unit : "";
+  double lo = 1e300, hi = 0;
+  for (const auto& row : h.values)
+    for (double v : row)
+      if (v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  h.log_colors = hi / lo > 30;
+  f.heatmap = h;
+  f.grid = false;
+  f.x.title = xv;
+  f.y.title = yv;
+  f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
+  f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
+  out.data_csv = csv_line({xv, yv, spec.value});
+  for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+    for (size_t xi = 0; xi < h.xcats.size(); ++xi) out.data_csv += csv_line({h.xcats[xi], h.ycats[yi], format_number(h.values[yi][xi])});
+  return out;
+}
+
+std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return o;
+}
+
+}  // namespace
+
+const std::vector<std::string>& plottable_columns() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> o;
+    for (const auto& c : kColumns) o.push_back(c.name);
+    return o;
+  }();
+  return v;
+}
+
+std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+  std::vector<BuiltFigure> out;
+  std::vector<std::string> all = platform_names(r);
+  std::vector<std::string> plats = spec.platforms.empty() ? all : spec.platforms;
+  for (const auto& p : plats)
+    if (std::find(all.begin(), all.end(), p) == all.end()) {
+      // what-if platforms are named per point ("x@2.2GHz"): accept the base name for heatmaps
+      bool prefix = std::any_of(all.begin(), all.end(), [&](const std::string& a) { return a.substr(0, a.find('@')) == p; });
+      if (!(spec.kind == Kind::Heatmap && prefix)) {
+        std::string hint = did_you_mean(p, all);
+        throw ConfigError(spec.loc, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
+      }
+    }
+  if (spec.kind == Kind::Layers && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
+    throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(r.points.size()) + " points");
+  auto named = [&](BuiltFigure b, const std::string& def) {
+    b.name = sanitize(spec.name.empty() ? def : spec.name + (plats.size() > 1 && !spec.overlay && spec.kind != Kind::Trend ? "_" + def.substr(def.find('_') + 1) : ""));
+    b.spec = &spec;
+    return b;
+  };
+  switch (spec.kind) {
+    case Kind::Roofline:
+      if (spec.overlay || plats.size() == 1) out.push_back(named(roofline(spec, r, s, plats), plats.size() == 1 ? "roofline_" + plats[0] : "roofline"));
+      else
+        for (const auto& p : plats) out.push_back(named(roofline(spec, r, s, {p}), "roofline_" + p));
+      break;
+    case Kind::Trend: out.push_back(named(trend(spec, r, s), "trend_" + spec.y + "_vs_" + spec.x)); break;
+    case Kind::Layers:
+      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front()} : plats)
+        out.push_back(named(layers(spec, r, s, p), "layers_" + p));
+      break;
+    case Kind::Heatmap:
+      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front().substr(0, all.front().find('@'))} : plats)
+        out.push_back(named(heatmap(spec, r, s, p), "heatmap_" + p));
+      break;
+  }
+  return out;
+}
+
+std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
+  std::vector<PlotSpec> specs;
+  std::vector<std::string> plats = platform_names(r);
+  PlotSpec roof;
+  roof.kind = Kind::Roofline;
+  // what-if runs name a platform per point: draw those variants together
+  size_t per_point = r.results.front().platforms.size();
+  roof.overlay = plats.size() > per_point;
+  if (roof.overlay) roof.name = "roofline";
+  specs.push_back(roof);
+  for (const auto& v : r.var_names) {
+    PlotSpec t;
+    t.kind = Kind::Trend;
+    t.x = v;
+    t.y = "intensity";
+    specs.push_back(t);
+    if (plats.size() > per_point || r.results.front().rows.size() > r.results.front().summary.size()) {
+      PlotSpec tt = t;
+      tt.y = "derated_time_s";
+      specs.push_back(tt);
+    }
+  }
+  if (r.var_names.empty()) {
+    PlotSpec t;
+    t.kind = Kind::Trend;
+    t.x = "layer";
+    t.y = "intensity";
+    specs.push_back(t);
+    PlotSpec l;
+    l.kind = Kind::Layers;
+    specs.push_back(l);
+  }
+  return specs;
+}
+
+std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d) {
+  std::vector<PlotSpec> specs;
+  if (!node.is_seq()) {
+    d.error(node.loc, "plots must be a list of charts (kind: roofline, trend, layers or heatmap)");
+    return specs;
+  }
+  for (const CNode& item : node.items) {
+    PlotSpec p;
+    p.loc = item.loc;
+    MapReader m(item, "plot", d);
+    if (!m.ok()) continue;
+    std::string kind;
+    if (const CNode* k = m.require("kind")) kind = to_string(*k, d, "kind").value_or("");
+    if (kind == "roofline") p.kind = Kind::Roofline;
+    else if (kind == "trend") p.kind = Kind::Trend;
+    else if (kind == "layers") p.kind = Kind::Layers;
+    else if (kind == "heatmap") p.kind = Kind::Heatmap;
+    else if (!kind.empty()) {
+      std::string hint = did_you_mean(kind, {"roofline", "trend", "layers", "heatmap"});
+      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap" : hint}});
+      continue;
+    }
+    auto str = [&](const char* key, std::string& dst, std::vector<std::string> choices = {}) {
+      if (const CNode* v = m.get(key)) {
+        auto t = to_string(*v, d, key);
+        if (!t) return;
+        if (!choices.empty() && std::find(choices.begin(), choices.end(), *t) == choices.end()) {
+          std::string hint = did_you_mean(*t, choices), all;
+          for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
+          d.error(v->loc, std::string(key) + " cannot be '" + *t + "'", {Note{{}, hint.empty() ? "choose one of: " + all : hint}});
+          return;
+        }
+        dst = *t;
+      }
+    };
+    str("name", p.name);
+    str("title", p.title);
+    str("network", p.network);
+    if (const CNode* v = m.get("platforms")) {
+      if (v->is_scalar()) p.platforms = {v->scalar};
+      else if (v->is_seq())
+        for (const auto& i : v->items)
+          if (auto t = to_string(i, d, "platform")) p.platforms.push_back(*t);
+    }
+    if (const CNode* v = m.get("formats")) {
+      std::vector<const CNode*> items;
+      if (v->is_seq())
+        for (const auto& i : v->items) items.push_back(&i);
+      else items.push_back(v);
+      for (const CNode* i : items) {
+        auto t = to_string(*i, d, "format");
+        if (!t) continue;
+        if (*t == "png") p.formats.push_back(Format::PNG);
+        else if (*t == "svg") p.formats.push_back(Format::SVG);
+        else if (*t == "pdf") p.formats.push_back(Format::PDF);
+        else d.error(i->loc, "unknown format '" + *t + "'", {Note{{}, "formats: png, svg, pdf"}});
+      }
+    }
+    auto number = [&](const char* key, double& dst, double lo, double hi) {
+      if (const CNode* v = m.get(key)) {
+        auto x = to_number(*v, d, key);
+        if (x && (*x < lo || *x > hi)) d.error(v->loc, std::string(key) + " must be between " + format_number(lo) + " and " + format_number(hi));
+        else if (x) dst = *x;
+      }
+    };
+    number("width", p.width, 200, 4000);
+    number("height", p.height, 150, 6000);
+    number("dpi", p.dpi, 36, 600);
+    std::vector<std::string> cols = plottable_columns();
+    auto check_var = [&](const char* key, const std::string& v, const std::vector<std::string>& extra) {
+      std::vector<std::string> ok = sweep_vars;
+      ok.insert(ok.end(), extra.begin(), extra.end());
+      if (std::find(ok.begin(), ok.end(), v) == ok.end()) {
+        std::string hint = did_you_mean(v, ok), all;
+        for (const auto& c : ok) all += (all.empty() ? "" : ", ") + c;
+        d.error(item.find(key) ? item.find(key)->loc : item.loc, std::string(key) + " '" + v + "' is not a sweep variable" + (extra.empty() ? "" : " or a layer attribute"),
+                {Note{{}, hint.empty() ? (all.empty() ? "this scenario sweeps nothing" : "choose one of: " + all) : hint}});
+      }
+    };
+    switch (p.kind) {
+      case Kind::Roofline:
+        str("points", p.points, {"layers", "networks"});
+        str("color", p.color, {"bound", "network", "point", "op", "platform"});
+        str("marker", p.marker, {"op", "network", "point", "platform"});
+        str("labels", p.labels, {"auto", "all", "none"});
+        str("roofs", p.roofs, {"theoretical", "derated", "both"});
+        if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
+        break;
+      case Kind::Trend:
+        if (m.require("x")) {
+          str("x", p.x);
+          check_var("x", p.x, {"layer", "output_size", "out_channels"});
+        }
+        str("y", p.y, cols);
+        {
+          std::vector<std::string> choices = {"auto", "platform", "network", "layer"};
+          choices.insert(choices.end(), sweep_vars.begin(), sweep_vars.end());
+          str("series", p.series, choices);  // a sweep variable: one line per value
+        }
+        str("layer", p.layer);
+        str("op", p.op);
+        str("xscale", p.xscale, {"auto", "linear", "log"});
+        str("yscale", p.yscale, {"auto", "linear", "log"});
+        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        break;
+      case Kind::Layers:
+        str("metric", p.metric, {"time_s", "flops", "macs", "bytes", "intensity", "params"});
+        str("xscale", p.xscale, {"auto", "linear", "log"});
+        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        break;
+      case Kind::Heatmap:
+        if (m.require("x")) {
+          str("x", p.x);
+          check_var("x", p.x, {});
+        }
+        if (m.require("y")) {
+          str("y", p.layer);
+          check_var("y", p.layer, {});
+        }
+        str("value", p.value, cols);
+        break;
+    }
+    m.finish();
+    specs.push_back(p);
+  }
+  return specs;
+}
+
+}  // namespace rsim::plots

@@ -1,0 +1,62 @@
+// Chart builders: from evaluation results to figures, as declared in a scenario's `plots:`
+// section (or the defaults: a roofline per platform and a trend per swept variable).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/evaluate.hpp"
+#include "plots/cairo_renderer.hpp"
+#include "plots/figure.hpp"
+
+namespace rsim::plots {
+
+enum class Kind { Roofline, Trend, Layers, Heatmap };
+
+struct PlotSpec {
+  Kind kind = Kind::Roofline;
+  std::string name;   // file stem; default from the kind and its subject
+  std::string title;  // default from the kind
+  std::vector<std::string> platforms;  // roofline/layers/heatmap: which platforms ([] = each, or all overlaid for what-ifs)
+  bool overlay = false;                // roofline: every selected platform on one chart
+  std::string points = "layers";       // roofline: layers | networks
+  std::string color = "bound";         // roofline: bound | network | point | op
+  std::string marker = "op";           // roofline: op | network | point
+  std::string labels = "auto";         // roofline: auto | all | none
+  std::string roofs = "both";          // roofline: theoretical | derated | both
+  std::string x;                       // trend: a sweep variable, or layer | output_size | out_channels | in_channels
+  std::string y = "intensity";         // trend: a result column
+  std::string series = "auto";         // trend: auto | platform | network | layer
+  std::string layer;                   // trend: one layer's rows instead of network totals
+  std::string op;                      // trend with x = layer: only layers of this op
+  std::string xscale = "auto", yscale = "auto";  // auto | linear | log
+  std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
+  long long point = 0;                 // layers: which sweep point
+  std::string value = "derated_time_s";  // heatmap: a summary column
+  std::string network;                 // layers/heatmap/trend: which network ("" = first)
+  std::vector<Format> formats;         // [] = the run's --format
+  double width = 648, height = 432;    // points; layers charts grow with the layer count
+  double dpi = 150;
+  SourceLoc loc;
+};
+
+// Reads `plots:` (a list). Errors are collected in `d`.
+std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d);
+// What `run` draws when a scenario declares no plots.
+std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario& s);
+
+struct BuiltFigure {
+  std::string name;  // file stem
+  Figure figure;
+  std::string data_csv;  // the plotted values, to re-plot elsewhere
+  const PlotSpec* spec = nullptr;
+};
+
+// One spec can give several figures (a roofline per platform). Throws ConfigError for a spec that
+// names something the results lack (an unknown column, platform or variable).
+std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s);
+
+// Every numeric column a trend or heatmap can plot.
+const std::vector<std::string>& plottable_columns();
+
+}  // namespace rsim::plots

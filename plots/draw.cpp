@@ -1,0 +1,751 @@
+#include "plots/draw.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+namespace rsim::plots {
+
+Color rgb(unsigned hex, double alpha) {
+  return Color{((hex >> 16) & 0xFF) / 255.0, ((hex >> 8) & 0xFF) / 255.0, (hex & 0xFF) / 255.0, alpha};
+}
+
+Color palette(size_t i) {
+  // Okabe–Ito, reordered so neighbours differ in lightness as well as hue
+  static const unsigned c[] = {0x0072B2, 0xD55E00, 0x009E73, 0xCC79A7, 0xE69F00, 0x56B4E9, 0x000000, 0x999933};
+  return rgb(c[i % 8]);
+}
+
+Marker marker_cycle(size_t i) {
+  static const Marker m[] = {Marker::Circle,   Marker::Square,  Marker::TriangleUp, Marker::Diamond,
+                             Marker::TriangleDown, Marker::Pentagon, Marker::Hexagon, Marker::Cross};
+  return m[i % 8];
+}
+
+Dash dash_cycle(size_t i) {
+  static const Dash d[] = {Dash::Solid, Dash::Dashed, Dash::DashDot, Dash::Dotted};
+  return d[i % 4];
+}
+
+Color bound_color(const std::string& bound) {
+  if (bound == "memory") return rgb(0x0072B2);
+  if (bound == "compute") return rgb(0xD55E00);
+  return rgb(0x777777);
+}
+
+Color viridis(double t) {
+  static const double stops[][3] = {{0.267, 0.005, 0.329}, {0.229, 0.322, 0.546}, {0.128, 0.567, 0.551},
+                                    {0.369, 0.789, 0.383}, {0.993, 0.906, 0.144}};
+  t = std::clamp(t, 0.0, 1.0) * 4;
+  int i = std::min(3, static_cast<int>(t));
+  double f = t - i;
+  Color c;
+  c.r = stops[i][0] + (stops[i + 1][0] - stops[i][0]) * f;
+  c.g = stops[i][1] + (stops[i + 1][1] - stops[i][1]) * f;
+  c.b = stops[i][2] + (stops[i + 1][2] - stops[i][2]) * f;
+  return c;
+}
+
+// ---------------------------------------------------------------- ticks
+
+static double nice_step(double span, int target) {
+  double raw = span / target;
+  double mag = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+std::vector<double> major_ticks(const Axis& a) {
+  std::vector<double> t;
+  if (!a.ticks.empty()) return a.ticks;
+  if (!a.categories.empty()) {
+    for (size_t i = 0; i < a.categories.size(); ++i) t.push_back(static_cast<double>(i));
+    return t;
+  }
+  if (a.scale == Scale::Log) {
+    int lo = static_cast<int>(std::ceil(std::log10(a.min) - 1e-9));
+    int hi = static_cast<int>(std::floor(std::log10(a.max) + 1e-9));
+    int step = std::max(1, (hi - lo + 1 + 7) / 8);  // at most ~8 labelled decades
+    for (int k = lo; k <= hi; k += step) t.push_back(std::pow(10.0, k));
+    if (t.size() < 2) {  // less than a decade: label 1-2-5 steps inside it
+      t.clear();
+      for (int k = lo - 1; k <= hi; ++k)
+        for (double m : {1.0, 2.0, 5.0}) {
+          double v = m * std::pow(10.0, k);
+          if (v >= a.min * (1 - 1e-9) && v <= a.max * (1 + 1e-9)) t.push_back(v);
+        }
+    }
+    return t;
+  }
+  double step = nice_step(a.max - a.min, 6);
+  for (double v = std::ceil(a.min / step - 1e-9) * step; v <= a.max + step * 1e-9; v += step) t.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  return t;
+}
+
+std::vector<double> minor_ticks(const Axis& a) {
+  std::vector<double> t;
+  if (a.scale != Scale::Log || !a.categories.empty()) return t;
+  int lo = static_cast<int>(std::floor(std::log10(a.min)));
+  int hi = static_cast<int>(std::ceil(std::log10(a.max)));
+  if (hi - lo > 12) return t;
+  for (int k = lo; k <= hi; ++k)
+    for (int m = 2; m <= 9; ++m) {
+      double v = m * std::pow(10.0, k);
+      if (v > a.min && v < a.max) t.push_back(v);
+    }
+  return t;
+}
+
+std::string tick_label(double v, const Axis& a) {
+  if (!a.categories.empty()) {
+    size_t i = static_cast<size_t>(std::llround(v));
+    return i < a.categories.size() ? a.categories[i] : "";
+  }
+  static const struct {
+    double f;
+    const char* p;
+  } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
+  char buf[64];
+  if (v == 0) return "0";
+  double av = std::fabs(v);
+  bool si = !a.unit.empty() || av >= 1e4 || av < 1e-3;
+  if (!si) {
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+  for (const auto& s : steps)
+    if (av >= s.f * 0.9999) {
+      std::snprintf(buf, sizeof buf, "%g", v / s.f);
+      std::string out = buf;
+      std::string suffix = std::string(s.p) + a.unit;
+      return suffix.empty() ? out : out + " " + suffix;
+    }
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// ---------------------------------------------------------------- geometry
+
+Rect Quad::bounds() const {
+  double x0 = c[0].x, x1 = c[0].x, y0 = c[0].y, y1 = c[0].y;
+  for (const P& p : c) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+  return Rect{x0, y0, x1 - x0, y1 - y0};
+}
+
+static bool separated(const P* a, int na, const P* b, int nb, double pad) {
+  // try the edge normals of both polygons as separating axes
+  for (int pass = 0; pass < 2; ++pass) {
+    const P* poly = pass ? b : a;
+    int n = pass ? nb : na;
+    for (int i = 0; i < n; ++i) {
+      P e{poly[(i + 1) % n].x - poly[i].x, poly[(i + 1) % n].y - poly[i].y};
+      double len = std::hypot(e.x, e.y);
+      if (len == 0) continue;
+      P axis{-e.y / len, e.x / len};
+      double amin = 1e300, amax = -1e300, bmin = 1e300, bmax = -1e300;
+      for (int k = 0; k < na; ++k) {
+        double d = a[k].x * axis.x + a[k].y * axis.y;
+        amin = std::min(amin, d), amax = std::max(amax, d);
+      }
+      for (int k = 0; k < nb; ++k) {
+        double d = b[k].x * axis.x + b[k].y * axis.y;
+        bmin = std::min(bmin, d), bmax = std::max(bmax, d);
+      }
+      if (amax + pad < bmin || bmax + pad < amin) return true;
+    }
+  }
+  return false;
+}
+
+bool quad_overlaps(const Quad& q, const Rect& r, double pad) {
+  P b[4] = {{r.x, r.y}, {r.x + r.w, r.y}, {r.x + r.w, r.y + r.h}, {r.x, r.y + r.h}};
+  return !separated(q.c, 4, b, 4, pad);
+}
+
+bool quads_overlap(const Quad& a, const Quad& b, double pad) { return !separated(a.c, 4, b.c, 4, pad); }
+
+// ---------------------------------------------------------------- layout helpers
+
+namespace {
+
+const Color kText = rgb(0x222222);
+const Color kMuted = rgb(0x555555);
+const Color kGrid = rgb(0xDDDDDD);
+const Color kGridMinor = rgb(0xEEEEEE);
+const double kTick = 9, kAxisTitle = 10.5, kTitle = 13, kSubtitle = 9, kLabel = 8, kLegend = 8.5;
+
+struct Transform {
+  Rect plot;
+  const Axis* x;
+  const Axis* y;
+  double tx(double v) const { return plot.x + frac(*x, v) * plot.w; }
+  double ty(double v) const { return plot.y + plot.h - frac(*y, v) * plot.h; }
+  P to(P p) const { return {tx(p.x), ty(p.y)}; }
+  static double frac(const Axis& a, double v) {
+    if (!a.categories.empty()) return (v - a.min) / (a.max - a.min);
+    if (a.scale == Scale::Log) {
+      double lv = std::log10(std::max(v, 1e-300));
+      return (lv - std::log10(a.min)) / (std::log10(a.max) - std::log10(a.min));
+    }
+    return (v - a.min) / (a.max - a.min);
+  }
+};
+
+Quad text_quad(Renderer& r, P at, const std::string& s, double size, double angle, Anchor anchor, bool bold) {
+  TextBox b = r.measure(s, size, bold);
+  double x0 = anchor == Anchor::Left ? 0 : anchor == Anchor::Center ? -b.width / 2 : -b.width;
+  double cs = std::cos(angle), sn = std::sin(angle);
+  double xs[4] = {x0, x0 + b.width, x0 + b.width, x0};
+  double ys[4] = {-b.ascent, -b.ascent, b.descent, b.descent};
+  Quad q;
+  for (int i = 0; i < 4; ++i) q.c[i] = P{at.x + xs[i] * cs + ys[i] * sn, at.y - xs[i] * sn + ys[i] * cs};
+  return q;
+}
+
+Rect text_rect(Renderer& r, P at, const std::string& s, double size, double angle, Anchor anchor, bool bold) {
+  TextBox b = r.measure(s, size, bold);
+  double x0 = anchor == Anchor::Left ? 0 : anchor == Anchor::Center ? -b.width / 2 : -b.width;
+  // corners in text space (y down), rotated counter-clockwise by angle
+  double cs = std::cos(angle), sn = std::sin(angle);
+  double xs[4] = {x0, x0 + b.width, x0, x0 + b.width};
+  double ys[4] = {-b.ascent, -b.ascent, b.descent, b.descent};
+  double minx = 1e300, maxx = -1e300, miny = 1e300, maxy = -1e300;
+  for (int i = 0; i < 4; ++i) {
+    double X = at.x + xs[i] * cs + ys[i] * sn;
+    double Y = at.y - xs[i] * sn + ys[i] * cs;
+    minx = std::min(minx, X), maxx = std::max(maxx, X), miny = std::min(miny, Y), maxy = std::max(maxy, Y);
+  }
+  return Rect{minx, miny, maxx - minx, maxy - miny};
+}
+
+// Does segment a-b cross rectangle r?
+bool segment_hits(P a, P b, const Rect& r) {
+  auto inside = [&](P p) { return p.x >= r.x && p.x <= r.x + r.w && p.y >= r.y && p.y <= r.y + r.h; };
+  if (inside(a) || inside(b)) return true;
+  auto cross = [](P p, P q, P s, P t) {
+    auto orient = [](P o, P u, P v) { return (u.x - o.x) * (v.y - o.y) - (u.y - o.y) * (v.x - o.x); };
+    double d1 = orient(p, q, s), d2 = orient(p, q, t), d3 = orient(s, t, p), d4 = orient(s, t, q);
+    return ((d1 > 0) != (d2 > 0)) && ((d3 > 0) != (d4 > 0));
+  };
+  P c[4] = {{r.x, r.y}, {r.x + r.w, r.y}, {r.x + r.w, r.y + r.h}, {r.x, r.y + r.h}};
+  for (int i = 0; i < 4; ++i)
+    if (cross(a, b, c[i], c[(i + 1) % 4])) return true;
+  return false;
+}
+
+struct Obstacles {
+  std::vector<Rect> boxes;
+  std::vector<Quad> quads;
+  std::vector<std::pair<P, P>> segments;
+  bool hit(const Rect& r, double pad = 1.5) const {
+    for (const auto& b : boxes)
+      if (r.overlaps(b, pad)) return true;
+    for (const auto& q : quads)
+      if (quad_overlaps(q, r, pad)) return true;
+    Rect grown{r.x - pad, r.y - pad, r.w + 2 * pad, r.h + 2 * pad};
+    for (const auto& [a, b] : segments)
+      if (segment_hits(a, b, grown)) return true;
+    return false;
+  }
+};
+
+std::string truncate(const std::string& s, size_t max_chars) {
+  size_t n = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (n == max_chars) return s.substr(0, i) + "…";
+      ++n;
+    }
+  }
+  return s;
+}
+
+void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e) {
+  if (e.has_line) r.polyline({{at.x - 11, at.y}, {at.x + 11, at.y}}, e.line);
+  if (e.has_marker) r.marker(at, e.marker, 7, e.fill, rgb(0x222222));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- draw
+
+DrawReport draw(const Figure& f, Renderer& r) {
+  DrawReport rep;
+  rep.canvas = Rect{0, 0, f.width, f.height};
+  const bool has_heat = f.heatmap.has_value();
+
+  // Label texts of the points that carry one, and whether a numbered key is needed.
+  std::vector<size_t> labelled;
+  for (size_t i = 0; i < f.points.size(); ++i)
+    if (!f.points[i].label.empty()) labelled.push_back(i);
+  std::vector<int> number(f.points.size(), 0);  // >0: shown as a number, listed in the key
+  bool key_mode = f.allow_key && labelled.size() > 24;
+  if (key_mode)
+    for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
+  bool legend_outside = false;
+
+  // the subtitle wraps at " · " to the canvas width
+  std::vector<std::string> sub_lines;
+  if (!f.subtitle.empty()) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    const std::string sep = " · ";
+    while (true) {
+      size_t k = f.subtitle.find(sep, start);
+      parts.push_back(f.subtitle.substr(start, k == std::string::npos ? std::string::npos : k - start));
+      if (k == std::string::npos) break;
+      start = k + sep.size();
+    }
+    double avail = f.width - 20;
+    std::string line;
+    for (const auto& part : parts) {
+      std::string cand = line.empty() ? part : line + sep + part;
+      if (!line.empty() && r.measure(cand, kSubtitle, false).width > avail) {
+        sub_lines.push_back(line);
+        line = part;
+      } else {
+        line = cand;
+      }
+    }
+    if (!line.empty()) sub_lines.push_back(line);
+    for (auto& l : sub_lines)
+      while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = truncate(l, static_cast<size_t>(static_cast<double>(l.size()) * 0.9));
+  }
+  const double sub_step = r.measure("0", kSubtitle, false).ascent + 5;
+
+  for (int pass = 0; pass < 3; ++pass) {
+    rep = DrawReport{};
+    rep.canvas = Rect{0, 0, f.width, f.height};
+    // ---- margins
+    double top = 10;
+    if (!f.title.empty()) top += r.measure(f.title, kTitle, true).ascent + 6;
+    if (!sub_lines.empty()) top += sub_step * static_cast<double>(sub_lines.size()) + 3;
+    top += 6;
+    double ytick_w = 0;
+    std::vector<double> yt = major_ticks(f.y), xt = major_ticks(f.x);
+    if (has_heat) {
+      yt.clear();
+      xt.clear();
+      for (size_t i = 0; i < f.heatmap->ycats.size(); ++i) yt.push_back(static_cast<double>(i));
+      for (size_t i = 0; i < f.heatmap->xcats.size(); ++i) xt.push_back(static_cast<double>(i));
+    }
+    auto ylabel_text = [&](double v) {
+      if (has_heat) return f.heatmap->ycats[static_cast<size_t>(v)];
+      return f.y.categories.empty() ? tick_label(v, f.y) : truncate(tick_label(v, f.y), 34);
+    };
+    auto xlabel_text = [&](double v) { return has_heat ? f.heatmap->xcats[static_cast<size_t>(v)] : tick_label(v, f.x); };
+    for (double v : yt) ytick_w = std::max(ytick_w, r.measure(ylabel_text(v), kTick, false).width);
+    double left = 10 + (f.y.title.empty() ? 0 : r.measure(f.y.title, kAxisTitle, false).ascent + 8) + ytick_w + 8;
+    // x tick labels turn 45° when they would not fit side by side
+    double xlabel_w = 0;
+    for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
+    double approx_plot_w = f.width - 120;
+    bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
+    double xlabels_h = rotate_x ? xlabel_w * std::sin(M_PI / 4) + 8 : r.measure("0", kTick, false).ascent;
+    double bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, kAxisTitle, false).ascent + 10);
+    if (rotate_x) left = std::max(left, xlabel_w * std::cos(M_PI / 4) + 12);
+    double right = 16;
+    double key_w = 0;
+    std::vector<std::string> key_lines;
+    if (std::any_of(number.begin(), number.end(), [](int n) { return n > 0; })) {
+      for (size_t i = 0; i < f.points.size(); ++i)
+        if (number[i] > 0) key_lines.push_back(std::to_string(number[i]) + "  " + truncate(f.points[i].label, 40));
+      for (const auto& k : key_lines) key_w = std::max(key_w, r.measure(k, kLabel, false).width);
+      right += key_w + 14;
+    }
+    double legend_w = 0, legend_h = 0;
+    for (const auto& e : f.legend) legend_w = std::max(legend_w, r.measure(e.text, kLegend, false).width);
+    if (!f.legend.empty()) {
+      legend_w += 38;
+      legend_h = 8 + 14.0 * static_cast<double>(f.legend.size());
+    }
+    if (legend_outside) right += legend_w + 12;
+    double cbar_w = has_heat ? 70 : 0;
+    right += cbar_w;
+    Rect plot{left, top, f.width - left - right, f.height - top - bottom};
+    rep.plot = plot;
+    Transform T{plot, &f.x, &f.y};
+    Axis hx, hy;  // heatmap axes: categorical
+    if (has_heat) {
+      hx.categories = f.heatmap->xcats;
+      hx.min = -0.5, hx.max = static_cast<double>(hx.categories.size()) - 0.5;
+      hy.categories = f.heatmap->ycats;
+      hy.min = -0.5, hy.max = static_cast<double>(hy.categories.size()) - 0.5;
+      T = Transform{plot, &hx, &hy};
+    }
+
+    // ---- obstacles for label placement: frame edges, markers, lines
+    Obstacles obs;
+    std::vector<std::pair<P, P>> line_segments;
+    for (const auto& L : f.lines)
+      for (size_t i = 0; i + 1 < L.pts.size(); ++i) line_segments.push_back({T.to(L.pts[i]), T.to(L.pts[i + 1])});
+    for (const auto& ref : f.refs) {
+      if (ref.vertical) line_segments.push_back({{T.tx(ref.value), plot.y}, {T.tx(ref.value), plot.y + plot.h}});
+      else line_segments.push_back({{plot.x, T.ty(ref.value)}, {plot.x + plot.w, T.ty(ref.value)}});
+    }
+    obs.segments = line_segments;
+    for (const auto& p : f.points) {
+      P s = T.to(p.at);
+      obs.boxes.push_back(Rect{s.x - p.size / 2, s.y - p.size / 2, p.size, p.size});
+    }
+
+    // ---- begin painting
+    r.begin(f.width, f.height);
+    r.rect(rep.canvas, rgb(0xFFFFFF), nullptr);
+    auto text = [&](P at, const std::string& s, double size, const Color& c, double angle, Anchor a, bool bold) {
+      r.text(at, s, size, c, angle, a, bold);
+      rep.texts.push_back(text_rect(r, at, s, size, angle, a, bold));
+    };
+    // title and subtitle
+    double ty = 10;
+    if (!f.title.empty()) {
+      ty += r.measure(f.title, kTitle, true).ascent;
+      text({std::max(10.0, std::min(plot.x, f.width - 10 - r.measure(f.title, kTitle, true).width)), ty}, f.title, kTitle, kText, 0, Anchor::Left, true);
+      ty += 6;
+    }
+    double sub_x = plot.x;
+    for (const auto& l : sub_lines) sub_x = std::min(sub_x, 10.0 + (f.width - 20 - r.measure(l, kSubtitle, false).width));
+    for (const auto& l : sub_lines) {
+      ty += sub_step;
+      text({sub_x, ty}, l, kSubtitle, kMuted, 0, Anchor::Left, false);
+    }
+
+    // grid
+    if (f.grid && !has_heat) {
+      for (double v : minor_ticks(f.x)) r.polyline({{T.tx(v), plot.y}, {T.tx(v), plot.y + plot.h}}, LineStyle{kGridMinor, 0.5});
+      for (double v : minor_ticks(f.y)) r.polyline({{plot.x, T.ty(v)}, {plot.x + plot.w, T.ty(v)}}, LineStyle{kGridMinor, 0.5});
+      if (f.x.categories.empty())
+        for (double v : xt) r.polyline({{T.tx(v), plot.y}, {T.tx(v), plot.y + plot.h}}, LineStyle{kGrid, 0.7});
+      if (f.y.categories.empty())
+        for (double v : yt) r.polyline({{plot.x, T.ty(v)}, {plot.x + plot.w, T.ty(v)}}, LineStyle{kGrid, 0.7});
+    }
+
+    // heatmap cells
+    std::vector<Rect> cell_rects;
+    if (has_heat) {
+      const Heatmap& h = *f.heatmap;
+      double lo = 1e300, hi = -1e300;
+      for (const auto& row : h.values)
+        for (double v : row)
+          if (std::isfinite(v) && (!h.log_colors || v > 0)) lo = std::min(lo, v), hi = std::max(hi, v);
+      auto norm = [&](double v) {
+        if (!(hi > lo)) return 0.5;
+        if (h.log_colors) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+        return (v - lo) / (hi - lo);
+      };
+      double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
+      bool annotate = h.annotate && h.xcats.size() <= 12 && h.ycats.size() <= 12;
+      for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+        for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
+          double v = h.values[yi][xi];
+          Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
+          Color col = std::isfinite(v) ? viridis(norm(v)) : rgb(0xCCCCCC);
+          r.rect(c, col, nullptr);
+          if (annotate) {
+            Axis va;
+            va.unit = h.value_unit;
+            std::string s = std::isfinite(v) ? tick_label(v, va) : "–";
+            char buf[32];
+            if (h.value_unit.empty() && std::isfinite(v)) {
+              std::snprintf(buf, sizeof buf, "%.3g", v);
+              s = buf;
+            } else if (std::isfinite(v)) {
+              // three significant digits with the SI prefix
+              static const struct {
+                double f;
+                const char* p;
+              } steps[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}};
+              for (const auto& st : steps)
+                if (std::fabs(v) >= st.f * 0.9999 || st.f == 1e-9) {
+                  std::snprintf(buf, sizeof buf, "%.3g %s%s", v / st.f, st.p, h.value_unit.c_str());
+                  s = buf;
+                  break;
+                }
+            }
+            double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
+            TextBox b = r.measure(s, kLabel, false);
+            if (b.width < cw - 4 && b.ascent + b.descent < ch - 2)
+              text({c.x + cw / 2, c.y + ch / 2 + b.ascent / 2 - 1}, s, kLabel, lum > 0.5 ? kText : rgb(0xFFFFFF), 0, Anchor::Center, false);
+          }
+        }
+      // colour bar
+      Rect bar{plot.x + plot.w + 18, plot.y, 12, plot.h};
+      int steps = 64;
+      for (int i = 0; i < steps; ++i) {
+        double t0 = static_cast<double>(i) / steps;
+        r.rect(Rect{bar.x, bar.y + bar.h * (1 - t0 - 1.0 / steps), bar.w, bar.h / steps + 0.3}, viridis(t0 + 0.5 / steps), nullptr);
+      }
+      LineStyle edge{kMuted, 0.6};
+      r.rect(bar, Color{0, 0, 0, 0}, &edge);
+      Axis ca;
+      ca.scale = h.log_colors ? Scale::Log : Scale::Linear;
+      ca.min = lo, ca.max = hi > lo ? hi : lo * 1.0001 + 1e-300;
+      ca.unit = h.value_unit;
+      for (double v : major_ticks(ca)) {
+        double yy = bar.y + bar.h * (1 - Transform::frac(ca, v));
+        r.polyline({{bar.x + bar.w, yy}, {bar.x + bar.w + 3, yy}}, edge);
+        text({bar.x + bar.w + 5, yy + 3}, tick_label(v, ca), kTick - 1, kText, 0, Anchor::Left, false);
+      }
+      if (!h.value_label.empty())
+        text({bar.x + bar.w + 52, plot.y + plot.h / 2}, h.value_label, kTick, kText, M_PI / 2, Anchor::Center, false);
+    }
+
+    // bars
+    if (!f.bars.empty()) {
+      size_t ncat = f.y.categories.size();
+      double slot = plot.h / static_cast<double>(std::max<size_t>(ncat, 1));
+      double nser = static_cast<double>(f.bars.size());
+      double bh = std::min(14.0, slot * 0.8 / nser);
+      for (size_t c = 0; c < ncat; ++c) {
+        double cy = T.ty(static_cast<double>(c));
+        for (size_t s = 0; s < f.bars.size(); ++s) {
+          const BarSeries& b = f.bars[s];
+          if (c >= b.values.size() || !(b.values[c] > 0)) continue;
+          double x0 = f.x.scale == Scale::Log ? plot.x : T.tx(std::max(0.0, f.x.min));
+          double x1 = std::min(T.tx(b.values[c]), plot.x + plot.w);
+          double y0 = cy - bh * nser / 2 + bh * static_cast<double>(s);
+          Rect br{x0, y0, std::max(0.5, x1 - x0), bh * 0.92};
+          obs.boxes.push_back(br);  // the legend must not cover a bar
+          Color col = c < b.colors.size() ? b.colors[c] : b.color;
+          if (b.hatched) {
+            Color light = col;
+            light.a = 0.28;
+            r.rect(br, light, nullptr);
+            r.hatch(br, col);
+            LineStyle st{col, 0.8};
+            r.rect(br, Color{0, 0, 0, 0}, &st);
+          } else {
+            r.rect(br, col, nullptr);
+          }
+        }
+      }
+    }
+
+    // lines (clipped to the plot)
+    r.clip(plot);
+    for (const auto& ref : f.refs) {
+      if (ref.vertical) r.polyline({{T.tx(ref.value), plot.y}, {T.tx(ref.value), plot.y + plot.h}}, ref.style);
+      else r.polyline({{plot.x, T.ty(ref.value)}, {plot.x + plot.w, T.ty(ref.value)}}, ref.style);
+    }
+    for (const auto& L : f.lines) {
+      std::vector<P> s;
+      for (const auto& p : L.pts) s.push_back(T.to(p));
+      r.polyline(s, L.style);
+    }
+    r.unclip();
+
+    // frame and ticks
+    LineStyle frame{rgb(0x444444), 0.8};
+    r.polyline({{plot.x, plot.y}, {plot.x + plot.w, plot.y}, {plot.x + plot.w, plot.y + plot.h}, {plot.x, plot.y + plot.h}, {plot.x, plot.y}}, frame);
+    Rect frame_rect = plot;
+    for (double v : xt) {
+      double x = T.tx(v);
+      r.polyline({{x, plot.y + plot.h}, {x, plot.y + plot.h + 4}}, frame);
+      if (rotate_x) text({x + 3, plot.y + plot.h + 8}, xlabel_text(v), kTick, kText, M_PI / 4, Anchor::Right, false);
+      else text({x, plot.y + plot.h + 6 + r.measure("0", kTick, false).ascent}, xlabel_text(v), kTick, kText, 0, Anchor::Center, false);
+    }
+    for (double v : minor_ticks(f.x)) r.polyline({{T.tx(v), plot.y + plot.h}, {T.tx(v), plot.y + plot.h + 2}}, frame);
+    for (double v : yt) {
+      double y = T.ty(v);
+      r.polyline({{plot.x - 4, y}, {plot.x, y}}, frame);
+      text({plot.x - 6, y + r.measure("0", kTick, false).ascent / 2}, ylabel_text(v), kTick, kText, 0, Anchor::Right, false);
+    }
+    for (double v : minor_ticks(f.y)) r.polyline({{plot.x - 2, T.ty(v)}, {plot.x, T.ty(v)}}, frame);
+    rep.xticks = xt;
+    rep.yticks = yt;
+    if (!f.x.title.empty())
+      text({plot.x + plot.w / 2, f.height - 10}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
+    if (!f.y.title.empty())
+      text({10 + r.measure(f.y.title, kAxisTitle, false).ascent, plot.y + plot.h / 2}, f.y.title, kAxisTitle, kText, M_PI / 2, Anchor::Center, false);
+
+    // the frame as obstacle: labels must stay inside the plot, away from its edges
+    Rect inner{frame_rect.x + 2, frame_rect.y + 2, frame_rect.w - 4, frame_rect.h - 4};
+
+    // line labels along their lines, clear of the other lines
+    for (size_t li = 0; li < f.lines.size(); ++li) {
+      const Line& L = f.lines[li];
+      if (L.label.empty() || L.pts.size() < 2) continue;
+      std::vector<std::pair<P, P>> others;
+      for (size_t lj = 0; lj < f.lines.size(); ++lj) {
+        if (lj == li) continue;
+        const Line& O = f.lines[lj];
+        for (size_t i = 0; i + 1 < O.pts.size(); ++i) others.push_back({T.to(O.pts[i]), T.to(O.pts[i + 1])});
+      }
+      // the visible part: sample the polyline in screen space, keep points inside the plot
+      std::vector<P> vis;
+      for (size_t i = 0; i + 1 < L.pts.size(); ++i) {
+        P a = T.to(L.pts[i]), b = T.to(L.pts[i + 1]);
+        for (int k = 0; k <= 40; ++k) {
+          P q{a.x + (b.x - a.x) * k / 40.0, a.y + (b.y - a.y) * k / 40.0};
+          if (q.x >= plot.x && q.x <= plot.x + plot.w && q.y >= plot.y && q.y <= plot.y + plot.h) vis.push_back(q);
+        }
+      }
+      if (vis.size() < 2) continue;
+      bool placed = false;
+      // positions along the line, nearest to the preferred one first
+      std::vector<double> fracs;
+      for (int k = 1; k < 40; ++k) fracs.push_back(k / 40.0);
+      std::stable_sort(fracs.begin(), fracs.end(), [&](double u, double v) { return std::fabs(u - L.label_at) < std::fabs(v - L.label_at); });
+      for (double frac : fracs) {
+        size_t i = std::min(vis.size() - 2, static_cast<size_t>(frac * static_cast<double>(vis.size() - 1)));
+        P a = vis[i], b = vis[i + 1];
+        double ang = -std::atan2(b.y - a.y, b.x - a.x);
+        double off = L.label_above ? -5 : 5 + r.measure("0", kLabel, false).ascent;
+        P at{a.x - std::sin(ang) * off * -1, a.y + std::cos(ang) * off};
+        for (int side = 0; side < 2 && !placed; ++side) {
+          Quad q = text_quad(r, at, L.label, kLabel, ang, Anchor::Center, false);
+          bool clash = false;
+          for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
+          for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
+          for (const auto& [sa, sb] : others) {
+            if (clash) break;
+            // sample the segment: a point inside the quad (grown by 1) is a crossing
+            int n = std::max(8, static_cast<int>(std::hypot(sb.x - sa.x, sb.y - sa.y) / 2.5));
+            for (int k = 0; k <= n && !clash; ++k) {
+              P pt{sa.x + (sb.x - sa.x) * k / n, sa.y + (sb.y - sa.y) * k / n};
+              clash = quad_overlaps(q, Rect{pt.x - 0.5, pt.y - 0.5, 1, 1}, 1);
+            }
+          }
+          if (!clash && q.bounds().inside(inner)) {
+            text(at, L.label, kLabel, L.style.color, ang, Anchor::Center, false);
+            rep.line_labels.push_back(q);
+            placed = true;
+          } else {
+            // try the other side of the line
+            double off2 = L.label_above ? 5 + r.measure("0", kLabel, false).ascent : -5;
+            at = P{a.x + std::sin(ang) * off2, a.y + std::cos(ang) * off2};
+          }
+        }
+        if (placed) break;
+      }
+    }
+    for (const auto& ref : f.refs) {
+      if (ref.label.empty()) continue;
+      P at;
+      double ang = 0;
+      Anchor anchor = Anchor::Right;
+      if (ref.vertical) {
+        at = {T.tx(ref.value) - 3, plot.y + 6};
+        ang = M_PI / 2;
+      } else {
+        at = {plot.x + plot.w - 4, T.ty(ref.value) - 3};
+      }
+      Quad q = text_quad(r, at, ref.label, kLabel, ang, anchor, false);
+      bool clash = false;
+      for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
+      for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
+      if (clash && !ref.vertical) {  // below the line instead
+        at.y = T.ty(ref.value) + 3 + r.measure("0", kLabel, false).ascent;
+        q = text_quad(r, at, ref.label, kLabel, ang, anchor, false);
+      }
+      text(at, ref.label, kLabel, ref.style.color, ang, anchor, false);
+      rep.line_labels.push_back(q);
+    }
+
+    // legend: an inside corner that covers nothing, else outside on the right
+    Rect legend_box{0, 0, 0, 0};
+    if (!f.legend.empty()) {
+      std::vector<Rect> corners = {{plot.x + 6, plot.y + 6, legend_w, legend_h},
+                                   {plot.x + plot.w - legend_w - 6, plot.y + 6, legend_w, legend_h},
+                                   {plot.x + plot.w - legend_w - 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h},
+                                   {plot.x + 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h}};
+      if (legend_outside) {
+        legend_box = Rect{plot.x + plot.w + 12 + cbar_w, plot.y, legend_w, legend_h};
+      } else {
+        for (const auto& c : corners) {
+          bool on_label = std::any_of(rep.line_labels.begin(), rep.line_labels.end(), [&](const Quad& q) { return quad_overlaps(q, c, 2); });
+          if (!on_label && !obs.hit(c, 2)) {
+            legend_box = c;
+            break;
+          }
+        }
+        if (legend_box.w == 0) {
+          if (pass < 2) {
+            legend_outside = true;
+            continue;  // relayout with room on the right
+          }
+          legend_box = corners[1];
+        }
+      }
+      LineStyle edge{rgb(0xBBBBBB), 0.6};
+      r.rect(legend_box, rgb(0xFFFFFF, 0.92), &edge);
+      for (size_t i = 0; i < f.legend.size(); ++i) {
+        double yy = legend_box.y + 11 + 14.0 * static_cast<double>(i);
+        draw_marker_outline_legend(r, {legend_box.x + 17, yy - 3}, f.legend[i]);
+        text({legend_box.x + 32, yy}, f.legend[i].text, kLegend, kText, 0, Anchor::Left, false);
+      }
+      rep.legend = legend_box;
+      obs.boxes.push_back(legend_box);
+    }
+    obs.quads = rep.line_labels;
+
+    // points
+    for (const auto& p : f.points) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+
+    // point labels: greedy, nearest free spot around the point, leader line when farther out
+    bool need_key = false;
+    for (size_t idx : labelled) {
+      const Point& p = f.points[idx];
+      P s = T.to(p.at);
+      std::string label = number[idx] > 0 ? std::to_string(number[idx]) : p.label;
+      TextBox tb = r.measure(label, kLabel, false);
+      bool placed = false;
+      double base = p.size / 2 + 2;
+      for (double dist : {base, base + 8, base + 18, base + 30}) {
+        for (int k = 0; k < 8 && !placed; ++k) {
+          static const double dirs[8][2] = {{1, 0}, {-1, 0}, {0, -1}, {0, 1}, {1, -1}, {-1, -1}, {1, 1}, {-1, 1}};
+          double dx = dirs[k][0], dy = dirs[k][1];
+          double bx = dx > 0 ? s.x + dist : dx < 0 ? s.x - dist - tb.width : s.x - tb.width / 2;
+          double by = dy < 0 ? s.y - dist - tb.ascent - tb.descent : dy > 0 ? s.y + dist : s.y - (tb.ascent + tb.descent) / 2;
+          Rect box{bx, by, tb.width, tb.ascent + tb.descent};
+          // a point's own marker is not an obstacle to its label
+          Obstacles o;
+          o.segments = obs.segments;
+          o.quads = obs.quads;
+          for (const auto& b : obs.boxes)
+            if (!(std::fabs(b.x + b.w / 2 - s.x) < 1e-9 && std::fabs(b.y + b.h / 2 - s.y) < 1e-9)) o.boxes.push_back(b);
+          o.boxes.insert(o.boxes.end(), rep.point_labels.begin(), rep.point_labels.end());
+          if (!box.inside(inner) || o.hit(box, 1.2)) continue;
+          if (dist > base) {  // leader line from the marker's edge to the label
+            P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
+            double len = std::hypot(to.x - s.x, to.y - s.y);
+            if (len > 0) {
+              P from{s.x + (to.x - s.x) / len * p.size / 2, s.y + (to.y - s.y) / len * p.size / 2};
+              r.polyline({from, to}, LineStyle{rgb(0x888888), 0.6});
+              obs.segments.push_back({from, to});
+            }
+          }
+          text({box.x, box.y + tb.ascent}, label, kLabel, kText, 0, Anchor::Left, false);
+          rep.point_labels.push_back(box);
+          placed = true;
+        }
+        if (placed) break;
+      }
+      if (!placed && f.allow_key && number[idx] == 0) need_key = true;
+    }
+    if (need_key && pass < 2) {
+      // number every labelled point so the key reads in order, and lay out again with the key
+      for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
+      continue;
+    }
+    // the numbered key beside the chart
+    if (!key_lines.empty()) {
+      double kx = plot.x + plot.w + 14 + cbar_w + (legend_outside ? legend_w + 12 : 0);
+      double ky = plot.y + 8;
+      text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
+      for (const auto& k : key_lines) {
+        ky += 11;
+        if (ky > f.height - 8) break;
+        text({kx, ky}, k, kLabel, kText, 0, Anchor::Left, false);
+      }
+      rep.numbered = static_cast<int>(key_lines.size());
+    }
+    r.end();
+    return rep;
+  }
+  return rep;
+}
+
+}  // namespace rsim::plots

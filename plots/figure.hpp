@@ -1,0 +1,109 @@
+// The figure model: plain data describing a chart, free of any drawing state. Chart builders
+// fill it from results; draw() lays it out and paints it through a Renderer.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rsim::plots {
+
+struct Color {
+  double r = 0, g = 0, b = 0, a = 1;
+};
+Color rgb(unsigned hex, double alpha = 1);
+
+enum class Marker { Circle, Square, TriangleUp, Diamond, TriangleDown, Pentagon, Hexagon, Cross };
+enum class Dash { Solid, Dashed, Dotted, DashDot };
+
+struct LineStyle {
+  Color color;
+  double width = 1.5;  // points
+  Dash dash = Dash::Solid;
+};
+
+enum class Scale { Linear, Log };
+
+struct P {
+  double x = 0, y = 0;
+};
+
+// A line in data coordinates, optionally labelled along its length.
+struct Line {
+  std::vector<P> pts;
+  LineStyle style;
+  std::string legend;      // entry in the legend ("" = none)
+  std::string label;       // text written along the line ("" = none)
+  double label_at = 0.85;  // where along the visible part of the line the label sits (0…1)
+  bool label_above = true;
+};
+
+// A point with an optional label that the layout places without overlaps.
+struct Point {
+  P at;
+  Marker marker = Marker::Circle;
+  Color fill;
+  double size = 7;  // points, marker diameter
+  std::string label;
+};
+
+// A vertical or horizontal reference (e.g. a ridge point), labelled.
+struct Reference {
+  bool vertical = true;
+  double value = 0;
+  LineStyle style;
+  std::string label;
+};
+
+// Horizontal bars: one category per row (top to bottom), one or more bars per category.
+struct BarSeries {
+  std::string legend;
+  std::vector<double> values;  // one per category; <= 0 is not drawn
+  std::vector<Color> colors;   // one per category (or empty: all `color`)
+  Color color;
+  Dash outline = Dash::Solid;
+  bool hatched = false;  // for greyscale: the second series is hatched
+};
+
+struct Heatmap {
+  std::vector<std::string> xcats, ycats;  // columns left→right, rows bottom→top
+  std::vector<std::vector<double>> values;  // [row][column]
+  std::string value_label;                  // colour-bar title
+  bool log_colors = false;
+  bool annotate = true;  // write values in cells when the grid is small
+  std::string value_unit;
+};
+
+struct LegendEntry {
+  std::string text;
+  bool has_line = false;
+  LineStyle line;
+  bool has_marker = false;
+  Marker marker = Marker::Circle;
+  Color fill;
+};
+
+struct Axis {
+  Scale scale = Scale::Linear;
+  double min = 0, max = 1;
+  std::string title;
+  std::string unit;  // tick labels get SI prefixes with this unit ("" = plain numbers)
+  std::vector<std::string> categories;  // categorical axis (bars): one per integer position
+  std::vector<double> ticks;             // explicit major ticks (e.g. the swept values); [] = automatic
+};
+
+struct Figure {
+  double width = 648, height = 432;  // points (1/72 in)
+  std::string title, subtitle;
+  Axis x, y;
+  std::vector<Line> lines;
+  std::vector<Reference> refs;
+  std::vector<Point> points;
+  std::vector<BarSeries> bars;
+  std::optional<Heatmap> heatmap;
+  std::vector<LegendEntry> legend;
+  bool grid = true;
+  // When labels cannot all be placed: numbered markers and a key beside the chart.
+  bool allow_key = true;
+};
+
+}  // namespace rsim::plots

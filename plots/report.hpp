@@ -1,0 +1,28 @@
+// Rendering every figure of a run to files, and the report page that embeds them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plots/charts.hpp"
+
+namespace rsim::plots {
+
+struct OutputFile {
+  std::string name;   // file name inside the output folder
+  std::string bytes;  // content
+};
+
+struct RenderOptions {
+  std::vector<Format> formats = {Format::PNG, Format::SVG};  // unless a plot sets its own
+  double dpi = 0;  // 0: each plot's own (default 150)
+};
+
+// Builds, lays out and renders every figure: the image files plus one `<name>.csv` of plot data each.
+// `figures` receives the file stems in order (for the report).
+std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
+                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures);
+
+// report.md: scenario, conventions, network totals per platform, every figure embedded.
+std::string report_markdown(const RunResult& r, const Scenario& s, const std::vector<std::pair<std::string, std::vector<Format>>>& figures);
+
+}  // namespace rsim::plots

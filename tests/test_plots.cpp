@@ -1,0 +1,235 @@
+// Figures: chart builders checked through a recording renderer (roofs, ridges, ranges, labels),
+// the file formats by their magic bytes, and determinism.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "helpers.hpp"
+#include "plots/charts.hpp"
+#include "plots/draw.hpp"
+#include "plots/recording_renderer.hpp"
+#include "plots/report.hpp"
+
+using namespace rsim;
+using namespace rsim::plots;
+using namespace rsim::test;
+
+namespace {
+
+PlotSpec roofline_spec(std::vector<std::string> platforms = {}) {
+  PlotSpec s;
+  s.kind = Kind::Roofline;
+  s.platforms = std::move(platforms);
+  return s;
+}
+
+struct Drawn {
+  BuiltFigure fig;
+  RecordingRenderer rec;
+  DrawReport rep;
+};
+
+std::unique_ptr<Drawn> draw_first(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+  auto d = std::make_unique<Drawn>();
+  auto figs = build_figures(spec, r, s);
+  REQUIRE_FALSE(figs.empty());
+  d->fig = figs.front();
+  d->rep = draw(d->fig.figure, d->rec);
+  return d;
+}
+
+// Every text inside the canvas; point labels apart from each other and from line labels.
+void check_layout(const Drawn& d) {
+  for (const Rect& t : d.rep.texts) {
+    INFO("text box at " << t.x << "," << t.y << " size " << t.w << "x" << t.h);
+    CHECK(t.inside(d.rep.canvas));
+  }
+  for (size_t i = 0; i < d.rep.point_labels.size(); ++i) {
+    CHECK(d.rep.point_labels[i].inside(d.rep.plot));
+    for (size_t j = i + 1; j < d.rep.point_labels.size(); ++j) CHECK_FALSE(d.rep.point_labels[i].overlaps(d.rep.point_labels[j]));
+    for (const Quad& q : d.rep.line_labels) CHECK_FALSE(quad_overlaps(q, d.rep.point_labels[i]));
+    if (d.rep.legend.w > 0) CHECK_FALSE(d.rep.legend.overlaps(d.rep.point_labels[i]));
+  }
+  for (size_t i = 0; i < d.rep.line_labels.size(); ++i)
+    for (size_t j = i + 1; j < d.rep.line_labels.size(); ++j) CHECK_FALSE(quads_overlap(d.rep.line_labels[i], d.rep.line_labels[j]));
+}
+
+bool has_text(const RecordingRenderer& r, const std::string& s) {
+  for (const auto& t : r.texts)
+    if (t.s == s) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("roofline: one slanted and one flat roof, the ridge at peak / bandwidth", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
+  RunResult r = run(s);
+  auto d = draw_first(roofline_spec({"rtx3080"}), r, s);
+  const Figure& f = d->fig.figure;
+  double ridge = 29.8e12 / 760.32e9;  // 39.19 FLOP/byte
+  REQUIRE(f.lines.size() == 2);       // no derating on the RTX 3080: one memory and one compute roof
+  CHECK(f.lines[0].pts.back().x == Approx(ridge));
+  CHECK(f.lines[0].pts.back().y == Approx(29.8e12));
+  CHECK(f.lines[0].pts.front().y == Approx(760.32e9 * f.x.min));  // slope = bandwidth
+  CHECK(f.lines[1].pts.front().x == Approx(ridge));
+  // 6 layer points (groups 32 … 1) plus the ridge marker
+  CHECK(f.points.size() == 7);
+  CHECK(has_text(d->rec, "ridge 39.2"));
+  // the axes contain every point, and the log ticks are decades
+  for (const plots::Point& p : f.points) {
+    CHECK(p.at.x >= f.x.min);
+    CHECK(p.at.x <= f.x.max);
+    CHECK(p.at.y >= f.y.min);
+    CHECK(p.at.y <= f.y.max);
+  }
+  for (double t : d->rep.xticks) CHECK(std::fabs(std::log10(t) - std::round(std::log10(t))) < 1e-9);
+  CHECK(has_text(d->rec, "10 TFLOP/s"));
+  CHECK(has_text(d->rec, "Arithmetic intensity [FLOP/byte]"));
+  CHECK(d->fig.figure.subtitle.find("FLOPs = 2×MAC · bytes = inputs+weights+outputs") != std::string::npos);
+  check_layout(*d);
+  // the depthwise point (groups = 32) is labelled and memory bound
+  CHECK(has_text(d->rec, "groups=32"));
+  CHECK(f.points[1].fill.b > f.points[1].fill.r);  // blue = memory bound
+}
+
+TEST_CASE("roofline: theoretical dashed and derated solid, each ridge marked", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
+  RunResult r = run(s);
+  auto d = draw_first(roofline_spec({"xeon_silver_4210_2s"}), r, s);
+  const Figure& f = d->fig.figure;
+  int dashed = 0, solid = 0;
+  for (const Line& l : f.lines) (l.style.dash == Dash::Dashed ? dashed : solid)++;
+  CHECK(dashed == 2);
+  CHECK(solid == 2);
+  std::vector<double> ridges;
+  for (const plots::Point& p : f.points)
+    if (p.marker == Marker::Diamond) ridges.push_back(p.at.x);
+  REQUIRE(ridges.size() == 2);
+  CHECK(ridges[0] == Approx(2 * 10 * 2.2e9 * 32 / 76.8e9));  // 18.33: base clock
+  CHECK(ridges[1] == Approx(2 * 10 * 1.5e9 * 32 / 76.8e9));  // 12.5: AVX-512 clock
+  CHECK(has_text(d->rec, "derated 960 GFLOP/s"));
+  CHECK(has_text(d->rec, "theoretical roof"));  // legend explains the dashes
+  check_layout(*d);
+}
+
+TEST_CASE("roofline: a crowded chart numbers its points and keeps a key", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  auto d = draw_first(roofline_spec({"rtx3080"}), r, s);
+  CHECK(d->rep.numbered > 24);
+  CHECK(has_text(d->rec, "key"));
+  check_layout(*d);
+}
+
+TEST_CASE("trend: ridge references per platform and the swept values as ticks", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "groups";
+  auto d = draw_first(t, r, s);
+  const Figure& f = d->fig.figure;
+  REQUIRE(f.refs.size() == 2);
+  CHECK(f.refs[0].value == Approx(29.8e12 / 760.32e9));
+  CHECK(f.refs[1].value == Approx(960e9 / 76.8e9));
+  CHECK(f.x.ticks == std::vector<double>{1, 2, 4, 8, 16, 32});
+  CHECK(f.x.scale == Scale::Log);  // 1 … 32 spans more than a factor 8
+  REQUIRE(f.lines.size() == 1);    // intensity is the same on every platform: one series
+  CHECK(f.lines[0].pts.size() == 6);
+  check_layout(*d);
+}
+
+TEST_CASE("layers: one bar pair per layer, readable with 175 layers", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  PlotSpec l;
+  l.kind = Kind::Layers;
+  l.platforms = {"xeon_silver_4210_2s"};
+  auto d = draw_first(l, r, s);
+  const Figure& f = d->fig.figure;
+  CHECK(f.y.categories.size() == 175);
+  REQUIRE(f.bars.size() == 2);  // theoretical and derated
+  CHECK(f.height > 175 * 10);   // grows with the layer count
+  // every layer name is written, and the names do not overlap
+  std::vector<Rect> names;
+  for (size_t i = 0; i < d->rep.texts.size(); ++i)
+    if (d->rec.texts[i].anchor == Anchor::Right && d->rec.texts[i].angle == 0 && d->rec.texts[i].s.rfind("layer", 0) == 0) names.push_back(d->rep.texts[i]);
+  CHECK(names.size() >= 160);
+  for (size_t i = 1; i < names.size(); ++i) CHECK_FALSE(names[i].overlaps(names[i - 1]));
+  check_layout(*d);
+}
+
+TEST_CASE("heatmap: a cell per grid point, annotated when small", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/fc_sweep.yaml"));
+  RunResult r = run(s);
+  PlotSpec h;
+  h.kind = Kind::Heatmap;
+  h.x = "features";
+  h.layer = "batch";
+  h.value = "derated_time_s";
+  h.platforms = {"xeon_silver_4210_2s"};
+  auto d = draw_first(h, r, s);
+  const Heatmap& m = *d->fig.figure.heatmap;
+  CHECK(m.xcats == std::vector<std::string>{"256", "512", "1024", "2048", "4096"});
+  CHECK(m.ycats == std::vector<std::string>{"1", "8", "64"});
+  // batch 1, 4096 features: weights (4096² + 4096)·4 bytes dominate; memory bound at 76.8 GB/s
+  double bytes = (4096.0 * 4096 + 4096 + 4096 + 4096) * 4;
+  CHECK(m.values[0][4] == Approx(bytes / 76.8e9));
+  check_layout(*d);
+}
+
+TEST_CASE("each format starts with its magic bytes; SVG and PDF are byte-identical run to run", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
+  RunResult r = run(s);
+  BuiltFigure b = build_figures(roofline_spec({"rtx3080"}), r, s).front();
+  auto render = [&](Format f) {
+    CairoRenderer cr(f, 100);
+    draw(b.figure, cr);
+    return cr.bytes();
+  };
+  std::string png = render(Format::PNG), svg = render(Format::SVG), pdf = render(Format::PDF);
+  CHECK(png.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+  CHECK(svg.substr(0, 5) == "<?xml");
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(pdf.substr(0, 5) == "%PDF-");
+  CHECK(png.size() > 10000);
+  CHECK(svg.size() > 10000);
+  CHECK(pdf.size() > 5000);
+  CHECK(render(Format::SVG) == svg);
+  CHECK(render(Format::PDF) == pdf);
+}
+
+TEST_CASE("plot specs: unknown kinds, columns and variables are config errors", "[plots][errors]") {
+  CNode n = parse_yaml("- {kind: rooflne}\n- {kind: trend, x: grups, y: intensty}\n", "p.yaml");
+  Diags d;
+  parse_plot_specs(n, {"groups"}, d);
+  CHECK(ConfigError(d.list()).what() ==
+        std::string("p.yaml:1:10: error: unknown plot kind 'rooflne'\n"
+                    "- {kind: rooflne}\n"
+                    "         ^\n"
+                    "note: did you mean 'roofline'?\n"
+                    "p.yaml:2:20: error: x 'grups' is not a sweep variable or a layer attribute\n"
+                    "- {kind: trend, x: grups, y: intensty}\n"
+                    "                   ^\n"
+                    "note: did you mean 'groups'?\n"
+                    "p.yaml:2:30: error: y cannot be 'intensty'\n"
+                    "- {kind: trend, x: grups, y: intensty}\n"
+                    "                             ^\n"
+                    "note: did you mean 'intensity'?\n"));
+}
+
+TEST_CASE("report.md names the conventions and embeds every figure", "[plots]") {
+  Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
+  RunResult r = run(s);
+  std::vector<std::pair<std::string, std::vector<Format>>> figs;
+  auto files = render_figures(r, s, default_plot_specs(r, s), RenderOptions{}, figs);
+  std::string md = report_markdown(r, s, figs);
+  CHECK(md.rfind("# group_conv_sweep\n", 0) == 0);
+  CHECK(md.find("FLOPs = 2 × MACs") != std::string::npos);
+  for (const auto& [name, formats] : figs) CHECK(md.find("![" + name + "](" + name + ".png)") != std::string::npos);
+  // a roofline per platform and a trend for the swept variable, each with its data CSV
+  CHECK(figs.size() == 3);
+  size_t csvs = 0;
+  for (const auto& f : files) csvs += f.name.size() > 4 && f.name.substr(f.name.size() - 4) == ".csv";
+  CHECK(csvs == 3);
+}
