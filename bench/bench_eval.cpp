@@ -12,6 +12,9 @@
 
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "plots/charts.hpp"
+#include "plots/draw.hpp"
+#include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 
 using namespace rsim;
@@ -121,6 +124,54 @@ double best_of(int n, F f) {
   return best;
 }
 
+// A roofline with 10,000 layer points: a 1000-layer network over a 10-point sweep.
+struct BigRoofline {
+  Scenario s;
+  RunResult r;
+  BigRoofline() {
+    std::string y = "name: big\nsweep: {grid: {c: [8, 16, 24, 32, 48, 64, 96, 128, 192, 256]}}\nplatforms: [xeon_silver_4210_2s]\n"
+                    "networks:\n  - name: n\n    input: [1, \"${c}\", 28, 28]\n    layers:\n";
+    for (int i = 0; i < 1000; ++i)
+      y += std::string("      - {op: ") + (i % 3 == 0 ? "relu" : "conv2d, out_channels: \"${c}\", kernel: " + std::to_string(1 + 2 * (i % 3)) + ", padding: same") + "}\n";
+    s = parse_scenario(y, "big.yaml");
+    Catalog cat(kSrc + "/hardware");
+    RunOptions opt;
+    opt.make_evaluator = make_lua_evaluator;
+    r = run_scenario(s, cat, opt);
+  }
+};
+
+double render_big_roofline_s(const BigRoofline& b) {
+  auto t0 = std::chrono::steady_clock::now();
+  plots::PlotSpec spec;
+  auto figs = plots::build_figures(spec, b.r, b.s);
+  plots::CairoRenderer cr(plots::Format::PNG, 150);
+  plots::draw(figs.front().figure, cr);
+  benchmark::DoNotOptimize(cr.bytes().size());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void BM_Roofline10kPointsPNG(benchmark::State& state) {
+  BigRoofline b;
+  for (auto _ : state) render_big_roofline_s(b);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 10000);
+}
+BENCHMARK(BM_Roofline10kPointsPNG)->Unit(benchmark::kMillisecond);
+
+// Every default figure of a seed scenario, PNG and SVG, as `rsim run` draws them.
+double render_seed_figures_s(const std::string& name) {
+  Scenario s = load_scenario(kSrc + "/scenarios/" + name + ".yaml");
+  Catalog cat(kSrc + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  RunResult r = run_scenario(s, cat, opt);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, std::vector<plots::Format>>> figs;
+  auto files = plots::render_figures(r, s, plots::default_plot_specs(r, s), plots::RenderOptions{}, figs);
+  benchmark::DoNotOptimize(files.size());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void print_targets() {
   // layer evaluations per second, one core
   Prepared p = prepare(64);
@@ -143,11 +194,22 @@ void print_targets() {
       worst = f;
     }
   }
+  BigRoofline big;
+  double roof_s = best_of(3, [&] { return render_big_roofline_s(big); });
+  double fig_worst = 0;
+  std::string fig_name;
+  for (const char* f : {"kernel_size_sweep", "output_size_sweep", "channel_sweep", "group_conv_sweep", "reshape_sweep", "fc_sweep"}) {
+    double t = best_of(3, [&] { return render_seed_figures_s(f); });
+    if (t > fig_worst) fig_worst = t, fig_name = f;
+  }
   std::printf("\n%-58s %14s %14s  %s\n", "figure", "measured", "target", "");
   std::printf("%-58s %11.2f M/s %11.2f M/s  %s\n", "layer evaluations per second (50-layer conv net, 1 core)", rate / 1e6, 5.0,
               rate >= 5e6 ? "ok" : "MISSED");
   std::printf("%-58s %12.2f ms %12.2f ms  %s\n", ("slowest seed scenario run in-process (" + worst + ")").c_str(), worst_ms, 50.0,
               worst_ms < 50 ? "ok" : "MISSED");
+  std::printf("%-58s %12.3f s  %12.3f s   %s\n", "roofline with 10,000 points rendered to PNG", roof_s, 0.5, roof_s < 0.5 ? "ok" : "MISSED");
+  std::printf("%-58s %12.3f s  %12.3f s   %s\n", ("all figures of a seed scenario, PNG+SVG (" + fig_name + ")").c_str(), fig_worst, 0.3,
+              fig_worst < 0.3 ? "ok" : "MISSED");
 }
 
 }  // namespace

@@ -252,7 +252,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
   // roofs per platform
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-  for (const auto& p : pts) xmin = std::min(xmin, p.x), xmax = std::max(xmax, p.x * 10), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
+  for (const auto& p : pts) xmin = std::min(xmin, p.x / 10), xmax = std::max(xmax, p.x * 10), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
   struct RoofSet {
     const Platform* p;
     std::vector<const ComputeRoof*> roofs;
@@ -269,7 +269,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       for (const auto& m : p->memory) {
         double ridge = cr->peak_flops_per_s / m.bandwidth_bytes_per_s;
         double dridge = cr->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
-        xmin = std::min({xmin, ridge / 20, dridge / 20});
+        xmin = std::min({xmin, ridge / 50, dridge / 50});
         xmax = std::max({xmax, ridge * 20, dridge * 20});
         ymax = std::max(ymax, cr->peak_flops_per_s);
         ymin = std::min(ymin, std::min(cr->peak_flops_per_s, cr->derated_flops_per_s) / 50);
@@ -340,7 +340,9 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
   if (overlay)
     for (size_t set_i = 0; set_i < sets.size(); ++set_i)
-      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)), true,
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
+                                         ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
+                                     true,
                                      LineStyle{palette(set_i + 2), 1.6, Dash::Solid}, false, {}, {}});
 
   std::vector<Pt> all_pts = pts;  // the plot data keeps every point
@@ -523,7 +525,8 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     }
     for (const auto& sm : pr.summary) {
       if (platform_free && sm.platform != pr.platforms.front().name) continue;
-      std::string key = series_by == "platform" ? sm.platform : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
+      // what-if variants ("x@2.2GHz") are one platform swept: one series
+      std::string key = series_by == "platform" ? sm.platform.substr(0, sm.platform.find('@')) : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
       const std::string* v = env_find(r.points[pi].bindings, spec.x);
       auto xv = v ? parse_double(*v) : std::nullopt;
       if (!xv) {

@@ -592,9 +592,15 @@ DrawReport draw(const Figure& f, Renderer& r) {
         size_t i = std::min(vis.size() - 2, static_cast<size_t>(frac * static_cast<double>(vis.size() - 1)));
         P a = vis[i], b = vis[i + 1];
         double ang = -std::atan2(b.y - a.y, b.x - a.x);
-        double off = L.label_above ? -5 : 5 + r.measure("0", kLabel, false).ascent;
-        P at{a.x - std::sin(ang) * off * -1, a.y + std::cos(ang) * off};
-        for (int side = 0; side < 2 && !placed; ++side) {
+        P up{-std::sin(ang), -std::cos(ang)};  // unit normal pointing up the screen
+        double asc = r.measure("0", kLabel, false).ascent;
+        // signed baseline distances from the line: preferred side first, then the other, then farther out
+        double above1 = 5, below1 = -(5 + asc), above2 = 12, below2 = -(12 + asc);
+        std::vector<double> offsets = L.label_above ? std::vector<double>{above1, below1, above2, below2}
+                                                    : std::vector<double>{below1, above1, below2, above2};
+        for (double sd : offsets) {
+          if (placed) break;
+          P at{a.x + up.x * sd, a.y + up.y * sd};
           Quad q = text_quad(r, at, L.label, kLabel, ang, Anchor::Center, false);
           bool clash = false;
           for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
@@ -612,10 +618,6 @@ DrawReport draw(const Figure& f, Renderer& r) {
             text(at, L.label, kLabel, L.style.color, ang, Anchor::Center, false);
             rep.line_labels.push_back(q);
             placed = true;
-          } else {
-            // try the other side of the line
-            double off2 = L.label_above ? 5 + r.measure("0", kLabel, false).ascent : -5;
-            at = P{a.x + std::sin(ang) * off2, a.y + std::cos(ang) * off2};
           }
         }
         if (placed) break;
