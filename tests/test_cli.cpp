@@ -123,3 +123,33 @@ TEST_CASE("run --set pins a sweep variable from the command line", "[cli]") {
   CHECK(bad.err.find("did you mean 'groups'?") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("run draws the default figures, the report, and cleans figures a later run drops", "[cli][plots]") {
+  fs::path dir = temp_dir("figs");
+  Out r = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--out", dir.string(), "--hw-dir", src("hardware"), "-q", "--format", "png,pdf"});
+  REQUIRE(r.code == 0);
+  for (const char* f : {"roofline_rtx3080.png", "roofline_rtx3080.pdf", "roofline_rtx3080.csv", "trend_intensity_vs_groups.png", "report.md"})
+    CHECK(fs::exists(dir / f));
+  CHECK_FALSE(fs::exists(dir / "roofline_rtx3080.svg"));
+  Out t = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--out", dir.string(), "--hw-dir", src("hardware"), "-q", "--no-plots"});
+  REQUIRE(t.code == 0);
+  CHECK_FALSE(fs::exists(dir / "roofline_rtx3080.png"));  // stale figures do not linger
+  CHECK(fs::exists(dir / "results.csv"));
+  Out bad = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--format", "jpg"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("unknown figure format 'jpg'") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a plot naming a platform the run lacks is a config error before anything is written", "[cli][plots]") {
+  fs::path dir = temp_dir("badplot");
+  fs::path y = fs::temp_directory_path() / ("rsim_badplot_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(y) << "name: p\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 8], layers: [{op: linear, out_features: 8}]}\n"
+                      "plots:\n  - {kind: roofline, platforms: [v100]}\n";
+  Out r = cli({"run", y.string(), "--out", dir.string(), "--hw-dir", src("hardware")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("plot names platform 'v100', which this run does not evaluate") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "results.csv"));
+  fs::remove(y);
+  fs::remove_all(dir);
+}
