@@ -17,6 +17,7 @@
 #include "engine/units.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
+#include "scripting/lua_host.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -44,7 +45,7 @@ const Command kCommands[] = {
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
     {"validate", "validate FILE... [--hw-dir DIR]", "check scenarios (every sweep point) without writing anything", cmd_validate},
     {"hw", "hw list | hw show NAME [--hw-dir DIR]", "list the platform catalog, or show one platform's roofs and derivations", cmd_hw},
-    {"ops", "ops [NAME]", "list the operators, or show one operator's attributes and cost formula", cmd_ops},
+    {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -231,8 +232,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
     Catalog catalog(hw);
     Progress progress(isatty(2) && !vm.count("quiet"));
+    ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
     RunOptions opt;
     opt.jobs = jobs;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
     auto t0 = std::chrono::steady_clock::now();
@@ -313,7 +317,10 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     try {
       Scenario s = load_scenario(f);
       std::vector<plots::PlotSpec> specs = load_plot_specs(s);
+      ScriptSetup scripts = setup_scripts(s);
       RunOptions opt;
+      opt.ops = &scripts.ops;
+      opt.make_hooks = scripts.make_hooks;
       opt.make_evaluator = make_lua_evaluator;
       RunResult r = run_scenario(s, catalog, opt);
       for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
@@ -395,7 +402,8 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
 
 int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim ops options");
-  desc.add_options()("help,h", "show this help")("name", po::value<std::string>(), "operator");
+  desc.add_options()("help,h", "show this help")("name", po::value<std::string>(), "operator")(
+      "scenario", po::value<std::string>(), "also list the operators a scenario's scripts define");
   po::positional_options_description pos;
   pos.add("name", 1);
   po::variables_map vm;
@@ -405,7 +413,16 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << "usage: rsim " << kCommands[3].synopsis << "\n\n" << desc;
     return kOk;
   }
-  const OpRegistry& ops = builtin_ops();
+  ScriptSetup scripts;
+  scripts.ops = builtin_ops();
+  if (vm.count("scenario")) {
+    try {
+      scripts = setup_scripts(load_scenario(vm["scenario"].as<std::string>()));
+    } catch (const ConfigError& e) {
+      return print_config_error(err, e);
+    }
+  }
+  const OpRegistry& ops = scripts.ops;
   if (!vm.count("name")) {
     out << "operators (FLOPs = 2 × MACs for multiply-accumulate ops; `rsim ops NAME` shows each formula):\n";
     for (const auto& n : ops.names()) {

@@ -114,6 +114,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
         d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");
   }
+  auto with_point = [&](const Diags& dd) {
+    std::vector<Diagnostic> list = dd.list();
+    if (!p.bindings.empty())
+      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+    return ConfigError(list);
+  };
   if (!d.empty()) {
     if (!p.bindings.empty()) {
       std::vector<Diagnostic> list = d.list();
@@ -163,7 +169,24 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         r.compute_roof = roof->name;
         r.memory_level = mem->name;
         r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
-        r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s, mem->derated_bandwidth_bytes_per_s);
+        if (ctx.hooks && ctx.hooks->has_efficiency()) {
+          try {
+            r.efficiency = ctx.hooks->efficiency(r, L, pl);
+          } catch (const ConfigError& e) {
+            d.add(e);
+            break;
+          }
+        }
+        r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
+                             mem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+        if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
+          try {
+            r.metrics = ctx.hooks->metrics(r, L);
+          } catch (const ConfigError& e) {
+            d.add(e);
+            break;
+          }
+        }
         sum.layers += 1;
         sum.macs += r.cost.macs;
         sum.flops += r.cost.flops;
@@ -183,7 +206,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       out.summary.push_back(sum);
     }
   }
-  d.throw_if_any();
+  if (!d.empty()) throw with_point(d);
   return out;
 }
 
@@ -213,7 +236,22 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
       stop = true;
       return;
     }
-    EvalContext ctx{ops, cache, *ev};
+    std::unique_ptr<ScriptHooks> hooks;
+    if (opt.make_hooks) {
+      try {
+        hooks = opt.make_hooks();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        other = std::current_exception();
+        stop = true;
+        return;
+      }
+    }
+    EvalContext ctx{ops, cache, *ev, hooks.get()};
+    if (hooks) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      rr.metric_names = hooks->metric_names();
+    }
     while (!stop) {
       size_t i = next++;
       if (i >= n) break;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/graph.hpp"
+#include "engine/hooks.hpp"
 #include "engine/platform.hpp"
 #include "engine/roofline.hpp"
 #include "engine/scenario.hpp"
@@ -24,6 +25,8 @@ struct Row {
   double bytes = 0;  // under the scenario's memory model
   std::string compute_roof, memory_level;
   RoofPoint theoretical, derated;
+  Efficiency efficiency;        // from a script's efficiency model (1, 1 without one)
+  std::vector<double> metrics;  // a script's derived metrics, in RunResult::metric_names order
 };
 
 struct SummaryRow {
@@ -46,6 +49,7 @@ struct PointResult {
 
 struct RunResult {
   std::vector<std::string> var_names;
+  std::vector<std::string> metric_names;  // derived metrics from scripts
   std::vector<Point> points;
   std::vector<PointResult> results;  // one per point
 };
@@ -67,6 +71,7 @@ struct EvalContext {
   const OpRegistry& ops;
   PlatformCache& platforms;
   ExprEvaluator& ev;
+  ScriptHooks* hooks = nullptr;
 };
 
 // Bytes a layer moves under a memory model.
@@ -82,6 +87,8 @@ struct RunOptions {
   int jobs = 1;
   const OpRegistry* ops = nullptr;  // default: builtin_ops()
   std::function<std::unique_ptr<ExprEvaluator>()> make_evaluator;
+  // One per worker, created on the worker's thread (scripts' Lua states are per thread). May be empty.
+  std::function<std::unique_ptr<ScriptHooks>()> make_hooks;
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
 };
 

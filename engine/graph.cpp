@@ -237,7 +237,9 @@ class Builder {
     } catch (const ShapeError& e) {
       std::string shapes;
       for (const auto& s : L.in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(s);
-      d_.error(item.loc, where + ": " + e.what(), {Note{{}, "input shape" + std::string(L.in_shapes.size() == 1 ? "" : "s") + ": " + shapes}});
+      std::vector<Note> notes = {Note{{}, "input shape" + std::string(L.in_shapes.size() == 1 ? "" : "s") + ": " + shapes}};
+      for (const auto& n : e.notes) notes.push_back(Note{{}, n});
+      d_.error(item.loc, where + ": " + e.what(), notes);
       failed = true;
       return;
     }

@@ -179,9 +179,13 @@ OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>&
   c.macs = w.macs;
   c.flops = flops_per_mac * w.macs + w.other_flops;
   c.params = w.params;
-  c.weight_bytes = w.weight_elems * size;
-  for (const auto& s : args.in) c.input_bytes.push_back(op.view ? 0.0 : elements(s) * size);
-  for (const auto& s : out) c.output_bytes.push_back(op.view ? 0.0 : elements(s) * size);
+  c.weight_bytes = w.weight_bytes >= 0 ? w.weight_bytes : w.weight_elems * size;
+  if (!w.input_bytes.empty()) c.input_bytes = w.input_bytes;
+  else
+    for (const auto& s : args.in) c.input_bytes.push_back(op.view ? 0.0 : elements(s) * size);
+  if (!w.output_bytes.empty()) c.output_bytes = w.output_bytes;
+  else
+    for (const auto& s : out) c.output_bytes.push_back(op.view ? 0.0 : elements(s) * size);
   return c;
 }
 

@@ -62,6 +62,8 @@ class Attrs {
 class ShapeError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  ShapeError(const std::string& msg, std::vector<std::string> notes) : std::runtime_error(msg), notes(std::move(notes)) {}
+  std::vector<std::string> notes;  // e.g. a script's traceback
 };
 
 struct OpArgs {
@@ -76,6 +78,9 @@ struct OpWork {
   double other_flops = 0;  // FLOPs that are not part of a MAC (compares, adds, exp...)
   double params = 0;       // learnable parameters (what frameworks count)
   double weight_elems = 0; // elements of constant data read per pass (params plus buffers)
+  // Byte overrides (scripted operators may state them): negative / empty = derive from shapes.
+  double weight_bytes = -1;
+  std::vector<double> input_bytes, output_bytes;
 };
 
 struct OpDef {

@@ -56,8 +56,8 @@ const std::vector<std::string>& results_columns() {
       "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
       "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
-      "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "flops_per_mac",
-      "memory_model"};
+      "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "efficiency_compute",
+      "efficiency_bandwidth", "flops_per_mac", "memory_model"};
   return c;
 }
 
@@ -88,9 +88,14 @@ static std::string var_cells(const RunResult& r, size_t point) {
 
 std::string results_csv(const RunResult& r, const Scenario&) {
   std::string out = header(results_columns(), r.var_names);
+  if (!r.metric_names.empty()) {  // scripts' derived metrics close each row
+    out.pop_back();
+    for (const auto& m : r.metric_names) out += "," + csv_escape(m);
+    out += "\n";
+  }
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const PointResult& pr = r.results[pi];
-    std::string conv = "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model) + "\n";
+    std::string conv = "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
     for (const Row& row : pr.rows) {
       std::string line = std::to_string(row.point) + var_cells(r, pi);
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) line += "," + csv_escape(*s);
@@ -105,7 +110,9 @@ std::string results_csv(const RunResult& r, const Scenario&) {
           line += "," + num_text(v);
         line += std::string(",") + bound_name(rp->bound);
       }
-      out += line + conv;
+      line += "," + num_text(row.efficiency.compute) + "," + num_text(row.efficiency.bandwidth) + conv;
+      for (double m : row.metrics) line += "," + num_text(m);
+      out += line + "\n";
     }
   }
   return out;
@@ -314,6 +321,17 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("memory_level"), j.str(row.memory_level);
       roof_json(j, "theoretical", row.theoretical);
       roof_json(j, "derated", row.derated);
+      j.key("efficiency");
+      j.open('{');
+      j.key("compute"), j.num(row.efficiency.compute);
+      j.key("bandwidth"), j.num(row.efficiency.bandwidth);
+      j.close('}');
+      if (!row.metrics.empty()) {
+        j.key("metrics");
+        j.open('{');
+        for (size_t k = 0; k < row.metrics.size() && k < r.metric_names.size(); ++k) j.key(r.metric_names[k]), j.num(row.metrics[k]);
+        j.close('}');
+      }
       j.close('}');
     }
     j.close(']');

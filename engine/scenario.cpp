@@ -1,9 +1,12 @@
 #include "engine/scenario.hpp"
 
+#include "engine/units.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -231,6 +234,56 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     else s.networks = v->items;
   }
   if (const CNode* v = m.get("plots")) s.plots = *v;
+  if (const CNode* v = m.get("plugins")) {
+    std::vector<const CNode*> items;
+    if (v->is_seq())
+      for (const auto& i : v->items) items.push_back(&i);
+    else items.push_back(v);
+    for (const CNode* i : items) {
+      auto rel = to_string(*i, d, "plugin");
+      if (!rel) continue;
+      // relative to the scenario file
+      std::filesystem::path pp = std::filesystem::path(*rel).is_absolute() ? std::filesystem::path(*rel)
+                                                                           : std::filesystem::path(path).parent_path() / *rel;
+      std::ifstream in(pp, std::ios::binary);
+      if (!in) {
+        d.error(i->loc, "cannot read plugin '" + pp.string() + "': " + std::strerror(errno));
+        continue;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      s.scripts.push_back(Script{pp.lexically_normal().string(), ss.str(), i->loc});
+    }
+  }
+  if (const CNode* v = m.get("lua")) {
+    if (!v->is_scalar()) d.error(v->loc, "lua must be a block of Lua code (lua: |)");
+    else {
+      // pad with blank lines so Lua's line numbers are the scenario's
+      bool block = false;  // `lua: |`: the code starts on the line after the indicator
+      if (v->loc.known() && v->loc.line <= static_cast<int>(v->loc.file->lines.size())) {
+        const std::string& l = v->loc.file->lines[static_cast<size_t>(v->loc.line - 1)];
+        size_t c = static_cast<size_t>(std::max(0, v->loc.col - 1));
+        block = c < l.size() && (l[c] == '|' || l[c] == '>');
+      }
+      int first = v->loc.line + (block ? 1 : 0);
+      s.scripts.push_back(Script{path, std::string(static_cast<size_t>(std::max(0, first - 1)), '\n') + v->scalar, v->loc});
+    }
+  }
+  if (const CNode* v = m.get("limits")) {
+    MapReader lm(*v, "limits", d);
+    if (const CNode* n = lm.get("instructions")) {
+      auto x = to_number(*n, d, "instructions");
+      if (x && (*x < 1e3 || *x > 1e10)) d.error(n->loc, "instructions must be between 1000 and 10000000000 per call");
+      else if (x) s.limits.instructions = *x;
+    }
+    if (const CNode* n = lm.get("memory")) {
+      QuantityResult q = n->is_scalar() ? parse_quantity(n->scalar, Dim::Bytes) : QuantityResult{std::nullopt, "memory must be a size such as '64 MiB'"};
+      if (!q.value) d.error(n->loc, "memory: " + q.error);
+      else if (*q.value < 1048576 || *q.value > 4294967296.0) d.error(n->loc, "memory must be between 1 MiB and 4 GiB per Lua state");
+      else s.limits.memory_bytes = *q.value;
+    }
+    lm.finish();
+  }
   m.finish();
   // Settings without expressions can be checked now, so `validate` reports them with the rest.
   if (!s.settings.is_null()) {

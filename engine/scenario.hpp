@@ -40,6 +40,19 @@ struct Point {
   Env bindings;  // sweep variables only
 };
 
+// A user script: a plugin file or the scenario's inline `lua:` block.
+struct Script {
+  std::string name;  // chunk name used in messages: the file path
+  std::string code;
+  SourceLoc loc;     // where the scenario names it
+};
+
+// Sandbox limits for scripts, settable in a scenario within sane bounds.
+struct ScriptLimits {
+  double instructions = 1e7;        // per call into Lua
+  double memory_bytes = 64.0 * 1024 * 1024;  // per Lua state
+};
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -51,6 +64,8 @@ struct Scenario {
   std::vector<CNode> platforms;  // a catalog name or an inline map (optionally `base: NAME`)
   std::vector<CNode> networks;
   CNode plots;  // read by plots/ (figures); null when the scenario declares none
+  std::vector<Script> scripts;  // plugins in order, then inline `lua:`
+  ScriptLimits limits;
   SourceLoc platforms_loc;
 };
 

@@ -5,15 +5,20 @@
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "scripting/lua_expr.hpp"
+#include "scripting/lua_host.hpp"
 
 namespace rsim::test {
 
 inline std::string src(const std::string& rel) { return std::string(RSIM_SOURCE_DIR) + "/" + rel; }
 
+// Runs a scenario as `rsim run` does: with its scripts' operators, efficiency model and metrics.
 inline RunResult run(const Scenario& s, int jobs = 1) {
+  ScriptSetup setup = setup_scripts(s);
   Catalog cat(src("hardware"));
   RunOptions opt;
   opt.jobs = jobs;
+  opt.ops = &setup.ops;
+  opt.make_hooks = setup.make_hooks;
   opt.make_evaluator = make_lua_evaluator;
   return run_scenario(s, cat, opt);
 }
