@@ -16,6 +16,7 @@
 #include "plots/draw.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
+#include "scripting/lua_host.hpp"
 
 using namespace rsim;
 namespace fs = std::filesystem;
@@ -172,6 +173,79 @@ double render_seed_figures_s(const std::string& name) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A Lua-defined conv with the built-in conv2d's arithmetic, for a like-for-like comparison.
+const char* kLuaConv = R"(
+rsim.op {
+  name = "lconv",
+  attrs = { out_channels = { type = "int" }, kernel = { type = "pair" }, padding = { type = "padding", default = 0 } },
+  infer = function(inputs, attrs)
+    local x = inputs[1]
+    local k = attrs.kernel
+    local ph = attrs.padding == "same" and (k[1] - 1) // 2 or attrs.padding[1]
+    local pw = attrs.padding == "same" and (k[2] - 1) // 2 or attrs.padding[2]
+    return { { x[1], attrs.out_channels, x[3] + 2 * ph - k[1] + 1, x[4] + 2 * pw - k[2] + 1 } }
+  end,
+  cost = function(inputs, outputs, attrs, dtype)
+    local x, y, k = inputs[1], outputs[1], attrs.kernel
+    local macs = y[1] * y[2] * y[3] * y[4] * x[2] * k[1] * k[2]
+    local params = k[1] * k[2] * x[2] * y[2]
+    return { macs = macs, flops = 0, params = params, weights = params }
+  end,
+}
+)";
+
+// Seconds for evaluating a 50-layer conv network (built-in conv2d or the Lua lconv) at 20 points.
+double network_seconds(bool lua, size_t& evals) {
+  std::string y = "name: b\nsweep: {grid: {c: [16, 32, 64, 128, 256], hw: [14, 28, 56, 112]}}\nplatforms: [rtx3080]\n"
+                  "networks:\n  - name: n\n    input: [1, \"${c}\", \"${hw}\", \"${hw}\"]\n    layers:\n";
+  for (int i = 0; i < 50; ++i)
+    y += std::string("      - {op: ") + (lua ? "lconv" : "conv2d") + ", out_channels: \"${c}\", kernel: " + (i % 2 ? "1" : "3") + ", padding: same}\n";
+  Scenario s = parse_scenario(y, "b.yaml");
+  s.scripts.push_back(Script{"bench.lua", kLuaConv, {}});
+  ScriptSetup setup = setup_scripts(s);
+  Catalog cat(kSrc + "/hardware");
+  RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_hooks = setup.make_hooks;
+  opt.make_evaluator = make_lua_evaluator;
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = run_scenario(s, cat, opt);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  evals = 0;
+  for (const auto& pr : r.results) evals += pr.rows.size();
+  return secs;
+}
+
+// Evaluations of a Lua op (shape inference, cost rule, bytes), as the graph builder makes them.
+// `with_infer`: the op has its own Lua shape rule; otherwise it keeps its input's shape (an
+// elementwise op) and only the cost rule runs in Lua.
+double lua_op_rate(bool with_infer) {
+  Scenario s = parse_scenario("name: b\nplatforms: [rtx3080]\nnetworks: [{name: n, input: [1, 4], layers: [{op: relu}]}]\n", "b.yaml");
+  std::string code = kLuaConv;
+  if (!with_infer) {
+    size_t a = code.find("  infer = function"), b = code.find("  cost = function");
+    code.erase(a, b - a);
+  }
+  s.scripts.push_back(Script{"bench.lua", code, {}});
+  LuaHost host(s.scripts, s.limits);
+  OpRegistry reg = builtin_ops();
+  register_script_ops(reg, host.ops());
+  const OpDef* op = reg.find("lconv");
+  Diags d;
+  Attrs a = read_attrs(*op, parse_yaml("{out_channels: 64, kernel: 3, padding: same}", "b.yaml"), d, "layer");
+  std::vector<Shape> in = {{1, 64, 56, 56}};
+  OpArgs args{a, in, DType::fp32};
+  const int n = 200000;
+  auto t0 = std::chrono::steady_clock::now();
+  double sink = 0;
+  for (int i = 0; i < n; ++i) {
+    auto out = op->infer(args);
+    sink += layer_cost(*op, args, out, 2).flops;
+  }
+  benchmark::DoNotOptimize(sink);
+  return n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void print_targets() {
   // layer evaluations per second, one core
   Prepared p = prepare(64);
@@ -208,6 +282,15 @@ void print_targets() {
   std::printf("%-58s %12.2f ms %12.2f ms  %s\n", ("slowest seed scenario run in-process (" + worst + ")").c_str(), worst_ms, 50.0,
               worst_ms < 50 ? "ok" : "MISSED");
   std::printf("%-58s %12.3f s  %12.3f s   %s\n", "roofline with 10,000 points rendered to PNG", roof_s, 0.5, roof_s < 0.5 ? "ok" : "MISSED");
+  double lua_rate = -best_of(5, [] { return -lua_op_rate(false); });
+  double lua_full = -best_of(5, [] { return -lua_op_rate(true); });
+  std::printf("%-58s %11.2f M/s %11.2f M/s  %s\n", "Lua-defined op evaluations per second (cost rule in Lua)", lua_rate / 1e6, 1.0, lua_rate >= 1e6 ? "ok" : "MISSED");
+  std::printf("%-58s %11.2f M/s %14s\n", "  the same with a Lua shape rule too (infer + cost)", lua_full / 1e6, "(no target)");
+  size_t e1 = 0, e2 = 0;
+  double builtin_s = best_of(3, [&] { return network_seconds(false, e1); });
+  double lua_s = best_of(3, [&] { return network_seconds(true, e2); });
+  double ratio = lua_s / builtin_s;
+  std::printf("%-58s %12.2f x  %12.2f x   %s\n", "all-Lua-op network run time / built-in network run time", ratio, 5.0, ratio <= 5 ? "ok" : "MISSED");
   std::printf("%-58s %12.3f s  %12.3f s   %s\n", ("all figures of a seed scenario, PNG+SVG (" + fig_name + ")").c_str(), fig_worst, 0.3,
               fig_worst < 0.3 ? "ok" : "MISSED");
 }

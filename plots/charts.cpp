@@ -252,7 +252,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
   // roofs per platform
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-  for (const auto& p : pts) xmin = std::min(xmin, p.x / 10), xmax = std::max(xmax, p.x * 10), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
+  for (const auto& p : pts) xmin = std::min(xmin, p.x / 4), xmax = std::max(xmax, p.x * 4), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
   struct RoofSet {
     const Platform* p;
     std::vector<const ComputeRoof*> roofs;
@@ -270,7 +270,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
         double ridge = cr->peak_flops_per_s / m.bandwidth_bytes_per_s;
         double dridge = cr->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
         xmin = std::min({xmin, ridge / 50, dridge / 50});
-        xmax = std::max({xmax, ridge * 20, dridge * 20});
+        xmax = std::max({xmax, ridge * 10, dridge * 10});
         ymax = std::max(ymax, cr->peak_flops_per_s);
         ymin = std::min(ymin, std::min(cr->peak_flops_per_s, cr->derated_flops_per_s) / 50);
       }
@@ -304,6 +304,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
           double ridge = peak / bw;
           // on an overlay the theoretical roofs are shared: neutral grey
           LineStyle st{derated || !overlay ? c : rgb(0x555555), derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
+          if (overlay && derated) st.dash = set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid;
           if (mi > 0) st.width *= 0.8;
           Line mem;  // slanted, up to the ridge
           mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
@@ -331,6 +332,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
           char buf[64];
           std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
           rp.label = buf;
+          rp.on_top = true;
           bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
           if (!dup) f.points.push_back(rp);
         }
@@ -343,26 +345,29 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
                                          ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
                                      true,
-                                     LineStyle{palette(set_i + 2), 1.6, Dash::Solid}, false, {}, {}});
+                                     LineStyle{palette(set_i + 2), 1.6, set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid},
+                                     false, {}, {}});
 
   std::vector<Pt> all_pts = pts;  // the plot data keeps every point
-  // points that coincide (the same layer on what-if variants that leave it alone) become one,
-  // labelled with what they share
+  // points that coincide (the same layer at several sweep points, or on what-if variants that
+  // leave it alone) become one marker, labelled with the first and how many more it stands for
   {
     std::vector<Pt> merged;
+    std::vector<int> extra;
     for (const auto& p : pts) {
       bool found = false;
-      for (auto& m : merged)
-        if (close_to(m.x, p.x) && close_to(m.y, p.y) && m.bound == p.bound && m.op == p.op) {
-          if (m.label != p.label && !p.label.empty()) {
-            // keep the layer part, list the differing point part once
-            m.label = m.label.substr(0, m.label.find(" · ")) + (m.label.find(" · ") == std::string::npos ? "" : " · several points");
-          }
+      for (size_t k = 0; k < merged.size() && !found; ++k)
+        if (close_to(merged[k].x, p.x) && close_to(merged[k].y, p.y) && merged[k].bound == p.bound && merged[k].op == p.op) {
+          if (p.label != merged[k].label) ++extra[k];
           found = true;
-          break;
         }
-      if (!found) merged.push_back(p);
+      if (!found) {
+        merged.push_back(p);
+        extra.push_back(0);
+      }
     }
+    for (size_t k = 0; k < merged.size(); ++k)
+      if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
     pts = merged;
   }
 
@@ -403,7 +408,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   if (spec.color == "bound") {
     for (const char* b : {"memory", "compute"}) {
       bool present = std::any_of(pts.begin(), pts.end(), [&](const Pt& p) { return p.bound == b; });
-      if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Square, bound_color(b)});
+      if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Circle, bound_color(b)});
     }
   } else {
     for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
@@ -496,7 +501,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       for (const auto& row : pr.rows) {
         if (row.network != net || (!spec.op.empty() && row.op != spec.op)) continue;
         if (row.cost.flops == 0 && spec.y.find("intensity") != std::string::npos) {
-          ++skipped_zero;  // pure data movement: intensity 0, noted in the subtitle
+          if (row.platform == pr.platforms.front().name) ++skipped_zero;  // counted once, not per platform
           continue;
         }
         std::string key = series_by == "platform" ? row.platform : row.network;
@@ -582,7 +587,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     Line L;
     L.pts = series[i].pts;
     L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
-    f.lines.push_back(L);
+    if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
     for (const auto& p : series[i].pts) {
       Point q;
       q.at = p;
@@ -591,13 +596,13 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       q.size = 6.5;
       f.points.push_back(q);
     }
-    f.legend.push_back(LegendEntry{series[i].name, true, L.style, true, marker_cycle(i), palette(i)});
+    f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, true, marker_cycle(i), palette(i)});
   }
   for (auto& ref : refs) f.refs.push_back(ref);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
-  if (!refs.empty()) f.subtitle += " · dashed: ridge points (derated)";
+  if (!refs.empty()) f.subtitle += " · dashed/dotted: ridge points (derated)";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
   if (categorical && cats.size() > 12) {
@@ -657,7 +662,8 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   for (const auto& b : f.bars)
     for (double v : b.values)
       if (v > 0) vals.push_back(v);
-  auto_range(f.x, vals, spec.xscale, true);
+  // bars start at zero: linear unless asked for log (a log axis has no zero to start from)
+  auto_range(f.x, vals, spec.xscale == "auto" ? "linear" : spec.xscale, true);
   if (f.x.scale == Scale::Linear) f.x.min = 0;
   const ColumnInfo* c = column(spec.metric);
   f.x.title = c ? c->title : spec.metric;

@@ -29,8 +29,9 @@ Dash dash_cycle(size_t i) {
 }
 
 Color bound_color(const std::string& bound) {
+  // dark blue and light orange: apart in hue and in greyscale (luminance ≈ 0.38 vs 0.62)
   if (bound == "memory") return rgb(0x0072B2);
-  if (bound == "compute") return rgb(0xD55E00);
+  if (bound == "compute") return rgb(0xE69F00);
   return rgb(0x777777);
 }
 
@@ -623,26 +624,60 @@ DrawReport draw(const Figure& f, Renderer& r) {
         if (placed) break;
       }
     }
-    for (const auto& ref : f.refs) {
+    // reference labels (ridges): at an end of their line, on a side free of other lines and labels
+    auto crosses_lines = [&](const Quad& q, const std::vector<std::pair<P, P>>& segs) {
+      for (const auto& [sa, sb] : segs) {
+        int n = std::max(8, static_cast<int>(std::hypot(sb.x - sa.x, sb.y - sa.y) / 2.5));
+        for (int k = 0; k <= n; ++k)
+          if (quad_overlaps(q, Rect{sa.x + (sb.x - sa.x) * k / n - 0.5, sa.y + (sb.y - sa.y) * k / n - 0.5, 1, 1}, 1)) return true;
+      }
+      return false;
+    };
+    for (size_t ri = 0; ri < f.refs.size(); ++ri) {
+      const Reference& ref = f.refs[ri];
       if (ref.label.empty()) continue;
-      P at;
-      double ang = 0;
-      Anchor anchor = Anchor::Right;
+      std::vector<std::pair<P, P>> segs;
+      for (const auto& L : f.lines)
+        for (size_t i = 0; i + 1 < L.pts.size(); ++i) segs.push_back({T.to(L.pts[i]), T.to(L.pts[i + 1])});
+      for (size_t rj = 0; rj < f.refs.size(); ++rj) {
+        if (rj == ri) continue;
+        const Reference& o = f.refs[rj];
+        if (o.vertical) segs.push_back({{T.tx(o.value), plot.y}, {T.tx(o.value), plot.y + plot.h}});
+        else segs.push_back({{plot.x, T.ty(o.value)}, {plot.x + plot.w, T.ty(o.value)}});
+      }
+      double asc = r.measure("0", kLabel, false).ascent;
+      struct Cand {
+        P at;
+        Anchor anchor;
+      };
+      std::vector<Cand> cands;
+      double ang = ref.vertical ? M_PI / 2 : 0;
       if (ref.vertical) {
-        at = {T.tx(ref.value) - 3, plot.y + 6};
-        ang = M_PI / 2;
+        double x = T.tx(ref.value);
+        cands = {{{x - 3, plot.y + 6}, Anchor::Right}, {{x + 3 + asc, plot.y + 6}, Anchor::Right},
+                 {{x - 3, plot.y + plot.h - 6}, Anchor::Left}, {{x + 3 + asc, plot.y + plot.h - 6}, Anchor::Left}};
       } else {
-        at = {plot.x + plot.w - 4, T.ty(ref.value) - 3};
+        double y = T.ty(ref.value);
+        for (double fx : {1.0, 0.0, 0.75, 0.25, 0.5}) {
+          double x = plot.x + 4 + (plot.w - 8) * fx;
+          Anchor an = fx == 1.0 ? Anchor::Right : fx == 0.0 ? Anchor::Left : Anchor::Center;
+          cands.push_back({{x, y - 3}, an});
+          cands.push_back({{x, y + 3 + asc}, an});
+        }
       }
-      Quad q = text_quad(r, at, ref.label, kLabel, ang, anchor, false);
-      bool clash = false;
-      for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
-      for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
-      if (clash && !ref.vertical) {  // below the line instead
-        at.y = T.ty(ref.value) + 3 + r.measure("0", kLabel, false).ascent;
-        q = text_quad(r, at, ref.label, kLabel, ang, anchor, false);
+      size_t pick = 0;
+      for (size_t c = 0; c < cands.size(); ++c) {
+        Quad q = text_quad(r, cands[c].at, ref.label, kLabel, ang, cands[c].anchor, false);
+        bool clash = !q.bounds().inside(inner);
+        for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
+        for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
+        if (!clash && !crosses_lines(q, segs)) {
+          pick = c;
+          break;
+        }
       }
-      text(at, ref.label, kLabel, ref.style.color, ang, anchor, false);
+      Quad q = text_quad(r, cands[pick].at, ref.label, kLabel, ang, cands[pick].anchor, false);
+      text(cands[pick].at, ref.label, kLabel, ref.style.color, ang, cands[pick].anchor, false);
       rep.line_labels.push_back(q);
     }
 
@@ -683,8 +718,11 @@ DrawReport draw(const Figure& f, Renderer& r) {
     }
     obs.quads = rep.line_labels;
 
-    // points
-    for (const auto& p : f.points) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+    // points (those marked `on_top`, like ridge points, last so data never hides them)
+    for (const auto& p : f.points)
+      if (!p.on_top) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+    for (const auto& p : f.points)
+      if (p.on_top) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
 
     // point labels: greedy, nearest free spot around the point, leader line when farther out
     bool need_key = false;
@@ -709,10 +747,14 @@ DrawReport draw(const Figure& f, Renderer& r) {
           for (const auto& b : obs.boxes)
             if (!(std::fabs(b.x + b.w / 2 - s.x) < 1e-9 && std::fabs(b.y + b.h / 2 - s.y) < 1e-9)) o.boxes.push_back(b);
           o.boxes.insert(o.boxes.end(), rep.point_labels.begin(), rep.point_labels.end());
-          if (!box.inside(inner) || o.hit(box, 1.2)) continue;
-          if (dist > base) {  // leader line from the marker's edge to the label
+          if (!box.inside(inner) || o.hit(box, 2.5)) continue;
+          if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);
+            bool leader_clear = true;
+            for (const auto& pl : rep.point_labels) leader_clear = leader_clear && !segment_hits(s, to, pl);
+            for (const auto& q : rep.line_labels) leader_clear = leader_clear && !segment_hits(s, to, q.bounds());
+            if (!leader_clear) continue;
             if (len > 0) {
               P from{s.x + (to.x - s.x) / len * p.size / 2, s.y + (to.y - s.y) / len * p.size / 2};
               r.polyline({from, to}, LineStyle{rgb(0x888888), 0.6});

@@ -44,6 +44,8 @@ struct Point {
   Color fill;
   double size = 7;  // points, marker diameter
   std::string label;
+  bool on_top = false;  // drawn after the others (ridge points)
+  bool connect = true;  // trend: joined to its neighbours by the series line
 };
 
 // A vertical or horizontal reference (e.g. a ridge point), labelled.

@@ -40,6 +40,10 @@ struct LuaHost::Impl {
   std::vector<std::string> metric_names;
   std::vector<int> metric_refs;
   std::vector<std::shared_ptr<const SourceFile>> files;  // scripts, for located messages
+  // Tables handed to rules are reused from call to call (no allocation on the hot path): rules
+  // read them during the call and must not keep them.
+  int in_ref = LUA_NOREF, out_ref = LUA_NOREF;
+  std::vector<int> attrs_ref;  // per operator
 
   // ---- calls into Lua, protected, with the instruction budget and a traceback
   struct Failure {
@@ -75,19 +79,16 @@ struct LuaHost::Impl {
         }
       }
     }
-    lua_settop(L, 0);
+    lua_settop(L, 1);
     lua_gc(L, LUA_GCCOLLECT);  // give back what a failed call piled up
     return f;
   }
 
   // Calls the function below `nargs` arguments on the stack. On success leaves `nres` results.
+  // The message handler stays at stack index 1 for the state's life: no shuffling per call.
   bool call(int nargs, int nres, Failure& f) {
-    int base = lua_gettop(L) - nargs;  // index of the function
-    lua_pushcfunction(L, msgh);
-    lua_insert(L, base);
     instr_used = 0;
-    int rc = lua_pcall(L, nargs, nres, base);
-    lua_remove(L, base);
+    int rc = lua_pcall(L, nargs, nres, 1);
     if (rc != LUA_OK) {
       f = failure_from_stack(rc);
       return false;
@@ -177,6 +178,64 @@ void push_attr(lua_State* L, const AttrSpec& spec, const AttrValue& v) {
         lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
       }
       break;
+    }
+  }
+}
+
+// Fills the list table at `t` with `n` values from `get`, dropping any longer old contents.
+template <class Get>
+void fill_list(lua_State* L, int t, size_t n, Get get) {
+  lua_Integer old = static_cast<lua_Integer>(lua_rawlen(L, t));
+  for (size_t i = 0; i < n; ++i) {
+    lua_pushinteger(L, get(i));
+    lua_rawseti(L, t, static_cast<lua_Integer>(i + 1));
+  }
+  for (lua_Integer i = static_cast<lua_Integer>(n) + 1; i <= old; ++i) {
+    lua_pushnil(L);
+    lua_rawseti(L, t, i);
+  }
+}
+
+// Pushes the reusable table `ref` filled with `v` (a list of shapes).
+void push_shapes_reused(lua_State* L, int ref, const std::vector<Shape>& v) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  int t = lua_gettop(L);
+  lua_Integer old = static_cast<lua_Integer>(lua_rawlen(L, t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (lua_rawgeti(L, t, static_cast<lua_Integer>(i + 1)) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_createtable(L, static_cast<int>(v[i].size()), 0);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, t, static_cast<lua_Integer>(i + 1));
+    }
+    fill_list(L, lua_gettop(L), v[i].size(), [&](size_t k) { return static_cast<lua_Integer>(v[i][k]); });
+    lua_pop(L, 1);
+  }
+  for (lua_Integer i = static_cast<lua_Integer>(v.size()) + 1; i <= old; ++i) {
+    lua_pushnil(L);
+    lua_rawseti(L, t, i);
+  }
+}
+
+// Pushes the operator's reusable attribute table, refreshed with `a`.
+void push_attrs_reused(lua_State* L, int ref, const std::vector<AttrSpec>& specs, const Attrs& a) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  int t = lua_gettop(L);
+  for (const auto& spec : specs) {
+    const AttrValue& v = a.at(spec.name);
+    bool list = v.set && (spec.type == AttrType::Pair || spec.type == AttrType::Ints || (spec.type == AttrType::Padding && v.s.empty()));
+    if (list) {
+      if (lua_getfield(L, t, spec.name.c_str()) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, static_cast<int>(v.ints.size()), 0);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, t, spec.name.c_str());
+      }
+      fill_list(L, lua_gettop(L), v.ints.size(), [&](size_t k) { return static_cast<lua_Integer>(v.ints[k]); });
+      lua_pop(L, 1);
+    } else {
+      push_attr(L, spec, v);
+      lua_setfield(L, t, spec.name.c_str());
     }
   }
 }
@@ -398,6 +457,17 @@ int l_op(lua_State* L) {
   LuaHost::Impl* im = impl_of(L);
   if (!im->loading) return luaL_error(L, "rsim.op must be called while the script loads, not from inside a rule");
   luaL_checktype(L, 1, LUA_TTABLE);
+  // a misspelt key would silently drop a rule: reject it with a suggestion
+  static const std::vector<std::string> keys = {"name", "summary", "formula", "inputs", "attrs", "infer", "cost", "view"};
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    std::string k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "?";
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+      std::string hint = did_you_mean(k, keys);
+      return luaL_error(L, "rsim.op: unknown key '%s'%s", k.c_str(), hint.empty() ? " (keys: name, summary, formula, inputs, attrs, infer, cost, view)" : ("; " + hint).c_str());
+    }
+  }
   ScriptOpInfo info;
   info.name = opt_string(L, 1, "name");
   if (info.name.empty()) return luaL_error(L, "rsim.op needs a 'name'");
@@ -614,6 +684,7 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
   luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1);
   luaL_requiref(L, LUA_UTF8LIBNAME, luaopen_utf8, 1);
   lua_settop(L, 0);
+  lua_pushcfunction(L, Impl::msgh);  // index 1 from now on
   for (const char* g : {"dofile", "loadfile", "require", "collectgarbage"}) {
     lua_pushnil(L);
     lua_setglobal(L, g);
@@ -651,7 +722,7 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
     im.files.push_back(SourceFile::from_text(s.name, s.code));
     if (luaL_loadbufferx(L, s.code.data(), s.code.size(), ("@" + s.name).c_str(), "t") != LUA_OK) {
       std::string msg = lua_tostring(L, -1) ? lua_tostring(L, -1) : "syntax error";
-      lua_settop(L, 0);
+      lua_settop(L, 1);
       SourceLoc at = im.locate(msg);
       std::string text = at.known() ? msg.substr(msg.find(':', s.name.size() + 1) + 2) : msg;
       throw ConfigError(at.known() ? at : s.loc, "Lua syntax error: " + text, {Note{s.loc, "script loaded here"}});
@@ -667,6 +738,14 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
     }
   }
   im.loading = false;
+  lua_newtable(L);
+  im.in_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_newtable(L);
+  im.out_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  for (size_t i = 0; i < im.ops.size(); ++i) {
+    lua_newtable(L);
+    im.attrs_ref.push_back(luaL_ref(L, LUA_REGISTRYINDEX));
+  }
   tl_current = this;
 }
 
@@ -689,8 +768,8 @@ std::vector<Shape> LuaHost::infer(size_t op, const OpArgs& args) {
     return {args.in[0]};  // default: the shape of the first input
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, im.op_refs[op].infer);
-  push_shapes(L, args.in);
-  push_attrs(L, info.attrs, args.attrs);
+  push_shapes_reused(L, im.in_ref, args.in);
+  push_attrs_reused(L, im.attrs_ref[op], info.attrs, args.attrs);
   lua_pushstring(L, dtype_name(args.dtype));
   Impl::Failure f;
   if (!im.call(3, 1, f)) throw ShapeError(f.message, f.traceback);
@@ -708,7 +787,7 @@ std::vector<Shape> LuaHost::infer(size_t op, const OpArgs& args) {
       lua_pop(L, 1);
     }
   }
-  lua_settop(L, 0);
+  lua_settop(L, 1);
   if (!why.empty()) throw ShapeError("custom operator '" + info.name + "': " + why);
   return out;
 }
@@ -720,9 +799,9 @@ OpWork LuaHost::work(size_t op, const OpArgs& args, const std::vector<Shape>& ou
   OpWork w;
   if (im.op_refs[op].cost == LUA_NOREF) return w;  // a view
   lua_rawgeti(L, LUA_REGISTRYINDEX, im.op_refs[op].cost);
-  push_shapes(L, args.in);
-  push_shapes(L, out);
-  push_attrs(L, info.attrs, args.attrs);
+  push_shapes_reused(L, im.in_ref, args.in);
+  push_shapes_reused(L, im.out_ref, out);
+  push_attrs_reused(L, im.attrs_ref[op], info.attrs, args.attrs);
   lua_pushstring(L, dtype_name(args.dtype));
   Impl::Failure f;
   if (!im.call(4, 1, f)) throw ShapeError(f.message, f.traceback);
@@ -737,7 +816,7 @@ OpWork LuaHost::work(size_t op, const OpArgs& args, const std::vector<Shape>& ou
     else ok = false;
     ok = ok && byte_list(L, t, "input_bytes", args.in.size(), w.input_bytes, why) && byte_list(L, t, "output_bytes", out.size(), w.output_bytes, why);
   }
-  lua_settop(L, 0);
+  lua_settop(L, 1);
   if (!why.empty()) throw ShapeError("custom operator '" + info.name + "': " + why);
   return w;
 }
@@ -775,7 +854,7 @@ Efficiency LuaHost::efficiency(const Row& row, const Layer& layer, const Platfor
       }
       *dst = v;
     }
-  lua_settop(L, 0);
+  lua_settop(L, 1);
   if (!why.empty()) throw ConfigError(layer.loc, where + ": " + why);
   return e;
 }
@@ -808,7 +887,7 @@ std::vector<double> LuaHost::metrics(const Row& row, const Layer& layer) {
     int isnum = 0;
     double v = lua_tonumberx(L, -1, &isnum);
     std::string tn = luaL_typename(L, -1);
-    lua_settop(L, 0);
+    lua_settop(L, 1);
     if (!isnum) throw ConfigError(layer.loc, where + ": must return a number, got a " + tn);
     if (!std::isfinite(v)) throw ConfigError(layer.loc, where + ": returned " + std::string(std::isnan(v) ? "NaN" : "infinity"));
     out.push_back(v);
