@@ -58,6 +58,12 @@ TEST_CASE("scripted operators cost what their scripts say, composed from built-i
   CHECK(attn.cost.flops == 4.0 * 128 * 128 * 512 + 6.0 * 128 * 128);
   CHECK(attn.cost.input_total() == (2.0 * 128 * 512 + 128.0 * 128) * 4);
   CHECK(attn.output_shapes == "1x128x512");
+  // the scenarios README's claim: at 128 tokens under the RTX 3080 ridge (29.8e12 / 760.32e9 = 39.19),
+  // bytes = in (2·128·512 + 128²)·4 + out (128·512 + 128²)·4
+  double attn_bytes = (2.0 * 128 * 512 + 128.0 * 128) * 4 + (128.0 * 512 + 128.0 * 128) * 4;
+  CHECK(attn.theoretical.intensity == Approx((4.0 * 128 * 128 * 512 + 6.0 * 128 * 128) / attn_bytes));
+  CHECK(attn.theoretical.bound == Bound::Memory);
+  CHECK(layer_row(r, 1, "rtx3080", "attn").theoretical.bound == Bound::Compute);  // 512 tokens
 }
 
 TEST_CASE("the efficiency model scales the derated roofs, metrics become columns", "[scripting]") {
