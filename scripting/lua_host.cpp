@@ -27,6 +27,10 @@ const char* kOpsKey = "rsim.host";
 }  // namespace
 
 struct LuaHost::Impl {
+  // Closing here (not in ~LuaHost) frees the state also when a script fails in the constructor.
+  ~Impl() {
+    if (L) lua_close(L);
+  }
   lua_State* L = nullptr;
   size_t mem_used = 0, mem_limit = 0;
   long long instr_used = 0, instr_limit = 0;
@@ -751,7 +755,6 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
 
 LuaHost::~LuaHost() {
   if (tl_current == this) tl_current = nullptr;
-  lua_close(impl_->L);
 }
 
 LuaHost* LuaHost::current() { return tl_current; }
