@@ -238,6 +238,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     opt.ops = &scripts.ops;
     opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
     auto t0 = std::chrono::steady_clock::now();
     RunResult r = run_scenario(s, catalog, opt);
@@ -322,6 +323,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       opt.ops = &scripts.ops;
       opt.make_hooks = scripts.make_hooks;
       opt.make_evaluator = make_lua_evaluator;
+      opt.model_dirs = model_dirs();
       RunResult r = run_scenario(s, catalog, opt);
       for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
       size_t rows = 0;
@@ -448,6 +450,21 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 }
 
 }  // namespace
+
+// The model zoo shipped with rsim, for scenarios outside the source tree.
+std::vector<std::string> model_dirs() {
+  std::vector<std::string> d;
+  if (const char* env = std::getenv("RSIM_MODELS"); env && *env) d.push_back(env);
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (const fs::path& cand : {exe.parent_path().parent_path() / "scenarios" / "models", exe.parent_path().parent_path() / "share" / "rsim" / "models"})
+      if (fs::is_directory(cand, ec)) d.push_back(cand.string());
+#ifdef RSIM_SOURCE_DIR
+  d.push_back((fs::path(RSIM_SOURCE_DIR) / "scenarios" / "models").string());
+#endif
+  return d;
+}
 
 std::string find_hardware_dir(const std::string& given) {
   if (!given.empty()) return given;

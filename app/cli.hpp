@@ -12,5 +12,7 @@ int rsim_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
 // Where the platform catalog is: --hw-dir, $RSIM_HARDWARE, next to the executable, the source tree.
 std::string find_hardware_dir(const std::string& given);
+// Where `model: NAME` looks after the scenario's own models/ folder: $RSIM_MODELS, then the zoo.
+std::vector<std::string> model_dirs();
 
 }  // namespace rsim

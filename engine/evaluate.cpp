@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <cmath>
 #include <thread>
 
@@ -14,6 +15,92 @@ std::shared_ptr<const CNode> PlatformCache::get(const std::string& name) {
   auto node = std::make_shared<const CNode>(catalog_.load(name));
   cache_[name] = node;
   return node;
+}
+
+std::vector<std::string> ModelLibrary::names() const {
+  std::vector<std::string> n;
+  for (const auto& dir : dirs_) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".yaml") n.push_back(e.path().stem().string());
+  }
+  std::sort(n.begin(), n.end());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  return n;
+}
+
+std::shared_ptr<const CNode> ModelLibrary::get(const std::string& name, const SourceLoc& where) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(name);
+  if (it != cache_.end()) return it->second;
+  bool plain = !name.empty() && name.find('/') == std::string::npos && name[0] != '.';
+  for (const auto& dir : dirs_) {
+    std::filesystem::path p = std::filesystem::path(dir) / (name + ".yaml");
+    std::error_code ec;
+    if (plain && std::filesystem::is_regular_file(p, ec)) {
+      auto node = std::make_shared<const CNode>(load_yaml_file(p.string()));
+      cache_[name] = node;
+      return node;
+    }
+  }
+  std::vector<std::string> all;
+  for (const auto& dir : dirs_) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".yaml") all.push_back(e.path().stem().string());
+  }
+  std::string hint = did_you_mean(name, all), list;
+  std::sort(all.begin(), all.end());
+  for (const auto& a : all) list += (list.empty() ? "" : ", ") + a;
+  throw ConfigError(where, "unknown model '" + name + "'",
+                    {Note{{}, !hint.empty() ? hint : list.empty() ? "no models found in the model folders" : "models: " + list}});
+}
+
+NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
+  if (!raw.is_map() || !raw.find("model")) return NetworkSource{raw, env};
+  CNode entry = substitute_tree(raw, env, ctx.ev, d);
+  MapReader m(entry, "model use", d);
+  const CNode* mn = m.require("model");
+  const CNode* name = m.get("name");
+  const CNode* args = m.get("args");
+  m.finish();
+  if (!mn || !mn->is_scalar() || !ctx.models) {
+    if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
+    return NetworkSource{CNode{}, env};
+  }
+  std::shared_ptr<const CNode> model;
+  try {
+    model = ctx.models->get(mn->scalar, mn->loc);
+  } catch (const ConfigError& e) {
+    d.add(e);
+    return NetworkSource{CNode{}, env};
+  }
+  NetworkSource out{*model, env};
+  // parameters: the model's defaults, replaced by args (each key must be a parameter)
+  std::vector<std::string> pnames;
+  if (const CNode* params = model->find("params"); params && params->is_map())
+    for (const auto& e : params->entries) {
+      pnames.push_back(e.key);
+      const CNode* given = args && args->is_map() ? args->find(e.key) : nullptr;
+      if (given && !given->is_scalar()) d.error(given->loc, "model argument '" + e.key + "' must be a single value");
+      else if (given) out.env.emplace_back(e.key, given->scalar);
+      else if (e.value.is_scalar()) out.env.emplace_back(e.key, substitute(e.value.scalar, out.env, ctx.ev, e.value.loc));
+      else d.error(mn->loc, "model '" + mn->scalar + "' needs argument '" + e.key + "'");
+    }
+  if (args && !args->is_map()) d.error(args->loc, "args must map model parameters to values");
+  if (args && args->is_map())
+    for (const auto& e : args->entries)
+      if (std::find(pnames.begin(), pnames.end(), e.key) == pnames.end()) {
+        std::string hint = did_you_mean(e.key, pnames), list;
+        for (const auto& p : pnames) list += (list.empty() ? "" : ", ") + p;
+        d.error(e.key_loc, "model '" + mn->scalar + "' has no parameter '" + e.key + "'",
+                {Note{{}, !hint.empty() ? hint : list.empty() ? "it takes no arguments" : "its parameters: " + list}});
+      }
+  if (name) {  // a new name, e.g. to compare two configurations of one model
+    for (auto& e : out.node.entries)
+      if (e.key == "name") e.value = *name;
+  }
+  return out;
 }
 
 double layer_bytes(const OpCost& c, MemoryModel m) {
@@ -108,7 +195,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
   for (const auto& raw : s.networks) {
     Diags nd;  // each network reports its own errors even when an earlier part failed
-    nets.push_back(build_network(raw, env, bo, nd));
+    NetworkSource src = resolve_network(raw, env, ctx, nd);
+    if (!nd.empty()) {
+      d.merge(nd);
+      continue;
+    }
+    nets.push_back(build_network(src.node, src.env, bo, nd));
     d.merge(nd);
     for (size_t i = 0; i + 1 < nets.size(); ++i)
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
@@ -217,6 +309,9 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
   rr.results.resize(rr.points.size());
   const OpRegistry& ops = opt.ops ? *opt.ops : builtin_ops();
   PlatformCache cache(catalog);
+  std::vector<std::string> model_dirs = {(std::filesystem::path(s.path).parent_path() / "models").string()};
+  model_dirs.insert(model_dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
+  ModelLibrary models(model_dirs);
   size_t n = rr.points.size();
   int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(n)));
   std::atomic<size_t> next{0}, done{0};
@@ -247,7 +342,7 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
         return;
       }
     }
-    EvalContext ctx{ops, cache, *ev, hooks.get()};
+    EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
     if (hooks) {
       std::lock_guard<std::mutex> lock(err_mu);
       rr.metric_names = hooks->metric_names();

@@ -67,11 +67,27 @@ class PlatformCache {
   std::map<std::string, std::shared_ptr<const CNode>> cache_;
 };
 
+// The model zoo: NAME.yaml files (a network with `params:`), searched in order, parsed once.
+class ModelLibrary {
+ public:
+  explicit ModelLibrary(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {}
+  std::vector<std::string> names() const;  // every model on the search path, sorted
+  // The model's network node; throws ConfigError (at `where`) when unknown.
+  std::shared_ptr<const CNode> get(const std::string& name, const SourceLoc& where);
+  const std::vector<std::string>& dirs() const { return dirs_; }
+
+ private:
+  std::vector<std::string> dirs_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const CNode>> cache_;
+};
+
 struct EvalContext {
   const OpRegistry& ops;
   PlatformCache& platforms;
   ExprEvaluator& ev;
   ScriptHooks* hooks = nullptr;
+  ModelLibrary* models = nullptr;
 };
 
 // Bytes a layer moves under a memory model.
@@ -90,7 +106,17 @@ struct RunOptions {
   // One per worker, created on the worker's thread (scripts' Lua states are per thread). May be empty.
   std::function<std::unique_ptr<ScriptHooks>()> make_hooks;
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
+  // Where `model: NAME` looks, after the scenario's own models/ folder.
+  std::vector<std::string> model_dirs;
 };
+
+// Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) into the
+// model's network node and the variables it is built with. A plain network is returned as is.
+struct NetworkSource {
+  CNode node;
+  Env env;
+};
+NetworkSource resolve_network(const CNode& entry, const Env& env, EvalContext& ctx, Diags& d);
 
 // Evaluate every point, in parallel with `jobs` workers; results are in point order.
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);

@@ -374,13 +374,14 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   CNode node = raw;
   node.entries.clear();
   for (const auto& e : raw.entries) {
-    if (e.key == "blocks" || e.key == "layers") node.entries.push_back(e);
+    if (e.key == "blocks" || e.key == "layers" || e.key == "params") node.entries.push_back(e);
     else node.entries.push_back(CEntry{e.key, e.key_loc, substitute_tree(e.value, env, opt.ev, d)});
   }
   Builder b(opt, d, net);
   b.dtype = opt.dtype;
   if (m.require("name")) net.name = to_string(*node.find("name"), d, "network name").value_or("");
   m.get("description");
+  m.get("params");  // a model's parameters: bound before building (see resolve_network)
   if (const CNode* dt = node.find("dtype")) {
     auto s = to_string(*dt, d, "dtype");
     if (s) {

@@ -23,3 +23,23 @@ TEST_CASE("ResNet-50 fits on a page and matches torchvision", "[models]") {
   CHECK(downs == 4);
   CHECK(rows_of(r, 0, "rtx3080").back()->output_shapes == "1x1000");
 }
+
+TEST_CASE("models are used by name, with arguments, and checked", "[models]") {
+  std::string base = "name: t\nplatforms: [rtx3080]\nnetworks:\n";
+  auto scen = [&](const std::string& nets) {
+    Scenario s = parse_scenario(base + nets, src("scenarios/t.yaml"));  // resolves scenarios/models/
+    return s;
+  };
+  RunResult b1 = run(scen("  - {model: resnet50}\n"));
+  RunResult b8 = run(scen("  - {model: resnet50, name: rn50_b8, args: {batch: 8}}\n"));
+  // batch 8 multiplies every layer's MACs by 8; the parameters stay
+  CHECK(summary_of(b8, 0, "rtx3080").macs == 8 * summary_of(b1, 0, "rtx3080").macs);
+  CHECK(summary_of(b8, 0, "rtx3080").params == summary_of(b1, 0, "rtx3080").params);
+  CHECK(summary_of(b8, 0, "rtx3080").network == "rn50_b8");
+  std::string unknown = error_of([&] { run(scen("  - {model: resnet5}\n")); });
+  CHECK(unknown.find("t.yaml:4:13: error: unknown model 'resnet5'") == 0);
+  CHECK(unknown.find("note: did you mean 'resnet50'?") != std::string::npos);
+  std::string arg = error_of([&] { run(scen("  - {model: resnet50, args: {batchsize: 8}}\n")); });
+  CHECK(arg.find("error: model 'resnet50' has no parameter 'batchsize'") != std::string::npos);
+  CHECK(arg.find("note: did you mean 'batch'?") != std::string::npos);
+}
