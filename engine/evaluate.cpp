@@ -1,5 +1,7 @@
 #include "engine/evaluate.hpp"
 
+#include "engine/passes.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -202,6 +204,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
     nets.push_back(build_network(src.node, src.env, bo, nd));
     d.merge(nd);
+    if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
+      nets.push_back(apply_passes(nets.back(), s.passes));
+      nets.back().name += ".optimized";
+    }
     for (size_t i = 0; i + 1 < nets.size(); ++i)
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
         d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");
@@ -238,6 +244,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.point = p.index;
       sum.platform = pl.name;
       sum.network = net.name;
+      struct KernelTime {
+        double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
+      };
+      std::vector<std::pair<std::string, KernelTime>> kernels;
       for (const Layer& L : net.layers) {
         const ComputeRoof* roof = pl.roof_for(L.dtype);
         if (!roof) {
@@ -260,6 +270,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         r.bytes = layer_bytes(L.cost, mm);
         r.compute_roof = roof->name;
         r.memory_level = mem->name;
+        r.kernel = L.kernel;
         r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
@@ -279,19 +290,30 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             break;
           }
         }
+        if (!r.kernel.empty()) {
+          auto k = std::find_if(kernels.begin(), kernels.end(), [&](const auto& e) { return e.first == r.kernel; });
+          if (k == kernels.end()) k = kernels.insert(kernels.end(), {r.kernel, KernelTime{}});
+          k->second.compute += r.theoretical.compute_time_s;
+          k->second.memory += r.theoretical.memory_time_s;
+          k->second.dcompute += r.derated.compute_time_s;
+          k->second.dmemory += r.derated.memory_time_s;
+        }
         sum.layers += 1;
         sum.macs += r.cost.macs;
         sum.flops += r.cost.flops;
         sum.params += r.cost.params;
         sum.bytes += r.bytes;
-        sum.time_s += r.theoretical.time_s;
-        sum.derated_time_s += r.derated.time_s;
         sum.memory_bound += r.theoretical.bound == Bound::Memory;
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
         sum.derated_memory_bound += r.derated.bound == Bound::Memory;
         sum.derated_compute_bound += r.derated.bound == Bound::Compute;
         out.rows.push_back(std::move(r));
       }
+      for (const auto& [name, kt] : kernels) {
+        sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
+        sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.launch_overhead_s;
+      }
+      sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;

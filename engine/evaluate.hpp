@@ -25,6 +25,7 @@ struct Row {
   double bytes = 0;  // under the scenario's memory model
   std::string compute_roof, memory_level;
   RoofPoint theoretical, derated;
+  std::string kernel;           // the kernel the layer runs in ("" = none: a view, or eliminated)
   Efficiency efficiency;        // from a script's efficiency model (1, 1 without one)
   std::vector<double> metrics;  // a script's derived metrics, in RunResult::metric_names order
 };
@@ -32,9 +33,11 @@ struct Row {
 struct SummaryRow {
   size_t point = 0;
   std::string platform, network;
-  double layers = 0, macs = 0, flops = 0, params = 0, bytes = 0;
+  double layers = 0, kernels = 0, macs = 0, flops = 0, params = 0, bytes = 0;
   double intensity = 0;  // flops / bytes
-  double time_s = 0, derated_time_s = 0;  // sum of layer times
+  // sum over kernels of max(Σ compute time, Σ memory time) of their layers, plus the platform's
+  // launch overhead per kernel; with one kernel per layer and no overhead, the sum of layer times
+  double time_s = 0, derated_time_s = 0;
   double achieved_flops_per_s = 0, derated_achieved_flops_per_s = 0;  // flops / time
   int memory_bound = 0, compute_bound = 0;  // layers, theoretical roofs
   int derated_memory_bound = 0, derated_compute_bound = 0;

@@ -250,6 +250,7 @@ class Builder {
     }
     TensorRef ref{static_cast<int>(net_.layers.size()), 0};
     define(scopes, local, item.loc, ref);
+    if (!op->view) L.kernel = L.name;  // one kernel per layer until passes fuse them
     net_.layers.push_back(std::move(L));
     prev = ref;
   }

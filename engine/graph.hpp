@@ -26,6 +26,10 @@ struct Layer {
   DType dtype = DType::fp32;
   OpCost cost;
   SourceLoc loc;
+  // Set by graph passes: the kernel this layer runs in (its own name when alone; "" when it moves
+  // nothing or was eliminated), and why it changed.
+  std::string kernel;
+  bool eliminated = false;
 };
 
 struct Network {

@@ -56,14 +56,14 @@ const std::vector<std::string>& results_columns() {
       "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
       "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
-      "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "efficiency_compute",
+      "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
       "efficiency_bandwidth", "flops_per_mac", "memory_model"};
   return c;
 }
 
 const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layers", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
+      "point", "platform", "network", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
       "derated_memory_bound_layers", "derated_compute_bound_layers", "flops_per_mac", "memory_model"};
   return c;
@@ -110,7 +110,7 @@ std::string results_csv(const RunResult& r, const Scenario&) {
           line += "," + num_text(v);
         line += std::string(",") + bound_name(rp->bound);
       }
-      line += "," + num_text(row.efficiency.compute) + "," + num_text(row.efficiency.bandwidth) + conv;
+      line += "," + csv_escape(row.kernel) + "," + num_text(row.efficiency.compute) + "," + num_text(row.efficiency.bandwidth) + conv;
       for (double m : row.metrics) line += "," + num_text(m);
       out += line + "\n";
     }
@@ -124,7 +124,7 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
     const PointResult& pr = r.results[pi];
     for (const SummaryRow& s : pr.summary) {
       std::string line = std::to_string(s.point) + var_cells(r, pi) + "," + csv_escape(s.platform) + "," + csv_escape(s.network);
-      for (double v : {s.layers, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
+      for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
         line += "," + num_text(v);
       line += "," + std::to_string(s.memory_bound) + "," + std::to_string(s.compute_bound);
       line += "," + num_text(s.derated_time_s) + "," + num_text(s.derated_achieved_flops_per_s);
@@ -276,6 +276,7 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("platform"), j.str(sm.platform);
       j.key("network"), j.str(sm.network);
       j.key("layers"), j.num(sm.layers);
+      j.key("kernels"), j.num(sm.kernels);
       j.key("macs"), j.num(sm.macs);
       j.key("flops"), j.num(sm.flops);
       j.key("params"), j.num(sm.params);
@@ -317,6 +318,7 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.close(']');
       j.key("bytes"), j.num(row.bytes);
       j.key("intensity"), j.num(row.theoretical.intensity);
+      j.key("kernel"), j.str(row.kernel);
       j.key("compute_roof"), j.str(row.compute_roof);
       j.key("memory_level"), j.str(row.memory_level);
       roof_json(j, "theoretical", row.theoretical);

@@ -337,6 +337,15 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   if (const CNode* v = m.get("kind")) p.kind = to_string(*v, d, "kind").value_or("");
   if (const CNode* v = m.get("source")) p.source = to_string(*v, d, "source").value_or("");
   m.get("notes");
+  if (const CNode* lo = m.get("launch_overhead")) {
+    if (!lo->is_scalar()) d.error(lo->loc, "launch_overhead must be a time such as '5 us'");
+    else {
+      QuantityResult q = parse_quantity(lo->scalar, Dim::Time);
+      if (!q.value) d.error(lo->loc, "launch_overhead: " + q.error);
+      else if (*q.value < 0 || *q.value > 1) d.error(lo->loc, "launch_overhead must be between 0 and 1 s");
+      else p.launch_overhead_s = *q.value;
+    }
+  }
   Derating der = read_derating(m.get("derate"), d);
   if (const CNode* c = m.require("compute")) {
     if (!c->is_seq() || c->items.empty())
@@ -358,6 +367,7 @@ std::string describe_platform(const Platform& p) {
   std::string s = p.name + (p.title.empty() ? "" : " — " + p.title) + "\n";
   if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";
   if (!p.source.empty()) s += "  source: " + p.source + "\n";
+  if (p.launch_overhead_s > 0) s += "  launch overhead: " + si6(p.launch_overhead_s, "s") + " per kernel\n";
   s += "  compute roofs:\n";
   for (const auto& r : p.compute) {
     std::string dts;

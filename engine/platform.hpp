@@ -35,6 +35,7 @@ struct Platform {
   std::string source; // where the figures come from
   std::vector<ComputeRoof> compute;
   std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
+  double launch_overhead_s = 0;     // added per kernel (e.g. a GPU kernel launch)
 
   const ComputeRoof* roof_for(DType t) const;
   const MemoryLevel* level(const std::string& name) const;

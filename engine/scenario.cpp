@@ -1,5 +1,6 @@
 #include "engine/scenario.hpp"
 
+#include "engine/passes.hpp"
 #include "engine/units.hpp"
 
 #include <algorithm>
@@ -234,6 +235,10 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     else s.networks = v->items;
   }
   if (const CNode* v = m.get("plots")) s.plots = *v;
+  const CNode* passes = m.get("passes");
+  const CNode* optimize = m.get("optimize");
+  if (passes && optimize) d.error(optimize->loc, "give either 'passes' or 'optimize', not both");
+  if (passes || optimize) s.passes = read_passes(passes ? *passes : *optimize, d);
   if (const CNode* v = m.get("plugins")) {
     std::vector<const CNode*> items;
     if (v->is_seq())

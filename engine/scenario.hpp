@@ -65,6 +65,7 @@ struct Scenario {
   std::vector<CNode> networks;
   CNode plots;  // read by plots/ (figures); null when the scenario declares none
   std::vector<Script> scripts;  // plugins in order, then inline `lua:`
+  std::vector<std::string> passes;  // graph passes; non-empty: each network is also evaluated optimized
   ScriptLimits limits;
   SourceLoc platforms_loc;
 };

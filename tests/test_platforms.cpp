@@ -660,3 +660,242 @@ TEST_CASE("platforms: derating cannot raise a roof", "[platforms]") {
         "                                            ^\n"
         "note: check both figures: a measurement cannot beat the hardware's limit\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Vendor platforms (vendor datasheets / whitepapers named in each file). Tensor and matrix figures
+// are DENSE: where the datasheet quotes 2:4-sparsity figures, the expected value is that halved.
+// The bandwidth fractions (0.85 GPUs, 0.8 DDR/LPDDR) are the files' stated assumptions.
+
+TEST_CASE("platforms: NVIDIA A100 SXM4 80GB (A100 datasheet)", "[platforms]") {
+  Platform p = load("a100_sxm_80gb");
+  CHECK(p.kind == "gpu");
+  // fp32 19.5 TFLOP/s; cross-check 6912 CUDA cores × 1.41 GHz × 2 = 19.49 TFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(19.5e12));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(6912 * 1.41e9 * 2).epsilon(0.001));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(312e12 / 2));  // 156 dense, 312 sparse
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(624e12 / 2));  // 312 dense
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));                // one roof for both
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(1248e12 / 2));  // 624 dense
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(19.5e12));      // fp64 tensor cores
+  CHECK(p.roof_for(DType::fp8) == nullptr);                             // Ampere has no fp8
+  // HBM2e 2039 GB/s, 80 GB; derated at the assumed 0.85
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(2039e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(2039e9 * 0.85));
+  CHECK(mem(p).size_bytes == 80 * kGiB);
+  CHECK(p.memory.size() == 1);  // the 40 MB L2 has no published bandwidth
+  // ridges: 19.5 / 2.039 = 9.56; 312 / 2.039 = 153.0
+  CHECK(ridge(p, DType::fp32) == Approx(19.5e12 / 2039e9));
+  CHECK(ridge(p, DType::fp32) == Approx(9.56).epsilon(0.001));
+  CHECK(ridge(p, DType::fp16) == Approx(153.0).epsilon(0.001));
+  CHECK(derated_ridge(p, DType::fp32) == Approx(19.5e12 / (2039e9 * 0.85)));
+}
+
+TEST_CASE("platforms: NVIDIA H100 SXM5 80GB (H100 datasheet)", "[platforms]") {
+  Platform p = load("h100_sxm");
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(67e12));
+  // cross-check (H100 whitepaper): 16,896 CUDA cores × 1.98 GHz × 2 = 66.9 TFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(16896 * 1.98e9 * 2).epsilon(0.002));
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(67e12));  // fp64 tensor cores
+  // datasheet sparsity figures halved
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(989e12 / 2));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(1979e12 / 2));
+  CHECK(roof(p, DType::fp16).peak_flops_per_s == Approx(1979e12 / 2));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(3958e12 / 2));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(3958e12 / 2));
+  // the whitepaper's dense figures agree to 0.05 %: 494.7, 989.4, 1978.9
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(494.7e12).epsilon(5e-4));
+  CHECK(roof(p, DType::fp16).peak_flops_per_s == Approx(989.4e12).epsilon(5e-4));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(1978.9e12).epsilon(5e-4));
+  // HBM3 3.35 TB/s, 80 GB
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(3.35e12));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(3.35e12 * 0.85));
+  CHECK(mem(p).size_bytes == 80 * kGiB);
+  // ridges: 67 / 3.35 = 20; 989.5 / 3.35 = 295.4; 1979 / 3.35 = 590.7
+  CHECK(ridge(p, DType::fp32) == Approx(20.0));
+  CHECK(ridge(p, DType::bf16) == Approx(989.5e12 / 3.35e12));
+  CHECK(ridge(p, DType::fp8) == Approx(590.7).epsilon(1e-3));
+  CHECK(derated_ridge(p, DType::fp32) == Approx(20.0 / 0.85));
+}
+
+TEST_CASE("platforms: NVIDIA H200 SXM 141GB (H200 datasheet)", "[platforms]") {
+  Platform p = load("h200");
+  Platform h100 = load("h100_sxm");
+  // same compute as the H100 SXM
+  for (DType t : {DType::fp64, DType::fp32, DType::tf32, DType::bf16, DType::fp16, DType::fp8, DType::int8}) {
+    INFO(dtype_name(t));
+    CHECK(roof(p, t).peak_flops_per_s == Approx(roof(h100, t).peak_flops_per_s));
+  }
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(67e12));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(3958e12 / 2));
+  // HBM3e 4.8 TB/s, 141 GB: 4.8 / 3.35 = 1.43× the H100's bandwidth
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(4.8e12));
+  CHECK(mem(p).bandwidth_bytes_per_s / mem(h100).bandwidth_bytes_per_s == Approx(4.8 / 3.35));  // 1.43
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(4.8e12 * 0.85));
+  CHECK(mem(p).size_bytes == 141 * kGiB);
+  // ridges: 67 / 4.8 = 13.96; 989.5 / 4.8 = 206.1
+  CHECK(ridge(p, DType::fp32) == Approx(67e12 / 4.8e12));
+  CHECK(ridge(p, DType::fp16) == Approx(206.1).epsilon(1e-3));
+}
+
+TEST_CASE("platforms: NVIDIA L4 (L4 datasheet)", "[platforms]") {
+  Platform p = load("l4");
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(30.3e12));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(120e12 / 2));  // 60 dense
+  CHECK(roof(p, DType::fp16).peak_flops_per_s == Approx(242e12 / 2));  // 121 dense
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(485e12 / 2));   // 242.5 dense
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(485e12 / 2));
+  CHECK(p.roof_for(DType::fp64) == nullptr);  // no fp64 figure in the datasheet
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(300e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(255e9));  // 300 × 0.85
+  CHECK(mem(p).size_bytes == 24 * kGiB);
+  // ridges: 30.3 / 0.3 = 101; 121 / 0.3 = 403.3
+  CHECK(ridge(p, DType::fp32) == Approx(101.0));
+  CHECK(ridge(p, DType::bf16) == Approx(121e12 / 300e9));
+}
+
+TEST_CASE("platforms: NVIDIA GeForce RTX 4090 (Ada whitepaper v2.02)", "[platforms]") {
+  Platform p = load("rtx4090");
+  // 128 SMs × 128 = 16,384 CUDA cores × 2.52 GHz × 2 = 82.58 TFLOP/s (whitepaper: 82.6)
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(128 * 128 * 2.52e9 * 2));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(82.6e12).epsilon(0.001));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(82.6e12));
+  // FP32-accumulate tensor figures: fp16/bf16 165.2, fp8 330.3 (half the FP16-accumulate 330.3 / 660.6)
+  CHECK(roof(p, DType::fp16).peak_flops_per_s == Approx(165.2e12));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(165.2e12));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(660.6e12 / 2));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(660.6e12));
+  CHECK(p.roof_for(DType::fp64) == nullptr);
+  // GDDR6X: 21 Gbps × 384 bit / 8 = 1008 GB/s
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(21e9 * 384 / 8));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(1008e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(1008e9 * 0.85));
+  CHECK(mem(p).size_bytes == 24 * kGiB);
+  // ridges: 82.58 / 1.008 = 81.92; 165.2 / 1.008 = 163.9
+  CHECK(ridge(p, DType::fp32) == Approx(16384 * 2.52e9 * 2 / 1008e9));
+  CHECK(ridge(p, DType::fp16) == Approx(163.9).epsilon(1e-3));
+}
+
+TEST_CASE("platforms: NVIDIA Jetson AGX Orin 64GB (datasheet, technical brief)", "[platforms]") {
+  Platform p = load("jetson_agx_orin");
+  CHECK(p.kind == "soc");
+  // 2048 CUDA cores × 1.3 GHz × 2 = 5.3248 TFLOP/s (technical brief: 5.3)
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(2048 * 1.3e9 * 2));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(5.3e12).epsilon(0.005));
+  // GPU int8: 170 sparse TOP/s / 2 = 85 dense; the headline 275 = 170 (GPU) + 105 (DLAs), sparse
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(170e12 / 2));
+  CHECK(roof(p, DType::int8).peak_flops_per_s < 275e12 / 2);
+  CHECK(p.roof_for(DType::fp16) == nullptr);  // not published
+  // LPDDR5 204.8 GB/s = 6400 MT/s × 256 bit / 8
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(204.8e9));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(6400e6 * 256 / 8));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(204.8e9 * 0.8));
+  CHECK(mem(p).size_bytes == 64 * kGiB);
+  // ridges: 5324.8 / 204.8 = 26.0; 85000 / 204.8 = 415.0
+  CHECK(ridge(p, DType::fp32) == Approx(26.0));
+  CHECK(ridge(p, DType::int8) == Approx(85e12 / 204.8e9));
+}
+
+TEST_CASE("platforms: AMD Instinct MI300X (MI300X data sheet, ROCm docs, CDNA 3 white paper)", "[platforms]") {
+  Platform p = load("mi300x");
+  CHECK(p.kind == "gpu");
+  // 304 CUs × 2.1 GHz × FLOP/clock/CU
+  const double cu_hz = 304 * 2.1e9;
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(cu_hz * 256));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(cu_hz * 1024));
+  CHECK(roof(p, DType::fp16).peak_flops_per_s == Approx(cu_hz * 2048));
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(cu_hz * 4096));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(cu_hz * 4096));
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(cu_hz * 256));  // matrix fp64 (vector: 128)
+  // the data sheet's rounded peaks: 163.4, 653.7, 1307.4, 2614.9
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(163.4e12).epsilon(1e-3));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(653.7e12).epsilon(1e-3));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(1307.4e12).epsilon(1e-3));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(2614.9e12).epsilon(1e-3));
+  // HBM3: 5.2 Gbps × 1024 bit / 8 × 8 stacks = 5.3248 TB/s (data sheet: 5.3 TB/s), 8 × 24 GB
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(5.2e9 * 1024 / 8 * 8));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(5.3e12).epsilon(0.005));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(5.3248e12 * 0.85));
+  CHECK(mem(p).size_bytes == 192 * kGiB);
+  // further levels: Infinity Cache 17.2 TB/s (256 MB), L2 2 KB/clk × 8 XCDs × 2.1 GHz = 34.4 TB/s
+  REQUIRE(p.memory.size() == 3);
+  const MemoryLevel* ic = p.level("Infinity Cache");
+  REQUIRE(ic != nullptr);
+  CHECK(ic->bandwidth_bytes_per_s == Approx(17.2e12));
+  CHECK(ic->size_bytes == 256.0 * 1024 * 1024);
+  const MemoryLevel* l2 = p.level("L2");
+  REQUIRE(l2 != nullptr);
+  CHECK(l2->bandwidth_bytes_per_s == Approx(2048 * 8 * 2.1e9).epsilon(1e-3));
+  CHECK(l2->size_bytes == 32.0 * 1024 * 1024);
+  // ridges: 163.4 / 5.3248 = 30.69; 1307.4 / 5.3248 = 245.5
+  CHECK(ridge(p, DType::fp32) == Approx(cu_hz * 256 / 5.3248e12));
+  CHECK(ridge(p, DType::fp32) == Approx(30.69).epsilon(1e-3));
+  CHECK(ridge(p, DType::bf16) == Approx(245.5).epsilon(1e-3));
+}
+
+TEST_CASE("platforms: AMD EPYC 9654, 1 socket (AMD product page; Zen 4 FP pipes)", "[platforms]") {
+  Platform p = load("epyc_9654");
+  CHECK(p.kind == "cpu");
+  // 96 cores × 2.4 GHz base × 32 fp32 FLOP/cycle (8 lanes × 2 FMA × 2) = 7372.8 GFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(96 * 2.4e9 * 32));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(7372.8e9));
+  // fp64: 96 × 2.4 GHz × 16 = 3686.4 GFLOP/s
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(96 * 2.4e9 * 16));
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(3686.4e9));
+  // no AVX-512 clock published for Zen 4: derated compute = theoretical
+  CHECK(roof(p, DType::fp32).derated_flops_per_s == Approx(roof(p, DType::fp32).peak_flops_per_s));
+  // at the 3.55 GHz all-core boost it would be 96 × 3.55 × 32 = 10,905.6 GFLOP/s (not modelled)
+  CHECK(roof(p, DType::fp32).peak_flops_per_s < 96 * 3.55e9 * 32);
+  CHECK(p.roof_for(DType::bf16) == nullptr);
+  CHECK(p.roof_for(DType::int8) == nullptr);
+  // 12 channels × 4800 MT/s × 8 B = 460.8 GB/s
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(12 * 4800e6 * 64 / 8));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(460.8e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(460.8e9 * 0.8));
+  // ridges: 7372.8 / 460.8 = 16; derated 7372.8 / 368.64 = 20
+  CHECK(ridge(p, DType::fp32) == Approx(16.0));
+  CHECK(derated_ridge(p, DType::fp32) == Approx(20.0));
+  CHECK(ridge(p, DType::fp64) == Approx(8.0));
+}
+
+TEST_CASE("platforms: Intel Xeon Platinum 8480+, 1 socket (Intel ARK; AMX rates)", "[platforms]") {
+  Platform p = load("xeon_8480_plus");
+  CHECK(p.kind == "cpu");
+  // 56 cores × 2.0 GHz × 64 fp32 FLOP/cycle (16 lanes × 2 FMA × 2) = 7168 GFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(56 * 2.0e9 * 16 * 2 * 2));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(7168e9));
+  // fp64: 56 × 2.0 × 32 = 3584 GFLOP/s
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(56 * 2.0e9 * 32));
+  // AMX: bf16 56 × 2.0 × 1024 = 114.688 TFLOP/s; int8 56 × 2.0 × 2048 = 229.376 TOP/s
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(56 * 2.0e9 * 1024));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(114.688e12));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(56 * 2.0e9 * 2048));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(229.376e12));
+  CHECK(p.roof_for(DType::fp16) == nullptr);
+  // no AVX-512 / AMX clock sourced: derated compute = theoretical at the base clock
+  CHECK(roof(p, DType::bf16).derated_flops_per_s == Approx(roof(p, DType::bf16).peak_flops_per_s));
+  // 8 channels × 4800 MT/s × 8 B = 307.2 GB/s
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(8 * 4800e6 * 64 / 8));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(307.2e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(307.2e9 * 0.8));
+  // ridges: 7168 / 307.2 = 23.33; bf16 114688 / 307.2 = 373.3
+  CHECK(ridge(p, DType::fp32) == Approx(7168.0 / 307.2));
+  CHECK(ridge(p, DType::bf16) == Approx(114688.0 / 307.2));
+  CHECK(derated_ridge(p, DType::fp32) == Approx(7168.0 / (307.2 * 0.8)));
+}
+
+TEST_CASE("platforms: Apple M2 Max, 38-core GPU (Apple Newsroom)", "[platforms]") {
+  Platform p = load("m2_max");
+  CHECK(p.kind == "soc");
+  // 13.6 TFLOP/s; cross-check 38 cores × 128 ALUs × 1.398 GHz × 2 = 13.60 TFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(13.6e12));
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(38 * 128 * 1.398e9 * 2).epsilon(1e-3));
+  REQUIRE(p.compute.size() == 1);  // no other precision has a published rate
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(400e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(320e9));  // 400 × 0.8
+  CHECK(mem(p).size_bytes == 96 * kGiB);
+  // ridge: 13.6 / 0.4 = 34; derated 13.6 / 0.32 = 42.5
+  CHECK(ridge(p, DType::fp32) == Approx(34.0));
+  CHECK(derated_ridge(p, DType::fp32) == Approx(42.5));
+}
