@@ -244,6 +244,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.point = p.index;
       sum.platform = pl.name;
       sum.network = net.name;
+      if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };

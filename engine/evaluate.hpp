@@ -34,6 +34,7 @@ struct SummaryRow {
   size_t point = 0;
   std::string platform, network;
   double layers = 0, kernels = 0, macs = 0, flops = 0, params = 0, bytes = 0;
+  double batch = 1;  // first dimension of the network's first input
   double intensity = 0;  // flops / bytes
   // sum over kernels of max(Σ compute time, Σ memory time) of their layers, plus the platform's
   // launch overhead per kernel; with one kernel per layer and no overhead, the sum of layer times

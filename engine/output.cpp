@@ -65,7 +65,7 @@ const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
-      "derated_memory_bound_layers", "derated_compute_bound_layers", "flops_per_mac", "memory_model"};
+      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
   return c;
 }
 
@@ -129,6 +129,7 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
       line += "," + std::to_string(s.memory_bound) + "," + std::to_string(s.compute_bound);
       line += "," + num_text(s.derated_time_s) + "," + num_text(s.derated_achieved_flops_per_s);
       line += "," + std::to_string(s.derated_memory_bound) + "," + std::to_string(s.derated_compute_bound);
+      line += "," + num_text(s.batch) + "," + num_text(s.derated_time_s / s.batch);
       line += "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
       out += line + "\n";
     }
@@ -290,6 +291,8 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("derated_achieved_flops_per_s"), j.num(sm.derated_achieved_flops_per_s);
       j.key("derated_memory_bound_layers"), j.num(sm.derated_memory_bound);
       j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
+      j.key("batch"), j.num(sm.batch);
+      j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
       j.close('}');
     }
     j.close(']');
@@ -420,7 +423,7 @@ std::string terminal_summary(const RunResult& r, size_t max_rows) {
   Table t;
   t.head = {"pt"};
   for (const auto& v : r.var_names) t.head.push_back(v);
-  for (const char* h : {"platform", "network", "FLOPs", "bytes", "FLOP/B", "time", "derated time", "achieved", "mem/comp layers"})
+  for (const char* h : {"platform", "network", "FLOPs", "bytes", "FLOP/B", "kernels", "time", "derated time", "achieved", "mem/comp layers"})
     t.head.push_back(h);
   t.right.assign(t.head.size(), true);
   for (size_t i = 1 + r.var_names.size(); i < 3 + r.var_names.size(); ++i) t.right[i] = false;
@@ -431,7 +434,7 @@ std::string terminal_summary(const RunResult& r, size_t max_rows) {
       std::vector<std::string> cells = {std::to_string(s.point)};
       for (const auto& [k, v] : r.points[pi].bindings) cells.push_back(v);
       cells.insert(cells.end(), {s.platform, s.network, si(s.flops, "", 4), si(s.bytes, "B", 4), intensity_text(s.intensity),
-                                 si(s.time_s, "s", 4), si(s.derated_time_s, "s", 4), si(s.achieved_flops_per_s, "FLOP/s", 4),
+                                 format_number(s.kernels), si(s.time_s, "s", 4), si(s.derated_time_s, "s", 4), si(s.achieved_flops_per_s, "FLOP/s", 4),
                                  std::to_string(s.memory_bound) + "/" + std::to_string(s.compute_bound)});
       t.rows.push_back(cells);
     }

@@ -41,6 +41,8 @@ const ColumnInfo kColumns[] = {
     {"derated_memory_bound_layers", "Memory-bound layers (derated)", "", false},
     {"derated_compute_bound_layers", "Compute-bound layers (derated)", "", false},
     {"layers", "Layers", "", true},
+    {"kernels", "Kernels", "", true},
+    {"derated_time_per_sample_s", "Time per sample, derated roofs [s]", "s", false},
 };
 
 const ColumnInfo* column(const std::string& n) {
@@ -84,6 +86,8 @@ double summary_value(const SummaryRow& s, const std::string& c) {
   if (c == "derated_memory_bound_layers") return s.derated_memory_bound;
   if (c == "derated_compute_bound_layers") return s.derated_compute_bound;
   if (c == "layers") return s.layers;
+  if (c == "kernels") return s.kernels;
+  if (c == "derated_time_per_sample_s") return s.derated_time_s / s.batch;
   return NAN;
 }
 
