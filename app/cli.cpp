@@ -284,7 +284,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
           << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
       out << terminal_table(r, vm["rows"].as<size_t>()) << "\n";
-      out << "network totals (time = sum of layer times; mem/comp = memory- and compute-bound layers):\n";
+      out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
       out << terminal_summary(r, 40) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
