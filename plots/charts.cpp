@@ -377,8 +377,9 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
   // points: marker by op/network/point, colour by bound/series
   std::vector<std::string> marker_keys, color_keys;
+  // network points have no op: their shape tells the network apart
   auto key_of = [&](const Pt& p, const std::string& by) {
-    if (by == "op") return p.op;
+    if (by == "op") return networks ? p.network : p.op;
     if (by == "network") return p.network;
     if (by == "point") return point_text(r, p.point);
     if (by == "platform") return p.platform;

@@ -274,7 +274,9 @@ void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e) {
 
 DrawReport draw(const Figure& f, Renderer& r) {
   DrawReport rep;
-  rep.canvas = Rect{0, 0, f.width, f.height};
+  // the canvas widens when a legend and a key beside the chart would squeeze the plot
+  double W = f.width;
+  rep.canvas = Rect{0, 0, W, f.height};
   const bool has_heat = f.heatmap.has_value();
 
   // Label texts of the points that carry one, and whether a numbered key is needed.
@@ -299,7 +301,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
       if (k == std::string::npos) break;
       start = k + sep.size();
     }
-    double avail = f.width - 20;
+    double avail = W - 20;
     std::string line;
     for (const auto& part : parts) {
       std::string cand = line.empty() ? part : line + sep + part;
@@ -318,7 +320,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
 
   for (int pass = 0; pass < 3; ++pass) {
     rep = DrawReport{};
-    rep.canvas = Rect{0, 0, f.width, f.height};
+    rep.canvas = Rect{0, 0, W, f.height};
     // ---- margins
     double top = 10;
     if (!f.title.empty()) top += r.measure(f.title, kTitle, true).ascent + 6;
@@ -342,7 +344,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
     // x tick labels turn 45° when they would not fit side by side
     double xlabel_w = 0;
     for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
-    double approx_plot_w = f.width - 120;
+    double approx_plot_w = W - 120;
     bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
     double xlabels_h = rotate_x ? xlabel_w * std::sin(M_PI / 4) + 8 : r.measure("0", kTick, false).ascent;
     double bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, kAxisTitle, false).ascent + 10);
@@ -365,7 +367,9 @@ DrawReport draw(const Figure& f, Renderer& r) {
     if (legend_outside) right += legend_w + 12;
     double cbar_w = has_heat ? 70 : 0;
     right += cbar_w;
-    Rect plot{left, top, f.width - left - right, f.height - top - bottom};
+    if (W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
+    rep.canvas = Rect{0, 0, W, f.height};
+    Rect plot{left, top, W - left - right, f.height - top - bottom};
     rep.plot = plot;
     Transform T{plot, &f.x, &f.y};
     Axis hx, hy;  // heatmap axes: categorical
@@ -393,7 +397,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
     }
 
     // ---- begin painting
-    r.begin(f.width, f.height);
+    r.begin(W, f.height);
     r.rect(rep.canvas, rgb(0xFFFFFF), nullptr);
     auto text = [&](P at, const std::string& s, double size, const Color& c, double angle, Anchor a, bool bold) {
       r.text(at, s, size, c, angle, a, bold);
@@ -403,11 +407,11 @@ DrawReport draw(const Figure& f, Renderer& r) {
     double ty = 10;
     if (!f.title.empty()) {
       ty += r.measure(f.title, kTitle, true).ascent;
-      text({std::max(10.0, std::min(plot.x, f.width - 10 - r.measure(f.title, kTitle, true).width)), ty}, f.title, kTitle, kText, 0, Anchor::Left, true);
+      text({std::max(10.0, std::min(plot.x, W - 10 - r.measure(f.title, kTitle, true).width)), ty}, f.title, kTitle, kText, 0, Anchor::Left, true);
       ty += 6;
     }
     double sub_x = plot.x;
-    for (const auto& l : sub_lines) sub_x = std::min(sub_x, 10.0 + (f.width - 20 - r.measure(l, kSubtitle, false).width));
+    for (const auto& l : sub_lines) sub_x = std::min(sub_x, 10.0 + (W - 20 - r.measure(l, kSubtitle, false).width));
     for (const auto& l : sub_lines) {
       ty += sub_step;
       text({sub_x, ty}, l, kSubtitle, kMuted, 0, Anchor::Left, false);
