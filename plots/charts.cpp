@@ -212,23 +212,29 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   std::set<std::string> layer_names;
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows) layer_names.insert(row.network + "/" + row.layer);
+  // log axes cannot show 0 or ∞: such points are counted in the subtitle instead
+  auto drawable = [&](double x, double y) {
+    if (!(x > 0) || !(y > 0)) return ++hidden_zero, false;
+    if (!std::isfinite(x)) return ++hidden_inf, false;
+    return true;
+  };
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const PointResult& pr = r.results[pi];
     if (networks) {
       for (const auto& sm : pr.summary) {
         if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
         double x = sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
-        if (!(x > 0) || !(y > 0)) {
-          ++hidden_zero;
-          continue;
-        }
-        if (!std::isfinite(x)) {
-          ++hidden_inf;
-          continue;
-        }
+        if (!drawable(x, y)) continue;
         std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
-        int mem = on_derated ? sm.derated_memory_bound : sm.memory_bound, comp = on_derated ? sm.derated_compute_bound : sm.compute_bound;
-        pts.push_back({x, y, label, mem >= comp ? "memory" : "compute", "network", sm.network, sm.platform, pi});
+        // a network is memory bound when its intensity is under the platform's ridge
+        std::string bound = "memory";
+        for (const auto& pl : pr.platforms)
+          if (const ComputeRoof* roof = pl.name == sm.platform ? pl.roof_for(pr.settings.dtype) : nullptr) {
+            double peak = on_derated ? roof->derated_flops_per_s : roof->peak_flops_per_s;
+            double bw = on_derated ? pl.memory.front().derated_bandwidth_bytes_per_s : pl.memory.front().bandwidth_bytes_per_s;
+            if (x > peak / bw) bound = "compute";
+          }
+        pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi});
       }
       continue;
     }
@@ -236,14 +242,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       if (std::find(plats.begin(), plats.end(), row.platform) == plats.end()) continue;
       const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
       double x = rp.intensity, y = rp.attainable_flops_per_s;
-      if (!(x > 0) || !(y > 0)) {
-        ++hidden_zero;
-        continue;
-      }
-      if (!std::isfinite(x)) {
-        ++hidden_inf;
-        continue;
-      }
+      if (!drawable(x, y)) continue;
       std::string label;
       bool one_layer = layer_names.size() == 1;
       if (!one_layer) label = row.layer;
