@@ -207,8 +207,8 @@ TEST_CASE("YOLOv5s matches ultralytics v6.0, and v5.0 reproduces seed 003", "[mo
     if (row->op == "batchnorm") bn += row->cost.params / 2;  // channels
   CHECK(bn == 9504);
   CHECK(v6.total().params - bn == 7225885);
-  // 8.22 G MACs at 640 (ultralytics: 16.5 GFLOPs = 2 × MACs plus BN and bias work), not the 8.48 G
-  // of seed 003, whose model is v5.0 (below)
+  // 8.22 G MACs at 640 (ultralytics prints 16.6 GFLOPs: thop's 2 × MACs plus per-element batch-norm
+  // and bias terms), not the 8.48 G of seed 003, whose model is v5.0 (below)
   CHECK(v6.total().macs > 8.15e9);
   CHECK(v6.total().macs < 8.3e9);
   // the 6×6 stride-2 stem by hand: 320·320 outputs × 32 channels × 3·6·6 MACs
