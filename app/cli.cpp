@@ -328,7 +328,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
       size_t rows = 0;
       for (const auto& pr : r.results) rows += pr.rows.size();
-      out << f << ": ok (" << r.points.size() << " points, " << rows << " layer evaluations)\n";
+      out << f << ": ok (" << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << ", " << rows << " layer evaluations)\n";
     } catch (const ConfigError& e) {
       err << e.what();
       rc = kConfig;

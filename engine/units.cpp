@@ -108,7 +108,7 @@ std::string si(double v, const std::string& unit, int digits) {
     double f;
     const char* p;
   } kSteps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"},
-                {1, ""},     {1e-3, "m"}, {1e-6, "u"}, {1e-9, "n"}, {1e-12, "p"}};
+                {1, ""},     {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
   double a = std::fabs(v);
   const char* prefix = "";
   double scaled = v;

@@ -32,7 +32,7 @@ TEST_CASE("quantities without a unit or with an unknown one are rejected", "[uni
 
 TEST_CASE("SI formatting picks the prefix", "[units]") {
   CHECK(si(29.8e12, "FLOP/s") == "29.8 TFLOP/s");
-  CHECK(si(1.0574e-6, "s") == "1.057 us");
+  CHECK(si(1.0574e-6, "s") == "1.057 µs");
   CHECK(si(0, "B") == "0 B");
   CHECK(si(999.96e3, "B") == "1 MB");
 }
