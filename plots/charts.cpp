@@ -536,6 +536,8 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       if (platform_free && sm.platform != pr.platforms.front().name) continue;
       // what-if variants ("x@2.2GHz") are one platform swept: one series
       std::string key = series_by == "platform" ? sm.platform.substr(0, sm.platform.find('@')) : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
+      // a platform-dependent value split by something else needs one line per platform too
+      if (!platform_free && series_by != "platform" && platform_names(r).size() > 1) key += " · " + sm.platform.substr(0, sm.platform.find('@'));
       const std::string* v = env_find(r.points[pi].bindings, spec.x);
       auto xv = v ? parse_double(*v) : std::nullopt;
       if (!xv) {
