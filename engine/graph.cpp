@@ -233,6 +233,9 @@ class Builder {
     OpArgs args{L.attrs, L.in_shapes, L.dtype};
     try {
       L.out_shapes = op->infer(args);
+      for (const auto& sh : L.out_shapes)
+        for (auto dim : sh)
+          if (dim <= 0 || dim > 1000000000000LL) throw ShapeError("output dimension " + std::to_string(dim) + " of " + shape_str(sh) + " is out of range");
       L.cost = layer_cost(*op, args, L.out_shapes, opt_.flops_per_mac);
     } catch (const ShapeError& e) {
       std::string shapes;
@@ -360,6 +363,7 @@ Shape read_shape(const CNode& n, Diags& d, const std::string& what) {
   for (const auto& i : n.items) {
     auto v = to_integer(i, d, what + " dimension");
     if (v && *v <= 0) d.error(i.loc, what + " dimensions must be positive, got " + std::to_string(*v));
+    if (v && *v > 1000000000LL) d.error(i.loc, what + " dimension " + std::to_string(*v) + " is too large (at most 1e9)");
     if (v) s.push_back(*v);
   }
   return s;

@@ -40,6 +40,10 @@ const char* attr_type_name(AttrType t) {
 static bool read_int(const CNode& n, long long& out, Diags& d, const std::string& what) {
   auto v = to_integer(n, d, what);
   if (!v) return false;
+  if (*v > 1000000000LL || *v < -1000000000LL) {  // keeps shape arithmetic far from int64 overflow
+    d.error(n.loc, what + " is out of range: " + n.scalar + " (at most 1e9 in magnitude)");
+    return false;
+  }
   out = *v;
   return true;
 }
@@ -843,8 +847,10 @@ void add_layout(OpRegistry& r) {
     size_t e = axis_of(a.attrs.i("end_dim"), x.size(), "flatten end_dim");
     if (e < b) fail("flatten: end_dim comes before start_dim");
     Shape y(x.begin(), x.begin() + static_cast<long>(b));
-    long long m = 1;
-    for (size_t i = b; i <= e; ++i) m *= x[i];
+    double md = 1;
+    for (size_t i = b; i <= e; ++i) md *= static_cast<double>(x[i]);
+    if (md > 1e15) fail("flatten: the merged dimension " + format_number(md) + " is too large");
+    long long m = static_cast<long long>(md);
     y.push_back(m);
     y.insert(y.end(), x.begin() + static_cast<long>(e) + 1, x.end());
     return {y};

@@ -272,3 +272,13 @@ networks:
   CHECK(e.find("error: platform 'rtx3080' has no compute roof for bf16 (layer 'fc')") != std::string::npos);
   CHECK(e.find("note: its roofs cover: fp32, fp16, int8") != std::string::npos);
 }
+
+TEST_CASE("absurd sizes are errors, not overflows", "[errors]") {
+  std::string big = "name: t\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 4, 8, 8], layers: [{op: conv2d, out_channels: 99999999999, kernel: 3}]}\n";
+  CHECK(error_of([&] { run_text(big); }).find("'out_channels' is out of range: 99999999999 (at most 1e9 in magnitude)") != std::string::npos);
+  std::string dims = "name: t\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 2000000000], layers: [{op: relu}]}\n";
+  CHECK(error_of([&] { run_text(dims); }).find("input dimension 2000000000 is too large (at most 1e9)") != std::string::npos);
+  // 1e9 · 1e9 · 1e9 elements merged into one dimension would overflow 64 bits: caught
+  std::string flat = "name: t\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 1000000000, 1000000000, 1000], layers: [{op: flatten}]}\n";
+  CHECK(error_of([&] { run_text(flat); }).find("flatten: the merged dimension") != std::string::npos);
+}
