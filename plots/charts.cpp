@@ -495,7 +495,6 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     return series.back();
   };
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
-  std::set<std::string> seen_platform_free;
   int skipped_zero = 0;
   bool x_non_numeric = false;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {

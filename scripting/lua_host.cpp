@@ -23,7 +23,6 @@ namespace rsim {
 
 namespace {
 thread_local LuaHost* tl_current = nullptr;
-const char* kOpsKey = "rsim.host";
 }  // namespace
 
 struct LuaHost::Impl {
@@ -719,8 +718,6 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
   }
   lua_setfield(L, -2, "cost");
   lua_setglobal(L, "rsim");
-  lua_pushlightuserdata(L, this);
-  lua_setfield(L, LUA_REGISTRYINDEX, kOpsKey);
 
   for (const Script& s : scripts) {
     im.files.push_back(SourceFile::from_text(s.name, s.code));
