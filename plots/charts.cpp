@@ -170,6 +170,12 @@ std::string csv_line(const std::vector<std::string>& cells) {
 
 // ---------------------------------------------------------------- roofline
 
+// Roof colours for overlays: none of them is a bound colour (blue, orange) used by the points.
+Color roof_color(size_t i) {
+  static const unsigned c[] = {0x009E73, 0xCC79A7, 0x56B4E9, 0x000000, 0xD55E00, 0x999933};
+  return rgb(c[i % 6]);
+}
+
 bool close_to(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
 // Adds a line unless an identical one (same points and dash) is there already.
@@ -287,7 +293,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   bool any_derating = false;
   for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
     const Platform& p = *sets[set_i].p;
-    Color c = overlay ? palette(set_i + 2) : rgb(0x333333);
+    Color c = overlay ? roof_color(set_i) : rgb(0x333333);
     for (size_t ri = 0; ri < sets[set_i].roofs.size(); ++ri) {
       const ComputeRoof& cr = *sets[set_i].roofs[ri];
       for (size_t mi = 0; mi < p.memory.size(); ++mi) {
@@ -348,7 +354,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
                                          ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
                                      true,
-                                     LineStyle{palette(set_i + 2), 1.6, set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid},
+                                     LineStyle{roof_color(set_i), 1.6, set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid},
                                      false, {}, {}});
 
   std::vector<Pt> all_pts = pts;  // the plot data keeps every point
@@ -675,8 +681,9 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   if (time) f.x.title = "Time per layer [s]";
   f.x.unit = c ? c->unit : "";
   f.y.title = "";
-  f.legend.push_back(LegendEntry{"memory bound", false, {}, true, Marker::Square, bound_color("memory")});
-  f.legend.push_back(LegendEntry{"compute bound", false, {}, true, Marker::Square, bound_color("compute")});
+  for (const char* b : {"memory", "compute"})  // only the bounds that occur
+    if (std::any_of(rows.begin(), rows.end(), [&](const Row* row) { return bound_name(row->theoretical.bound) == std::string(b) || bound_name(row->derated.bound) == std::string(b); }))
+      f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Square, bound_color(b)});
   if (any_derated) {
     f.legend.push_back(LegendEntry{"upper bar: theoretical", false, {}, false, {}, {}});
     f.legend.push_back(LegendEntry{"lower bar (hatched): derated", false, {}, false, {}, {}});
