@@ -161,6 +161,15 @@ void MapReader::finish(const std::vector<std::string>& extra) {
   }
 }
 
+std::vector<const CNode*> as_list(const CNode& n) {
+  std::vector<const CNode*> items;
+  if (n.is_seq())
+    for (const auto& i : n.items) items.push_back(&i);
+  else
+    items.push_back(&n);
+  return items;
+}
+
 std::optional<double> parse_double(const std::string& s) {
   std::string t = s;
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();

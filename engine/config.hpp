@@ -63,6 +63,9 @@ class MapReader {
   std::vector<std::string> known_;
 };
 
+// A value that may be written as one item or as a list of them: the items, in order.
+std::vector<const CNode*> as_list(const CNode& n);
+
 // Scalar conversions with located errors (the value's location).
 std::optional<double> to_number(const CNode& n, Diags& d, const std::string& what);
 std::optional<long long> to_integer(const CNode& n, Diags& d, const std::string& what);

@@ -345,25 +345,17 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
   std::exception_ptr other;
 
   auto worker = [&]() {
+    // a worker that cannot set up (a script fails to load) stops the run with that error
     std::unique_ptr<ExprEvaluator> ev;
+    std::unique_ptr<ScriptHooks> hooks;
     try {
       ev = opt.make_evaluator();
+      if (opt.make_hooks) hooks = opt.make_hooks();
     } catch (...) {
       std::lock_guard<std::mutex> lock(err_mu);
       other = std::current_exception();
       stop = true;
       return;
-    }
-    std::unique_ptr<ScriptHooks> hooks;
-    if (opt.make_hooks) {
-      try {
-        hooks = opt.make_hooks();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        other = std::current_exception();
-        stop = true;
-        return;
-      }
     }
     EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
     if (hooks) {

@@ -141,13 +141,8 @@ class Builder {
       refs = {prev};
       return true;
     }
-    std::vector<const CNode*> list;
-    if (in->is_seq())
-      for (const auto& i : in->items) list.push_back(&i);
-    else
-      list.push_back(in);
     bool ok = true;
-    for (const CNode* r : list) {
+    for (const CNode* r : as_list(*in)) {
       TensorRef t;
       if (resolve(*r, scopes, t)) refs.push_back(t);
       else ok = false;

@@ -196,12 +196,7 @@ std::vector<std::string> read_passes(const CNode& node, Diags& d) {
     if (node.scalar == "all") return pass_names();
     if (node.scalar == "none") return out;
   }
-  std::vector<const CNode*> items;
-  if (node.is_seq())
-    for (const auto& i : node.items) items.push_back(&i);
-  else
-    items.push_back(&node);
-  for (const CNode* i : items) {
+  for (const CNode* i : as_list(node)) {
     auto s = to_string(*i, d, "pass");
     if (!s) continue;
     if (std::find(pass_names().begin(), pass_names().end(), *s) == pass_names().end()) {

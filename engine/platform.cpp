@@ -144,12 +144,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
   std::string what = "compute roof '" + r.name + "'";
   if (const CNode* v = m.require("dtypes")) {
-    std::vector<const CNode*> items;
-    if (v->is_seq())
-      for (const auto& i : v->items) items.push_back(&i);
-    else
-      items.push_back(v);
-    for (const CNode* i : items) {
+    for (const CNode* i : as_list(*v)) {
       auto s = to_string(*i, d, "dtype");
       if (!s) continue;
       auto t = parse_dtype(*s);

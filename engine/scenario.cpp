@@ -240,11 +240,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   if (passes && optimize) d.error(optimize->loc, "give either 'passes' or 'optimize', not both");
   if (passes || optimize) s.passes = read_passes(passes ? *passes : *optimize, d);
   if (const CNode* v = m.get("plugins")) {
-    std::vector<const CNode*> items;
-    if (v->is_seq())
-      for (const auto& i : v->items) items.push_back(&i);
-    else items.push_back(v);
-    for (const CNode* i : items) {
+    for (const CNode* i : as_list(*v)) {
       auto rel = to_string(*i, d, "plugin");
       if (!rel) continue;
       // relative to the scenario file

@@ -885,17 +885,11 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     str("title", p.title);
     str("network", p.network);
     if (const CNode* v = m.get("platforms")) {
-      if (v->is_scalar()) p.platforms = {v->scalar};
-      else if (v->is_seq())
-        for (const auto& i : v->items)
-          if (auto t = to_string(i, d, "platform")) p.platforms.push_back(*t);
+      for (const CNode* i : as_list(*v))
+        if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t);
     }
     if (const CNode* v = m.get("formats")) {
-      std::vector<const CNode*> items;
-      if (v->is_seq())
-        for (const auto& i : v->items) items.push_back(&i);
-      else items.push_back(v);
-      for (const CNode* i : items) {
+      for (const CNode* i : as_list(*v)) {
         auto t = to_string(*i, d, "format");
         if (!t) continue;
         if (*t == "png") p.formats.push_back(Format::PNG);
