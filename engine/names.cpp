@@ -54,13 +54,14 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-std::string text_problem(std::string_view s) {
+std::string text_problem(std::string_view s, bool multiline) {
   for (size_t i = 0; i < s.size();) {
     size_t n = utf8_seq(s, i);
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (n == 0) return "is not valid UTF-8 (byte " + std::to_string(i + 1) + ")";
     if (c == 0) return "contains a NUL byte";
-    if (c < 0x20 || c == 0x7F) return "contains a control character (byte " + std::to_string(i + 1) + ")";
+    bool space = c == '\t' || c == '\n' || c == '\r';
+    if ((c < 0x20 || c == 0x7F) && !(multiline && space)) return "contains a control character (byte " + std::to_string(i + 1) + ")";
     i += n;
   }
   return "";

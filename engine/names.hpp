@@ -13,9 +13,9 @@ bool valid_utf8(std::string_view s);
 // s for a message: control characters and bytes that are not UTF-8 as \xNN, at most 200 bytes.
 std::string printable(std::string_view s);
 
-// Why `s` cannot be a name that ends up in a JSON string ("" when it can): invalid UTF-8, NUL
-// or another control character.
-std::string text_problem(std::string_view s);
+// Why `s` cannot be text that ends up in a JSON string ("" when it can): invalid UTF-8, NUL or
+// another control character (tab, newline and carriage return allowed when `multiline`).
+std::string text_problem(std::string_view s, bool multiline = false);
 
 // Why `s` cannot be a name that ends up in a file name ("" when it can): the text problems,
 // plus empty, '/', '\\', "." or "..".
