@@ -18,6 +18,10 @@
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/probe.hpp"
+#include "measure/probe_output.hpp"
+#include "measure/probe_figures.hpp"
+#include "plots/draw.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -42,13 +46,17 @@ int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
     {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
-    {"hw", "hw list | hw show NAME [--hw-dir DIR]", "list the platform catalog, or show one platform's roofs and derivations", cmd_hw},
+    {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
+     "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
+    {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
+     "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -321,7 +329,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, results.json" : "summary.csv, results.json (network totals)");
+      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }
@@ -391,9 +399,49 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   return rc;
 }
 
+// `hw show NAME --scenario FILE`: the platform as the scenario resolves it at each sweep point; a
+// what-if named per point ("x@${clock}GHz") is found by its full name or by the part before '@'.
+int show_scenario_platform(const std::string& file, const std::string& name, const Catalog& catalog, std::ostream& out, std::ostream& err) {
+  try {
+    Scenario s = load_scenario(file);
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    RunResult r = run_scenario(s, catalog, opt);
+    std::vector<std::string> names;
+    size_t shown = 0;
+    for (size_t pi = 0; pi < r.results.size(); ++pi)
+      for (const Platform& p : r.results[pi].platforms) {
+        if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+        bool match = p.name == name || p.name.substr(0, p.name.find('@')) == name;
+        bool again = std::any_of(r.results.begin(), r.results.begin() + static_cast<std::ptrdiff_t>(pi), [&](const PointResult& e) {
+          return std::any_of(e.platforms.begin(), e.platforms.end(), [&](const Platform& q) { return q.name == p.name; });
+        });
+        if (!match || again) continue;  // one description per distinct platform
+        if (shown++) out << "\n";
+        if (!r.points[pi].bindings.empty()) out << "at sweep point " << pi << ": " << bindings_text(r.points[pi].bindings) << "\n";
+        out << describe_platform(p);
+      }
+    if (shown == 0) {
+      std::string hint = did_you_mean(name, names), all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      err << "rsim: error: scenario '" << file << "' has no platform '" << name << "'\n";
+      err << "rsim: note: " << (hint.empty() ? "its platforms: " + all : hint) << "\n";
+      return kConfig;
+    }
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
+}
+
 int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim hw options");
-  desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "list or show")("name", po::value<std::string>(), "platform");
+  desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "list or show")("name", po::value<std::string>(), "platform")(
+      "scenario", po::value<std::string>(), "show: look NAME up among this scenario's platforms (inline, `base:` what-ifs, every sweep point)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("action", 1).add("name", 1);
@@ -444,6 +492,7 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (!vm.count("name")) return usage_error(err, "hw show needs a platform name", "`rsim hw list` shows the names");
     Diags d;
     std::string name = vm["name"].as<std::string>();
+    if (vm.count("scenario")) return show_scenario_platform(vm["scenario"].as<std::string>(), name, catalog, out, err);
     Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
     if (!d.empty()) {
       err << ConfigError(d.list()).what();
@@ -500,6 +549,75 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kConfig;
   }
   out << describe_op(*op, ops.aliases());
+  return kOk;
+}
+
+int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim probe options");
+  desc.add_options()("help,h", "show this help")("quick", "a shorter run (< 15 s): fewer working sets and samples")(
+      "threads", po::value<int>()->default_value(0), "threads for the 'all' figures (default: every online CPU)")(
+      "output,o", po::value<std::string>(), "write the platform file (catalog format); its stem is the platform's name")(
+      "json", po::value<std::string>(), "write the measurements as JSON")(
+      "out", po::value<std::string>(), "folder for the figures probe_roofline and probe_bandwidth (PNG and SVG)")(
+      "max-working-set", po::value<std::string>(), "largest working set of the bandwidth sweep (default: 512 MiB, or 4 × the last cache)");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("probe")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  int threads = vm["threads"].as<int>();
+  if (threads < 0 || threads > 1024) return usage_error(err, "--threads must be between 1 and 1024");
+  measure::ProbeOptions opt;
+  opt.quick = vm.count("quick") > 0;
+  opt.threads = threads;
+  if (vm.count("max-working-set")) {
+    std::string v = vm["max-working-set"].as<std::string>();
+    auto q = parse_quantity(v, Dim::Bytes).value;
+    if (!q || *q < 64 * 1024) return usage_error(err, "--max-working-set must be a size of at least 64 KiB, got '" + v + "'", "e.g. --max-working-set 1GiB");
+    opt.max_working_set_bytes = *q;
+  }
+  std::string platform_name;
+  if (vm.count("output")) {
+    platform_name = fs::path(vm["output"].as<std::string>()).stem().string();
+    bool ok = !platform_name.empty() && std::all_of(platform_name.begin(), platform_name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    if (!ok) return usage_error(err, "the platform file's stem '" + platform_name + "' is its name: use letters, digits, '_' and '-'", "e.g. -o hardware/this_machine.yaml");
+  }
+  bool tty = isatty(2);
+  opt.progress = [&](const std::string& s) {
+    if (tty) std::fprintf(stderr, "\rprobe: %-60s", s.c_str());
+  };
+  measure::ProbeResult r = measure::run_probe(opt);
+  if (tty) std::fprintf(stderr, "\r%-70s\r", "");
+  std::vector<plots::OutputFile> files;
+  if (vm.count("output")) files.push_back({vm["output"].as<std::string>(), measure::probe_platform_yaml(r, platform_name)});
+  if (vm.count("json")) files.push_back({vm["json"].as<std::string>(), measure::probe_json(r)});
+  if (vm.count("out")) {
+    fs::path dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    for (auto& [stem, fig] : measure::probe_figures(r))
+      for (plots::Format f : {plots::Format::PNG, plots::Format::SVG})
+      {
+        plots::CairoRenderer cr(f, 150);
+        plots::draw(fig, cr);
+        files.push_back({(dir / (stem + "." + plots::format_ext(f))).string(), cr.bytes()});
+      }
+  }
+  try {
+    for (const auto& f : files) write_file_atomic(f.name, f.bytes);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  out << measure::probe_report(r);
+  for (const auto& f : files) out << "wrote " << f.name << "\n";
   return kOk;
 }
 

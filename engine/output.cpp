@@ -1,10 +1,12 @@
 #include "engine/output.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <string_view>
+#include <unordered_map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +50,10 @@ std::string json_escape(const std::string& s) {
 }
 
 std::string num_text(double v) { return format_number(v); }
+
+std::string sweep_column(const std::string& var, const std::vector<std::string>& columns) {
+  return std::find(columns.begin(), columns.end(), var) == columns.end() ? var : "sweep." + var;
+}
 
 // ---- appending formatters: the same text as format_number, without temporaries
 
@@ -132,19 +138,20 @@ const std::vector<std::string>& results_columns() {
 
 const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
+      "point", "platform", "network", "dtype", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
       "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
   return c;
 }
 
-// header with the sweep variables right after `point`
+// header with the sweep variables right after `point`; a variable named like a column of the
+// table (a sweep over `batch` or `dtype`) is written `sweep.NAME`, so no header appears twice
 static std::string header(const std::vector<std::string>& cols, const std::vector<std::string>& vars) {
   std::string h;
   for (size_t i = 0; i < cols.size(); ++i) {
     h += (i ? "," : "") + cols[i];
     if (i == 0)
-      for (const auto& v : vars) h += "," + csv_escape(v);
+      for (const auto& v : vars) h += "," + csv_escape(sweep_column(v, cols));
   }
   return h + "\n";
 }
@@ -206,6 +213,8 @@ void append_summary_csv(std::string& out, const PointResult& pr, const Point& p)
     out += lead;
     out += ',', put_csv(out, s.platform);
     out += ',', put_csv(out, s.network);
+    out += ',';
+    out += dtype_name(pr.settings.dtype);
     for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
       out += ',', put_num(out, v);
     for (int v : {s.memory_bound, s.compute_bound}) out += ',', put_num(out, v);
@@ -230,6 +239,71 @@ std::string results_csv(const RunResult& r, const Scenario&) {
 std::string summary_csv(const RunResult& r, const Scenario&) {
   std::string out = summary_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
   for (size_t pi = 0; pi < r.results.size(); ++pi) append_summary_csv(out, r.results[pi], r.points[pi]);
+  return out;
+}
+
+const std::vector<std::string>& kernels_columns() {
+  static const std::vector<std::string> c = {
+      "point", "platform", "network", "kernel", "layers", "layer_names", "flops", "bytes", "intensity", "compute_time_s", "memory_time_s",
+      "launch_overhead_s", "time_s", "bound", "derated_compute_time_s", "derated_memory_time_s", "derated_time_s", "derated_bound"};
+  return c;
+}
+
+std::string kernels_csv_header(const RunHeader& h) { return header(kernels_columns(), h.var_names); }
+
+void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p) {
+  struct K {
+    const Row* first;
+    std::string names;
+    double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
+  };
+  std::vector<K> ks;  // in order of first layer, per platform and network
+  // rows of one platform and network are adjacent: the kernel index restarts with each
+  std::unordered_map<std::string_view, size_t> index;
+  const Row* group = nullptr;
+  for (const Row& row : pr.rows) {
+    if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
+    if (!group || group->platform != row.platform || group->network != row.network) {
+      group = &row;
+      index.clear();
+    }
+    auto [it, fresh] = index.try_emplace(row.kernel, ks.size());
+    if (fresh) ks.push_back(K{&row, ""});
+    K& k = ks[it->second];
+    if (!k.names.empty()) k.names += ';';
+    k.names += row.layer;
+    k.layers += 1, k.flops += row.cost.flops, k.bytes += row.bytes;
+    k.c += row.theoretical.compute_time_s, k.m += row.theoretical.memory_time_s;
+    k.dc += row.derated.compute_time_s, k.dm += row.derated.memory_time_s;
+  }
+  std::string lead;
+  put_uint(lead, p.index);
+  for (const auto& [name, v] : p.bindings) lead += ',', put_csv(lead, v);
+  for (const K& k : ks) {
+    double overhead = 0;
+    for (const auto& pl : pr.platforms)
+      if (pl.name == k.first->platform) overhead = pl.launch_overhead_s;
+    auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
+    double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
+    out += lead;
+    out += ',', put_csv(out, k.first->platform);
+    out += ',', put_csv(out, k.first->network);
+    out += ',', put_csv(out, k.first->kernel);
+    out += ',', put_num(out, k.layers);
+    out += ',', put_csv(out, k.names);
+    for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) out += ',', put_num(out, v);
+    out += ',';
+    out += bound(k.c, k.m);
+    for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) out += ',', put_num(out, v);
+    out += ',';
+    out += bound(k.dc, k.dm);
+    out += '\n';
+  }
+}
+
+std::string kernels_csv(const RunResult& r) {
+  std::string out = kernels_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
+  for (size_t pi = 0; pi < r.results.size(); ++pi) append_kernels_csv(out, r.results[pi], r.points[pi]);
   return out;
 }
 
@@ -342,7 +416,8 @@ std::string results_json_head(const RunHeader& h, const RunInfo& info) {
   j.key("flops"), j.str("FLOPs = flops_per_mac × MACs for multiply-accumulate operators, plus each operator's stated per-element FLOPs (`rsim ops NAME`)");
   j.key("bytes"), j.str("memory_model of each point: weights+outputs, or inputs+weights+outputs; per-tensor bytes are given so either can be recomputed");
   j.key("intensity"), j.str("flops / bytes in FLOP/byte; null when bytes = 0 and flops > 0 (infinite intensity)");
-  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer; network time is the sum of layer times");
+  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s = sum over kernels (a layer, or a fused group: "
+                      "see kernels.csv) of max(sum of compute times, sum of memory times) of its layers, plus the platform's launch_overhead per kernel");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
   j.close('}');
   j.key("sweep_variables");
@@ -491,20 +566,22 @@ void TableWriter::start(const RunHeader& h) {
   header_ = h;
   if (tables_ == Tables::All) open("results.csv", results_csv_header(h));
   open("summary.csv", summary_csv_header(h));
+  if (tables_ == Tables::All) open("kernels.csv", kernels_csv_header(h));
   open("results.json", results_json_head(h, info_));
   if (next) next->start(h);
 }
 
 void TableWriter::prepare(PointResult& pr, const Point& p) {
   bool layers = tables_ == Tables::All;
-  pr.text.assign(3, std::string());
+  pr.text.assign(4, std::string());
   if (layers) {
     pr.text[0].reserve(pr.rows.size() * 400);
     append_results_csv(pr.text[0], pr, p);
+    append_kernels_csv(pr.text[2], pr, p);
   }
   append_summary_csv(pr.text[1], pr, p);
-  pr.text[2].reserve(pr.rows.size() * 1000 + 2000);
-  append_results_json(pr.text[2], pr, p, header_, layers);
+  pr.text[3].reserve(pr.rows.size() * 1000 + 2000);
+  append_results_json(pr.text[3], pr, p, header_, layers);
   if (next) next->prepare(pr, p);
 }
 
@@ -513,8 +590,9 @@ void TableWriter::consume(PointResult&& pr, const Point& p) {
   double before = bytes_;
   if (tables_ == Tables::All) put(k++, pr.text[0]);
   put(k++, pr.text[1]);
+  if (tables_ == Tables::All) put(k++, pr.text[2]);
   if (points_) put(k, ",");
-  put(k, pr.text[2]);
+  put(k, pr.text[3]);
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
   pr.text.clear();

@@ -18,24 +18,34 @@ struct RunInfo {
 std::string csv_escape(const std::string& s);
 std::string json_escape(const std::string& s);
 std::string num_text(double v);  // shortest round-trip text; "inf" for infinity
+// The header of a sweep variable's column: its name, or `sweep.NAME` when a column of the table
+// already has that name (a sweep over `batch` in summary.csv, over `dtype` in results.csv).
+std::string sweep_column(const std::string& var, const std::vector<std::string>& columns);
 
 // Whole tables of a collected run (tests, small runs). The same bytes as TableWriter writes.
 std::string results_csv(const RunResult& r, const Scenario& s);
 std::string summary_csv(const RunResult& r, const Scenario& s);
+// One row per kernel (a layer, or a group fused by a pass): its layers, FLOPs, bytes, time and the
+// bound of the kernel as a whole (results.csv's `bound` describes each layer alone).
+std::string kernels_csv(const RunResult& r);
 std::string results_json(const RunResult& r, const RunInfo& info);
 
 // The pieces of each table: a header, then one piece per point, in point order (results.json
 // separates points with a comma and ends with results_json_tail()).
 std::string results_csv_header(const RunHeader& h);
 std::string summary_csv_header(const RunHeader& h);
+std::string kernels_csv_header(const RunHeader& h);
 std::string results_json_head(const RunHeader& h, const RunInfo& info);
 const char* results_json_tail();
 void append_results_csv(std::string& out, const PointResult& pr, const Point& p);
 void append_summary_csv(std::string& out, const PointResult& pr, const Point& p);
+void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p);
 // `layers`: false leaves out the per-layer rows (network totals only)
 void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers);
 
-enum class Tables { All, Summary };  // Summary: summary.csv and results.json without layers
+// All: results.csv, summary.csv, kernels.csv, results.json; Summary: summary.csv and
+// results.json without per-layer rows
+enum class Tables { All, Summary };
 
 // Streams the tables into files in `dir` as points arrive: each point is formatted on its
 // worker (prepare) and written in point order (consume); nothing but the files grows with the
@@ -101,5 +111,6 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // Column names of results.csv and summary.csv (without the sweep variables), for docs and tests.
 const std::vector<std::string>& results_columns();
 const std::vector<std::string>& summary_columns();
+const std::vector<std::string>& kernels_columns();
 
 }  // namespace rsim
