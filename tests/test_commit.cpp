@@ -125,7 +125,7 @@ TEST_CASE("streamed tables equal the whole-run tables, byte for byte, for any nu
   fs::remove_all(dir);
 }
 
-TEST_CASE("--tables summary writes network totals only, the same totals as a full run", "[commit]") {
+TEST_CASE("run with tables summary writes network totals only, the same totals as a full run", "[commit]") {
   fs::path dir = temp_dir("summary");
   std::string scen = src("scenarios/group_conv_sweep.yaml");
   REQUIRE(cli({"run", scen, "--out", (dir / "full").string(), "--no-plots", "-q", "--hw-dir", src("hardware")}) == 0);
