@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/graph.hpp"
@@ -129,6 +130,10 @@ struct EvalContext {
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
+  // Per worker: platforms and networks that no `${…}` changes, built once (see evaluate_point).
+  std::map<const CNode*, Platform> fixed_platforms{};
+  using NetKey = std::tuple<const CNode*, DType, double>;  // entry, dtype, flops_per_mac
+  std::map<NetKey, std::vector<std::shared_ptr<const Network>>> fixed_networks{};
 };
 
 // Bytes a layer moves under a memory model.
