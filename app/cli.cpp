@@ -116,6 +116,20 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return false;
 }
 
+// Warnings of a run (e.g. a model that does not fit a platform's memory): the first few, then a count.
+void print_warnings(std::ostream& err, const RunResult& r) {
+  size_t total = 0, shown = 0;
+  for (const auto& pr : r.results)
+    for (const auto& w : pr.warnings) {
+      ++total;
+      if (shown < 3) {
+        err << format_diagnostic(w);
+        ++shown;
+      }
+    }
+  if (total > shown) err << "rsim: note: " << total - shown << " more warning" << (total - shown == 1 ? "" : "s") << " of this kind (summary.csv: fits_in_memory)\n";
+}
+
 int print_config_error(std::ostream& err, const ConfigError& e) {
   err << e.what();
   return kConfig;
@@ -244,6 +258,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     RunResult r = run_scenario(s, catalog, opt);
     progress.finish();
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    print_warnings(err, r);
 
     fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / s.name;
     std::error_code ec;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 
 namespace rsim {
@@ -105,9 +106,15 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   return out;
 }
 
+static std::string gib_text(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
 double layer_bytes(const OpCost& c, MemoryModel m) {
-  double b = c.weight_bytes + c.output_total();
-  if (m == MemoryModel::InputsWeightsOutputs) b += c.input_total();
+  double b = c.weight_bytes + c.output_total() + c.scratch_bytes;
+  b += m == MemoryModel::InputsWeightsOutputs ? c.input_total() : c.kv_read_bytes;
   return b;
 }
 
@@ -194,7 +201,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
   }
   std::vector<Network> nets;
-  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
+  std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   for (const auto& raw : s.networks) {
     Diags nd;  // each network reports its own errors even when an earlier part failed
     NetworkSource src = resolve_network(raw, env, ctx, nd);
@@ -203,10 +211,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       continue;
     }
     nets.push_back(build_network(src.node, src.env, bo, nd));
+    net_locs.push_back(raw.loc);
     d.merge(nd);
     if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
       nets.push_back(apply_passes(nets.back(), s.passes));
       nets.back().name += ".optimized";
+      net_locs.push_back(raw.loc);
     }
     for (size_t i = 0; i + 1 < nets.size(); ++i)
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
@@ -245,16 +255,23 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.platform = pl.name;
       sum.network = net.name;
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
+      sum.phase = net.phase;
+      if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      for (const auto& m : pl.memory)
+        if (m.size_bytes > sum.memory_size_bytes) {
+          sum.memory_size_bytes = m.size_bytes;
+          sum.memory_name = m.name;
+        }
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
       std::vector<std::pair<std::string, KernelTime>> kernels;
       for (const Layer& L : net.layers) {
-        const ComputeRoof* roof = pl.roof_for(L.dtype);
+        const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;
           for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
-          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.dtype) + " (layer '" + L.name + "')",
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')",
                   {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
           break;
         }
@@ -265,6 +282,11 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         r.layer = L.name;
         r.op = L.op->name;
         r.dtype = L.dtype;
+        r.compute_dtype = L.compute_dtype();
+        r.weights_dtype = L.weights_dtype();
+        r.kv_dtype = L.kv_dtype();
+        r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
+        r.touches_kv = L.touches_kv;
         for (const auto& sh : L.in_shapes) r.input_shapes += (r.input_shapes.empty() ? "" : ";") + shape_str(sh);
         for (const auto& sh : L.out_shapes) r.output_shapes += (r.output_shapes.empty() ? "" : ";") + shape_str(sh);
         r.cost = L.cost;
@@ -303,6 +325,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.macs += r.cost.macs;
         sum.flops += r.cost.flops;
         sum.params += r.cost.params;
+        sum.active_params += r.cost.active_params;
+        sum.weight_footprint_bytes += r.cost.resident_weight_bytes;
+        sum.kv_cache_bytes += r.cost.kv_cache_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, r.cost.activation_bytes);
         sum.bytes += r.bytes;
         sum.memory_bound += r.theoretical.bound == Bound::Memory;
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
@@ -318,6 +344,18 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+      sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+        Diagnostic w;
+        w.warning = true;
+        w.loc = net_locs[&net - nets.data()];
+        w.message = "network '" + net.name + "' needs " + gib_text(sum.memory_footprint_bytes) + " of memory, more than the " +
+                    gib_text(sum.memory_size_bytes) + " of platform '" + pl.name + "' (" + sum.memory_name + ")";
+        w.notes.push_back(Note{{}, "weights " + gib_text(sum.weight_footprint_bytes) + " + KV cache " + gib_text(sum.kv_cache_bytes) +
+                                       " + activations " + gib_text(sum.activation_bytes)});
+        if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+        out.warnings.push_back(std::move(w));
+      }
       out.summary.push_back(sum);
     }
   }

@@ -53,8 +53,8 @@ static std::string json_num(double v) {
 
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
-      "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
+      "point", "platform", "network", "layer", "op", "dtype", "compute_dtype", "weights_dtype", "kv_dtype", "input_shape", "output_shape",
+      "macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
       "efficiency_bandwidth", "flops_per_mac", "memory_model"};
@@ -65,8 +65,27 @@ const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
-      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
+      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
+      "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
+      "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory"};
   return c;
+}
+
+LlmTotals llm_totals(const SummaryRow& s) {
+  LlmTotals t;
+  if (s.phase.empty()) return t;
+  t.tokens = s.tokens;
+  t.tokens_per_s = s.time_s > 0 ? s.tokens / s.time_s : NAN;
+  t.derated_tokens_per_s = s.derated_time_s > 0 ? s.tokens / s.derated_time_s : NAN;
+  if (s.phase == "prefill") {
+    t.ttft_s = s.time_s;
+    t.derated_ttft_s = s.derated_time_s;
+  } else {
+    t.tpot_s = s.time_s;
+    t.derated_tpot_s = s.derated_time_s;
+  }
+  return t;
 }
 
 // header with the sweep variables right after `point`
@@ -99,10 +118,13 @@ std::string results_csv(const RunResult& r, const Scenario&) {
     for (const Row& row : pr.rows) {
       std::string line = std::to_string(row.point) + var_cells(r, pi);
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) line += "," + csv_escape(*s);
-      line += "," + std::string(dtype_name(row.dtype)) + "," + row.input_shapes + "," + row.output_shapes;
+      line += "," + std::string(dtype_name(row.dtype)) + "," + dtype_name(row.compute_dtype) + "," +
+              (row.has_weights ? dtype_name(row.weights_dtype) : "") + "," + (row.touches_kv ? dtype_name(row.kv_dtype) : "");
+      line += "," + row.input_shapes + "," + row.output_shapes;
       double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
       for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
-                       row.cost.output_total(), row.bytes, row.theoretical.intensity, mac_i})
+                       row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
+                       row.theoretical.intensity, mac_i})
         line += "," + num_text(v);
       line += "," + csv_escape(row.compute_roof) + "," + csv_escape(row.memory_level);
       for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
@@ -131,6 +153,12 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
       line += "," + std::to_string(s.derated_memory_bound) + "," + std::to_string(s.derated_compute_bound);
       line += "," + num_text(s.batch) + "," + num_text(s.derated_time_s / s.batch);
       line += "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
+      line += "," + num_text(s.active_params) + "," + s.phase;
+      LlmTotals t = llm_totals(s);
+      for (double v : {t.tokens, t.tokens_per_s, t.derated_tokens_per_s, t.ttft_s, t.derated_ttft_s, t.tpot_s, t.derated_tpot_s})
+        line += "," + (std::isnan(v) ? std::string() : num_text(v));
+      for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) line += "," + num_text(v);
+      line += "," + (s.memory_size_bytes > 0 ? num_text(s.memory_size_bytes) + "," + (s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false") : ",");
       out += line + "\n";
     }
   }
@@ -244,6 +272,9 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
   j.key("intensity"), j.str("flops / bytes in FLOP/byte; null when bytes = 0 and flops > 0 (infinite intensity)");
   j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer; network time is the sum of layer times");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
+  j.key("precision"), j.str("activations in dtype; matrix weights in weights_dtype with one fp16 scale per quant_group weights when int8/int4/fp8; the KV cache in kv_dtype; the compute roof is the one of compute_dtype (default dtype: weights are dequantized to the activation precision)");
+  j.key("kv_cache"), j.str("KV-cache reads (kv_read_bytes) and a layer's internal scratch traffic count under both memory models");
+  j.key("llm"), j.str("tokens = batch × new tokens of the step; tokens_per_s = tokens / time; prefill: time to first token = time; decode: time per output token = time; memory footprint = resident weights + KV cache + the largest activations of one layer");
   j.close('}');
   j.key("sweep_variables");
   j.open('[');
@@ -265,6 +296,11 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
     j.key("memory_model"), j.str(memory_model_name(pr.settings.memory_model));
     j.key("flops_per_mac"), j.num(pr.settings.flops_per_mac);
     j.key("memory_level"), j.str(pr.settings.memory_level.empty() ? "(first level of each platform)" : pr.settings.memory_level);
+    const Precision& pc = pr.settings.precision;
+    j.key("weights_dtype"), j.str(dtype_name(pc.weights.value_or(pr.settings.dtype)));
+    j.key("kv_dtype"), j.str(dtype_name(pc.kv.value_or(pr.settings.dtype)));
+    j.key("compute_dtype"), j.str(dtype_name(pc.compute.value_or(pr.settings.dtype)));
+    j.key("quant_group"), j.num(static_cast<double>(pc.quant_group));
     j.close('}');
     j.key("platforms");
     j.open('[');
@@ -293,6 +329,33 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
       j.key("batch"), j.num(sm.batch);
       j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
+      j.key("active_params"), j.num(sm.active_params);
+      if (!sm.phase.empty()) {
+        LlmTotals t = llm_totals(sm);
+        j.key("phase"), j.str(sm.phase);
+        j.key("tokens"), j.num(t.tokens);
+        j.key("tokens_per_s"), j.num(t.tokens_per_s);
+        j.key("derated_tokens_per_s"), j.num(t.derated_tokens_per_s);
+        if (sm.phase == "prefill") {
+          j.key("time_to_first_token_s"), j.num(t.ttft_s);
+          j.key("derated_time_to_first_token_s"), j.num(t.derated_ttft_s);
+        } else {
+          j.key("time_per_output_token_s"), j.num(t.tpot_s);
+          j.key("derated_time_per_output_token_s"), j.num(t.derated_tpot_s);
+        }
+      }
+      j.key("memory_footprint");
+      j.open('{');
+      j.key("weight_bytes"), j.num(sm.weight_footprint_bytes);
+      j.key("kv_cache_bytes"), j.num(sm.kv_cache_bytes);
+      j.key("activation_bytes"), j.num(sm.activation_bytes);
+      j.key("total_bytes"), j.num(sm.memory_footprint_bytes);
+      if (sm.memory_size_bytes > 0) {
+        j.key("memory_size_bytes"), j.num(sm.memory_size_bytes);
+        j.key("memory"), j.str(sm.memory_name);
+        j.key("fits"), j.boolean(sm.memory_footprint_bytes <= sm.memory_size_bytes);
+      }
+      j.close('}');
       j.close('}');
     }
     j.close(']');
@@ -305,6 +368,9 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("layer"), j.str(row.layer);
       j.key("op"), j.str(row.op);
       j.key("dtype"), j.str(dtype_name(row.dtype));
+      j.key("compute_dtype"), j.str(dtype_name(row.compute_dtype));
+      if (row.has_weights) j.key("weights_dtype"), j.str(dtype_name(row.weights_dtype));
+      if (row.touches_kv) j.key("kv_dtype"), j.str(dtype_name(row.kv_dtype));
       j.key("input_shape"), j.str(row.input_shapes);
       j.key("output_shape"), j.str(row.output_shapes);
       j.key("macs"), j.num(row.cost.macs);
@@ -319,6 +385,12 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.open('[');
       for (double b : row.cost.output_bytes) j.num(b);
       j.close(']');
+      j.key("quant_scale_bytes"), j.num(row.cost.scale_bytes);
+      j.key("kv_read_bytes"), j.num(row.cost.kv_read_bytes);
+      j.key("kv_write_bytes"), j.num(row.cost.kv_write_bytes);
+      j.key("scratch_bytes"), j.num(row.cost.scratch_bytes);
+      j.key("resident_weight_bytes"), j.num(row.cost.resident_weight_bytes);
+      j.key("kv_cache_bytes"), j.num(row.cost.kv_cache_bytes);
       j.key("bytes"), j.num(row.bytes);
       j.key("intensity"), j.num(row.theoretical.intensity);
       j.key("kernel"), j.str(row.kernel);
