@@ -979,6 +979,7 @@ OpRegistry make_builtins() {
   add_activations(r);
   add_elementwise(r);
   add_layout(r);
+  add_transformer_ops(r);
   return r;
 }
 

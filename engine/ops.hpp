@@ -152,6 +152,9 @@ class OpRegistry {
 
 // The operators rsim knows without plugins.
 const OpRegistry& builtin_ops();
+// Transformer operators (engine/ops_transformer.cpp): attention, kv_cache, rmsnorm, rope,
+// embedding, swiglu, geglu, moe.
+void add_transformer_ops(OpRegistry& r);
 
 // Read one attribute value from the scenario (errors at the value's location).
 bool parse_attr(const AttrSpec& spec, const CNode& value, AttrValue& out, Diags& d, const std::string& where);
