@@ -15,6 +15,10 @@
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/probe.hpp"
+#include "measure/probe_output.hpp"
+#include "measure/probe_figures.hpp"
+#include "plots/draw.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -39,6 +43,7 @@ int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
@@ -47,6 +52,8 @@ const Command kCommands[] = {
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
+    {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
+     "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -504,6 +511,75 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kConfig;
   }
   out << describe_op(*op, ops.aliases());
+  return kOk;
+}
+
+int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim probe options");
+  desc.add_options()("help,h", "show this help")("quick", "a shorter run (< 15 s): fewer working sets and samples")(
+      "threads", po::value<int>()->default_value(0), "threads for the 'all' figures (default: every online CPU)")(
+      "output,o", po::value<std::string>(), "write the platform file (catalog format); its stem is the platform's name")(
+      "json", po::value<std::string>(), "write the measurements as JSON")(
+      "out", po::value<std::string>(), "folder for the figures probe_roofline and probe_bandwidth (PNG and SVG)")(
+      "max-working-set", po::value<std::string>(), "largest working set of the bandwidth sweep (default: 512 MiB, or 4 × the last cache)");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("probe")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  int threads = vm["threads"].as<int>();
+  if (threads < 0 || threads > 1024) return usage_error(err, "--threads must be between 1 and 1024");
+  measure::ProbeOptions opt;
+  opt.quick = vm.count("quick") > 0;
+  opt.threads = threads;
+  if (vm.count("max-working-set")) {
+    std::string v = vm["max-working-set"].as<std::string>();
+    auto q = parse_quantity(v, Dim::Bytes).value;
+    if (!q || *q < 64 * 1024) return usage_error(err, "--max-working-set must be a size of at least 64 KiB, got '" + v + "'", "e.g. --max-working-set 1GiB");
+    opt.max_working_set_bytes = *q;
+  }
+  std::string platform_name;
+  if (vm.count("output")) {
+    platform_name = fs::path(vm["output"].as<std::string>()).stem().string();
+    bool ok = !platform_name.empty() && std::all_of(platform_name.begin(), platform_name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    if (!ok) return usage_error(err, "the platform file's stem '" + platform_name + "' is its name: use letters, digits, '_' and '-'", "e.g. -o hardware/this_machine.yaml");
+  }
+  bool tty = isatty(2);
+  opt.progress = [&](const std::string& s) {
+    if (tty) std::fprintf(stderr, "\rprobe: %-60s", s.c_str());
+  };
+  measure::ProbeResult r = measure::run_probe(opt);
+  if (tty) std::fprintf(stderr, "\r%-70s\r", "");
+  std::vector<plots::OutputFile> files;
+  if (vm.count("output")) files.push_back({vm["output"].as<std::string>(), measure::probe_platform_yaml(r, platform_name)});
+  if (vm.count("json")) files.push_back({vm["json"].as<std::string>(), measure::probe_json(r)});
+  if (vm.count("out")) {
+    fs::path dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    for (auto& [stem, fig] : measure::probe_figures(r))
+      for (plots::Format f : {plots::Format::PNG, plots::Format::SVG})
+      {
+        plots::CairoRenderer cr(f, 150);
+        plots::draw(fig, cr);
+        files.push_back({(dir / (stem + "." + plots::format_ext(f))).string(), cr.bytes()});
+      }
+  }
+  try {
+    for (const auto& f : files) write_file_atomic(f.name, f.bytes);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  out << measure::probe_report(r);
+  for (const auto& f : files) out << "wrote " << f.name << "\n";
   return kOk;
 }
 
