@@ -1,5 +1,6 @@
 #include "engine/evaluate.hpp"
 
+#include "engine/llm_models.hpp"
 #include "engine/passes.hpp"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ std::vector<std::string> ModelLibrary::names() const {
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
       if (e.path().extension() == ".yaml") n.push_back(e.path().stem().string());
   }
+  n.push_back("hf");  // a transformer from a Hugging Face config.json (see resolve_network)
   std::sort(n.begin(), n.end());
   n.erase(std::unique(n.begin(), n.end()), n.end());
   return n;
@@ -75,13 +77,58 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
     return NetworkSource{CNode{}, env};
   }
+  // A preset (a zoo file `model: BASE` with `args:`) or `hf` (a Hugging Face config.json) is a
+  // base model with fixed arguments; the user's args are added to them or replace them.
+  std::string model_name = mn->scalar, preset_name;
+  CNode merged;
+  if (model_name == "hf") {
+    const CNode* cfg = args && args->is_map() ? args->find("config") : nullptr;
+    if (!cfg || !cfg->is_scalar()) {
+      d.error(cfg ? cfg->loc : mn->loc, "model 'hf' needs the path of a Hugging Face config.json",
+              {Note{{}, "e.g. {model: hf, args: {config: models/llama/config.json, phase: decode}}"}});
+      return NetworkSource{CNode{}, env};
+    }
+    std::filesystem::path path(cfg->scalar);
+    if (path.is_relative() && cfg->loc.file) path = std::filesystem::path(cfg->loc.file->path).parent_path() / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      d.error(cfg->loc, "cannot read config '" + path.string() + "'", {Note{{}, "a relative path is relative to the scenario's folder"}});
+      return NetworkSource{CNode{}, env};
+    }
+    CNode json;
+    try {
+      json = load_yaml_file(path.string());
+    } catch (const ConfigError& e) {
+      d.add(e);
+      return NetworkSource{CNode{}, env};
+    }
+    merged = hf_transformer_args(json, d);
+    for (const auto& e : args->entries)
+      if (e.key != "config") merged.entries.push_back(e);
+    model_name = "transformer";
+    preset_name = path.stem() == "config" ? path.parent_path().filename().string() : path.stem().string();
+  }
   std::shared_ptr<const CNode> model;
   try {
-    model = ctx.models->get(mn->scalar, mn->loc);
+    model = ctx.models->get(model_name, mn->loc);
+    if (const CNode* base = model->find("model"); base && base->is_scalar() && preset_name.empty()) {
+      merged.kind = CNode::Kind::Map;
+      if (const CNode* pa = model->find("args"); pa && pa->is_map()) merged.entries = pa->entries;
+      if (args && args->is_map())
+        for (const auto& e : args->entries) {
+          auto it = std::find_if(merged.entries.begin(), merged.entries.end(), [&](const CEntry& x) { return x.key == e.key; });
+          if (it != merged.entries.end()) *it = e;
+          else merged.entries.push_back(e);
+        }
+      preset_name = model->find("name") ? model->find("name")->scalar : model_name;
+      model_name = base->scalar;
+      model = ctx.models->get(model_name, base->loc);
+    }
   } catch (const ConfigError& e) {
     d.add(e);
     return NetworkSource{CNode{}, env};
   }
+  if (!preset_name.empty()) args = &merged;
   NetworkSource out{*model, env};
   // parameters: the model's defaults, replaced by args (each key must be a parameter)
   std::vector<std::string> pnames;
@@ -100,12 +147,12 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
       if (std::find(pnames.begin(), pnames.end(), e.key) == pnames.end()) {
         std::string hint = did_you_mean(e.key, pnames), list;
         for (const auto& p : pnames) list += (list.empty() ? "" : ", ") + p;
-        d.error(e.key_loc, "model '" + mn->scalar + "' has no parameter '" + e.key + "'",
+        d.error(e.key_loc, "model '" + model_name + "' has no parameter '" + e.key + "'",
                 {Note{{}, !hint.empty() ? hint : list.empty() ? "it takes no arguments" : "its parameters: " + list}});
       }
-  if (name) {  // a new name, e.g. to compare two configurations of one model
+  if (name || !preset_name.empty()) {  // a new name, e.g. to compare two configurations of one model
     for (auto& e : out.node.entries)
-      if (e.key == "name") e.value = *name;
+      if (e.key == "name") e.value = name ? *name : CNode::make_scalar(preset_name, e.value.loc);
   }
   return out;
 }

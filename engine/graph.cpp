@@ -422,7 +422,8 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   b.precision = opt.precision;
   read_precision_keys(node, b.precision, d);
   m.allow(kPrecisionKeys);
-  if (const CNode* ph = m.get("phase")) {
+  m.get("phase");
+  if (const CNode* ph = node.find("phase")) {
     auto s = to_string(*ph, d, "phase");
     if (s && *s != "prefill" && *s != "decode") {
       std::string hint = did_you_mean(*s, {"prefill", "decode"});
