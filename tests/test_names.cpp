@@ -1,6 +1,13 @@
 // Names and numbers: anything that becomes a path or a JSON string is checked at load, and a NaN
 // or an infinity anywhere in a result is a located error, never a `null` in results.json.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/cli.hpp"
 
 #include "engine/names.hpp"
 #include "helpers.hpp"
@@ -104,4 +111,26 @@ TEST_CASE("numbers: a script's efficiency must be a usable fraction", "[names][n
   std::string yaml = scenario(kPlatform) + "lua: |\n  rsim.efficiency(function(layer, platform) return {compute = 5e-324} end)\n";
   CHECK(load_error(yaml) ==
         "t.yaml:10:9: error: t.yaml:12: efficiency model for layer 'x' on 'p': 'compute' must be a fraction in [1e-12, 1], got 5e-324");
+}
+
+TEST_CASE("names: a plot's name is its files' name: no collision with a table or another plot", "[names][errors][plots]") {
+  namespace fs = std::filesystem;
+  fs::path y = fs::temp_directory_path() / ("rsim_plotnames_" + std::to_string(::getpid()) + ".yaml");
+  auto validate = [&](const std::string& plots) {
+    std::ofstream(y) << "name: p\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 8], layers: [{op: relu}]}\nplots:\n" << plots;
+    std::ostringstream o, e;
+    int code = rsim_main({"validate", y.string()}, o, e);
+    std::string err = e.str();
+    return std::to_string(code) + " " + err.substr(0, err.find('\n'));
+  };
+  std::string f = y.string();
+  CHECK(validate("  - {kind: roofline, name: results}\n") ==
+        "1 " + f + ":6:28: error: plot name 'results' would overwrite the run's results.csv; pick another");
+  CHECK(validate("  - {kind: roofline, name: report}\n") == "1 " + f + ":6:28: error: plot name 'report' would overwrite the run's report.md; pick another");
+  CHECK(validate("  - {kind: roofline, name: a}\n  - {kind: layers, name: a}\n") ==
+        "1 " + f + ":7:26: error: two plots are named 'a': their files would overwrite each other");
+  CHECK(validate("  - {kind: roofline, name: ../x}\n") ==
+        "1 " + f + ":6:28: error: plot name '../x' names the figure's files: use letters, digits, '-', '_' and '.'");
+  CHECK(validate("  - {kind: roofline, name: roof}\n  - {kind: layers, name: lay}\n") == "0 ");
+  fs::remove(y);
 }
