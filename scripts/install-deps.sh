@@ -3,7 +3,7 @@
 # Idempotent: does nothing when every package is already installed. Needs root (or sudo).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboost-program-options-dev
-          catch2 libbenchmark-dev libcairo2-dev libpng-dev fonts-dejavu-core
+          catch2 libbenchmark-dev libcairo2-dev libpng-dev fonts-dejavu-core libdnnl-dev
           libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do
