@@ -45,6 +45,8 @@ const Reference kModels[] = {
     {"googlenet_op13",                        "",                                6624904,      6617624,      1498376192,   false},
     {"resnet18_bn_op13",                      "",                                11689512,     11689512,     1814073344,   true},
     {"deeplabv3_mobilenet_v3_large_op13",     "",                                11025477,     11011485,     1882169120,   false},
+    // a GPT-2-style decoder exported with dynamic batch and seq axes; PyTorch ran it on ids of shape (2, 64)
+    {"gpt2_small_op17",                       "dims: {batch: 2, seq: 64}",       685568,       685568,       70909952,     false},
 };
 // clang-format on
 
