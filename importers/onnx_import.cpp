@@ -2159,6 +2159,13 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
     }
     for (const auto& s : all)
       if (!std::any_of(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == s; })) syms.push_back(s);
+    for (const auto& [name, value] : defaults)
+      if (std::find(all.begin(), all.end(), name) == all.end()) {
+        std::string hint = did_you_mean(name, all), list;
+        for (const auto& x : all) list += (list.empty() ? "" : ", ") + x;
+        fail_file(m.file, "the model has no symbolic dimension '" + name + "'",
+                  {Note{{}, !hint.empty() ? hint : list.empty() ? "its inputs have fixed shapes" : "its symbolic dimensions: " + list}});
+      }
   }
   std::vector<Probe> probes;
   static const long long primes[][8] = {{101, 103, 107, 109, 113, 127, 131, 137}, {139, 149, 151, 157, 163, 167, 173, 179}};
