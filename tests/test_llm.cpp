@@ -50,14 +50,16 @@ TEST_CASE("zoo transformers have their published parameter counts", "[llm]") {
   CHECK(summary_of(run_net("{model: gpt2}"), 0, "h100_sxm").params == kGpt2);
   CHECK(summary_of(run_net("{model: llama2_7b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama2);
   CHECK(summary_of(run_net("{model: llama3_8b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama3);
-  const SummaryRow& m = summary_of(run_net("{model: mixtral_8x7b, args: {seq: 8}}"), 0, "h100_sxm");
+  RunResult mixtral = run_net("{model: mixtral_8x7b, args: {seq: 8}}");  // kept: summary_of returns a reference into it
+  const SummaryRow& m = summary_of(mixtral, 0, "h100_sxm");
   CHECK(m.params == kMixtral);
   CHECK(m.active_params == kMixtralActive);
 }
 
 TEST_CASE("hf: a transformer from a Hugging Face config.json", "[llm]") {
   auto params = [](const std::string& file) {
-    const SummaryRow& s = summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}"), 0, "h100_sxm");
+    RunResult r = run_net("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}");
+    const SummaryRow& s = summary_of(r, 0, "h100_sxm");
     return std::pair<double, double>{s.params, s.active_params};
   };
   CHECK(params("gpt2.json").first == kGpt2);
