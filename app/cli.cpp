@@ -166,7 +166,7 @@ std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<st
 
 po::options_description hw_dir_option() {
   po::options_description d;
-  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, or hardware/ beside rsim)");
+  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, else share/rsim/hardware of the installation)");
   return d;
 }
 
@@ -451,18 +451,45 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
 }  // namespace
 
+namespace {
+
+// The folder of the running executable (empty if /proc/self/exe cannot be read).
+fs::path exe_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// The source tree, only when rsim runs from its build folder: CMake writes a marker file
+// `rsim-build-tree` (holding the source path) beside the binaries of a build tree. `cmake --install`
+// does not install it, so an installed rsim never looks into the sources.
+fs::path build_tree_source() {
+  fs::path dir = exe_dir();
+  if (dir.empty()) return {};
+  for (const fs::path& marker : {dir / "rsim-build-tree", dir.parent_path() / "rsim-build-tree"}) {
+    std::ifstream in(marker);
+    std::string src;
+    if (in && std::getline(in, src) && !src.empty()) return fs::path(src);
+  }
+  return {};
+}
+
+// <prefix>/share/rsim for an installed binary (<prefix>/bin/rsim).
+fs::path installed_data() {
+  fs::path dir = exe_dir();
+  return dir.empty() ? fs::path() : dir.parent_path() / "share" / "rsim";
+}
+
+}  // namespace
+
 // The model zoo shipped with rsim, for scenarios outside the source tree.
 std::vector<std::string> model_dirs() {
   std::vector<std::string> d;
   if (const char* env = std::getenv("RSIM_MODELS"); env && *env) d.push_back(env);
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (const fs::path& cand : {exe.parent_path().parent_path() / "scenarios" / "models", exe.parent_path().parent_path() / "share" / "rsim" / "models"})
-      if (fs::is_directory(cand, ec)) d.push_back(cand.string());
-#ifdef RSIM_SOURCE_DIR
-  d.push_back((fs::path(RSIM_SOURCE_DIR) / "scenarios" / "models").string());
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "models", ec)) d.push_back((data / "models").string());
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "scenarios" / "models", ec))
+    d.push_back((src / "scenarios" / "models").string());
   return d;
 }
 
@@ -470,15 +497,8 @@ std::string find_hardware_dir(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("RSIM_HARDWARE"); env && *env) return env;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const fs::path& cand : {exe.parent_path() / "hardware", exe.parent_path().parent_path() / "hardware",
-                                 exe.parent_path().parent_path() / "share" / "rsim" / "hardware"})
-      if (fs::is_directory(cand, ec)) return cand.string();
-  }
-#ifdef RSIM_SOURCE_DIR
-  if (fs::is_directory(fs::path(RSIM_SOURCE_DIR) / "hardware", ec)) return (fs::path(RSIM_SOURCE_DIR) / "hardware").string();
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "hardware", ec)) return (data / "hardware").string();
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "hardware", ec)) return (src / "hardware").string();
   return "hardware";
 }
 

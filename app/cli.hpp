@@ -10,9 +10,11 @@ namespace rsim {
 // 0 ok, 1 scenario or configuration error, 2 usage error.
 int rsim_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// Where the platform catalog is: --hw-dir, $RSIM_HARDWARE, next to the executable, the source tree.
+// Where the platform catalog is: --hw-dir, $RSIM_HARDWARE, <prefix>/share/rsim/hardware beside an
+// installed rsim (<prefix>/bin/rsim), and only when run from a build folder, the source tree.
 std::string find_hardware_dir(const std::string& given);
-// Where `model: NAME` looks after the scenario's own models/ folder: $RSIM_MODELS, then the zoo.
+// Where `model: NAME` looks after the scenario's own models/ folder: $RSIM_MODELS, then the zoo
+// (<prefix>/share/rsim/models, or scenarios/models of the source tree from a build folder).
 std::vector<std::string> model_dirs();
 
 }  // namespace rsim

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then the installed rsim runs a scenario that uses the
+# catalog and the zoo from an unrelated folder, with no RSIM_* variables set; without its
+# share/rsim it finds nothing (it never falls back on the source tree).
+# Usage: install_test.sh BUILD_DIR CMAKE
+set -euo pipefail
+build=$1 cmake=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+unset RSIM_HARDWARE RSIM_MODELS
+fail() { echo "install_test: $*" >&2; exit 1; }
+
+"$cmake" --install "$build" --prefix "$tmp/prefix" --strip >/dev/null
+p=$tmp/prefix
+for f in bin/rsim share/rsim/hardware/rtx3080.yaml share/rsim/models/resnet18.yaml share/rsim/scenarios/group_conv_sweep.yaml \
+         share/rsim/scenarios/lua/custom_ops.lua share/man/man1/rsim.1.gz share/bash-completion/completions/rsim; do
+  [ -e "$p/$f" ] || fail "missing $f"
+done
+[ ! -e "$p/bin/rsim-build-tree" ] || fail "the build-tree marker was installed"
+gzip -dc "$p/share/man/man1/rsim.1.gz" | grep -q '^\.TH RSIM 1' || fail "the man page is not roff"
+bash -n "$p/share/bash-completion/completions/rsim" || fail "the completion script does not parse"
+
+mkdir "$tmp/work"
+cd "$tmp/work"
+cat > s.yaml <<'YAML'
+name: installed
+platforms: [rtx3080]
+networks:
+  - {model: resnet18, name: r18}
+  - name: fc
+    input: [1, 256]
+    layers: [{op: linear, out_features: 128}]
+YAML
+"$p/bin/rsim" run s.yaml --no-plots -q || fail "the installed rsim could not run s.yaml"
+# linear 256 → 128 at batch 1: MACs = 256 × 128 = 32768, FLOPs = 2 × 32768 = 65536,
+# params = 256 × 128 + 128 = 32896
+grep -q '^0,rtx3080,fc,linear_1,linear,fp32,1x256,1x128,32768,65536,32896,' out/installed/results.csv ||
+  fail "the linear layer's row is wrong: $(grep ',fc,' out/installed/results.csv)"
+# the zoo's ResNet-18: torchvision's 11,689,512 parameters
+grep -q '^0,rtx3080,r18,69,68,[0-9]*,[0-9]*,11689512,' out/installed/summary.csv || fail "resnet18 from the zoo: $(grep r18 out/installed/summary.csv)"
+# an installed example scenario with a Lua plugin beside it
+"$p/bin/rsim" validate "$p/share/rsim/scenarios/custom_ops.yaml" >/dev/null || fail "the installed custom_ops.yaml does not validate"
+
+# without its data the installed binary finds no catalog (no path into the source tree)
+mv "$p/share/rsim" "$p/share/rsim.away"
+if "$p/bin/rsim" run s.yaml --no-plots -q 2>err.txt; then fail "ran without share/rsim: it found data elsewhere"; fi
+grep -q "rtx3080" err.txt || fail "unexpected error without share/rsim: $(cat err.txt)"
+# RSIM_HARDWARE and RSIM_MODELS point elsewhere
+RSIM_HARDWARE=$p/share/rsim.away/hardware RSIM_MODELS=$p/share/rsim.away/models "$p/bin/rsim" run s.yaml --no-plots -q ||
+  fail "RSIM_HARDWARE/RSIM_MODELS were not used"
+echo "install_test: ok"
