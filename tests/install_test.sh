@@ -2,16 +2,20 @@
 # `cmake --install` into a temporary prefix, then the installed rsim runs a scenario that uses the
 # catalog and the zoo from an unrelated folder, with no RSIM_* variables set; without its
 # share/rsim it finds nothing (it never falls back on the source tree).
-# Usage: install_test.sh BUILD_DIR CMAKE
+# Usage: install_test.sh BUILD_DIR CMAKE      install BUILD_DIR, then check the installation
+#        install_test.sh --prefix DIR           check what is already installed under DIR
 set -euo pipefail
-build=$1 cmake=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset RSIM_HARDWARE RSIM_MODELS
 fail() { echo "install_test: $*" >&2; exit 1; }
 
-"$cmake" --install "$build" --prefix "$tmp/prefix" --strip >/dev/null
-p=$tmp/prefix
+if [ "$1" = --prefix ]; then
+  p=$(cd "$2" && pwd)
+else
+  "$2" --install "$1" --prefix "$tmp/prefix" --strip >/dev/null
+  p=$tmp/prefix
+fi
 for f in bin/rsim share/rsim/hardware/rtx3080.yaml share/rsim/models/resnet18.yaml share/rsim/scenarios/group_conv_sweep.yaml \
          share/rsim/scenarios/lua/custom_ops.lua share/man/man1/rsim.1.gz share/bash-completion/completions/rsim; do
   [ -e "$p/$f" ] || fail "missing $f"
@@ -43,9 +47,12 @@ grep -q '^0,rtx3080,r18,69,68,[0-9]*,[0-9]*,11689512,' out/installed/summary.csv
 
 # without its data the installed binary finds no catalog (no path into the source tree)
 mv "$p/share/rsim" "$p/share/rsim.away"
+trap '[ -d "$p/share/rsim.away" ] && mv "$p/share/rsim.away" "$p/share/rsim"; rm -rf "$tmp"' EXIT
 if "$p/bin/rsim" run s.yaml --no-plots -q 2>err.txt; then fail "ran without share/rsim: it found data elsewhere"; fi
 grep -q "rtx3080" err.txt || fail "unexpected error without share/rsim: $(cat err.txt)"
 # RSIM_HARDWARE and RSIM_MODELS point elsewhere
 RSIM_HARDWARE=$p/share/rsim.away/hardware RSIM_MODELS=$p/share/rsim.away/models "$p/bin/rsim" run s.yaml --no-plots -q ||
   fail "RSIM_HARDWARE/RSIM_MODELS were not used"
+mv "$p/share/rsim.away" "$p/share/rsim"
 echo "install_test: ok"
+exit 0
