@@ -6,7 +6,9 @@
 #include <atomic>
 #include <filesystem>
 #include <cmath>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 namespace rsim {
 
@@ -248,7 +250,9 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
-      std::vector<std::pair<std::string, KernelTime>> kernels;
+      std::vector<KernelTime> kernels;
+      std::unordered_map<std::string_view, size_t> kernel_index;  // views into net's layers
+      kernel_index.reserve(net.layers.size());
       for (const Layer& L : net.layers) {
         const ComputeRoof* roof = pl.roof_for(L.dtype);
         if (!roof) {
@@ -292,12 +296,14 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           }
         }
         if (!r.kernel.empty()) {
-          auto k = std::find_if(kernels.begin(), kernels.end(), [&](const auto& e) { return e.first == r.kernel; });
-          if (k == kernels.end()) k = kernels.insert(kernels.end(), {r.kernel, KernelTime{}});
-          k->second.compute += r.theoretical.compute_time_s;
-          k->second.memory += r.theoretical.memory_time_s;
-          k->second.dcompute += r.derated.compute_time_s;
-          k->second.dmemory += r.derated.memory_time_s;
+          // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels
+          auto [k, fresh] = kernel_index.try_emplace(L.kernel, kernels.size());
+          if (fresh) kernels.emplace_back();
+          KernelTime& kt = kernels[k->second];
+          kt.compute += r.theoretical.compute_time_s;
+          kt.memory += r.theoretical.memory_time_s;
+          kt.dcompute += r.derated.compute_time_s;
+          kt.dmemory += r.derated.memory_time_s;
         }
         sum.layers += 1;
         sum.macs += r.cost.macs;
@@ -310,7 +316,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.derated_compute_bound += r.derated.bound == Bound::Compute;
         out.rows.push_back(std::move(r));
       }
-      for (const auto& [name, kt] : kernels) {
+      for (const KernelTime& kt : kernels) {
         sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
         sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.launch_overhead_s;
       }

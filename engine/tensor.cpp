@@ -1,5 +1,7 @@
 #include "engine/tensor.hpp"
 
+#include <charconv>
+
 namespace rsim {
 
 double dtype_bytes(DType t) {
@@ -49,10 +51,25 @@ double elements(const Shape& s) {
   return n;
 }
 
+void append_shape(std::string& out, const Shape& s) {
+  if (s.empty()) {
+    out += "scalar";
+    return;
+  }
+  char buf[24];
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += 'x';
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, s[i]);
+    (void)ec;
+    out.append(buf, p);
+  }
+}
+
 std::string shape_str(const Shape& s) {
+  if (s.empty()) return "scalar";
   std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
-  return out.empty() ? "scalar" : out;
+  append_shape(out, s);
+  return out;
 }
 
 }  // namespace rsim

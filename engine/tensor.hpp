@@ -19,5 +19,6 @@ using Shape = std::vector<int64_t>;
 
 double elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "1x32x56x56"
+void append_shape(std::string& out, const Shape& s);  // appends shape_str(s)
 
 }  // namespace rsim

@@ -361,19 +361,30 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   // points that coincide (the same layer at several sweep points, or on what-if variants that
   // leave it alone) become one marker, labelled with the first and how many more it stands for
   {
+    // Each point joins the first earlier marker it coincides with. Markers are indexed by
+    // (bound, op) and then by x, so a point looks only at the markers within x's tolerance:
+    // linear in points (40k points would take seconds with a scan of every marker).
     std::vector<Pt> merged;
     std::vector<int> extra;
+    std::map<std::pair<std::string, std::string>, std::multimap<double, size_t>> index;
     for (const auto& p : pts) {
-      bool found = false;
-      for (size_t k = 0; k < merged.size() && !found; ++k)
-        if (close_to(merged[k].x, p.x) && close_to(merged[k].y, p.y) && merged[k].bound == p.bound && merged[k].op == p.op) {
-          if (p.label != merged[k].label) ++extra[k];
-          found = true;
+      size_t found = SIZE_MAX;
+      std::multimap<double, size_t>* by_x = nullptr;
+      if (std::isfinite(p.x) && std::isfinite(p.y)) {  // close_to never holds for inf or NaN
+        by_x = &index[{p.bound, p.op}];
+        double tol = 2e-9 * std::fabs(p.x);  // covers close_to's 1e-9 × max(|a|, |b|)
+        for (auto it = by_x->lower_bound(p.x - tol); it != by_x->end() && it->first <= p.x + tol; ++it) {
+          const Pt& m = merged[it->second];
+          if (it->second < found && close_to(m.x, p.x) && close_to(m.y, p.y)) found = it->second;
         }
-      if (!found) {
-        merged.push_back(p);
-        extra.push_back(0);
       }
+      if (found != SIZE_MAX) {
+        if (p.label != merged[found].label) ++extra[found];
+        continue;
+      }
+      if (by_x) by_x->emplace(p.x, merged.size());
+      merged.push_back(p);
+      extra.push_back(0);
     }
     for (size_t k = 0; k < merged.size(); ++k)
       if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
