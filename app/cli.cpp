@@ -44,7 +44,8 @@ const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
     {"validate", "validate FILE... [--hw-dir DIR]", "check scenarios (every sweep point) without writing anything", cmd_validate},
-    {"hw", "hw list | hw show NAME [--hw-dir DIR]", "list the platform catalog, or show one platform's roofs and derivations", cmd_hw},
+    {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
+     "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
 };
 
@@ -254,7 +255,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     // Render everything first, then write: a failure leaves no half-written file.
     RunInfo info{RSIM_VERSION, &s};
-    std::vector<plots::OutputFile> files = {{"results.csv", results_csv(r, s)}, {"summary.csv", summary_csv(r, s)}, {"results.json", results_json(r, info)}};
+    std::vector<plots::OutputFile> files = {{"results.csv", results_csv(r, s)}, {"summary.csv", summary_csv(r, s)}, {"kernels.csv", kernels_csv(r)},
+                                           {"results.json", results_json(r, info)}};
     size_t n_figures = 0;
     if (want_plots) {
       if (specs.empty()) specs = plots::default_plot_specs(r, s);
@@ -288,7 +290,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << terminal_summary(r, 40) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: results.csv, summary.csv, results.json";
+      out << "wrote " << dir.string() << "/: results.csv, summary.csv, kernels.csv, results.json";
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }
@@ -337,9 +339,49 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   return rc;
 }
 
+// `hw show NAME --scenario FILE`: the platform as the scenario resolves it at each sweep point; a
+// what-if named per point ("x@${clock}GHz") is found by its full name or by the part before '@'.
+int show_scenario_platform(const std::string& file, const std::string& name, const Catalog& catalog, std::ostream& out, std::ostream& err) {
+  try {
+    Scenario s = load_scenario(file);
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    RunResult r = run_scenario(s, catalog, opt);
+    std::vector<std::string> names;
+    size_t shown = 0;
+    for (size_t pi = 0; pi < r.results.size(); ++pi)
+      for (const Platform& p : r.results[pi].platforms) {
+        if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+        bool match = p.name == name || p.name.substr(0, p.name.find('@')) == name;
+        bool again = std::any_of(r.results.begin(), r.results.begin() + static_cast<std::ptrdiff_t>(pi), [&](const PointResult& e) {
+          return std::any_of(e.platforms.begin(), e.platforms.end(), [&](const Platform& q) { return q.name == p.name; });
+        });
+        if (!match || again) continue;  // one description per distinct platform
+        if (shown++) out << "\n";
+        if (!r.points[pi].bindings.empty()) out << "at sweep point " << pi << ": " << bindings_text(r.points[pi].bindings) << "\n";
+        out << describe_platform(p);
+      }
+    if (shown == 0) {
+      std::string hint = did_you_mean(name, names), all;
+      for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+      err << "rsim: error: scenario '" << file << "' has no platform '" << name << "'\n";
+      err << "rsim: note: " << (hint.empty() ? "its platforms: " + all : hint) << "\n";
+      return kConfig;
+    }
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
+}
+
 int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim hw options");
-  desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "list or show")("name", po::value<std::string>(), "platform");
+  desc.add_options()("help,h", "show this help")("action", po::value<std::string>(), "list or show")("name", po::value<std::string>(), "platform")(
+      "scenario", po::value<std::string>(), "show: look NAME up among this scenario's platforms (inline, `base:` what-ifs, every sweep point)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("action", 1).add("name", 1);
@@ -390,6 +432,7 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
     if (!vm.count("name")) return usage_error(err, "hw show needs a platform name", "`rsim hw list` shows the names");
     Diags d;
     std::string name = vm["name"].as<std::string>();
+    if (vm.count("scenario")) return show_scenario_platform(vm["scenario"].as<std::string>(), name, catalog, out, err);
     Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
     if (!d.empty()) {
       err << ConfigError(d.list()).what();

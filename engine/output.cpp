@@ -1,5 +1,6 @@
 #include "engine/output.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -45,6 +46,10 @@ std::string json_escape(const std::string& s) {
 
 std::string num_text(double v) { return format_number(v); }
 
+std::string sweep_column(const std::string& var, const std::vector<std::string>& columns) {
+  return std::find(columns.begin(), columns.end(), var) == columns.end() ? var : "sweep." + var;
+}
+
 static std::string json_num(double v) {
   // JSON has no infinity: null, with the convention stated in the file
   if (!std::isfinite(v)) return "null";
@@ -63,19 +68,20 @@ const std::vector<std::string>& results_columns() {
 
 const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
+      "point", "platform", "network", "dtype", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
       "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
   return c;
 }
 
-// header with the sweep variables right after `point`
+// header with the sweep variables right after `point`; a variable named like a column of the
+// table (a sweep over `batch` or `dtype`) is written `sweep.NAME`, so no header appears twice
 static std::string header(const std::vector<std::string>& cols, const std::vector<std::string>& vars) {
   std::string h;
   for (size_t i = 0; i < cols.size(); ++i) {
     h += (i ? "," : "") + cols[i];
     if (i == 0)
-      for (const auto& v : vars) h += "," + csv_escape(v);
+      for (const auto& v : vars) h += "," + csv_escape(sweep_column(v, cols));
   }
   return h + "\n";
 }
@@ -123,7 +129,8 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const PointResult& pr = r.results[pi];
     for (const SummaryRow& s : pr.summary) {
-      std::string line = std::to_string(s.point) + var_cells(r, pi) + "," + csv_escape(s.platform) + "," + csv_escape(s.network);
+      std::string line = std::to_string(s.point) + var_cells(r, pi) + "," + csv_escape(s.platform) + "," + csv_escape(s.network) + "," +
+                         dtype_name(pr.settings.dtype);
       for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
         line += "," + num_text(v);
       line += "," + std::to_string(s.memory_bound) + "," + std::to_string(s.compute_bound);
@@ -131,6 +138,52 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
       line += "," + std::to_string(s.derated_memory_bound) + "," + std::to_string(s.derated_compute_bound);
       line += "," + num_text(s.batch) + "," + num_text(s.derated_time_s / s.batch);
       line += "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+const std::vector<std::string>& kernels_columns() {
+  static const std::vector<std::string> c = {
+      "point", "platform", "network", "kernel", "layers", "layer_names", "flops", "bytes", "intensity", "compute_time_s", "memory_time_s",
+      "launch_overhead_s", "time_s", "bound", "derated_compute_time_s", "derated_memory_time_s", "derated_time_s", "derated_bound"};
+  return c;
+}
+
+std::string kernels_csv(const RunResult& r) {
+  std::string out = header(kernels_columns(), r.var_names);
+  for (size_t pi = 0; pi < r.results.size(); ++pi) {
+    const PointResult& pr = r.results[pi];
+    struct K {
+      const Row* first;
+      std::string names;
+      double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
+    };
+    std::vector<K> ks;  // in order of first layer, per platform and network
+    for (const Row& row : pr.rows) {
+      if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
+      auto it = std::find_if(ks.begin(), ks.end(), [&](const K& k) {
+        return k.first->platform == row.platform && k.first->network == row.network && k.first->kernel == row.kernel;
+      });
+      if (it == ks.end()) it = ks.insert(ks.end(), K{&row, ""});
+      it->names += (it->names.empty() ? "" : ";") + row.layer;
+      it->layers += 1, it->flops += row.cost.flops, it->bytes += row.bytes;
+      it->c += row.theoretical.compute_time_s, it->m += row.theoretical.memory_time_s;
+      it->dc += row.derated.compute_time_s, it->dm += row.derated.memory_time_s;
+    }
+    for (const K& k : ks) {
+      double overhead = 0;
+      for (const auto& pl : pr.platforms)
+        if (pl.name == k.first->platform) overhead = pl.launch_overhead_s;
+      auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
+      double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
+      std::string line = std::to_string(k.first->point) + var_cells(r, pi) + "," + csv_escape(k.first->platform) + "," + csv_escape(k.first->network) +
+                         "," + csv_escape(k.first->kernel) + "," + num_text(k.layers) + "," + csv_escape(k.names);
+      for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) line += "," + num_text(v);
+      line += std::string(",") + bound(k.c, k.m);
+      for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) line += "," + num_text(v);
+      line += std::string(",") + bound(k.dc, k.dm);
       out += line + "\n";
     }
   }
@@ -242,7 +295,8 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
   j.key("flops"), j.str("FLOPs = flops_per_mac × MACs for multiply-accumulate operators, plus each operator's stated per-element FLOPs (`rsim ops NAME`)");
   j.key("bytes"), j.str("memory_model of each point: weights+outputs, or inputs+weights+outputs; per-tensor bytes are given so either can be recomputed");
   j.key("intensity"), j.str("flops / bytes in FLOP/byte; null when bytes = 0 and flops > 0 (infinite intensity)");
-  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer; network time is the sum of layer times");
+  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s = sum over kernels (a layer, or a fused group: "
+                      "see kernels.csv) of max(sum of compute times, sum of memory times) of its layers, plus the platform's launch_overhead per kernel");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
   j.close('}');
   j.key("sweep_variables");

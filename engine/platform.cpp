@@ -354,6 +354,39 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
     else
       for (const auto& item : c->items) p.memory.push_back(read_memory(item, der, d));
   }
+  // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
+  // theoretical and derated alike, e.g. on a `base:` platform
+  if (const CNode* sc = m.get("scale")) {
+    MapReader sm(*sc, keys::map("scale"), "scale", d);
+    if (sm.ok()) {
+      for (const char* key : {"compute", "bandwidth"}) {
+        const CNode* v = sm.get(key);
+        if (!v) continue;
+        auto f = to_number(*v, d, std::string("scale.") + key);
+        if (!f) continue;
+        if (!(*f > 0) || *f > 1e6) {
+          d.error(v->loc, std::string("scale.") + key + " must be a positive factor, got " + v->scalar);
+          continue;
+        }
+        std::string note = " × scale " + num(*f);
+        if (std::string(key) == "compute")
+          for (auto& r : p.compute) {
+            r.peak_flops_per_s *= *f, r.derated_flops_per_s *= *f;
+            r.derivation += note + " = " + si6(r.peak_flops_per_s, rate_unit(r));
+            r.derated_derivation += note + " = " + si6(r.derated_flops_per_s, rate_unit(r));
+          }
+        else
+          for (auto& l : p.memory) {
+            l.bandwidth_bytes_per_s *= *f, l.derated_bandwidth_bytes_per_s *= *f;
+            l.derivation += note + " = " + si6(l.bandwidth_bytes_per_s, "B/s");
+            l.derated_derivation += note + " = " + si6(l.derated_bandwidth_bytes_per_s, "B/s");
+          }
+      }
+      if (!sc->is_map() || (!sm.get("compute") && !sm.get("bandwidth")))
+        d.error(sc->loc, "scale needs compute and/or bandwidth factors, e.g. scale: {compute: 2, bandwidth: 1.5}");
+      sm.finish();
+    }
+  }
   m.finish();
   return p;
 }

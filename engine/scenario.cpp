@@ -32,7 +32,7 @@ std::string fnv1a_hex(const std::string& bytes) {
 namespace {
 
 // Values of one sweep variable: a list, or a range map.
-std::vector<std::string> read_values(const CNode& n, const std::string& name, Diags& d) {
+std::vector<std::string> read_values(const CNode& n, const std::string& name, Diags& d, SweepVar* meta = nullptr) {
   std::vector<std::string> out;
   if (n.is_seq()) {
     if (n.items.empty()) d.error(n.loc, "sweep variable '" + name + "' has no values");
@@ -50,6 +50,22 @@ std::vector<std::string> read_values(const CNode& n, const std::string& name, Di
     return out;
   }
   MapReader m(n, keys::map("range"), "range of '" + name + "'", d);
+  // how figures name the variable: `label: Vector clock`, `unit: GHz` → "Vector clock [GHz]"
+  for (auto [key, dst] : {std::pair<const char*, std::string*>{"label", meta ? &meta->label : nullptr}, {"unit", meta ? &meta->unit : nullptr}})
+    if (const CNode* v = m.get(key)) {
+      auto t = to_string(*v, d, key);
+      if (t && dst) *dst = *t;
+    }
+  if (const CNode* v = m.get("values")) {  // {values: [...], label: ..., unit: ...}
+    bool range = false;
+    for (const char* k : {"from", "to", "step", "factor", "count"}) range = m.get(k) || range;
+    m.finish();
+    if (range)
+      d.error(n.loc, "sweep variable '" + name + "' gives both 'values' and a range (from, to, ...); keep one");
+    else
+      out = read_values(*v, name, d);
+    return out;
+  }
   // plain doubles: GCC 12 misreports optional<double> as maybe-uninitialized here
   double from_v = 0, to_v = 0;
   bool have = true;
@@ -64,7 +80,7 @@ std::vector<std::string> read_values(const CNode& n, const std::string& name, Di
   const CNode* step = m.get("step");
   const CNode* factor = m.get("factor");
   const CNode* cnt = m.get("count");
-  m.finish();
+  m.finish({"values", "label", "unit"});
   int given = (step != nullptr) + (factor != nullptr) + (cnt != nullptr);
   if (given != 1) {
     d.error(n.loc, "range of '" + name + "' needs exactly one of step (linear), factor (geometric) or count (evenly spaced)");
@@ -127,7 +143,9 @@ void read_vars(const CNode& n, std::vector<SweepVar>& out, Diags& d, const std::
       d.error(e.key_loc, "'" + e.key + "' is not a valid variable name (letters, digits, _)");
       continue;
     }
-    out.push_back(SweepVar{e.key, read_values(e.value, e.key, d), e.key_loc});
+    SweepVar v{e.key, {}, e.key_loc, "", ""};
+    v.values = read_values(e.value, e.key, d, &v);
+    out.push_back(std::move(v));
   }
 }
 

@@ -26,6 +26,7 @@ struct SweepVar {
   std::string name;
   std::vector<std::string> values;
   SourceLoc loc;
+  std::string label, unit;  // how figures name it ("" = the variable's name, no unit)
 };
 
 struct Sweep {
