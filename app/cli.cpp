@@ -14,7 +14,9 @@
 
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "engine/schema.hpp"
 #include "engine/units.hpp"
+#include "plots/charts.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -39,6 +41,7 @@ int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
@@ -47,6 +50,7 @@ const Command kCommands[] = {
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
+    {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -489,6 +493,32 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kConfig;
   }
   out << describe_op(*op, ops.aliases());
+  return kOk;
+}
+
+int cmd_schema(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim schema options");
+  desc.add_options()("help,h", "show this help")("what", po::value<std::string>()->default_value("scenario"), "scenario or platform");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << kCommands[4].synopsis << "\n\n"
+        << "Prints a JSON Schema (draft 2020-12). Save it and name it on a YAML file's first line for completion and checks:\n"
+        << "  rsim schema > scenario.schema.json\n"
+        << "  # yaml-language-server: $schema=scenario.schema.json\n\n"
+        << desc;
+    return kOk;
+  }
+  std::string what = vm["what"].as<std::string>();
+  if (what == "scenario") out << scenario_schema(builtin_ops(), plots::plottable_columns());
+  else if (what == "platform") out << platform_schema();
+  else {
+    std::string hint = did_you_mean(what, {"scenario", "platform"});
+    return usage_error(err, "unknown schema '" + what + "'", hint.empty() ? "use `rsim schema` or `rsim schema platform`" : hint);
+  }
   return kOk;
 }
 
