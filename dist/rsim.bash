@@ -8,13 +8,18 @@ _rsim() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   }
-  local commands="run validate hw ops schema"
+  local commands="run validate hw ops probe schema"
   if [[ $cword -eq 1 ]]; then
     COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
     return
   fi
   case $prev in
-    --out|-o|--hw-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --hw-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --out|-o)
+      if [[ ${words[1]} == probe && $prev == -o ]]; then COMPREPLY=($(compgen -f -- "$cur")); else COMPREPLY=($(compgen -d -- "$cur")); fi
+      return ;;
+    --json) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --threads|--max-working-set) return ;;
     --scenario) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "png svg pdf png,svg png,svg,pdf" -- "$cur")); return ;;
     --jobs|-j|--rows|--dpi|--set) return ;;
@@ -25,7 +30,8 @@ _rsim() {
     case $cmd in
       run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots" ;;
       validate) opts="--help --hw-dir" ;;
-      hw) opts="--help --hw-dir" ;;
+      hw) opts="--help --scenario --hw-dir" ;;
+      probe) opts="--help --quick --threads --output --json --out --max-working-set" ;;
       ops) opts="--help --scenario" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))

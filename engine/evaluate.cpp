@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <map>
 #include <filesystem>
 #include <cmath>
 #include <string_view>
@@ -230,6 +232,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   }
 
   MemoryModel mm = out.settings.memory_model;
+  // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
+  const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = out.platforms[pi];
     const MemoryLevel* mem = out.settings.memory_level.empty() ? &pl.memory.front() : pl.level(out.settings.memory_level);
@@ -264,18 +268,26 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         }
         Row r;
         r.point = p.index;
-        r.platform = pl.name;
-        r.network = net.name;
-        r.layer = L.name;
-        r.op = L.op->name;
         r.dtype = L.dtype;
-        for (const auto& sh : L.in_shapes) r.input_shapes += (r.input_shapes.empty() ? "" : ";") + shape_str(sh);
-        for (const auto& sh : L.out_shapes) r.output_shapes += (r.output_shapes.empty() ? "" : ";") + shape_str(sh);
+        if (full_rows) {
+          r.platform = pl.name;
+          r.network = net.name;
+          r.layer = L.name;
+          r.op = L.op->name;
+          for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+            if (k) r.input_shapes += ';';
+            append_shape(r.input_shapes, L.in_shapes[k]);
+          }
+          for (size_t k = 0; k < L.out_shapes.size(); ++k) {
+            if (k) r.output_shapes += ';';
+            append_shape(r.output_shapes, L.out_shapes[k]);
+          }
+          r.compute_roof = roof->name;
+          r.memory_level = mem->name;
+          r.kernel = L.kernel;
+        }
         r.cost = L.cost;
         r.bytes = layer_bytes(L.cost, mm);
-        r.compute_roof = roof->name;
-        r.memory_level = mem->name;
-        r.kernel = L.kernel;
         r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
@@ -295,7 +307,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             break;
           }
         }
-        if (!r.kernel.empty()) {
+        if (!L.kernel.empty()) {
           // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels
           auto [k, fresh] = kernel_index.try_emplace(L.kernel, kernels.size());
           if (fresh) kernels.emplace_back();
@@ -314,7 +326,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
         sum.derated_memory_bound += r.derated.bound == Bound::Memory;
         sum.derated_compute_bound += r.derated.bound == Bound::Compute;
-        out.rows.push_back(std::move(r));
+        if (ctx.rows) out.rows.push_back(std::move(r));
       }
       for (const KernelTime& kt : kernels) {
         sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
@@ -331,24 +343,53 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   return out;
 }
 
+void CollectSink::start(const RunHeader& h) {
+  r_.var_names = h.var_names;
+  r_.metric_names = h.metric_names;
+}
+
+void CollectSink::consume(PointResult&& pr, const Point& p) {
+  r_.points.push_back(p);
+  r_.results.push_back(std::move(pr));
+  r_.results.back().text.clear();
+}
+
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
   RunResult rr;
-  rr.var_names = sweep_names(s.sweep);
-  rr.points = expand_sweep(s.sweep);
-  rr.results.resize(rr.points.size());
+  CollectSink sink(rr);
+  stream_scenario(s, catalog, opt, sink);
+  return rr;
+}
+
+void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink) {
+  RunHeader header;
+  header.var_names = sweep_names(s.sweep);
+  const bool listed = !opt.points.empty();
+  if (!listed) check_point_limit(s.sweep);
+  const size_t n = listed ? opt.points.size() : static_cast<size_t>(point_count(s.sweep));
+  header.points = n;
   const OpRegistry& ops = opt.ops ? *opt.ops : builtin_ops();
   PlatformCache cache(catalog);
   std::vector<std::string> model_dirs = {(std::filesystem::path(s.path).parent_path() / "models").string()};
   model_dirs.insert(model_dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
   ModelLibrary models(model_dirs);
-  size_t n = rr.points.size();
-  int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(n)));
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::mutex err_mu;
+  int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::min<size_t>(n, 1024))));
+  // a worker may run ahead of the point being delivered by at most `window` points
+  const size_t window = 4 * static_cast<size_t>(jobs);
+
+  std::mutex mu;  // guards everything below
+  std::condition_variable cv;
+  size_t next = 0, delivered = 0, done = 0;
+  bool stop = false, started = false;
+  std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
   size_t err_index = SIZE_MAX;
   std::unique_ptr<ConfigError> err;
   std::exception_ptr other;
+  auto fail = [&](std::exception_ptr e) {  // with mu held
+    if (!other) other = e;
+    stop = true;
+    cv.notify_all();
+  };
 
   auto worker = [&]() {
     // a worker that cannot set up (a script fails to load) stops the run with that error
@@ -358,47 +399,87 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
       ev = opt.make_evaluator();
       if (opt.make_hooks) hooks = opt.make_hooks();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(err_mu);
-      other = std::current_exception();
-      stop = true;
+      std::lock_guard<std::mutex> lock(mu);
+      fail(std::current_exception());
       return;
     }
     EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
-    if (hooks) {
-      std::lock_guard<std::mutex> lock(err_mu);
-      rr.metric_names = hooks->metric_names();
+    ctx.rows = opt.rows;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)
+        started = true;
+        if (hooks) header.metric_names = hooks->metric_names();
+        try {
+          sink.start(header);
+        } catch (...) {
+          fail(std::current_exception());
+        }
+        cv.notify_all();
+      }
     }
-    while (!stop) {
-      size_t i = next++;
-      if (i >= n) break;
+    while (true) {
+      size_t i;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stop || next >= n || next < delivered + window; });
+        if (stop || next >= n) break;
+        i = next++;
+      }
+      Point p = listed ? opt.points[i] : sweep_point(s.sweep, i);
+      PointResult pr;
       try {
-        rr.results[i] = evaluate_point(s, rr.points[i], ctx);
+        pr = evaluate_point(s, p, ctx);
+        sink.prepare(pr, p);
       } catch (const ConfigError& e) {
-        std::lock_guard<std::mutex> lock(err_mu);
+        std::lock_guard<std::mutex> lock(mu);
         if (i < err_index) {
           err_index = i;
           err = std::make_unique<ConfigError>(e);
         }
         stop = true;
+        cv.notify_all();
+        break;
       } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        other = std::current_exception();
-        stop = true;
+        std::lock_guard<std::mutex> lock(mu);
+        fail(std::current_exception());
+        break;
       }
-      size_t k = ++done;
-      if (opt.progress) opt.progress(k, n);
+      std::unique_lock<std::mutex> lock(mu);
+      ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+      // whoever completes the next point in order delivers it and any that follow it
+      while (!stop && started && !ready.empty() && ready.begin()->first == delivered) {
+        auto node = ready.extract(ready.begin());
+        try {
+          sink.consume(std::move(node.mapped().first), node.mapped().second);
+        } catch (...) {
+          fail(std::current_exception());
+          break;
+        }
+        ++delivered;
+      }
+      ++done;
+      cv.notify_all();
+      if (opt.progress) {
+        size_t k = done;
+        lock.unlock();
+        opt.progress(k, n);
+      }
     }
   };
-  if (jobs == 1) {
-    worker();
+  if (n > 0) {
+    if (jobs == 1) {
+      worker();
+    } else {
+      std::vector<std::thread> threads;
+      for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+      for (auto& t : threads) t.join();
+    }
   } else {
-    std::vector<std::thread> threads;
-    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
+    sink.start(header);
   }
   if (other) std::rethrow_exception(other);
   if (err) throw *err;
-  return rr;
 }
 
 }  // namespace rsim

@@ -49,6 +49,31 @@ struct PointResult {
   std::vector<Platform> platforms;
   std::vector<Row> rows;
   std::vector<SummaryRow> summary;
+  std::vector<std::string> text;  // filled by a ResultSink's prepare (formatted output), else empty
+};
+
+// What every point of a run shares, known before the first point is delivered.
+struct RunHeader {
+  std::vector<std::string> var_names;
+  std::vector<std::string> metric_names;  // derived metrics from scripts
+  size_t points = 0;
+};
+
+// Receives a run's points as they are evaluated (see stream_scenario).
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  // Once, before any other call.
+  virtual void start(const RunHeader& h) { (void)h; }
+  // On a worker thread, concurrently with other points, in any order: prepare a point for
+  // `consume` (format its rows into pr.text, drop what the sink does not keep), so that the
+  // costly part of writing scales with the workers.
+  virtual void prepare(PointResult& pr, const Point& p) {
+    (void)pr;
+    (void)p;
+  }
+  // In point order, one point at a time.
+  virtual void consume(PointResult&& pr, const Point& p) = 0;
 };
 
 struct RunResult {
@@ -56,6 +81,17 @@ struct RunResult {
   std::vector<std::string> metric_names;  // derived metrics from scripts
   std::vector<Point> points;
   std::vector<PointResult> results;  // one per point
+};
+
+// Keeps every point: a whole RunResult (figures, tests, small runs).
+class CollectSink : public ResultSink {
+ public:
+  explicit CollectSink(RunResult& r) : r_(r) {}
+  void start(const RunHeader& h) override;
+  void consume(PointResult&& pr, const Point& p) override;
+
+ private:
+  RunResult& r_;
 };
 
 // Catalog files parsed once and shared between workers.
@@ -92,6 +128,7 @@ struct EvalContext {
   ExprEvaluator& ev;
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
+  bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
 };
 
 // Bytes a layer moves under a memory model.
@@ -112,6 +149,9 @@ struct RunOptions {
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
   // Where `model: NAME` looks, after the scenario's own models/ folder.
   std::vector<std::string> model_dirs;
+  bool rows = true;  // false: summary rows only (per-layer rows are neither kept nor built)
+  // Evaluate only these points (e.g. validation_points); empty: every point of the sweep.
+  std::vector<Point> points;
 };
 
 // Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) into the
@@ -124,6 +164,11 @@ NetworkSource resolve_network(const CNode& entry, const Env& env, EvalContext& c
 
 // Evaluate every point, in parallel with `jobs` workers; results are in point order.
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
+
+// Evaluate every point with `jobs` workers and hand each to `sink` in point order. At most a few
+// points per worker are held at a time (memory is bounded by the workers, not the points). The
+// first error (lowest point index among those evaluated) is thrown after the workers stop.
+void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink);
 
 std::string bindings_text(const Env& b);  // "groups=4, k=3"
 

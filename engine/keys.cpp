@@ -193,6 +193,8 @@ std::vector<MapDef> build() {
            {"derive", map_of("compute_derive"), false, "Peak from units × clock × FLOP per cycle (or peak)."},
            {"vector_clock", qty(Dim::Frequency), false, "Lower clock under this roof's instructions (e.g. AVX-512); needs derive."},
            {"efficiency", fraction(), false, "Achievable fraction of the peak, in (0, 1]."},
+           {"measured", qty(Dim::FlopRate), false, "Measured peak (the derated roof; instead of vector_clock and efficiency), e.g. from `rsim probe`."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
        }},
       {"compute_derive", "Peak compute = units × clock × FLOP per cycle",
        {
@@ -211,6 +213,7 @@ std::vector<MapDef> build() {
            {"derive", map_of("memory_derive"), false, "Bandwidth from transfer rate × bus width × channels × sockets (or bandwidth)."},
            {"fraction", fraction(), false, "Achievable fraction of the bandwidth, in (0, 1]."},
            {"measured", qty(Dim::ByteRate), false, "Measured bandwidth (instead of fraction)."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
            {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
        }},
       {"memory_derive", "Bandwidth = transfer rate × bus width / 8 × channels × sockets",
