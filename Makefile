@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench clean FORCE
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean FORCE
 
 deps:
 	./scripts/install-deps.sh
@@ -71,6 +71,10 @@ check-install: $(STAMP)
 
 bench: build
 	./$(BUILD)/bench/rsim_bench
+
+# End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
+bench-e2e: build
+	python3 bench/e2e.py --rsim $(BUILD)/rsim $(ARGS)
 
 clean:
 	rm -rf build build-asan build-clang build-tsan out

@@ -131,6 +131,33 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return false;
 }
 
+// Passes points on, keeping the run's warnings (e.g. a model that does not fit a platform's memory).
+class WarningSink : public ResultSink {
+ public:
+  explicit WarningSink(ResultSink* next) : next_(next) {}
+  void start(const RunHeader& h) override { next_->start(h); }
+  void prepare(PointResult& pr, const Point& p) override { next_->prepare(pr, p); }
+  void consume(PointResult&& pr, const Point& p) override {
+    for (auto& w : pr.warnings) {
+      if (first_.size() < 3) first_.push_back(w);
+      ++total_;
+    }
+    next_->consume(std::move(pr), p);
+  }
+  // The first few, then a count.
+  void print(std::ostream& err) const {
+    for (const auto& w : first_) err << format_diagnostic(w);
+    if (total_ > first_.size())
+      err << "rsim: note: " << total_ - first_.size() << " more warning" << (total_ - first_.size() == 1 ? "" : "s")
+          << " like these (summary.csv: fits_in_memory)\n";
+  }
+
+ private:
+  ResultSink* next_;
+  std::vector<Diagnostic> first_;
+  size_t total_ = 0;
+};
+
 int print_config_error(std::ostream& err, const ConfigError& e) {
   err << e.what();
   return kConfig;
@@ -292,10 +319,12 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     RunResult collected;  // every point, for the figures
     CollectSink collect(collected);
     PreviewSink preview(vm["rows"].as<size_t>(), 40);  // without figures: the first points only
-    writer.next = want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview);
+    WarningSink warnings(want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview));
+    writer.next = &warnings;
     auto t0 = std::chrono::steady_clock::now();
     stream_scenario(s, catalog, opt, writer);
     progress.finish();
+    warnings.print(err);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     size_t n_figures = 0;

@@ -1,5 +1,6 @@
 #include "engine/evaluate.hpp"
 
+#include "engine/llm_models.hpp"
 #include "engine/passes.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <map>
 #include <filesystem>
 #include <cmath>
+#include <cstdio>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -30,6 +32,7 @@ std::vector<std::string> ModelLibrary::names() const {
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
       if (e.path().extension() == ".yaml") n.push_back(e.path().stem().string());
   }
+  n.push_back("hf");  // a transformer from a Hugging Face config.json (see resolve_network)
   std::sort(n.begin(), n.end());
   n.erase(std::unique(n.begin(), n.end()), n.end());
   return n;
@@ -74,13 +77,58 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
     return NetworkSource{CNode{}, env};
   }
+  // A preset (a zoo file `model: BASE` with `args:`) or `hf` (a Hugging Face config.json) is a
+  // base model with fixed arguments; the user's args are added to them or replace them.
+  std::string model_name = mn->scalar, preset_name;
+  CNode merged;
+  if (model_name == "hf") {
+    const CNode* cfg = args && args->is_map() ? args->find("config") : nullptr;
+    if (!cfg || !cfg->is_scalar()) {
+      d.error(cfg ? cfg->loc : mn->loc, "model 'hf' needs the path of a Hugging Face config.json",
+              {Note{{}, "e.g. {model: hf, args: {config: models/llama/config.json, phase: decode}}"}});
+      return NetworkSource{CNode{}, env};
+    }
+    std::filesystem::path path(cfg->scalar);
+    if (path.is_relative() && cfg->loc.file) path = std::filesystem::path(cfg->loc.file->path).parent_path() / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      d.error(cfg->loc, "cannot read config '" + path.string() + "'", {Note{{}, "a relative path is relative to the scenario's folder"}});
+      return NetworkSource{CNode{}, env};
+    }
+    CNode json;
+    try {
+      json = load_yaml_file(path.string());
+    } catch (const ConfigError& e) {
+      d.add(e);
+      return NetworkSource{CNode{}, env};
+    }
+    merged = hf_transformer_args(json, d);
+    for (const auto& e : args->entries)
+      if (e.key != "config") merged.entries.push_back(e);
+    model_name = "transformer";
+    preset_name = path.stem() == "config" ? path.parent_path().filename().string() : path.stem().string();
+  }
   std::shared_ptr<const CNode> model;
   try {
-    model = ctx.models->get(mn->scalar, mn->loc);
+    model = ctx.models->get(model_name, mn->loc);
+    if (const CNode* base = model->find("model"); base && base->is_scalar() && preset_name.empty()) {
+      merged.kind = CNode::Kind::Map;
+      if (const CNode* pa = model->find("args"); pa && pa->is_map()) merged.entries = pa->entries;
+      if (args && args->is_map())
+        for (const auto& e : args->entries) {
+          auto it = std::find_if(merged.entries.begin(), merged.entries.end(), [&](const CEntry& x) { return x.key == e.key; });
+          if (it != merged.entries.end()) *it = e;
+          else merged.entries.push_back(e);
+        }
+      preset_name = model->find("name") ? model->find("name")->scalar : model_name;
+      model_name = base->scalar;
+      model = ctx.models->get(model_name, base->loc);
+    }
   } catch (const ConfigError& e) {
     d.add(e);
     return NetworkSource{CNode{}, env};
   }
+  if (!preset_name.empty()) args = &merged;
   NetworkSource out{*model, env};
   // parameters: the model's defaults, replaced by args (each key must be a parameter)
   std::vector<std::string> pnames;
@@ -99,19 +147,38 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
       if (std::find(pnames.begin(), pnames.end(), e.key) == pnames.end()) {
         std::string hint = did_you_mean(e.key, pnames), list;
         for (const auto& p : pnames) list += (list.empty() ? "" : ", ") + p;
-        d.error(e.key_loc, "model '" + mn->scalar + "' has no parameter '" + e.key + "'",
+        d.error(e.key_loc, "model '" + model_name + "' has no parameter '" + e.key + "'",
                 {Note{{}, !hint.empty() ? hint : list.empty() ? "it takes no arguments" : "its parameters: " + list}});
       }
-  if (name) {  // a new name, e.g. to compare two configurations of one model
+  if (name || !preset_name.empty()) {  // a new name, e.g. to compare two configurations of one model
     for (auto& e : out.node.entries)
-      if (e.key == "name") e.value = *name;
+      if (e.key == "name") e.value = name ? *name : CNode::make_scalar(preset_name, e.value.loc);
   }
   return out;
 }
 
+// Whether any scalar of a tree has a `${…}` (keys are never substituted).
+static bool tree_has_expr(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::Scalar: return has_expr(n.scalar);
+    case CNode::Kind::Seq:
+      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
+    case CNode::Kind::Map:
+      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
+    case CNode::Kind::Null: break;
+  }
+  return false;
+}
+
+static std::string gib_text(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
 double layer_bytes(const OpCost& c, MemoryModel m) {
-  double b = c.weight_bytes + c.output_total();
-  if (m == MemoryModel::InputsWeightsOutputs) b += c.input_total();
+  double b = c.weight_bytes + c.output_total() + c.scratch_bytes;
+  b += m == MemoryModel::InputsWeightsOutputs ? c.input_total() : c.kv_read_bytes;
   return b;
 }
 
@@ -187,8 +254,17 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
   std::vector<const CNode*> plat_nodes;
   for (const auto& raw : s.platforms) {
-    CNode entry = substitute_tree(raw, env, ctx.ev, d);
-    Platform pl = resolve_platform(entry, ctx.platforms, d);
+    // an entry without `${…}` is the same platform at every point: resolved once per worker
+    Platform pl;
+    if (auto it = ctx.fixed_platforms.find(&raw); it != ctx.fixed_platforms.end()) {
+      pl = it->second;
+    } else {
+      Diags pd;
+      CNode entry = substitute_tree(raw, env, ctx.ev, pd);
+      pl = resolve_platform(entry, ctx.platforms, pd);
+      if (pd.empty() && !pl.name.empty() && !tree_has_expr(raw)) ctx.fixed_platforms.emplace(&raw, pl);
+      d.merge(pd);
+    }
     if (!pl.name.empty()) {
       for (const auto& prev : out.platforms)
         if (prev.name == pl.name)
@@ -197,24 +273,40 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       plat_nodes.push_back(&raw);
     }
   }
-  std::vector<Network> nets;
-  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
+  std::vector<std::shared_ptr<const Network>> nets;
+  std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   for (const auto& raw : s.networks) {
-    Diags nd;  // each network reports its own errors even when an earlier part failed
-    NetworkSource src = resolve_network(raw, env, ctx, nd);
-    if (!nd.empty()) {
+    // A plain network without `${…}` builds the same at every point with the same settings: built
+    // once per worker (not with scripts, whose operators run user code).
+    bool fixed = s.scripts.empty() && raw.is_map() && !raw.find("model") && !tree_has_expr(raw);
+    auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
+    const Precision& pr = out.settings.precision;
+    EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
+    size_t first = nets.size();
+    if (auto it = fixed ? ctx.fixed_networks.find(key) : ctx.fixed_networks.end(); it != ctx.fixed_networks.end()) {
+      nets.insert(nets.end(), it->second.begin(), it->second.end());
+    } else {
+      Diags nd;  // each network reports its own errors even when an earlier part failed
+      NetworkSource src = resolve_network(raw, env, ctx, nd);
+      if (!nd.empty()) {
+        d.merge(nd);
+        continue;
+      }
+      nets.push_back(std::make_shared<const Network>(build_network(src.node, src.env, bo, nd)));
       d.merge(nd);
-      continue;
+      if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
+        Network opt = apply_passes(*nets.back(), s.passes);
+        opt.name += ".optimized";
+        nets.push_back(std::make_shared<const Network>(std::move(opt)));
+      }
+      if (fixed && nd.empty()) ctx.fixed_networks.emplace(key, std::vector<std::shared_ptr<const Network>>(nets.begin() + static_cast<long>(first), nets.end()));
     }
-    nets.push_back(build_network(src.node, src.env, bo, nd));
-    d.merge(nd);
-    if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
-      nets.push_back(apply_passes(nets.back(), s.passes));
-      nets.back().name += ".optimized";
-    }
-    for (size_t i = 0; i + 1 < nets.size(); ++i)
-      if (nets[i].name == nets.back().name && !nets.back().name.empty())
-        d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");
+    net_locs.resize(nets.size(), raw.loc);
+    for (size_t k = first; k < nets.size(); ++k)
+      for (size_t i = 0; i < k; ++i)
+        if (nets[i]->name == nets[k]->name && !nets[k]->name.empty())
+          d.error(raw.loc, "network '" + nets[k]->name + "' appears twice; names must be unique");
   }
   auto with_point = [&](const Diags& dd) {
     std::vector<Diagnostic> list = dd.list();
@@ -245,12 +337,20 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
               {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
       continue;
     }
-    for (const Network& net : nets) {
+    for (size_t ni = 0; ni < nets.size(); ++ni) {
+      const Network& net = *nets[ni];
       SummaryRow sum;
       sum.point = p.index;
       sum.platform = pl.name;
       sum.network = net.name;
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
+      sum.phase = net.phase;
+      if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      for (const auto& m : pl.memory)
+        if (m.size_bytes > sum.memory_size_bytes) {
+          sum.memory_size_bytes = m.size_bytes;
+          sum.memory_name = m.name;
+        }
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
@@ -258,17 +358,22 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       std::unordered_map<std::string_view, size_t> kernel_index;  // views into net's layers
       kernel_index.reserve(net.layers.size());
       for (const Layer& L : net.layers) {
-        const ComputeRoof* roof = pl.roof_for(L.dtype);
+        const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;
           for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
-          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.dtype) + " (layer '" + L.name + "')",
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')",
                   {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
           break;
         }
         Row r;
         r.point = p.index;
         r.dtype = L.dtype;
+        r.compute_dtype = L.compute_dtype();
+        r.weights_dtype = L.weights_dtype();
+        r.kv_dtype = L.kv_dtype();
+        r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
+        r.touches_kv = L.touches_kv;
         if (full_rows) {
           r.platform = pl.name;
           r.network = net.name;
@@ -321,6 +426,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.macs += r.cost.macs;
         sum.flops += r.cost.flops;
         sum.params += r.cost.params;
+        sum.active_params += r.cost.active_params;
+        sum.weight_footprint_bytes += r.cost.resident_weight_bytes;
+        sum.kv_cache_bytes += r.cost.kv_cache_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, r.cost.activation_bytes);
         sum.bytes += r.bytes;
         sum.memory_bound += r.theoretical.bound == Bound::Memory;
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
@@ -336,6 +445,18 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+      sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+        Diagnostic w;
+        w.warning = true;
+        w.loc = net_locs[ni];
+        w.message = "network '" + net.name + "' needs " + gib_text(sum.memory_footprint_bytes) + " of memory, more than the " +
+                    gib_text(sum.memory_size_bytes) + " of platform '" + pl.name + "' (" + sum.memory_name + ")";
+        w.notes.push_back(Note{{}, "weights " + gib_text(sum.weight_footprint_bytes) + " + KV cache " + gib_text(sum.kv_cache_bytes) +
+                                       " + activations " + gib_text(sum.activation_bytes)});
+        if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+        out.warnings.push_back(std::move(w));
+      }
       out.summary.push_back(sum);
     }
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/graph.hpp"
@@ -19,7 +20,11 @@ namespace rsim {
 struct Row {
   size_t point = 0;
   std::string platform, network, layer, op;
-  DType dtype = DType::fp32;
+  DType dtype = DType::fp32;          // activations (inputs and outputs)
+  DType compute_dtype = DType::fp32;  // the precision the math runs in: picks the compute roof
+  DType weights_dtype = DType::fp32;  // matrix weights (meaningful when has_weights)
+  DType kv_dtype = DType::fp32;       // KV cache (meaningful when touches_kv)
+  bool has_weights = false, touches_kv = false;
   std::string input_shapes, output_shapes;  // "1x32x56x56;1x32x56x56"
   OpCost cost;
   double bytes = 0;  // under the scenario's memory model
@@ -42,6 +47,16 @@ struct SummaryRow {
   double achieved_flops_per_s = 0, derated_achieved_flops_per_s = 0;  // flops / time
   int memory_bound = 0, compute_bound = 0;  // layers, theoretical roofs
   int derated_memory_bound = 0, derated_compute_bound = 0;
+  double active_params = 0;  // parameters one token uses (a mixture of experts routes to top_k)
+  // Transformers (a network with `phase`): tokens processed in this step (batch × new tokens);
+  // tokens/s = tokens / time; prefill: time to first token = time; decode: time per output token = time.
+  std::string phase;
+  double tokens = 0;
+  // Memory footprint: weights held (all experts, whole tables; tied weights once) + the KV cache
+  // + the largest activations of one layer; checked against the platform's memory size.
+  double weight_footprint_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, memory_footprint_bytes = 0;
+  double memory_size_bytes = 0;  // the platform's largest stated memory size (0: not stated)
+  std::string memory_name;       // that level's name
 };
 
 struct PointResult {
@@ -49,6 +64,7 @@ struct PointResult {
   std::vector<Platform> platforms;
   std::vector<Row> rows;
   std::vector<SummaryRow> summary;
+  std::vector<Diagnostic> warnings;  // e.g. a network whose memory footprint exceeds a platform's memory
   std::vector<std::string> text;  // filled by a ResultSink's prepare (formatted output), else empty
 };
 
@@ -129,9 +145,15 @@ struct EvalContext {
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
+  // Per worker: platforms and networks that no `${…}` changes, built once (see evaluate_point).
+  std::map<const CNode*, Platform> fixed_platforms{};
+  // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
+  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;
+  std::map<NetKey, std::vector<std::shared_ptr<const Network>>> fixed_networks{};
 };
 
-// Bytes a layer moves under a memory model.
+// Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic
+// count under both models (like weights, the cache was not written by the previous layer).
 double layer_bytes(const OpCost& c, MemoryModel m);
 
 // Resolve one `platforms:` entry (already substituted) to a platform.

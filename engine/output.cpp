@@ -128,8 +128,8 @@ void put_json_str(std::string& o, std::string_view s) {
 
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
-      "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
+      "point", "platform", "network", "layer", "op", "dtype", "compute_dtype", "weights_dtype", "kv_dtype", "input_shape", "output_shape",
+      "macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
       "efficiency_bandwidth", "flops_per_mac", "memory_model"};
@@ -140,7 +140,10 @@ const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "dtype", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
-      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
+      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
+      "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
+      "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory"};
   return c;
 }
 
@@ -154,6 +157,22 @@ static std::string header(const std::vector<std::string>& cols, const std::vecto
       for (const auto& v : vars) h += "," + csv_escape(sweep_column(v, cols));
   }
   return h + "\n";
+}
+
+LlmTotals llm_totals(const SummaryRow& s) {
+  LlmTotals t;
+  if (s.phase.empty()) return t;
+  t.tokens = s.tokens;
+  t.tokens_per_s = s.time_s > 0 ? s.tokens / s.time_s : NAN;
+  t.derated_tokens_per_s = s.derated_time_s > 0 ? s.tokens / s.derated_time_s : NAN;
+  if (s.phase == "prefill") {
+    t.ttft_s = s.time_s;
+    t.derated_ttft_s = s.derated_time_s;
+  } else {
+    t.tpot_s = s.time_s;
+    t.derated_tpot_s = s.derated_time_s;
+  }
+  return t;
 }
 
 std::string results_csv_header(const RunHeader& h) {
@@ -182,12 +201,19 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
     out += ',';
     out += dtype_name(row.dtype);
     out += ',';
+    out += dtype_name(row.compute_dtype);
+    out += ',';
+    if (row.has_weights) out += dtype_name(row.weights_dtype);
+    out += ',';
+    if (row.touches_kv) out += dtype_name(row.kv_dtype);
+    out += ',';
     out += row.input_shapes;
     out += ',';
     out += row.output_shapes;
     double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
     for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
-                     row.cost.output_total(), row.bytes, row.theoretical.intensity, mac_i})
+                     row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
+                     row.theoretical.intensity, mac_i})
       out += ',', put_num(out, v);
     out += ',', put_csv(out, row.compute_roof);
     out += ',', put_csv(out, row.memory_level);
@@ -226,6 +252,18 @@ void append_summary_csv(std::string& out, const PointResult& pr, const Point& p)
     out += ',', put_num(out, pr.settings.flops_per_mac);
     out += ',';
     out += memory_model_name(pr.settings.memory_model);
+    out += ',', put_num(out, s.active_params);
+    out += ',', put_csv(out, s.phase);
+    LlmTotals t = llm_totals(s);
+    for (double v : {t.tokens, t.tokens_per_s, t.derated_tokens_per_s, t.ttft_s, t.derated_ttft_s, t.tpot_s, t.derated_tpot_s}) {
+      out += ',';
+      if (!std::isnan(v)) put_num(out, v);
+    }
+    for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) out += ',', put_num(out, v);
+    out += ',';
+    if (s.memory_size_bytes > 0) put_num(out, s.memory_size_bytes);
+    out += ',';
+    if (s.memory_size_bytes > 0) out += s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false";
     out += '\n';
   }
 }
@@ -327,6 +365,10 @@ class Json {
     comma();
     put_json_num(out_, v);
   }
+  void boolean(bool b) {
+    comma();
+    out_ += b ? "true" : "false";
+  }
   void open(char c) {
     comma();
     out_ += c;
@@ -419,6 +461,9 @@ std::string results_json_head(const RunHeader& h, const RunInfo& info) {
   j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s = sum over kernels (a layer, or a fused group: "
                       "see kernels.csv) of max(sum of compute times, sum of memory times) of its layers, plus the platform's launch_overhead per kernel");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
+  j.key("precision"), j.str("activations in dtype; matrix weights in weights_dtype with one fp16 scale per quant_group weights when int8/int4/fp8; the KV cache in kv_dtype; the compute roof is the one of compute_dtype (default dtype: weights are dequantized to the activation precision)");
+  j.key("kv_cache"), j.str("KV-cache reads (kv_read_bytes) and a layer's internal scratch traffic count under both memory models");
+  j.key("llm"), j.str("tokens = batch × new tokens of the step; tokens_per_s = tokens / time; prefill: time to first token = time; decode: time per output token = time; memory footprint = resident weights + KV cache + the largest activations of one layer");
   j.close('}');
   j.key("sweep_variables");
   j.open('[');
@@ -445,6 +490,11 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   j.key("memory_model"), j.str(memory_model_name(pr.settings.memory_model));
   j.key("flops_per_mac"), j.num(pr.settings.flops_per_mac);
   j.key("memory_level"), j.str(pr.settings.memory_level.empty() ? "(first level of each platform)" : pr.settings.memory_level);
+  const Precision& pc = pr.settings.precision;
+  j.key("weights_dtype"), j.str(dtype_name(pc.weights.value_or(pr.settings.dtype)));
+  j.key("kv_dtype"), j.str(dtype_name(pc.kv.value_or(pr.settings.dtype)));
+  j.key("compute_dtype"), j.str(dtype_name(pc.compute.value_or(pr.settings.dtype)));
+  j.key("quant_group"), j.num(static_cast<double>(pc.quant_group));
   j.close('}');
   j.key("platforms");
   j.open('[');
@@ -473,6 +523,33 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
     j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
     j.key("batch"), j.num(sm.batch);
     j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
+    j.key("active_params"), j.num(sm.active_params);
+    if (!sm.phase.empty()) {
+      LlmTotals t = llm_totals(sm);
+      j.key("phase"), j.str(sm.phase);
+      j.key("tokens"), j.num(t.tokens);
+      j.key("tokens_per_s"), j.num(t.tokens_per_s);
+      j.key("derated_tokens_per_s"), j.num(t.derated_tokens_per_s);
+      if (sm.phase == "prefill") {
+        j.key("time_to_first_token_s"), j.num(t.ttft_s);
+        j.key("derated_time_to_first_token_s"), j.num(t.derated_ttft_s);
+      } else {
+        j.key("time_per_output_token_s"), j.num(t.tpot_s);
+        j.key("derated_time_per_output_token_s"), j.num(t.derated_tpot_s);
+      }
+    }
+    j.key("memory_footprint");
+    j.open('{');
+    j.key("weight_bytes"), j.num(sm.weight_footprint_bytes);
+    j.key("kv_cache_bytes"), j.num(sm.kv_cache_bytes);
+    j.key("activation_bytes"), j.num(sm.activation_bytes);
+    j.key("total_bytes"), j.num(sm.memory_footprint_bytes);
+    if (sm.memory_size_bytes > 0) {
+      j.key("memory_size_bytes"), j.num(sm.memory_size_bytes);
+      j.key("memory"), j.str(sm.memory_name);
+      j.key("fits"), j.boolean(sm.memory_footprint_bytes <= sm.memory_size_bytes);
+    }
+    j.close('}');
     j.close('}');
   }
   j.close(']');
@@ -486,6 +563,9 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
       j.key("layer"), j.str(row.layer);
       j.key("op"), j.str(row.op);
       j.key("dtype"), j.str(dtype_name(row.dtype));
+      j.key("compute_dtype"), j.str(dtype_name(row.compute_dtype));
+      if (row.has_weights) j.key("weights_dtype"), j.str(dtype_name(row.weights_dtype));
+      if (row.touches_kv) j.key("kv_dtype"), j.str(dtype_name(row.kv_dtype));
       j.key("input_shape"), j.str(row.input_shapes);
       j.key("output_shape"), j.str(row.output_shapes);
       j.key("macs"), j.num(row.cost.macs);
@@ -500,6 +580,12 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
       j.open('[');
       for (double b : row.cost.output_bytes) j.num(b);
       j.close(']');
+      j.key("quant_scale_bytes"), j.num(row.cost.scale_bytes);
+      j.key("kv_read_bytes"), j.num(row.cost.kv_read_bytes);
+      j.key("kv_write_bytes"), j.num(row.cost.kv_write_bytes);
+      j.key("scratch_bytes"), j.num(row.cost.scratch_bytes);
+      j.key("resident_weight_bytes"), j.num(row.cost.resident_weight_bytes);
+      j.key("kv_cache_bytes"), j.num(row.cost.kv_cache_bytes);
       j.key("bytes"), j.num(row.bytes);
       j.key("intensity"), j.num(row.theoretical.intensity);
       j.key("kernel"), j.str(row.kernel);

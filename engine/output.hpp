@@ -1,5 +1,6 @@
 // Result files (CSV, JSON) and the terminal table. Numbers in files are plain SI.
 #pragma once
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -107,6 +108,14 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
 
 // Writes `content` to `path` through a temporary file and a rename. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// Transformer totals of a summary row (NaN where they do not apply: no phase, or the other phase).
+struct LlmTotals {
+  double tokens = NAN, tokens_per_s = NAN, derated_tokens_per_s = NAN;
+  double ttft_s = NAN, derated_ttft_s = NAN;  // prefill: time to first token
+  double tpot_s = NAN, derated_tpot_s = NAN;  // decode: time per output token
+};
+LlmTotals llm_totals(const SummaryRow& s);
 
 // Column names of results.csv and summary.csv (without the sweep variables), for docs and tests.
 const std::vector<std::string>& results_columns();

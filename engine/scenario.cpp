@@ -1,5 +1,7 @@
 #include "engine/scenario.hpp"
 
+#include "engine/graph.hpp"
+
 #include "engine/passes.hpp"
 #include "engine/units.hpp"
 
@@ -209,6 +211,8 @@ Settings read_settings(const CNode& node, Diags& d) {
     else if (f) s.flops_per_mac = *f;
   }
   if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  read_precision_keys(node, s.precision, d);
+  m.allow(kPrecisionKeys);
   m.finish();
   return s;
 }

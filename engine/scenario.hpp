@@ -20,6 +20,7 @@ struct Settings {
   MemoryModel memory_model = MemoryModel::InputsWeightsOutputs;
   double flops_per_mac = 2;
   std::string memory_level;  // "" = the platform's first level
+  Precision precision;       // weights_dtype, kv_dtype, compute_dtype, quant_group
 };
 
 struct SweepVar {

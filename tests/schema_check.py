@@ -23,7 +23,7 @@ def schema(*args):
 
 
 def validator(s, root=None):
-    if root:  # validate against one definition, e.g. a zoo file against $defs/network
+    if root:  # validate against one definition, e.g. a zoo file against $defs/network_item
         s = dict(s, **{"$ref": "#/$defs/" + root})
     return jsonschema.Draft202012Validator(s)
 
@@ -39,7 +39,7 @@ def load(path):
 
 scenario, platform = schema(), schema("platform")
 checks = [(validator(scenario), sorted(glob.glob(os.path.join(src, "scenarios", "*.yaml")))),
-          (validator(scenario, "network"), sorted(glob.glob(os.path.join(src, "scenarios", "models", "*.yaml")))),
+          (validator(scenario, "network_item"), sorted(glob.glob(os.path.join(src, "scenarios", "models", "*.yaml")))),
           (validator(platform), sorted(glob.glob(os.path.join(src, "hardware", "*.yaml"))))]
 count = 0
 for v, files in checks:
