@@ -181,6 +181,16 @@ std::vector<MapDef> build() {
            {"description", str(), false, "What this configuration is (a zoo file that configures another model)."},
            {"args", def("args"), false, "Values of the model's params, e.g. {batch: 8, size: 224}."},
        }},
+      {"onnx_use", "A network imported from an ONNX file",
+       {
+           {"onnx", str(), true, "The .onnx file, relative to the scenario."},
+           {"name", str(), false, "Network name (default the file's stem)."},
+           {"description", str(), false, "What the network is."},
+           {"inputs", def("named_shapes"), false, "Shapes of the model's inputs, e.g. {input: [1, 3, 224, 224]}."},
+           {"dims", def("args"), false, "Sizes of symbolic dimensions, e.g. {batch: 1, seq: 128}."},
+           {"onnx_ops", def("args"), false, "ONNX op types mapped to operators (or ignore), e.g. {MyOp: my_lua_op}."},
+           {"dtype", choice_from("dtype"), false, "Precision of the network's tensors."},
+       }},
       {"platform", "A hardware platform: compute roofs and memory levels",
        {
            {"name", str(), true, "Platform name (the platform column of the results)."},

@@ -303,7 +303,13 @@ class Gen {
                               .set("if", type("string"))
                               .set("then", J::obj().set("description", "A platform of the catalog (`rsim hw list`)."))
                               .set("else", jref("platform")));
-    d.set("network_item", J::obj().set("if", J::obj().set("required", J::arr({J("model")}))).set("then", jref("model_use")).set("else", jref("network")));
+    d.set("network_item", J::obj()
+                              .set("if", J::obj().set("required", J::arr({J("model")})))
+                              .set("then", jref("model_use"))
+                              .set("else", J::obj()
+                                               .set("if", J::obj().set("required", J::arr({J("onnx")})))
+                                               .set("then", jref("onnx_use"))
+                                               .set("else", jref("network"))));
     d.set("layer_item", J::obj().set("if", J::obj().set("required", J::arr({J("block")}))).set("then", jref("block_use")).set("else", jref("layer")));
     J kinds = J::arr();
     J branches = J::arr();
