@@ -40,7 +40,7 @@ inline Proc run_exe(const std::vector<std::string>& args, double timeout_s = 20)
   static int seq = 0;
   fs::path base = fs::temp_directory_path() / ("rsim_proc_" + std::to_string(::getpid()) + "_" + std::to_string(seq++));
   std::string out_path = base.string() + ".out", err_path = base.string() + ".err";
-  std::vector<std::string> argv_s = {RSIM_EXE};
+  std::vector<std::string> argv_s = {RSIM_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
