@@ -15,7 +15,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RSIM_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(RSIM_TEST_SANITIZED)
 constexpr bool kSanitized = true;  // ASan keeps freed memory in quarantine: peak memory means nothing
 #else
 constexpr bool kSanitized = false;
