@@ -232,7 +232,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   MemoryModel mm = out.settings.memory_model;
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = out.platforms[pi];
-    const MemoryLevel* mem = out.settings.memory_level.empty() ? &pl.memory.front() : pl.level(out.settings.memory_level);
+    const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
+    const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
     if (!mem) {
       std::vector<std::string> names;
       for (const auto& m : pl.memory) names.push_back(m.name);
@@ -274,9 +275,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         r.cost = L.cost;
         r.bytes = layer_bytes(L.cost, mm);
         r.compute_roof = roof->name;
-        r.memory_level = mem->name;
+        const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
+        r.memory_level = lmem->name;
         r.kernel = L.kernel;
-        r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
+        r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
             r.efficiency = ctx.hooks->efficiency(r, L, pl);
@@ -286,7 +288,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           }
         }
         r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
-                             mem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+                             lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
         if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
           try {
             r.metrics = ctx.hooks->metrics(r, L);

@@ -16,6 +16,23 @@ const ComputeRoof* Platform::roof_for(DType t) const {
   return nullptr;
 }
 
+const MemoryLevel* Platform::level_for(double ws) const {
+  const MemoryLevel* best = nullptr;  // smallest sized level that holds ws
+  const MemoryLevel* unsized = nullptr;
+  const MemoryLevel* largest = nullptr;
+  for (const auto& m : memory) {
+    if (m.size_bytes <= 0) {
+      if (!unsized) unsized = &m;
+      continue;
+    }
+    if (!largest || m.size_bytes > largest->size_bytes) largest = &m;
+    if (m.size_bytes >= ws && (!best || m.size_bytes < best->size_bytes)) best = &m;
+  }
+  if (best) return best;
+  if (unsized) return unsized;
+  return largest ? largest : (memory.empty() ? nullptr : &memory.front());
+}
+
 const MemoryLevel* Platform::level(const std::string& n) const {
   for (const auto& m : memory)
     if (m.name == n) return &m;

@@ -39,6 +39,10 @@ struct Platform {
 
   const ComputeRoof* roof_for(DType t) const;
   const MemoryLevel* level(const std::string& name) const;
+  // The cache-aware roofline (`memory_level: auto`): the smallest level whose size holds
+  // `working_set_bytes`; a level without a size (DRAM) holds anything; when every level has a
+  // size and none holds it, the largest.
+  const MemoryLevel* level_for(double working_set_bytes) const;
   std::vector<std::string> dtypes() const;  // every precision with a roof, in catalog order
 };
 
