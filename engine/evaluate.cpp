@@ -278,7 +278,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
         r.memory_level = lmem->name;
         r.kernel = L.kernel;
-        r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
+        const double work = out.settings.executed_work ? r.cost.flops_executed : r.cost.flops;  // FLOPs the roofline bounds
+        r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
             r.efficiency = ctx.hooks->efficiency(r, L, pl);
@@ -287,7 +288,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             break;
           }
         }
-        r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
+        r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                              lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
         if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
           try {

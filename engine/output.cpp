@@ -58,7 +58,7 @@ static std::string json_num(double v) {
 
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
+      "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "macs_executed", "flops_executed", "mac_count", "params",
       "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
@@ -107,8 +107,9 @@ std::string results_csv(const RunResult& r, const Scenario&) {
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) line += "," + csv_escape(*s);
       line += "," + std::string(dtype_name(row.dtype)) + "," + row.input_shapes + "," + row.output_shapes;
       double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
-      for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
-                       row.cost.output_total(), row.bytes, row.theoretical.intensity, mac_i})
+      line += "," + num_text(row.cost.macs) + "," + num_text(row.cost.flops) + "," + num_text(row.cost.macs_executed) + "," +
+              num_text(row.cost.flops_executed) + (pr.settings.executed_work ? ",executed" : ",conventional");
+      for (double v : {row.cost.params, row.cost.weight_bytes, row.cost.input_total(), row.cost.output_total(), row.bytes, row.theoretical.intensity, mac_i})
         line += "," + num_text(v);
       line += "," + csv_escape(row.compute_roof) + "," + csv_escape(row.memory_level);
       for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {

@@ -29,12 +29,14 @@ void use_platform(Scenario& s, const std::string& platform) {
   }
 }
 
-void set_memory_level(Scenario& s, const std::string& level) {
+void set_setting(Scenario& s, const std::string& key, const std::string& value) {
   if (s.settings.is_null()) s.settings.kind = CNode::Kind::Map;
   auto& e = s.settings.entries;
-  e.erase(std::remove_if(e.begin(), e.end(), [](const CEntry& x) { return x.key == "memory_level"; }), e.end());
-  if (!level.empty()) e.push_back(CEntry{"memory_level", s.settings.loc, CNode::make_scalar(level, s.settings.loc)});
+  e.erase(std::remove_if(e.begin(), e.end(), [&](const CEntry& x) { return x.key == key; }), e.end());
+  if (!value.empty()) e.push_back(CEntry{key, s.settings.loc, CNode::make_scalar(value, s.settings.loc)});
 }
+
+void set_memory_level(Scenario& s, const std::string& level) { set_setting(s, "memory_level", level); }
 
 namespace {
 
