@@ -10,11 +10,15 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <mutex>
+#include <thread>
 
+#include "app/result_set.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/calibrate.hpp"
 #include "measure/measure_run.hpp"
 #include "measure/probe.hpp"
 #include "measure/probe_output.hpp"
@@ -46,11 +50,12 @@ int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
-    {"validate", "validate FILE... [--hw-dir DIR]", "check scenarios (every sweep point) without writing anything", cmd_validate},
+    {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
@@ -58,6 +63,8 @@ const Command kCommands[] = {
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
     {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
      "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
+    {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--hw-dir DIR]",
+     "fit an efficiency model per op class from measured.csv files into a platform file; print the cross-validated error", cmd_calibrate},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -128,6 +135,33 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return false;
 }
 
+// Passes points on, keeping the run's warnings (e.g. a model that does not fit a platform's memory).
+class WarningSink : public ResultSink {
+ public:
+  explicit WarningSink(ResultSink* next) : next_(next) {}
+  void start(const RunHeader& h) override { next_->start(h); }
+  void prepare(PointResult& pr, const Point& p) override { next_->prepare(pr, p); }
+  void consume(PointResult&& pr, const Point& p) override {
+    for (auto& w : pr.warnings) {
+      if (first_.size() < 3) first_.push_back(w);
+      ++total_;
+    }
+    next_->consume(std::move(pr), p);
+  }
+  // The first few, then a count.
+  void print(std::ostream& err) const {
+    for (const auto& w : first_) err << format_diagnostic(w);
+    if (total_ > first_.size())
+      err << "rsim: note: " << total_ - first_.size() << " more warning" << (total_ - first_.size() == 1 ? "" : "s")
+          << " like these (summary.csv: fits_in_memory)\n";
+  }
+
+ private:
+  ResultSink* next_;
+  std::vector<Diagnostic> first_;
+  size_t total_ = 0;
+};
+
 int print_config_error(std::ostream& err, const ConfigError& e) {
   err << e.what();
   return kConfig;
@@ -196,7 +230,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
       "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
-      "jobs,j", po::value<int>()->default_value(1), "worker threads")(
+      "jobs,j", po::value<int>()->default_value(0), "worker threads (default: every core)")(
+      "tables", po::value<std::string>()->default_value("all"), "all: results.csv, summary.csv, results.json; summary: network totals only (no per-layer rows, no figures)")(
       "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal")(
       "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
       "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
@@ -213,7 +248,14 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!vm.count("file")) return usage_error(err, "run needs a scenario file", "rsim run scenarios/group_conv_sweep.yaml");
   int jobs = vm["jobs"].as<int>();
+  if (jobs == 0) jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
   if (jobs < 1 || jobs > 256) return usage_error(err, "--jobs must be between 1 and 256");
+  Tables tables = Tables::All;
+  if (vm["tables"].as<std::string>() == "summary") tables = Tables::Summary;
+  else if (vm["tables"].as<std::string>() != "all") {
+    std::string hint = did_you_mean(vm["tables"].as<std::string>(), {"all", "summary"});
+    return usage_error(err, "unknown --tables '" + vm["tables"].as<std::string>() + "'", hint.empty() ? "use all or summary" : hint);
+  }
   bool sets_ok = true;
   auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
   if (!sets_ok) return kUsage;
@@ -238,7 +280,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (dpi != 0 && (dpi < 36 || dpi > 600)) return usage_error(err, "--dpi must be between 36 and 600");
       ropt.dpi = dpi;
     }
-    bool want_plots = !vm.count("no-plots") && !ropt.formats.empty();
+    bool want_plots = !vm.count("no-plots") && !ropt.formats.empty() && tables == Tables::All;
     Scenario s = load_scenario(vm["file"].as<std::string>());
     apply_overrides(s, sets);
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
@@ -251,57 +293,80 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
     opt.model_dirs = model_dirs();
+    opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
-    auto t0 = std::chrono::steady_clock::now();
-    RunResult r = run_scenario(s, catalog, opt);
-    progress.finish();
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / s.name;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
-      return kConfig;
-    }
-    // Render everything first, then write: a failure leaves no half-written file.
-    RunInfo info{RSIM_VERSION, &s};
-    std::vector<plots::OutputFile> files = {{"results.csv", results_csv(r, s)}, {"summary.csv", summary_csv(r, s)}, {"kernels.csv", kernels_csv(r)},
-                                           {"results.json", results_json(r, info)}};
-    size_t n_figures = 0;
-    if (want_plots) {
-      if (specs.empty()) specs = plots::default_plot_specs(r, s);
-      std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
-      for (auto& f : plots::render_figures(r, s, specs, ropt, figures)) files.push_back(std::move(f));
-      files.push_back({"report.md", plots::report_markdown(r, s, figures)});
-      n_figures = figures.size();
-    }
+    // Everything goes into a staging folder beside `dir`, swapped in at the end: an error or an
+    // interrupt leaves the previous result set as it was.
+    std::unique_ptr<ResultSet> set;
     try {
-      for (const auto& f : files) write_file_atomic((dir / f.name).string(), f.bytes);
-      // files an earlier run wrote that this run did not (a figure renamed or dropped) go away
-      std::ifstream old(dir / ".rsim-files");
-      std::string line, manifest;
-      while (std::getline(old, line)) {
-        bool current = std::any_of(files.begin(), files.end(), [&](const plots::OutputFile& f) { return f.name == line; });
-        if (!current && !line.empty() && line.find('/') == std::string::npos && line[0] != '.') fs::remove(dir / line, ec);
-      }
-      for (const auto& f : files) manifest += f.name + "\n";
-      write_file_atomic((dir / ".rsim-files").string(), manifest);
+      set = std::make_unique<ResultSet>(dir.string(), [&] {
+        err << "rsim: waiting for another rsim writing into '" << dir.string() << "' to finish\n";
+        err.flush();
+      });
     } catch (const std::exception& e) {
       err << "rsim: error: " << e.what() << "\n";
       return kConfig;
     }
+    RunInfo info{RSIM_VERSION, &s};
+    TableWriter writer(set->staging(), tables, info);
+    writer.on_projection = [&](double bytes) {
+      if (bytes <= 1e9) return;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+      err << "rsim: warning: the tables of this run will take about " << buf << " ("
+          << (tables == Tables::All ? "per-layer rows of every point" : "network totals of every point") << ")\n";
+      if (tables == Tables::All) err << "rsim: note: `--tables summary` writes network totals only\n";
+      err.flush();
+    };
+    RunResult collected;  // every point, for the figures
+    CollectSink collect(collected);
+    PreviewSink preview(vm["rows"].as<size_t>(), 40);  // without figures: the first points only
+    WarningSink warnings(want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview));
+    writer.next = &warnings;
+    auto t0 = std::chrono::steady_clock::now();
+    stream_scenario(s, catalog, opt, writer);
+    progress.finish();
+    warnings.print(err);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    size_t n_figures = 0;
+    std::vector<std::string> failures;
+    try {
+      std::vector<std::string> written = writer.finish();
+      if (want_plots) {
+        if (specs.empty()) specs = plots::default_plot_specs(collected, s);
+        std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
+        std::vector<plots::OutputFile> files = plots::render_figures(collected, s, specs, ropt, figures, &failures);
+        files.push_back({"report.md", plots::report_markdown(collected, s, figures)});
+        for (const auto& f : files) {
+          write_file_atomic((fs::path(set->staging()) / f.name).string(), f.bytes);
+          written.push_back(f.name);
+        }
+        n_figures = figures.size();
+      }
+      set->commit(written);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+    for (const auto& f : failures) err << "rsim: warning: figure " << f << "; not drawn (the tables are written)\n";
     if (!vm.count("quiet")) {
+      const RunResult& r = want_plots ? collected : preview.result();
+      size_t n_points = want_plots ? r.points.size() : static_cast<size_t>(point_count(s.sweep));
       const PointResult& first = r.results.front();
-      out << s.name << ": " << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << " × " << first.platforms.size()
+      out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
           << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
-      out << terminal_table(r, vm["rows"].as<size_t>()) << "\n";
+      if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? 0 : preview.total_rows()) << "\n";
       out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
-      out << terminal_summary(r, 40) << "\n";
+      out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: results.csv, summary.csv, kernels.csv, results.json";
+      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }
@@ -313,7 +378,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim validate options");
-  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "scenario files");
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "scenario files")(
+      "all-points", "evaluate every point of the sweep (default: every variable at its first, last, extreme and 16 spread values)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("files", -1);
@@ -337,11 +403,31 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       opt.make_hooks = scripts.make_hooks;
       opt.make_evaluator = make_lua_evaluator;
       opt.model_dirs = model_dirs();
+      opt.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
+      // not every point: every value of every sweep variable, bound at least once
+      opt.points = vm.count("all-points") ? std::vector<Point>{} : validation_points(s.sweep);
+      size_t total = static_cast<size_t>(point_count(s.sweep));
       RunResult r = run_scenario(s, catalog, opt);
-      for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
+      // the figures' names (variables, metrics, platforms) checked on the evaluated points,
+      // numbered 0, 1, … as the charts expect; a plot's point is checked against the whole sweep
+      for (size_t i = 0; i < r.points.size(); ++i) {
+        r.points[i].index = i;
+        for (auto& row : r.results[i].rows) row.point = i;
+        for (auto& sm : r.results[i].summary) sm.point = i;
+      }
+      for (auto spec : specs) {
+        if (spec.kind == plots::Kind::Layers) {
+          if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
+            throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
+          spec.point = 0;
+        }
+        plots::build_figures(spec, r, s);
+      }
       size_t rows = 0;
       for (const auto& pr : r.results) rows += pr.rows.size();
-      out << f << ": ok (" << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << ", " << rows << " layer evaluations)\n";
+      out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
+      if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
+      out << ", " << rows << " layer evaluations)\n";
     } catch (const ConfigError& e) {
       err << e.what();
       rc = kConfig;
@@ -696,6 +782,98 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
   } catch (const ConfigError& e) {
     return print_config_error(err, e);
   }
+}
+
+int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim calibrate options");
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv files (rsim measure)")(
+      "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
+      "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("files", -1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("calibrate")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("files")) return usage_error(err, "calibrate needs at least one measured.csv", "rsim calibrate out/resnet50-measured/measured.csv --platform p.yaml -o p_cal.yaml");
+  if (!vm.count("platform")) return usage_error(err, "calibrate needs --platform");
+  if (!vm.count("output")) return usage_error(err, "calibrate needs -o CALIBRATED.yaml");
+  std::string plat = vm["platform"].as<std::string>();
+  std::string path = plat;
+  if (plat.find('/') == std::string::npos && !(plat.size() > 5 && plat.substr(plat.size() - 5) == ".yaml"))
+    path = Catalog(find_hardware_dir(vm["hw-dir"].as<std::string>())).path_of(plat);
+  std::ifstream pin(path);
+  if (!pin) {
+    err << "rsim: error: cannot read platform file '" << path << "'\n";
+    return kConfig;
+  }
+  std::string ptext((std::istreambuf_iterator<char>(pin)), std::istreambuf_iterator<char>());
+  if (ptext.find("\ncalibration:") != std::string::npos) {
+    err << "rsim: error: " << path << " is already calibrated; calibrate the uncalibrated platform\n";
+    return kConfig;
+  }
+  std::vector<measure::Sample> samples;
+  std::string from;
+  try {
+    for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
+      std::ifstream in(f);
+      if (!in) {
+        err << "rsim: error: cannot read '" << f << "'\n";
+        return kConfig;
+      }
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto s = measure::read_measured_csv(text, f);
+      samples.insert(samples.end(), s.begin(), s.end());
+      from += (from.empty() ? "" : ", ") + fs::path(f).parent_path().filename().string() + "/" + fs::path(f).filename().string();
+    }
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  if (samples.empty()) {
+    err << "rsim: error: no measured layers in the given files\n";
+    return kConfig;
+  }
+  auto rules = measure::fit_calibration(samples);
+  std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
+  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from);
+  {  // the result must load as a platform
+    Diags d;
+    build_platform(parse_yaml(yaml, vm["output"].as<std::string>()), nullptr, d);
+    if (!d.empty()) {
+      err << ConfigError(d.list()).what();
+      return kConfig;
+    }
+  }
+  try {
+    write_file_atomic(vm["output"].as<std::string>(), yaml);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  char buf[256];
+  out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b per class (x: MACs for compute, bytes for bandwidth):\n";
+  for (const auto& r : rules) {
+    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f   bandwidth a %.4g b %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b, r.bandwidth.a, r.bandwidth.b);
+    out << buf;
+  }
+  auto cv = measure::cross_validate(samples);
+  if (cv.folds.empty()) {
+    out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
+  } else {
+    out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    for (const auto& f : cv.folds) {
+      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%\n",
+                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err);
+      out << buf;
+    }
+  }
+  out << "wrote " << vm["output"].as<std::string>() << "\n";
+  return kOk;
 }
 
 }  // namespace

@@ -443,3 +443,58 @@ networks:
   // no padding: executed = conventional
   CHECK(rows[3].cost.macs_executed == rows[3].cost.macs);
 }
+
+#include "measure/calibrate.hpp"
+
+TEST_CASE("measure: calibration recovers known efficiency laws from synthetic measurements", "[measure]") {
+  // conv: compute efficiency 0.02 · MACs^0.15 (MACs 1e6 → 0.02 · 10^0.9 = 0.159; 1e8 → 0.02 · 10^1.2 = 0.317);
+  // relu: bandwidth efficiency 0.5 · bytes^0.02. Times generated from the laws exactly.
+  std::vector<Sample> samples;
+  for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
+    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+    s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15));
+    samples.push_back(s);
+  }
+  for (double bytes : {1e5, 1e6, 1e7, 1e8}) {  // two sizes in each network, so each fold can fit b
+    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0};
+    s.measured_s = bytes / (s.bandwidth * 0.5 * std::pow(bytes, 0.02));
+    samples.push_back(s);
+  }
+  auto rules = fit_calibration(samples);
+  const CalibrationRule* conv = nullptr;
+  const CalibrationRule* elt = nullptr;
+  for (const auto& r : rules) {
+    if (r.name == "conv") conv = &r;
+    if (r.name == "elementwise") elt = &r;
+  }
+  REQUIRE(conv);
+  REQUIRE(elt);
+  CHECK(conv->compute.a == Approx(0.02).epsilon(1e-9));
+  CHECK(conv->compute.b == Approx(0.15).epsilon(1e-9));
+  CHECK(elt->bandwidth.a == Approx(0.5).epsilon(1e-9));
+  CHECK(elt->bandwidth.b == Approx(0.02).epsilon(1e-9));
+  // predictions reproduce the generating times; cross-validation over net0/net1 is exact too
+  for (const auto& s : samples) CHECK(predict_s(s, rules) == Approx(s.measured_s).epsilon(1e-9));
+  auto cv = cross_validate(samples);
+  REQUIRE(cv.folds.size() == 2);
+  for (const auto& f : cv.folds) {
+    CHECK(f.median_err < 1e-9);
+    CHECK(f.network_err < 1e-9);
+  }
+  // one distinct x: b = 0, a = the geometric mean of the efficiencies: √(0.2 · 0.8) = 0.4
+  PowerLaw p = fit_power_law({{5, 0.2}, {5, 0.8}});
+  CHECK(p.b == 0);
+  CHECK(p.a == Approx(0.4));
+  CHECK(p.at(1e9) == Approx(0.4));
+  // the calibrated platform loads and the engine applies it: derated compute = peak × a·MACs^b
+  std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\n", "cal", rules, "synthetic");
+  Diags d;
+  Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  CHECK(pl.name == "cal");
+  REQUIRE(pl.calibration_for("conv2d"));
+  CHECK(pl.calibration_for("conv2d")->compute.b == Approx(0.15).epsilon(1e-5));
+  CHECK(pl.calibration_for("layernorm") == nullptr);  // no normalisation samples: no rule
+}
