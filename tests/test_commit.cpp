@@ -269,3 +269,23 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
   CHECK(entries_with(dir, ".out.rsim-staging-").empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("the output folder is replaced as a whole, so never the working folder or a folder with sub-folders", "[commit]") {
+  fs::path dir = temp_dir("guard");
+  fs::path scen = dir / "small.yaml";
+  std::ofstream(scen) << kSmall;
+  fs::create_directories(dir / "out" / "sub");
+  std::string err;
+  CHECK(cli({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err) == 1);
+  CHECK(err == "rsim: error: output folder '" + (dir / "out").string() +
+                   "' holds the folder 'sub'; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");
+  CHECK(fs::is_directory(dir / "out" / "sub"));
+  fs::path before = fs::current_path();
+  fs::current_path(dir / "out" / "sub");
+  int code = cli({"run", scen.string(), "--out", ".", "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
+  fs::current_path(before);
+  CHECK(code == 1);
+  CHECK(err == "rsim: error: output folder '.' is the working folder or contains it; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");
+  CHECK(entries_with(dir / "out", ".sub.rsim-staging-").empty());
+  fs::remove_all(dir);
+}
