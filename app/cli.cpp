@@ -360,7 +360,12 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       const PointResult& first = r.results.front();
       out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
-          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
+          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype);
+      const Precision& pc = first.settings.precision;
+      if (pc.weights) out << ", weights " << dtype_name(*pc.weights) << (pc.quant_group > 0 ? " (scale per " + std::to_string(pc.quant_group) + ")" : "");
+      if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
+      if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
+      out << "\n\n";
       if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? 0 : preview.total_rows()) << "\n";
       out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
       out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";

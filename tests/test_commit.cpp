@@ -86,10 +86,10 @@ bool wait_for_staging(const fs::path& parent, const std::string& base) {
   return false;
 }
 
-// A sweep long enough to interrupt: 4,000 points of a 20-layer network.
-void write_long_scenario(const fs::path& p) {
+// A sweep long enough to interrupt: `points` points of a 20-layer network.
+void write_long_scenario(const fs::path& p, int points = 4000) {
   std::ofstream f(p);
-  f << "name: long\nplatforms: [rtx3080]\nsweep: {grid: {c: {from: 8, to: 4007, step: 1}}}\n"
+  f << "name: long\nplatforms: [rtx3080]\nsweep: {grid: {c: {from: 8, to: " << 7 + points << ", step: 1}}}\n"
        "networks:\n  - name: n\n    input: [1, \"${c}\", 8, 8]\n    layers:\n";
   for (int i = 0; i < 20; ++i) f << "      - {op: conv2d, out_channels: \"${c}\", kernel: 3, padding: 1}\n";
 }
@@ -251,7 +251,7 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
   fs::path dir = temp_dir("lock");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;
-  write_long_scenario(longer);
+  write_long_scenario(longer, 1000);  // long enough for the second run to find the lock taken
   fs::path out = dir / "out";
   pid_t first = spawn({RSIM_BINARY, "run", longer.string(), "--out", out.string(), "-q", "--no-plots", "--jobs", "1", "--hw-dir", src("hardware")});
   REQUIRE(first > 0);
