@@ -29,6 +29,7 @@ test-asan:
 
 bench: build
 	./$(BUILD)/bench/rsim_bench
+	./$(BUILD)/bench/rsim_bench_onnx
 
 # End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
 bench-e2e: build
