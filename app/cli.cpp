@@ -17,14 +17,16 @@
 #include "app/result_set.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "engine/schema.hpp"
 #include "engine/units.hpp"
-#include "measure/calibrate.hpp"
 #include "measure/measure_run.hpp"
+#include "measure/calibrate.hpp"
 #include "importers/onnx_import.hpp"
 #include "measure/probe.hpp"
 #include "measure/probe_output.hpp"
 #include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"
+#include "plots/charts.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -51,8 +53,9 @@ int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_import(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
-int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
@@ -67,6 +70,7 @@ const Command kCommands[] = {
      "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
     {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--hw-dir DIR]",
      "fit an efficiency model per op class from measured.csv files into a platform file; print the cross-validated error", cmd_calibrate},
+    {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
     {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
      "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
 };
@@ -216,7 +220,7 @@ std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<st
 
 po::options_description hw_dir_option() {
   po::options_description d;
-  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, or hardware/ beside rsim)");
+  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, else share/rsim/hardware of the installation)");
   return d;
 }
 
@@ -735,6 +739,32 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return kOk;
 }
 
+int cmd_schema(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim schema options");
+  desc.add_options()("help,h", "show this help")("what", po::value<std::string>()->default_value("scenario"), "scenario or platform");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("schema")->synopsis << "\n\n"
+        << "Prints a JSON Schema (draft 2020-12). Save it and name it on a YAML file's first line for completion and checks:\n"
+        << "  rsim schema > scenario.schema.json\n"
+        << "  # yaml-language-server: $schema=scenario.schema.json\n\n"
+        << desc;
+    return kOk;
+  }
+  std::string what = vm["what"].as<std::string>();
+  if (what == "scenario") out << scenario_schema(builtin_ops(), plots::plottable_columns());
+  else if (what == "platform") out << platform_schema();
+  else {
+    std::string hint = did_you_mean(what, {"scenario", "platform"});
+    return usage_error(err, "unknown schema '" + what + "'", hint.empty() ? "use `rsim schema` or `rsim schema platform`" : hint);
+  }
+  return kOk;
+}
+
 int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim measure options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
@@ -955,18 +985,66 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
 
 }  // namespace
 
+namespace {
+
+fs::path g_anchor;  // set_data_anchor: the folder of the binary that embeds rsim (the Python module)
+
+// The folder of the running executable (empty if /proc/self/exe cannot be read).
+fs::path exe_dir() {
+  if (!g_anchor.empty()) return g_anchor;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// The source tree, only when rsim runs from its build folder: CMake writes a marker file
+// `rsim-build-tree` (holding the source path) beside the binaries of a build tree. `cmake --install`
+// does not install it, so an installed rsim never looks into the sources.
+fs::path build_tree_source() {
+  fs::path dir = exe_dir();
+  if (dir.empty()) return {};
+  for (const fs::path& marker : {dir / "rsim-build-tree", dir.parent_path() / "rsim-build-tree"}) {
+    std::ifstream in(marker);
+    std::string src;
+    if (in && std::getline(in, src) && !src.empty()) return fs::path(src);
+  }
+  return {};
+}
+
+// <prefix>/share/rsim for an installed binary (<prefix>/bin/rsim).
+fs::path installed_data() {
+  fs::path dir = exe_dir();
+  return dir.empty() ? fs::path() : dir.parent_path() / "share" / "rsim";
+}
+
+}  // namespace
+
+void set_data_anchor(const std::string& dir) { g_anchor = dir; }
+
+RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
+  Scenario s = load_scenario(path);
+  apply_overrides(s, sets);
+  load_plot_specs(s);  // a bad `plots:` section fails here as it does in `rsim run`
+  Catalog catalog(find_hardware_dir(hw_dir));
+  ScriptSetup scripts = setup_scripts(s);
+  RunOptions opt;
+  opt.jobs = std::clamp(jobs, 1, 256);
+  opt.ops = &scripts.ops;
+  opt.make_hooks = scripts.make_hooks;
+  opt.make_evaluator = make_lua_evaluator;
+  opt.model_dirs = model_dirs();
+  RunResult r = run_scenario(s, catalog, opt);
+  return RunTables{results_csv(r, s), summary_csv(r, s), kernels_csv(r)};
+}
+
 // The model zoo shipped with rsim, for scenarios outside the source tree.
 std::vector<std::string> model_dirs() {
   std::vector<std::string> d;
   if (const char* env = std::getenv("RSIM_MODELS"); env && *env) d.push_back(env);
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (const fs::path& cand : {exe.parent_path().parent_path() / "scenarios" / "models", exe.parent_path().parent_path() / "share" / "rsim" / "models"})
-      if (fs::is_directory(cand, ec)) d.push_back(cand.string());
-#ifdef RSIM_SOURCE_DIR
-  d.push_back((fs::path(RSIM_SOURCE_DIR) / "scenarios" / "models").string());
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "models", ec)) d.push_back((data / "models").string());
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "scenarios" / "models", ec))
+    d.push_back((src / "scenarios" / "models").string());
   return d;
 }
 
@@ -974,15 +1052,8 @@ std::string find_hardware_dir(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("RSIM_HARDWARE"); env && *env) return env;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const fs::path& cand : {exe.parent_path() / "hardware", exe.parent_path().parent_path() / "hardware",
-                                 exe.parent_path().parent_path() / "share" / "rsim" / "hardware"})
-      if (fs::is_directory(cand, ec)) return cand.string();
-  }
-#ifdef RSIM_SOURCE_DIR
-  if (fs::is_directory(fs::path(RSIM_SOURCE_DIR) / "hardware", ec)) return (fs::path(RSIM_SOURCE_DIR) / "hardware").string();
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "hardware", ec)) return (data / "hardware").string();
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "hardware", ec)) return (src / "hardware").string();
   return "hardware";
 }
 

@@ -82,7 +82,7 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   }
   if (!raw.is_map() || !raw.find("model")) return NetworkSource{raw, env};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
-  MapReader m(entry, "model use", d);
+  MapReader m(entry, keys::map("model_use"), "model use", d);
   const CNode* mn = m.require("model");
   const CNode* name = m.get("name");
   const CNode* args = m.get("args");

@@ -158,7 +158,7 @@ struct Derating {
 Derating read_derating(const CNode* n, Diags& d) {
   Derating r;
   if (!n) return r;
-  MapReader m(*n, "derate", d);
+  MapReader m(*n, keys::map("derate"), "derate", d);
   r.vector_clock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
   r.compute_efficiency = fraction(m.get("compute_efficiency"), d, "compute_efficiency");
   r.bandwidth_fraction = fraction(m.get("bandwidth_fraction"), d, "bandwidth_fraction");
@@ -168,7 +168,7 @@ Derating read_derating(const CNode* n, Diags& d) {
 
 ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   ComputeRoof r;
-  MapReader m(n, "compute roof", d);
+  MapReader m(n, keys::map("compute_roof"), "compute roof", d);
   if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
   std::string what = "compute roof '" + r.name + "'";
   if (const CNode* v = m.require("dtypes")) {
@@ -197,7 +197,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
       r.derivation = "given: " + si6(*p, rate_unit(r));
     }
   } else if (derive) {
-    MapReader dm(*derive, "derive", d);
+    MapReader dm(*derive, keys::map("compute_derive"), "derive", d);
     auto units = count(dm.require("units"), d, "units");
     clock = quantity(dm.require("clock"), Dim::Frequency, d, "clock");
     auto lanes = count(dm.get("lanes"), d, "lanes");
@@ -277,7 +277,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
 
 MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   MemoryLevel r;
-  MapReader m(n, "memory level", d);
+  MapReader m(n, keys::map("memory_level"), "memory level", d);
   if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
   std::string what = "memory level '" + r.name + "'";
   const CNode* bw = m.get("bandwidth");
@@ -290,7 +290,7 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
       r.derivation = "given: " + si6(*b, "B/s");
     }
   } else if (derive) {
-    MapReader dm(*derive, "derive", d);
+    MapReader dm(*derive, keys::map("memory_derive"), "derive", d);
     auto rate = quantity(dm.get("transfer_rate"), Dim::TransferRate, d, "transfer_rate");
     auto clk = quantity(dm.get("clock"), Dim::Frequency, d, "clock");
     auto ddr = count(dm.get("data_rate"), d, "data_rate");
@@ -376,7 +376,7 @@ CNode overlay(const CNode& base, const CNode& top) {
 Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   CNode merged = base && base->is_map() && node.is_map() ? overlay(*base, node) : node;
   Platform p;
-  MapReader m(merged, "platform", d);
+  MapReader m(merged, keys::map("platform"), "platform", d);
   if (!m.ok()) return p;
   m.allow({"base"});
   if (const CNode* v = m.require("name")) p.name = to_string(*v, d, "name").value_or("");
@@ -437,7 +437,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
   // theoretical and derated alike, e.g. on a `base:` platform
   if (const CNode* sc = m.get("scale")) {
-    MapReader sm(*sc, "scale", d);
+    MapReader sm(*sc, keys::map("scale"), "scale", d);
     if (sm.ok()) {
       for (const char* key : {"compute", "bandwidth"}) {
         const CNode* v = sm.get(key);

@@ -1090,6 +1090,8 @@ class Importer {
       auto rp = const_ints(1, "repeats");
       Val& x = in(0);
       if (rp.size() != x.shape.size()) node_fail("needs one repeat count per axis");
+      for (auto v : rp)
+        if (v < 1 || v > 1000000000LL) node_fail("repeat count " + std::to_string(v) + " is out of range (1 to 1e9)");
       Shape out = x.shape;
       for (size_t k = 0; k < out.size(); ++k) out[k] *= rp[k];
       if (count(out) > kMaxFold) return false;
@@ -1245,6 +1247,7 @@ class Importer {
       if (a < 0 || a >= r) node_fail("axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
       long long n = x[static_cast<size_t>(a)], st = steps[i];
       if (st == 0) node_fail("step is 0");
+      if (st > 1000000000000LL || st < -1000000000000LL) st = st > 0 ? n : -n - 1;  // one element either way, no overflow
       long long b = starts[i], e = ends[i];
       if (b < 0) b = b < -n ? 0 - (st < 0) : b + n;
       if (e < 0) e = e < -n ? -1 : e + n;
@@ -1268,12 +1271,18 @@ class Importer {
   std::vector<long long> spatial_pads(const Shape& x, const std::vector<long long>& k, const std::vector<long long>& s,
                                       const std::vector<long long>& d, bool transpose = false) {
     size_t n = k.size();
+    for (size_t i = 0; i < n; ++i)  // keeps the window arithmetic below far from overflow
+      if (k[i] < 1 || k[i] > 1000000000LL || s[i] < 1 || s[i] > 1000000000LL || d[i] < 1 || d[i] > 1000000000LL)
+        node_fail("kernel " + std::to_string(k[i]) + ", stride " + std::to_string(s[i]) + " and dilation " + std::to_string(d[i]) +
+                  " must each be 1 to 1e9");
     std::string ap = attr_s("auto_pad", "NOTSET");
     std::vector<long long> pads(2 * n, 0);
     if (ap == "NOTSET") {
       if (auto p = attr_ints("pads")) {
         if (p->size() != 2 * n) node_fail("pads has " + std::to_string(p->size()) + " values for " + std::to_string(n) + " spatial dimensions");
         pads = *p;
+        for (auto v : pads)
+          if (v < -1000000000LL || v > 1000000000LL) node_fail("pad " + std::to_string(v) + " is out of range (at most 1e9)");
       }
       return pads;
     }
@@ -1317,10 +1326,15 @@ class Importer {
     long long cout = transpose ? w.shape[1] * g : w.shape[0];
     std::vector<long long> pads = spatial_pads(x.shape, k, s, d, transpose);
     std::vector<long long> op = attr_ints("output_padding").value_or(std::vector<long long>(n, 0));
+    if (op.size() != n) node_fail("output_padding needs " + std::to_string(n) + " values");
+    for (auto v : op)
+      if (v < 0 || v > 1000000000LL) node_fail("output_padding " + std::to_string(v) + " is out of range");
     if (transpose && attr_ints("output_shape")) {
       auto os = *attr_ints("output_shape");
       if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
       if (os.size() != n) node_fail("output_shape needs " + std::to_string(n) + " values");
+      for (auto v : os)
+        if (v < 1 || v > 1000000000LL) node_fail("output_shape " + std::to_string(v) + " is out of range");
       for (size_t i = 0; i < n; ++i) {
         long long total = s[i] * (x.shape[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - os[i];
         long long small = total / 2, big = total - small;
@@ -1872,7 +1886,7 @@ class OnnxNetworkImporter : public NetworkImporter {
  public:
   CNode import(const CNode& entry, const OpRegistry& ops) override {
     Diags d;
-    MapReader m(entry, "ONNX network", d);
+    MapReader m(entry, keys::map("onnx_use"), "ONNX network", d);
     const CNode* file = m.require("onnx");
     const CNode* name = m.get("name");
     const CNode* inputs = m.get("inputs");
@@ -2159,6 +2173,13 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
     }
     for (const auto& s : all)
       if (!std::any_of(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == s; })) syms.push_back(s);
+    for (const auto& [name, value] : defaults)
+      if (std::find(all.begin(), all.end(), name) == all.end()) {
+        std::string hint = did_you_mean(name, all), list;
+        for (const auto& x : all) list += (list.empty() ? "" : ", ") + x;
+        fail_file(m.file, "the model has no symbolic dimension '" + name + "'",
+                  {Note{{}, !hint.empty() ? hint : list.empty() ? "its inputs have fixed shapes" : "its symbolic dimensions: " + list}});
+      }
   }
   std::vector<Probe> probes;
   static const long long primes[][8] = {{101, 103, 107, 109, 113, 127, 131, 137}, {139, 149, 151, 157, 163, 167, 173, 179}};

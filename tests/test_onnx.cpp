@@ -232,6 +232,11 @@ TEST_CASE("ONNX: rsim import writes a zoo model whose run equals the direct one"
   CHECK(e2.str().find((dir / "trunc.onnx").string() + ": error: ") == 0);
   CHECK(!fs::exists(out));
 
+  std::ostringstream o4, e4;
+  CHECK(rsim_main({"import", (dir / "cnn.onnx").string(), "--dim", "M=1"}, o4, e4) == 1);
+  CHECK(e4.str() == (dir / "cnn.onnx").string() + ": error: the model has no symbolic dimension 'M'\nnote: did you mean 'N'?\n");
+  CHECK(o4.str().empty());
+
   std::ostringstream o3, e3;
   CHECK(rsim_main({"import", (dir / "cnn.onnx").string(), "--summary"}, o3, e3) == 0);
   CHECK(o3.str().find("5 nodes, 4 initializers (4 in external data), 41418 weight elements") != std::string::npos);  // 448 + 40970
