@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean FORCE
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean
 
 deps:
 	./scripts/install-deps.sh
@@ -20,12 +20,15 @@ $(STAMP): scripts/install-deps.sh
 	./scripts/install-deps.sh
 	@mkdir -p $(BUILD) && touch $@
 
-# rewritten only when the options differ from the last configure's
-$(FLAGS): FORCE
-	@mkdir -p $(BUILD); echo '$(CMAKE_ARGS)' | cmp -s - $@ || echo '$(CMAKE_ARGS)' > $@
+# rewritten (at parse time) only when the options differ from the last configure's
+ifneq ($(shell cat $(FLAGS) 2>/dev/null),$(strip $(CMAKE_ARGS)))
+$(shell mkdir -p $(BUILD) && echo '$(strip $(CMAKE_ARGS))' > $(FLAGS))
+endif
+$(FLAGS):
+	@mkdir -p $(BUILD); echo '$(strip $(CMAKE_ARGS))' > $@
 
 $(BUILD)/CMakeCache.txt: $(STAMP) $(FLAGS)
-	cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null && touch $@
 
 configure: $(BUILD)/CMakeCache.txt
 
