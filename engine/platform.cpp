@@ -16,6 +16,34 @@ const ComputeRoof* Platform::roof_for(DType t) const {
   return nullptr;
 }
 
+double PowerLaw::at(double x) const {
+  double e = x > 0 ? a * std::pow(x, b) : a;
+  return std::clamp(e, 0.001, 1.0);
+}
+
+const CalibrationRule* Platform::calibration_for(const std::string& op) const {
+  for (const auto& r : calibration)
+    if (std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end()) return &r;
+  return nullptr;
+}
+
+const MemoryLevel* Platform::level_for(double ws) const {
+  const MemoryLevel* best = nullptr;  // smallest sized level that holds ws
+  const MemoryLevel* unsized = nullptr;
+  const MemoryLevel* largest = nullptr;
+  for (const auto& m : memory) {
+    if (m.size_bytes <= 0) {
+      if (!unsized) unsized = &m;
+      continue;
+    }
+    if (!largest || m.size_bytes > largest->size_bytes) largest = &m;
+    if (m.size_bytes >= ws && (!best || m.size_bytes < best->size_bytes)) best = &m;
+  }
+  if (best) return best;
+  if (unsized) return unsized;
+  return largest ? largest : (memory.empty() ? nullptr : &memory.front());
+}
+
 const MemoryLevel* Platform::level(const std::string& n) const {
   for (const auto& m : memory)
     if (m.name == n) return &m;
@@ -371,6 +399,34 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
       d.error(c->loc, "compute must be a list of roofs (name, dtypes, peak or derive)");
     else
       for (const auto& item : c->items) p.compute.push_back(read_compute(item, der, d));
+  }
+  if (const CNode* c = m.get("calibration")) {
+    if (!c->is_seq()) d.error(c->loc, "calibration must be a list of {class, ops, compute: [a, b], bandwidth: [a, b]} (rsim calibrate writes it)");
+    else
+      for (const auto& item : c->items) {
+        CalibrationRule rule;
+        MapReader cm(item, "calibration rule", d);
+        if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
+        if (const CNode* v = cm.require("ops"))
+          for (const CNode* o : as_list(*v))
+            if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
+        for (const char* key : {"compute", "bandwidth"}) {
+          const CNode* v = cm.require(key);
+          if (!v) continue;
+          if (!v->is_seq() || v->items.size() != 2) {
+            d.error(v->loc, std::string(key) + " must be [a, b]: efficiency = a · x^b");
+            continue;
+          }
+          auto a = to_number(v->items[0], d, "a");
+          auto b = to_number(v->items[1], d, "b");
+          if (a && !(*a > 0)) d.error(v->items[0].loc, "a must be positive");
+          PowerLaw& pl = std::string(key) == "compute" ? rule.compute : rule.bandwidth;
+          if (a && *a > 0) pl.a = *a;
+          if (b) pl.b = *b;
+        }
+        cm.finish();
+        p.calibration.push_back(rule);
+      }
   }
   if (const CNode* c = m.require("memory")) {
     if (!c->is_seq() || c->items.empty())

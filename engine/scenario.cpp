@@ -212,6 +212,15 @@ Settings read_settings(const CNode& node, Diags& d) {
     else if (f) s.flops_per_mac = *f;
   }
   if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  if (const CNode* v = m.get("mac_count")) {
+    if (auto t = to_string(*v, d, "mac_count")) {
+      if (*t == "executed") s.executed_work = true;
+      else if (*t != "conventional") {
+        std::string hint = did_you_mean(*t, {"conventional", "executed"});
+        d.error(v->loc, "unknown mac_count '" + *t + "'", {Note{{}, hint.empty() ? "choose conventional or executed" : hint}});
+      }
+    }
+  }
   read_precision_keys(node, s.precision, d);
   m.allow(kPrecisionKeys);
   m.finish();
