@@ -116,11 +116,20 @@ std::string quantity_pattern(Dim dim) {
     }
     return o;
   };
+  // appended piece by piece: GCC 12 at -O3 misreports `"|" + std::string` as an overlapping memcpy
   std::string prefixes, units;
   for (const Prefix& p : kPrefixes)
-    if (*p.p) prefixes += (prefixes.empty() ? "" : "|") + escape(p.p);
-  for (const Unit& u : base_units(dim)) units += (units.empty() ? "" : "|") + escape(u.name);
-  return "^[ \\t]*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?[ \\t]*(" + prefixes + ")?(" + units + ")[ \\t]*$";
+    if (*p.p) {
+      if (!prefixes.empty()) prefixes.push_back('|');
+      prefixes.append(escape(p.p));
+    }
+  for (const Unit& u : base_units(dim)) {
+    if (!units.empty()) units.push_back('|');
+    units.append(escape(u.name));
+  }
+  std::string re = "^[ \\t]*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?[ \\t]*(";
+  re.append(prefixes).append(")?(").append(units).append(")[ \\t]*$");
+  return re;
 }
 
 std::string si(double v, const std::string& unit, int digits) {
