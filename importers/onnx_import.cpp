@@ -1993,6 +1993,14 @@ std::vector<std::string> onnx_input_names(const OnnxModel& m) {
 
 OnnxImport import_onnx(const OnnxModel& m, const OnnxImportOptions& opt) { return Importer(m, opt).run(); }
 
+std::vector<std::string> onnx_symbols(const OnnxModel& m) {
+  std::vector<std::string> syms;
+  for (const auto& in : m.proto.graph().input())
+    for (const auto& d : in.type().tensor_type().shape().dim())
+      if (!d.dim_param().empty() && std::find(syms.begin(), syms.end(), d.dim_param()) == syms.end()) syms.push_back(d.dim_param());
+  return syms;
+}
+
 std::map<std::string, Shape> onnx_reference_shapes(const OnnxModel& m, const OnnxImportOptions& opt) {
   onnx::ModelProto copy = m.proto;
   onnx::GraphProto* g = copy.mutable_graph();

@@ -72,6 +72,8 @@ struct OnnxUnsupported {
 };
 // The graph's inputs that are not initializers, in order.
 std::vector<std::string> onnx_input_names(const OnnxModel& m);
+// The symbolic dimensions (dim_param) of the graph's inputs, in order of appearance.
+std::vector<std::string> onnx_symbols(const OnnxModel& m);
 // Op types of a model that neither the importer nor `op_map` handles.
 std::vector<OnnxUnsupported> onnx_unsupported_ops(const OnnxModel& m, const std::map<std::string, std::string>& op_map);
 // The op types the importer maps, with the rsim operator (or "folded"/"identity") each becomes.
