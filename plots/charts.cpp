@@ -110,6 +110,45 @@ const Platform* find_platform(const RunResult& r, const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> network_names(const RunResult& r) {
+  std::vector<std::string> n;
+  for (const auto& pr : r.results)
+    for (const auto& sm : pr.summary)
+      if (std::find(n.begin(), n.end(), sm.network) == n.end()) n.push_back(sm.network);
+  return n;
+}
+
+// A scenario's `platforms:` entry k resolves to one platform per point; what-if variants get a
+// name per point ("x@2.2GHz", or any name of their own). The slot of a platform name: the entry
+// whose platform has that name (or that prefix before '@') at some point; SIZE_MAX when none.
+size_t platform_slot(const RunResult& r, const std::string& name) {
+  for (const auto& pr : r.results)
+    for (size_t k = 0; k < pr.platforms.size(); ++k)
+      if (pr.platforms[k].name == name || pr.platforms[k].name.substr(0, pr.platforms[k].name.find('@')) == name) return k;
+  return SIZE_MAX;
+}
+
+// What a slot is called on a chart: its one name, the common part before '@' of its variants, or
+// the `base:` of a what-if entry.
+std::string slot_name(const RunResult& r, const Scenario& s, size_t k) {
+  std::vector<std::string> names;
+  for (const auto& pr : r.results)
+    if (k < pr.platforms.size() && std::find(names.begin(), names.end(), pr.platforms[k].name) == names.end()) names.push_back(pr.platforms[k].name);
+  if (names.empty()) return "?";
+  if (names.size() == 1) return names[0];
+  std::string prefix = names[0].substr(0, names[0].find('@'));
+  if (std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n.substr(0, n.find('@')) == prefix; })) return prefix;
+  if (k < s.platforms.size() && s.platforms[k].is_map())
+    if (const CNode* b = s.platforms[k].find("base"); b && b->is_scalar()) return b->scalar + " (what-if)";
+  return names[0];
+}
+
+size_t slot_at(const PointResult& pr, const std::string& platform) {
+  for (size_t k = 0; k < pr.platforms.size(); ++k)
+    if (pr.platforms[k].name == platform) return k;
+  return 0;
+}
+
 std::string first_network(const RunResult& r) {
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows) return row.network;
@@ -217,7 +256,8 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   size_t npoints = r.points.size();
   std::set<std::string> layer_names;
   for (const auto& pr : r.results)
-    for (const auto& row : pr.rows) layer_names.insert(row.network + "/" + row.layer);
+    for (const auto& row : pr.rows)
+      if (spec.network.empty() || row.network == spec.network) layer_names.insert(row.network + "/" + row.layer);
   // log axes cannot show 0 or ∞: such points are counted in the subtitle instead
   auto drawable = [&](double x, double y) {
     if (!(x > 0) || !(y > 0)) return ++hidden_zero, false;
@@ -229,6 +269,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     if (networks) {
       for (const auto& sm : pr.summary) {
         if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
+        if (!spec.network.empty() && sm.network != spec.network) continue;
         double x = sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
         std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
@@ -246,6 +287,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     }
     for (const auto& row : pr.rows) {
       if (std::find(plats.begin(), plats.end(), row.platform) == plats.end()) continue;
+      if (!spec.network.empty() && row.network != spec.network) continue;
       const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
       double x = rp.intensity, y = rp.attainable_flops_per_s;
       if (!drawable(x, y)) continue;
@@ -446,7 +488,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   for (const auto& n : plats) plat_text += (plat_text.empty() ? "" : ", ") + n;
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
-  f.subtitle = plat_text + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
+  f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && any_derating ? " on derated roofs" : "");
   if (hidden_zero + hidden_inf > 0)
     f.subtitle += " · " + std::to_string(hidden_zero + hidden_inf) + " not drawn (0 FLOPs or 0 bytes)";
@@ -512,6 +554,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     return series.back();
   };
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  const size_t nets_shown = network_names(r).size();
   int skipped_zero = 0;
   bool x_non_numeric = false;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
@@ -535,6 +578,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels") {
       for (const auto& row : pr.rows) {
         if (!spec.layer.empty() && row.layer != spec.layer) continue;
+        if (!spec.network.empty() && row.network != spec.network) continue;
         if (!spec.op.empty() && row.op != spec.op) continue;
         if (platform_free && row.platform != pr.platforms.front().name) continue;
         bool ok;
@@ -550,10 +594,14 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     }
     for (const auto& sm : pr.summary) {
       if (platform_free && sm.platform != pr.platforms.front().name) continue;
-      // what-if variants ("x@2.2GHz") are one platform swept: one series
-      std::string key = series_by == "platform" ? sm.platform.substr(0, sm.platform.find('@')) : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
+      if (!spec.network.empty() && sm.network != spec.network) continue;
+      // what-if variants (one `platforms:` entry, a name per point) are one platform swept: one series
+      std::string plat = slot_name(r, s, slot_at(pr, sm.platform));
+      std::string key = series_by == "platform" ? plat : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
       // a platform-dependent value split by something else needs one line per platform too
-      if (!platform_free && series_by != "platform" && platform_names(r).size() > 1) key += " · " + sm.platform.substr(0, sm.platform.find('@'));
+      if (!platform_free && series_by != "platform" && pr.platforms.size() > 1) key += " · " + plat;
+      // and totals of several networks are never joined into one line
+      if (series_by != "network" && spec.network.empty() && nets_shown > 1) key += " · " + sm.network;
       const std::string* v = env_find(r.points[pi].bindings, spec.x);
       auto xv = v ? parse_double(*v) : std::nullopt;
       if (!xv) {
@@ -719,6 +767,7 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   Heatmap h;
   std::string xv = spec.x, yv = spec.layer;  // heatmap: x and y are sweep variables (y stored in `layer`)
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  size_t slot = platform_slot(r, platform);
   std::map<std::pair<std::string, std::string>, double> cell;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const std::string* a = env_find(r.points[pi].bindings, xv);
@@ -726,11 +775,11 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
     if (!a || !b) continue;
     if (std::find(h.xcats.begin(), h.xcats.end(), *a) == h.xcats.end()) h.xcats.push_back(*a);
     if (std::find(h.ycats.begin(), h.ycats.end(), *b) == h.ycats.end()) h.ycats.push_back(*b);
-    for (const auto& sm : r.results[pi].summary) {
-      // what-if platforms get a name per point: match the catalog name or the prefix before '@'
-      std::string base = sm.platform.substr(0, sm.platform.find('@'));
-      if ((sm.platform == platform || base == platform) && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
-    }
+    // what-if platforms get a name per point: take the one in the same `platforms:` entry
+    const PointResult& pr = r.results[pi];
+    if (slot >= pr.platforms.size()) continue;
+    for (const auto& sm : pr.summary)
+      if (sm.platform == pr.platforms[slot].name && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
   }
   auto numeric_sort = [](std::vector<std::string>& v) {
     if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return parse_double(x).has_value(); }))
@@ -790,12 +839,21 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r,
   for (const auto& p : plats)
     if (std::find(all.begin(), all.end(), p) == all.end()) {
       // what-if platforms are named per point ("x@2.2GHz"): accept the base name for heatmaps
-      bool prefix = std::any_of(all.begin(), all.end(), [&](const std::string& a) { return a.substr(0, a.find('@')) == p; });
+      bool prefix = platform_slot(r, p) != SIZE_MAX;
       if (!(spec.kind == Kind::Heatmap && prefix)) {
         std::string hint = did_you_mean(p, all);
         throw ConfigError(spec.loc, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
       }
     }
+  if (!spec.network.empty()) {
+    std::vector<std::string> nets = network_names(r);
+    if (std::find(nets.begin(), nets.end(), spec.network) == nets.end()) {
+      std::string hint = did_you_mean(spec.network, nets), list;
+      for (const auto& n : nets) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError(spec.network_loc.known() ? spec.network_loc : spec.loc, "plot names network '" + spec.network + "', which this run does not evaluate",
+                        {Note{{}, hint.empty() ? "networks here: " + list : hint}});
+    }
+  }
   if (spec.kind == Kind::Layers && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
     throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(r.points.size()) + " points");
   auto named = [&](BuiltFigure b, const std::string& def) {
@@ -815,8 +873,13 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r,
         out.push_back(named(layers(spec, r, s, p), "layers_" + p));
       break;
     case Kind::Heatmap:
-      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front().substr(0, all.front().find('@'))} : plats)
-        out.push_back(named(heatmap(spec, r, s, p), "heatmap_" + p));
+      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front().name} : plats) {
+        std::string shown = slot_name(r, s, platform_slot(r, p));
+        BuiltFigure b = heatmap(spec, r, s, p);
+        if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;
+        std::string stem = shown.substr(0, shown.find(" (what-if)"));
+        out.push_back(named(std::move(b), "heatmap_" + stem));
+      }
       break;
   }
   return out;
@@ -895,6 +958,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     str("name", p.name);
     str("title", p.title);
     str("network", p.network);
+    if (const CNode* v = item.find("network")) p.network_loc = v->loc;
     if (const CNode* v = m.get("platforms")) {
       for (const CNode* i : as_list(*v))
         if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t);

@@ -33,7 +33,8 @@ struct PlotSpec {
   std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
   long long point = 0;                 // layers: which sweep point
   std::string value = "derated_time_s";  // heatmap: a summary column
-  std::string network;                 // layers/heatmap/trend: which network ("" = first)
+  std::string network;                 // which network ("" = first for layers/heatmap, every one for roofline/trend)
+  SourceLoc network_loc;
   std::vector<Format> formats;         // [] = the run's --format
   double width = 648, height = 432;    // points; layers charts grow with the layer count
   double dpi = 150;
