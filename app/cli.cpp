@@ -176,6 +176,7 @@ std::vector<plots::PlotSpec> load_plot_specs(const Scenario& s) {
   if (s.plots.is_null()) return {};
   Diags d;
   auto specs = plots::parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  plots::apply_figure_defaults(specs, s.settings, d);
   d.throw_if_any();
   return specs;
 }
@@ -259,7 +260,12 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                                            {"results.json", results_json(r, info)}};
     size_t n_figures = 0;
     if (want_plots) {
-      if (specs.empty()) specs = plots::default_plot_specs(r, s);
+      if (specs.empty()) {
+        specs = plots::default_plot_specs(r, s);
+        Diags d;
+        plots::apply_figure_defaults(specs, s.settings, d);
+        d.throw_if_any();
+      }
       std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
       for (auto& f : plots::render_figures(r, s, specs, ropt, figures)) files.push_back(std::move(f));
       files.push_back({"report.md", plots::report_markdown(r, s, figures)});

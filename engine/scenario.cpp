@@ -209,6 +209,7 @@ Settings read_settings(const CNode& node, Diags& d) {
     else if (f) s.flops_per_mac = *f;
   }
   if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
   m.finish();
   return s;
 }

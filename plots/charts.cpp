@@ -448,6 +448,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     if (std::find(marker_keys.begin(), marker_keys.end(), mk) == marker_keys.end()) marker_keys.push_back(mk);
     if (std::find(color_keys.begin(), color_keys.end(), ck) == color_keys.end()) color_keys.push_back(ck);
   }
+  const size_t max_shapes = style_preset(spec.style).fixed ? 4 : 8;
   bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
   std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
   for (const auto& p : pts) {
@@ -455,7 +456,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     q.at = {p.x, p.y};
     size_t mi = static_cast<size_t>(std::find(marker_keys.begin(), marker_keys.end(), key_of(p, spec.marker)) - marker_keys.begin());
     size_t ci = static_cast<size_t>(std::find(color_keys.begin(), color_keys.end(), key_of(p, spec.color)) - color_keys.begin());
-    q.marker = marker_keys.size() <= 8 ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat: use one
+    q.marker = marker_keys.size() <= max_shapes ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat (4 in print, where the legend is small): use one
     q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
     q.fill.a = 0.9;
     q.size = pts.size() > 500 ? 4 : 7;
@@ -476,7 +477,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   } else {
     for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
   }
-  if (marker_keys.size() <= 8 && (marker_keys.size() > 1 || spec.marker != "op"))
+  if (marker_keys.size() <= max_shapes && (marker_keys.size() > 1 || spec.marker != "op"))
     for (size_t i = 0; i < marker_keys.size(); ++i)
       f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
   if (any_derating && show_theo && show_der) {
@@ -832,7 +833,28 @@ const std::vector<std::string>& plottable_columns() {
   return v;
 }
 
-std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+namespace {
+std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s);
+}
+
+std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResult& r, const Scenario& s) {
+  std::vector<BuiltFigure> out = build_figures_as_given(resolved(given_spec), r, s);
+  StylePreset st = style_preset(given_spec.style);
+  for (BuiltFigure& b : out) {
+    b.spec = &given_spec;
+    Figure& f = b.figure;
+    f.font_size = resolved(given_spec).font_size;
+    f.line_scale = st.line_scale;
+    f.marker_scale = st.marker_scale;
+    f.fixed_size = st.fixed || given_spec.physical;
+    if (!st.title && given_spec.title.empty()) f.title.clear();  // a paper figure's title is its caption
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   std::vector<BuiltFigure> out;
   std::vector<std::string> all = platform_names(r);
   std::vector<std::string> plats = spec.platforms.empty() ? all : spec.platforms;
@@ -885,6 +907,8 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r,
   return out;
 }
 
+}  // namespace
+
 std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
   std::vector<PlotSpec> specs;
   std::vector<std::string> plats = platform_names(r);
@@ -918,6 +942,121 @@ std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
     specs.push_back(l);
   }
   return specs;
+}
+
+StylePreset style_preset(const std::string& style) {
+  const double mm = 72 / 25.4;
+  if (style == "paper") return {88 * mm, 66 * mm, 8, 0.75, 0.8, 300, true, false};
+  if (style == "paper-wide") return {180 * mm, 80 * mm, 8, 0.75, 0.8, 300, true, false};
+  if (style == "slides") return {720, 405, 14, 1.5, 1.5, 150, true, true};
+  return {648, 432, 9, 1, 1, 150, false, true};
+}
+
+namespace {
+
+bool given(const PlotSpec& p, const std::string& key) { return std::find(p.given.begin(), p.given.end(), key) != p.given.end(); }
+
+// A length: "88 mm", "3.5 in", "2.5 cm", "250 pt", "1600 px" (pixels of the PNG at the plot's dpi),
+// or a plain number of points. Returns points; `physical` says whether it was a printed length.
+std::optional<double> parse_length(const CNode& v, const std::string& key, double dpi, bool& physical, Diags& d) {
+  auto t = to_string(v, d, key);
+  if (!t) return std::nullopt;
+  std::string s = *t;
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == 'e' || s[i] == 'E' || s[i] == '+' || s[i] == '-')) ++i;
+  auto num = parse_double(s.substr(0, i));
+  std::string unit = s.substr(i);
+  unit.erase(0, unit.find_first_not_of(' '));
+  static const std::vector<std::string> units = {"mm", "cm", "in", "pt", "px"};
+  if (!num || (!unit.empty() && std::find(units.begin(), units.end(), unit) == units.end())) {
+    std::string hint = unit.empty() ? "" : did_you_mean(unit, units);
+    d.error(v.loc, key + " must be a length such as '88 mm', '3.5 in' or '1600 px', got '" + s + "'", {Note{{}, hint.empty() ? "units: mm, cm, in, pt, px" : hint}});
+    return std::nullopt;
+  }
+  double pts = *num;
+  physical = unit != "px" && !unit.empty();
+  if (unit == "mm") pts = *num * 72 / 25.4;
+  else if (unit == "cm") pts = *num * 72 / 2.54;
+  else if (unit == "in") pts = *num * 72;
+  else if (unit == "px") pts = *num * 72 / dpi;
+  if (pts < 72 || pts > 6000) {
+    d.error(v.loc, key + " must be between 1 in (25.4 mm, 72 pt) and 6000 pt, got '" + s + "'");
+    return std::nullopt;
+  }
+  return pts;
+}
+
+// style, width, height, font_size, dpi: in a plot or in `settings.figures`
+void read_style_keys(MapReader& m, PlotSpec& p, Diags& d) {
+  if (const CNode* v = m.get("style")) {
+    static const std::vector<std::string> styles = {"screen", "paper", "paper-wide", "slides"};
+    auto t = to_string(*v, d, "style");
+    if (t && std::find(styles.begin(), styles.end(), *t) == styles.end()) {
+      std::string hint = did_you_mean(*t, styles);
+      d.error(v->loc, "style cannot be '" + *t + "'", {Note{{}, hint.empty() ? "choose one of: screen, paper, paper-wide, slides" : hint}});
+    } else if (t) {
+      p.style = *t;
+      p.given.push_back("style");
+    }
+  }
+  if (const CNode* v = m.get("dpi")) {
+    auto x = to_number(*v, d, "dpi");
+    if (x && (*x < 36 || *x > 600)) d.error(v->loc, "dpi must be between 36 and 600");
+    else if (x) p.dpi = *x, p.given.push_back("dpi");
+  }
+  double dpi = given(p, "dpi") ? p.dpi : style_preset(p.style).dpi;
+  for (auto [key, dst] : {std::pair<const char*, double*>{"width", &p.width}, {"height", &p.height}})
+    if (const CNode* v = m.get(key)) {
+      bool phys = false;
+      if (auto x = parse_length(*v, key, dpi, phys, d)) {
+        *dst = *x;
+        p.given.push_back(key);
+        p.physical = p.physical || phys;
+      }
+    }
+  if (const CNode* v = m.get("font_size")) {
+    auto t = to_string(*v, d, "font_size");
+    std::string s = t.value_or("");
+    if (s.size() > 2 && s.substr(s.size() - 2) == "pt") s = s.substr(0, s.size() - 2);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    auto x = parse_double(s);
+    if (t && (!x || *x < 6 || *x > 40)) d.error(v->loc, "font_size must be between 6 pt and 40 pt, e.g. '8 pt', got '" + *t + "'");
+    else if (x) p.font_size = *x, p.given.push_back("font_size");
+  }
+}
+
+}  // namespace
+
+PlotSpec resolved(const PlotSpec& spec) {
+  PlotSpec p = spec;
+  StylePreset st = style_preset(p.style);
+  if (!given(p, "width")) p.width = st.width;
+  if (!given(p, "height")) p.height = st.height;
+  if (!given(p, "font_size")) p.font_size = st.font_size;
+  if (!given(p, "dpi")) p.dpi = st.dpi;
+  return p;
+}
+
+void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, Diags& d) {
+  const CNode* fig = settings.is_map() ? settings.find("figures") : nullptr;
+  if (!fig) return;
+  PlotSpec def;
+  MapReader m(*fig, "settings.figures", d);
+  if (!m.ok()) return;
+  read_style_keys(m, def, d);
+  m.finish();
+  for (PlotSpec& p : specs) {
+    for (const std::string& key : def.given) {
+      if (given(p, key)) continue;
+      if (key == "style") p.style = def.style;
+      if (key == "width") p.width = def.width;
+      if (key == "height") p.height = def.height;
+      if (key == "font_size") p.font_size = def.font_size;
+      if (key == "dpi") p.dpi = def.dpi;
+      p.given.push_back(key);
+    }
+    p.physical = p.physical || def.physical;
+  }
 }
 
 std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d) {
@@ -973,16 +1112,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         else d.error(i->loc, "unknown format '" + *t + "'", {Note{{}, "formats: png, svg, pdf"}});
       }
     }
-    auto number = [&](const char* key, double& dst, double lo, double hi) {
-      if (const CNode* v = m.get(key)) {
-        auto x = to_number(*v, d, key);
-        if (x && (*x < lo || *x > hi)) d.error(v->loc, std::string(key) + " must be between " + format_number(lo) + " and " + format_number(hi));
-        else if (x) dst = *x;
-      }
-    };
-    number("width", p.width, 200, 4000);
-    number("height", p.height, 150, 6000);
-    number("dpi", p.dpi, 36, 600);
+    read_style_keys(m, p, d);
     std::vector<std::string> cols = plottable_columns();
     auto check_var = [&](const char* key, const std::string& v, const std::vector<std::string>& extra) {
       std::vector<std::string> ok = sweep_vars;

@@ -104,6 +104,12 @@ std::string tick_label(double v, const Axis& a) {
     size_t i = static_cast<size_t>(std::llround(v));
     return i < a.categories.size() ? a.categories[i] : "";
   }
+  if (a.divisor > 0) {
+    char b[32];
+    double x = v / a.divisor;
+    std::snprintf(b, sizeof b, "%g", std::fabs(x) < 1e-12 ? 0.0 : x);
+    return b;
+  }
   static const struct {
     double f;
     const char* p;
@@ -175,7 +181,26 @@ const Color kText = rgb(0x222222);
 const Color kMuted = rgb(0x555555);
 const Color kGrid = rgb(0xDDDDDD);
 const Color kGridMinor = rgb(0xEEEEEE);
-const double kTick = 9, kAxisTitle = 10.5, kTitle = 13, kSubtitle = 9, kLabel = 8, kLegend = 8.5;
+// Text sizes in points, from the figure's base size (9 pt on screen: ticks 9, axis titles 10.5,
+// title 13, labels 8); never under 6 pt. `row` is the legend's line pitch, `u` scales paddings.
+struct Sizes {
+  double tick, axis_title, title, subtitle, label, legend, row, u, line;
+};
+Sizes sizes_for(const Figure& f) {
+  double b = f.font_size;
+  auto at_least6 = [](double v) { return std::max(6.0, v); };
+  Sizes z;
+  z.tick = at_least6(b);
+  z.axis_title = at_least6(b * 10.5 / 9);
+  z.title = at_least6(b * 13 / 9);
+  z.subtitle = at_least6(f.fixed_size ? b * 0.8 : b);  // in print the caption carries the details
+  z.label = at_least6(b * 8 / 9);
+  z.legend = at_least6(b * 8.5 / 9);
+  z.row = f.fixed_size ? z.legend * 1.4 : z.legend * 14 / 8.5;
+  z.u = b / 9;
+  z.line = f.line_scale;
+  return z;
+}
 
 struct Transform {
   Rect plot;
@@ -263,16 +288,63 @@ std::string truncate(const std::string& s, size_t max_chars) {
   return s;
 }
 
-void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e) {
-  if (e.has_line) r.polyline({{at.x - 11, at.y}, {at.x + 11, at.y}}, e.line);
-  if (e.has_marker) r.marker(at, e.marker, 7, e.fill, rgb(0x222222));
+void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e, const Sizes& z, double marker_scale) {
+  double half = z.row > z.legend * 1.5 ? 11 * z.u : 6.5 * z.u;  // compact legends (print) draw shorter line samples
+  if (e.has_line) r.polyline({{at.x - half, at.y}, {at.x + half, at.y}}, e.line);
+  if (e.has_marker) r.marker(at, e.marker, 7 * marker_scale, e.fill, rgb(0x222222));
+}
+
+// One unit for a whole axis: the SI prefix of its largest tick goes into the title
+// ("Performance [TFLOP/s]", "Time [µs]") and the ticks are plain numbers in it (0.1, 1, 10), so
+// the title's unit is the ticks' unit. Kept per tick when that would need numbers under 1e-4.
+void unit_in_title(Axis& a) {
+  if (!a.categories.empty()) return;
+  std::vector<double> t = major_ticks(a);
+  double hi = 0, lo = 1e300;
+  for (double v : t)
+    if (v != 0) hi = std::max(hi, std::fabs(v)), lo = std::min(lo, std::fabs(v));
+  if (hi == 0) return;
+  if (a.unit.empty()) {  // plain numbers when they stay short, never "1000" beside "10 k"
+    if (hi < 1e5 && lo >= 1e-3) a.divisor = 1;
+    return;
+  }
+  static const struct {
+    double f;
+    const char* p;
+  } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
+  for (const auto& st : steps)
+    if (hi >= st.f * 0.9999) {
+      if (lo / st.f < 1e-4 * 0.9999) return;
+      std::string unit = std::string(st.p) + a.unit;
+      std::string bracket = "[" + a.unit + "]";
+      size_t k = a.title.find(bracket);
+      if (k != std::string::npos) a.title.replace(k, bracket.size(), "[" + unit + "]");
+      else a.title += " [" + unit + "]";
+      a.divisor = st.f;
+      return;
+    }
+}
+
+// The figure with its style applied: line widths and marker sizes scaled, units in axis titles.
+Figure styled(const Figure& in) {
+  Figure f = in;
+  unit_in_title(f.x);
+  unit_in_title(f.y);
+  for (auto& l : f.lines) l.style.width *= f.line_scale;
+  for (auto& r : f.refs) r.style.width *= f.line_scale;
+  for (auto& e : f.legend) e.line.width *= f.line_scale;
+  for (auto& p : f.points) p.size *= f.marker_scale;
+  return f;
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------- draw
 
-DrawReport draw(const Figure& f, Renderer& r) {
+DrawReport draw(const Figure& figure, Renderer& r) {
+  const Figure f = styled(figure);
+  const Sizes Z = sizes_for(f);
+  const double kTick = Z.tick, kAxisTitle = Z.axis_title, kTitle = Z.title, kSubtitle = Z.subtitle, kLabel = Z.label, kLegend = Z.legend;
   DrawReport rep;
   // the canvas widens when a legend and a key beside the chart would squeeze the plot
   double W = f.width;
@@ -288,6 +360,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
   if (key_mode)
     for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
   bool legend_outside = false;
+  bool no_key = false;  // a printed size with no room for a key: labels only where they fit
 
   // the subtitle wraps at " · " to the canvas width
   std::vector<std::string> sub_lines;
@@ -318,7 +391,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
   }
   const double sub_step = r.measure("0", kSubtitle, false).ascent + 5;
 
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < 4; ++pass) {
     rep = DrawReport{};
     rep.canvas = Rect{0, 0, W, f.height};
     // ---- margins
@@ -344,7 +417,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
     // x tick labels turn 45° when they would not fit side by side
     double xlabel_w = 0;
     for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
-    double approx_plot_w = W - 120;
+    double approx_plot_w = W - left - 16 - (f.legend.empty() ? 0 : 0.0);
     bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
     double xlabels_h = rotate_x ? xlabel_w * std::sin(M_PI / 4) + 8 : r.measure("0", kTick, false).ascent;
     double bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, kAxisTitle, false).ascent + 10);
@@ -356,18 +429,40 @@ DrawReport draw(const Figure& f, Renderer& r) {
       for (size_t i = 0; i < f.points.size(); ++i)
         if (number[i] > 0) key_lines.push_back(std::to_string(number[i]) + "  " + truncate(f.points[i].label, 40));
       for (const auto& k : key_lines) key_w = std::max(key_w, r.measure(k, kLabel, false).width);
+      // at a printed size the key must fit beside the plot, every line of it
+      double key_h = 8 + kLabel * 1.375 * static_cast<double>(key_lines.size() + 1);
+      if (f.fixed_size && (W - left - right - key_w - 14 < 0.5 * W || key_h > f.height - top) && pass < 3) {
+        no_key = true;
+        std::fill(number.begin(), number.end(), 0);
+        sub_lines.push_back("labels that do not fit: in the plot data CSV");
+        continue;
+      }
       right += key_w + 14;
     }
     double legend_w = 0, legend_h = 0;
     for (const auto& e : f.legend) legend_w = std::max(legend_w, r.measure(e.text, kLegend, false).width);
+    const double lg_marker = f.fixed_size ? 9 * Z.u : 17 * Z.u, lg_text = f.fixed_size ? 18 * Z.u : 32 * Z.u;
     if (!f.legend.empty()) {
-      legend_w += 38;
-      legend_h = 8 + 14.0 * static_cast<double>(f.legend.size());
+      legend_w += lg_text + 6 * Z.u;
+      legend_h = 8 * Z.u + Z.row * static_cast<double>(f.legend.size());
     }
-    if (legend_outside) right += legend_w + 12;
+    // a legend that fits no inside corner goes to the right, or at a printed size without room
+    // there, under the plot in as many columns as fit
+    bool legend_below = legend_outside && f.fixed_size && W - left - right - legend_w - 12 < 0.55 * W;
+    size_t legend_cols = 1;
+    double below_h = 0;
+    if (legend_below) {
+      legend_cols = std::max<size_t>(1, std::min(f.legend.size(), static_cast<size_t>((W - 20) / legend_w)));
+      size_t rows = (f.legend.size() + legend_cols - 1) / legend_cols;
+      legend_h = 4 * Z.u + Z.row * static_cast<double>(rows);
+      below_h = legend_h + 4;
+      bottom += below_h;
+    } else if (legend_outside) {
+      right += legend_w + 12;
+    }
     double cbar_w = has_heat ? 70 : 0;
     right += cbar_w;
-    if (W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
+    if (!f.fixed_size && W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
     rep.canvas = Rect{0, 0, W, f.height};
     Rect plot{left, top, W - left - right, f.height - top - bottom};
     rep.plot = plot;
@@ -561,9 +656,14 @@ DrawReport draw(const Figure& f, Renderer& r) {
     rep.xticks = xt;
     rep.yticks = yt;
     if (!f.x.title.empty())
-      text({plot.x + plot.w / 2, f.height - 10}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
-    if (!f.y.title.empty())
-      text({10 + r.measure(f.y.title, kAxisTitle, false).ascent, plot.y + plot.h / 2}, f.y.title, kAxisTitle, kText, M_PI / 2, Anchor::Center, false);
+      text({plot.x + plot.w / 2, f.height - 10 - below_h}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
+    if (!f.y.title.empty()) {
+      // a title longer than a short plot shrinks (not under 6 pt) rather than run off the canvas
+      double size = kAxisTitle, len = r.measure(f.y.title, kAxisTitle, false).width;
+      if (len > plot.h + top + bottom - 20) size = std::max(6.0, kAxisTitle * (plot.h + top + bottom - 20) / len);
+      double y = std::clamp(plot.y + plot.h / 2, 10 + r.measure(f.y.title, size, false).width / 2, f.height - 10 - r.measure(f.y.title, size, false).width / 2);
+      text({10 + r.measure(f.y.title, kAxisTitle, false).ascent, y}, f.y.title, size, kText, M_PI / 2, Anchor::Center, false);
+    }
 
     // the frame as obstacle: labels must stay inside the plot, away from its edges
     Rect inner{frame_rect.x + 2, frame_rect.y + 2, frame_rect.w - 4, frame_rect.h - 4};
@@ -692,7 +792,10 @@ DrawReport draw(const Figure& f, Renderer& r) {
                                    {plot.x + plot.w - legend_w - 6, plot.y + 6, legend_w, legend_h},
                                    {plot.x + plot.w - legend_w - 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h},
                                    {plot.x + 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h}};
-      if (legend_outside) {
+      if (legend_below) {
+        double w = legend_w * static_cast<double>(legend_cols);
+        legend_box = Rect{std::max(4.0, std::min(plot.x + plot.w / 2 - w / 2, W - 4 - w)), f.height - legend_h - 4, w, legend_h};
+      } else if (legend_outside) {
         legend_box = Rect{plot.x + plot.w + 12 + cbar_w, plot.y, legend_w, legend_h};
       } else {
         for (const auto& c : corners) {
@@ -703,7 +806,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
           }
         }
         if (legend_box.w == 0) {
-          if (pass < 2) {
+          if (pass < 3) {
             legend_outside = true;
             continue;  // relayout with room on the right
           }
@@ -713,9 +816,11 @@ DrawReport draw(const Figure& f, Renderer& r) {
       LineStyle edge{rgb(0xBBBBBB), 0.6};
       r.rect(legend_box, rgb(0xFFFFFF, 0.92), &edge);
       for (size_t i = 0; i < f.legend.size(); ++i) {
-        double yy = legend_box.y + 11 + 14.0 * static_cast<double>(i);
-        draw_marker_outline_legend(r, {legend_box.x + 17, yy - 3}, f.legend[i]);
-        text({legend_box.x + 32, yy}, f.legend[i].text, kLegend, kText, 0, Anchor::Left, false);
+        double col = static_cast<double>(i % legend_cols), row = static_cast<double>(i / legend_cols);
+        double x0 = legend_box.x + col * legend_w;
+        double yy = legend_box.y + 2 * Z.u + Z.row * 0.5 + kLegend * 0.35 + Z.row * row;
+        draw_marker_outline_legend(r, {x0 + lg_marker, yy - kLegend * 0.35}, f.legend[i], Z, f.marker_scale);
+        text({x0 + lg_text, yy}, f.legend[i].text, kLegend, kText, 0, Anchor::Left, false);
       }
       rep.legend = legend_box;
       obs.boxes.push_back(legend_box);
@@ -773,7 +878,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
       }
       if (!placed && f.allow_key && number[idx] == 0) need_key = true;
     }
-    if (need_key && pass < 2) {
+    if (need_key && pass < 3 && !no_key) {
       // number every labelled point so the key reads in order, and lay out again with the key
       for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
       continue;
@@ -784,7 +889,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
       double ky = plot.y + 8;
       text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
       for (const auto& k : key_lines) {
-        ky += 11;
+        ky += kLabel * 1.375;
         if (ky > f.height - 8) break;
         text({kx, ky}, k, kLabel, kText, 0, Anchor::Left, false);
       }

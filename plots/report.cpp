@@ -13,7 +13,7 @@ std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, co
   for (const PlotSpec& spec : specs) {
     for (BuiltFigure& b : build_figures(spec, r, s)) {
       std::vector<Format> formats = spec.formats.empty() ? opt.formats : spec.formats;
-      double dpi = opt.dpi > 0 ? opt.dpi : spec.dpi;
+      double dpi = opt.dpi > 0 ? opt.dpi : resolved(spec).dpi;
       for (Format fmt : formats) {
         CairoRenderer cr(fmt, dpi);
         draw(b.figure, cr);
