@@ -325,6 +325,14 @@ void unit_in_title(Axis& a) {
     }
 }
 
+double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
+  if (title.empty()) return size;
+  double w = r.measure(title, size, true).width;
+  if (w > avail) size = std::max(6.0, size * avail / w);
+  while (r.measure(title, size, true).width > avail && title.size() > 4) title = truncate(title, static_cast<size_t>(static_cast<double>(title.size()) * 0.9));
+  return size;
+}
+
 // The figure with its style applied: line widths and marker sizes scaled, units in axis titles.
 Figure styled(const Figure& in) {
   Figure f = in;
@@ -342,9 +350,13 @@ Figure styled(const Figure& in) {
 // ---------------------------------------------------------------- draw
 
 DrawReport draw(const Figure& figure, Renderer& r) {
-  const Figure f = styled(figure);
+  Figure f = styled(figure);
+  const std::vector<LegendEntry> legend0 = f.legend;
+  // a title wider than the canvas shrinks (not under 6 pt), then ends in an ellipsis
+  std::string title = f.title;
   const Sizes Z = sizes_for(f);
-  const double kTick = Z.tick, kAxisTitle = Z.axis_title, kTitle = Z.title, kSubtitle = Z.subtitle, kLabel = Z.label, kLegend = Z.legend;
+  double title_size = Z_title_fit(r, title, Z.title, f.width - 20);
+  const double kTick = Z.tick, kAxisTitle = Z.axis_title, kSubtitle = Z.subtitle, kLabel = Z.label, kLegend = Z.legend;
   DrawReport rep;
   // the canvas widens when a legend and a key beside the chart would squeeze the plot
   double W = f.width;
@@ -393,10 +405,11 @@ DrawReport draw(const Figure& figure, Renderer& r) {
 
   for (int pass = 0; pass < 4; ++pass) {
     rep = DrawReport{};
+    f.legend = legend0;
     rep.canvas = Rect{0, 0, W, f.height};
     // ---- margins
     double top = 10;
-    if (!f.title.empty()) top += r.measure(f.title, kTitle, true).ascent + 6;
+    if (!title.empty()) top += r.measure(title, title_size, true).ascent + 6;
     if (!sub_lines.empty()) top += sub_step * static_cast<double>(sub_lines.size()) + 3;
     top += 6;
     double ytick_w = 0;
@@ -419,6 +432,15 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
     double approx_plot_w = W - left - 16 - (f.legend.empty() ? 0 : 0.0);
     bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
+    if (rotate_x && f.x.categories.empty() && !has_heat && f.x.ticks.empty() && xt.size() > 3) {
+      // numbers read better level than turned: label every other tick instead
+      std::vector<double> half;
+      for (size_t i = 0; i < xt.size(); i += 2) half.push_back(xt[i]);
+      if ((xlabel_w + 6) * static_cast<double>(half.size()) <= approx_plot_w) {
+        xt = half;
+        rotate_x = false;
+      }
+    }
     double xlabels_h = rotate_x ? xlabel_w * std::sin(M_PI / 4) + 8 : r.measure("0", kTick, false).ascent;
     double bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, kAxisTitle, false).ascent + 10);
     if (rotate_x) left = std::max(left, xlabel_w * std::cos(M_PI / 4) + 12);
@@ -454,6 +476,24 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     if (legend_below) {
       legend_cols = std::max<size_t>(1, std::min(f.legend.size(), static_cast<size_t>((W - 20) / legend_w)));
       size_t rows = (f.legend.size() + legend_cols - 1) / legend_cols;
+      // at most a third of the height: two columns of shortened entries, then the first rows and
+      // a last entry that says where the rest is
+      double max_h = f.height / 4;
+      if (static_cast<double>(rows) * Z.row > max_h && legend_cols < 2 && f.legend.size() > 1) {
+        legend_cols = 2;
+        legend_w = (W - 20) / 2;
+        for (auto& e : f.legend)
+          while (r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4 && e.text.size() > 4) e.text = truncate(e.text, static_cast<size_t>(static_cast<double>(e.text.size()) * 0.85));
+        rows = (f.legend.size() + 1) / 2;
+      }
+      size_t max_rows = std::max<size_t>(1, static_cast<size_t>(max_h / Z.row));
+      if (rows > max_rows) {
+        size_t keep = max_rows * legend_cols - 1;
+        size_t more = f.legend.size() - keep;
+        f.legend.resize(keep);
+        f.legend.push_back(LegendEntry{"+" + std::to_string(more) + " more (plot data)", false, {}, false, {}, {}});
+        rows = max_rows;
+      }
       legend_h = 4 * Z.u + Z.row * static_cast<double>(rows);
       below_h = legend_h + 4;
       bottom += below_h;
@@ -501,8 +541,8 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     // title and subtitle
     double ty = 10;
     if (!f.title.empty()) {
-      ty += r.measure(f.title, kTitle, true).ascent;
-      text({std::max(10.0, std::min(plot.x, W - 10 - r.measure(f.title, kTitle, true).width)), ty}, f.title, kTitle, kText, 0, Anchor::Left, true);
+      ty += r.measure(title, title_size, true).ascent;
+      text({std::max(10.0, std::min(plot.x, W - 10 - r.measure(title, title_size, true).width)), ty}, title, title_size, kText, 0, Anchor::Left, true);
       ty += 6;
     }
     double sub_x = plot.x;
@@ -842,7 +882,13 @@ DrawReport draw(const Figure& figure, Renderer& r) {
       TextBox tb = r.measure(label, kLabel, false);
       bool placed = false;
       double base = p.size / 2 + 2;
-      for (double dist : {base, base + 8, base + 18, base + 30}) {
+      // a number in the key must be drawn: farther out with a leader, then over lines and markers
+      // (never over another label) when the near spots are all taken
+      const bool must = number[idx] > 0;
+      for (int attempt = 0; attempt < (must ? 3 : 1) && !placed; ++attempt) {
+      const bool relaxed = attempt == 2;
+      std::vector<double> dists = attempt == 1 ? std::vector<double>{base + 45, base + 65, base + 90} : std::vector<double>{base, base + 8, base + 18, base + 30};
+      for (double dist : dists) {
         for (int k = 0; k < 8 && !placed; ++k) {
           static const double dirs[8][2] = {{1, 0}, {-1, 0}, {0, -1}, {0, 1}, {1, -1}, {-1, -1}, {1, 1}, {-1, 1}};
           double dx = dirs[k][0], dy = dirs[k][1];
@@ -856,8 +902,14 @@ DrawReport draw(const Figure& figure, Renderer& r) {
           for (const auto& b : obs.boxes)
             if (!(std::fabs(b.x + b.w / 2 - s.x) < 1e-9 && std::fabs(b.y + b.h / 2 - s.y) < 1e-9)) o.boxes.push_back(b);
           o.boxes.insert(o.boxes.end(), rep.point_labels.begin(), rep.point_labels.end());
-          if (!box.inside(inner) || o.hit(box, 2.5)) continue;
-          if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label
+          if (relaxed) {
+            o = Obstacles{};
+            o.boxes = rep.point_labels;
+            if (rep.legend.w > 0) o.boxes.push_back(rep.legend);
+            o.quads = rep.line_labels;
+          }
+          if (!box.inside(inner) || o.hit(box, relaxed ? 0.5 : 2.5)) continue;
+          if (dist > base && !relaxed) {  // leader line from the marker's edge to the label, crossing no other label
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);
             bool leader_clear = true;
@@ -875,6 +927,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
           placed = true;
         }
         if (placed) break;
+      }
       }
       if (!placed && f.allow_key && number[idx] == 0) need_key = true;
     }

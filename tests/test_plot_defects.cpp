@@ -2,6 +2,7 @@
 // must never lose. Asserted on what the chart builders produce, through the recording renderer.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 
 #include "helpers.hpp"
 #include "plots/charts.hpp"
@@ -113,4 +114,123 @@ networks:
   CHECK(filled == 24);
   // c = 1, bw = 300: bytes (64 + 64·64 + 64)·4 = 16,896 over 3 × 760.32 GB/s, plus the 5 us launch
   CHECK(m.values[2][0] == Approx(16896 / (3 * 760.32e9) + 5e-6));
+}
+
+TEST_CASE("print: a paper roofline at 88 × 66 mm is a PDF page of that size with SVG <text> of 6 pt or more", "[plots][print]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  CNode n = parse_yaml("- {kind: roofline, platforms: [rtx3080], style: paper, width: 88 mm, height: 66 mm}\n", "p.yaml");
+  Diags d;
+  auto specs = parse_plot_specs(n, {}, d);
+  REQUIRE(d.empty());
+  BuiltFigure b = build_one(specs[0], r, s);
+  CHECK(b.figure.fixed_size);
+  CHECK(b.figure.width == Approx(88 / 25.4 * 72));   // 249.45 pt
+  CHECK(b.figure.height == Approx(66 / 25.4 * 72));  // 187.09 pt
+  CHECK(b.figure.title.empty());                      // a paper figure's title is its caption
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  CHECK(rec.width == Approx(88 / 25.4 * 72));  // the canvas never widens at a printed size
+  CHECK(rec.height == Approx(66 / 25.4 * 72));
+  for (const auto& t : rec.texts) {
+    INFO(t.s);
+    CHECK(t.size >= 6);
+  }
+  for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+  CairoRenderer pdf(Format::PDF), svg(Format::SVG);
+  draw(b.figure, pdf);
+  draw(b.figure, svg);
+  CHECK(pdf.bytes().find("/MediaBox [ 0 0 249.448819 187.086614 ]") != std::string::npos);
+  const std::string& x = svg.bytes();
+  CHECK(x.find("width=\"249.45pt\" height=\"187.09pt\" viewBox=\"0 0 249.45 187.09\"") != std::string::npos);
+  CHECK(x.find("<text") != std::string::npos);
+  CHECK(x.find(">Arithmetic intensity [FLOP/byte]</text>") != std::string::npos);
+  CHECK(x.find("<glyph") == std::string::npos);  // no outlines standing in for text
+  size_t texts = 0;
+  for (size_t k = x.find("font-size=\""); k != std::string::npos; k = x.find("font-size=\"", k + 1)) {
+    ++texts;
+    CHECK(std::stod(x.substr(k + 11)) >= 6);
+  }
+  CHECK(texts == rec.texts.size());
+}
+
+TEST_CASE("print: sizes take units, styles and settings.figures give defaults, errors are located", "[plots][print]") {
+  CNode n = parse_yaml(
+      "- {kind: roofline, width: 3.5 in, height: 2.5 in, font_size: 7 pt}\n"
+      "- {kind: roofline, width: 1600 px, dpi: 200}\n"
+      "- {kind: roofline}\n",
+      "p.yaml");
+  Diags d;
+  auto specs = parse_plot_specs(n, {}, d);
+  REQUIRE(d.empty());
+  CHECK(specs[0].width == Approx(3.5 * 72));
+  CHECK(specs[0].height == Approx(2.5 * 72));
+  CHECK(specs[0].font_size == 7);
+  CHECK(specs[0].physical);
+  CHECK(specs[1].width == Approx(1600 * 72 / 200.0));  // 1600 px at 200 dpi = 8 in = 576 pt
+  CHECK_FALSE(specs[1].physical);
+  CNode settings = parse_yaml("figures: {style: slides, font_size: 12}\n", "s.yaml");
+  apply_figure_defaults(specs, settings, d);
+  REQUIRE(d.empty());
+  CHECK(specs[0].font_size == 7);  // a plot's own key wins
+  CHECK(specs[2].style == "slides");
+  CHECK(resolved(specs[2]).width == 720);  // 10 in: 16:9 slides
+  CHECK(resolved(specs[2]).font_size == 12);
+  CNode bad = parse_yaml("- {kind: roofline, width: 88 mn, style: papr}\n", "b.yaml");
+  Diags e;
+  parse_plot_specs(bad, {}, e);
+  CHECK(ConfigError(e.list()).what() ==
+        std::string("b.yaml:1:41: error: style cannot be 'papr'\n"
+                    "- {kind: roofline, width: 88 mn, style: papr}\n"
+                    "                                        ^\n"
+                    "note: did you mean 'paper'?\n"
+                    "b.yaml:1:27: error: width must be a length such as '88 mm', '3.5 in' or '1600 px', got '88 mn'\n"
+                    "- {kind: roofline, width: 88 mn, style: papr}\n"
+                    "                          ^\n"
+                    "note: did you mean 'mm'?\n"));
+}
+
+TEST_CASE("a numbered key: every number in it is drawn at its point", "[plots][defects]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  BuiltFigure b = build_one(p, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  REQUIRE(rep.numbered > 24);
+  for (int k = 1; k <= rep.numbered; ++k) {
+    INFO("number " << k);
+    CHECK(has_text(rec, std::to_string(k)));
+  }
+}
+
+TEST_CASE("every example scenario's figures, screen and paper: text inside the canvas, paper text ≥ 6 pt", "[plots][print][scenarios]") {
+  for (const auto& e : std::filesystem::directory_iterator(src("scenarios"))) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO(e.path().filename().string());
+    Scenario s = load_scenario(e.path().string());
+    RunResult r = run(s);
+    Diags d;
+    std::vector<PlotSpec> specs = s.plots.is_null() ? default_plot_specs(r, s) : parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+    REQUIRE(d.empty());
+    for (const char* style : {"screen", "paper"})
+      for (PlotSpec spec : specs) {
+        spec.style = style;
+        spec.given = {"style"};
+        for (const BuiltFigure& b : build_figures(spec, r, s)) {
+          INFO(style << " " << b.name);
+          RecordingRenderer rec;
+          DrawReport rep = draw(b.figure, rec);
+          CHECK(rec.begins >= 1);
+          CHECK(rec.ends == 1);
+          for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+          if (std::string(style) == "paper") {
+            CHECK(rec.width == Approx(88 / 25.4 * 72));
+            for (const auto& t : rec.texts) CHECK(t.size >= 6);
+          }
+        }
+      }
+  }
 }
