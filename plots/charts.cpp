@@ -110,6 +110,14 @@ const Platform* find_platform(const RunResult& r, const std::string& name) {
   return nullptr;
 }
 
+// An axis title for a sweep variable: its `label:` and `unit:` ("Vector clock [GHz]"), or its name.
+std::string var_title(const Scenario& s, const std::string& name) {
+  for (const auto* list : {&s.sweep.zip, &s.sweep.grid})
+    for (const SweepVar& v : *list)
+      if (v.name == name) return (v.label.empty() ? name : v.label) + (v.unit.empty() ? "" : " [" + v.unit + "]");
+  return name;
+}
+
 std::vector<std::string> network_names(const RunResult& r) {
   std::vector<std::string> n;
   for (const auto& pr : r.results)
@@ -651,7 +659,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (distinct.size() <= 12) f.x.ticks = distinct;  // label the swept values themselves
   }
   auto_range(f.y, ys, spec.yscale, true);
-  f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : spec.x;
+  f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : var_title(s, spec.x);
   f.y.title = yc->title;
   f.y.unit = yc->unit;
   for (size_t i = 0; i < series.size(); ++i) {
@@ -699,6 +707,29 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   for (const auto& row : pr.rows)
     if (row.platform == platform && row.network == net) rows.push_back(&row);
   bool time = spec.metric == "time_s";
+  // hundreds of layers: the largest ones and an "others" bar, so the chart fits a page
+  size_t keep = rows.size();
+  {
+    bool derated_bars = time && std::any_of(rows.begin(), rows.end(), [](const Row* row) { return row->derated.time_s != row->theoretical.time_s; });
+    double pitch = spec.font_size * 1.45 * (derated_bars ? 1.5 : 1);
+    if (style_preset(spec.style).fixed || spec.physical) keep = std::max<size_t>(4, static_cast<size_t>((spec.height - 8 * spec.font_size) / pitch));
+    else if (rows.size() > 60) keep = 40;
+  }
+  double others_theo = 0, others_der = 0;
+  size_t others = 0;
+  const std::vector<const Row*> all_rows = rows;  // the plot data keeps every layer
+  if (rows.size() > keep) {
+    auto value = [&](const Row* row) { return time ? row->theoretical.time_s : row_value(*row, spec.metric); };
+    std::vector<const Row*> sorted = rows;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const Row* a, const Row* b) { return value(a) > value(b); });
+    for (size_t i = keep - 1; i < sorted.size(); ++i) {
+      others_theo += value(sorted[i]);
+      others_der += time ? sorted[i]->derated.time_s : 0;
+      ++others;
+    }
+    sorted.resize(keep - 1);
+    rows = sorted;  // largest first
+  }
   BarSeries theo, der;
   theo.legend = time ? "theoretical roofs" : spec.metric;
   der.legend = "derated roofs";
@@ -715,12 +746,20 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
       theo.colors.push_back(bound_color(bound_name(row->theoretical.bound)));
     }
   }
+  if (others > 0) {
+    f.y.categories.push_back("others (" + std::to_string(others) + " layers)");
+    theo.values.push_back(others_theo);
+    theo.colors.push_back(bound_color("none"));
+    der.values.push_back(others_der);
+    der.colors.push_back(bound_color("none"));
+  }
   f.bars.push_back(theo);
   bool any_derated = time && std::any_of(rows.begin(), rows.end(), [](const Row* row) { return row->derated.time_s != row->theoretical.time_s; });
   if (any_derated) f.bars.push_back(der);
-  size_t n = rows.size();
+  size_t n = f.y.categories.size();
   f.width = spec.width;
-  f.height = std::max(spec.height, 110.0 + static_cast<double>(n) * (any_derated ? 17.0 : 12.0));
+  bool fixed = style_preset(spec.style).fixed || spec.physical;
+  f.height = fixed ? spec.height : std::max(spec.height, 110.0 + static_cast<double>(n) * (any_derated ? 17.0 : 12.0));
   f.y.min = -0.5;
   f.y.max = static_cast<double>(n) - 0.5;
   // categories top to bottom: flip by reversing the axis direction
@@ -734,7 +773,9 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
     for (double v : b.values)
       if (v > 0) vals.push_back(v);
   // bars start at zero: linear unless asked for log (a log axis has no zero to start from)
-  auto_range(f.x, vals, spec.xscale == "auto" ? "linear" : spec.xscale, true);
+  // linear unless the values span more than 100× (then small bars would vanish): log
+  double vlo = vals.empty() ? 1 : *std::min_element(vals.begin(), vals.end()), vhi = vals.empty() ? 1 : *std::max_element(vals.begin(), vals.end());
+  auto_range(f.x, vals, spec.xscale == "auto" ? (vhi > 100 * vlo ? "log" : "linear") : spec.xscale, true);
   if (f.x.scale == Scale::Linear) f.x.min = 0;
   const ColumnInfo* c = column(spec.metric);
   f.x.title = c ? c->title : spec.metric;
@@ -753,7 +794,7 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   f.subtitle = s.name + " · " + net + (r.points.size() > 1 ? " · " + point_text(r, pi) : "") + " · " + dtype_name(pr.settings.dtype) + " · " +
                conventions(pr.settings);
   out.data_csv = csv_line({"layer", "op", spec.metric, "bound", time ? "derated_time_s" : "", time ? "derated_bound" : ""});
-  for (const Row* row : rows)
+  for (const Row* row : all_rows)
     out.data_csv += csv_line({row->layer, row->op, format_number(time ? row->theoretical.time_s : row_value(*row, spec.metric)), bound_name(row->theoretical.bound),
                               time ? format_number(row->derated.time_s) : "", time ? bound_name(row->derated.bound) : ""});
   return out;
@@ -806,8 +847,8 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   h.log_colors = hi / lo > 30;
   f.heatmap = h;
   f.grid = false;
-  f.x.title = xv;
-  f.y.title = yv;
+  f.x.title = var_title(s, xv);
+  f.y.title = var_title(s, yv);
   f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
   f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
   out.data_csv = csv_line({xv, yv, spec.value});
