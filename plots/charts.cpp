@@ -747,7 +747,9 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
     }
   }
   if (others > 0) {
-    f.y.categories.push_back("others (" + std::to_string(others) + " layers)");
+    // the sum of the rest can dwarf the largest layers: its value is written in its label, and
+    // the axis is scaled to the layers shown (the bar runs to the edge when longer)
+    f.y.categories.push_back("others (" + std::to_string(others) + " layers" + (time ? ", " + si(others_theo, "s", 3) : "") + ")");
     theo.values.push_back(others_theo);
     theo.colors.push_back(bound_color("none"));
     der.values.push_back(others_der);
@@ -770,8 +772,8 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   }
   std::vector<double> vals;
   for (const auto& b : f.bars)
-    for (double v : b.values)
-      if (v > 0) vals.push_back(v);
+    for (size_t i = others > 0 ? 1 : 0; i < b.values.size(); ++i)  // after the flip, "others" is first
+      if (b.values[i] > 0) vals.push_back(b.values[i]);
   // bars start at zero: linear unless asked for log (a log axis has no zero to start from)
   // linear unless the values span more than 100× (then small bars would vanish): log
   double vlo = vals.empty() ? 1 : *std::min_element(vals.begin(), vals.end()), vhi = vals.empty() ? 1 : *std::max_element(vals.begin(), vals.end());

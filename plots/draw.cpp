@@ -432,7 +432,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
     double approx_plot_w = W - left - 16 - (f.legend.empty() ? 0 : 0.0);
     bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
-    if (rotate_x && f.x.categories.empty() && !has_heat && f.x.ticks.empty() && xt.size() > 3) {
+    if (rotate_x && f.x.categories.empty() && !has_heat && xt.size() > 3) {
       // numbers read better level than turned: label every other tick instead
       std::vector<double> half;
       for (size_t i = 0; i < xt.size(); i += 2) half.push_back(xt[i]);
