@@ -10,11 +10,18 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <mutex>
+#include <thread>
 
+#include "app/result_set.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/probe.hpp"
+#include "measure/probe_output.hpp"
+#include "measure/probe_figures.hpp"
+#include "plots/draw.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -39,14 +46,17 @@ int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--format png,svg,pdf] [--style STYLE]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
-    {"validate", "validate FILE... [--hw-dir DIR]", "check scenarios (every sweep point) without writing anything", cmd_validate},
+    {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
+    {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
+     "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -117,6 +127,33 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
   return false;
 }
 
+// Passes points on, keeping the run's warnings (e.g. a model that does not fit a platform's memory).
+class WarningSink : public ResultSink {
+ public:
+  explicit WarningSink(ResultSink* next) : next_(next) {}
+  void start(const RunHeader& h) override { next_->start(h); }
+  void prepare(PointResult& pr, const Point& p) override { next_->prepare(pr, p); }
+  void consume(PointResult&& pr, const Point& p) override {
+    for (auto& w : pr.warnings) {
+      if (first_.size() < 3) first_.push_back(w);
+      ++total_;
+    }
+    next_->consume(std::move(pr), p);
+  }
+  // The first few, then a count.
+  void print(std::ostream& err) const {
+    for (const auto& w : first_) err << format_diagnostic(w);
+    if (total_ > first_.size())
+      err << "rsim: note: " << total_ - first_.size() << " more warning" << (total_ - first_.size() == 1 ? "" : "s")
+          << " like these (summary.csv: fits_in_memory)\n";
+  }
+
+ private:
+  ResultSink* next_;
+  std::vector<Diagnostic> first_;
+  size_t total_ = 0;
+};
+
 int print_config_error(std::ostream& err, const ConfigError& e) {
   err << e.what();
   return kConfig;
@@ -186,7 +223,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
       "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
-      "jobs,j", po::value<int>()->default_value(1), "worker threads")(
+      "jobs,j", po::value<int>()->default_value(0), "worker threads (default: every core)")(
+      "tables", po::value<std::string>()->default_value("all"), "all: results.csv, summary.csv, results.json; summary: network totals only (no per-layer rows, no figures)")(
       "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal")(
       "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
       "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
@@ -204,7 +242,14 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   if (!vm.count("file")) return usage_error(err, "run needs a scenario file", "rsim run scenarios/group_conv_sweep.yaml");
   int jobs = vm["jobs"].as<int>();
+  if (jobs == 0) jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
   if (jobs < 1 || jobs > 256) return usage_error(err, "--jobs must be between 1 and 256");
+  Tables tables = Tables::All;
+  if (vm["tables"].as<std::string>() == "summary") tables = Tables::Summary;
+  else if (vm["tables"].as<std::string>() != "all") {
+    std::string hint = did_you_mean(vm["tables"].as<std::string>(), {"all", "summary"});
+    return usage_error(err, "unknown --tables '" + vm["tables"].as<std::string>() + "'", hint.empty() ? "use all or summary" : hint);
+  }
   bool sets_ok = true;
   auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
   if (!sets_ok) return kUsage;
@@ -229,7 +274,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (dpi != 0 && (dpi < 36 || dpi > 600)) return usage_error(err, "--dpi must be between 36 and 600");
       ropt.dpi = dpi;
     }
-    bool want_plots = !vm.count("no-plots") && !ropt.formats.empty();
+    bool want_plots = !vm.count("no-plots") && !ropt.formats.empty() && tables == Tables::All;
     std::string style = vm.count("style") ? vm["style"].as<std::string>() : "";
     if (!style.empty() && style != "screen" && style != "paper" && style != "paper-wide" && style != "slides") {
       std::string hint = did_you_mean(style, {"screen", "paper", "paper-wide", "slides"});
@@ -257,63 +302,86 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
     opt.model_dirs = model_dirs();
+    opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
-    auto t0 = std::chrono::steady_clock::now();
-    RunResult r = run_scenario(s, catalog, opt);
-    progress.finish();
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / s.name;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
-      return kConfig;
-    }
-    // Render everything first, then write: a failure leaves no half-written file.
-    RunInfo info{RSIM_VERSION, &s};
-    std::vector<plots::OutputFile> files = {{"results.csv", results_csv(r, s)}, {"summary.csv", summary_csv(r, s)}, {"kernels.csv", kernels_csv(r)},
-                                           {"results.json", results_json(r, info)}};
-    size_t n_figures = 0;
-    if (want_plots) {
-      if (specs.empty()) {
-        specs = plots::default_plot_specs(r, s);
-        Diags d;
-        plots::apply_figure_defaults(specs, s.settings, d);
-        d.throw_if_any();
-        restyle(specs);
-      }
-      std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
-      for (auto& f : plots::render_figures(r, s, specs, ropt, figures)) files.push_back(std::move(f));
-      files.push_back({"report.md", plots::report_markdown(r, s, figures)});
-      n_figures = figures.size();
-    }
+    // Everything goes into a staging folder beside `dir`, swapped in at the end: an error or an
+    // interrupt leaves the previous result set as it was.
+    std::unique_ptr<ResultSet> set;
     try {
-      for (const auto& f : files) write_file_atomic((dir / f.name).string(), f.bytes);
-      // files an earlier run wrote that this run did not (a figure renamed or dropped) go away
-      std::ifstream old(dir / ".rsim-files");
-      std::string line, manifest;
-      while (std::getline(old, line)) {
-        bool current = std::any_of(files.begin(), files.end(), [&](const plots::OutputFile& f) { return f.name == line; });
-        if (!current && !line.empty() && line.find('/') == std::string::npos && line[0] != '.') fs::remove(dir / line, ec);
-      }
-      for (const auto& f : files) manifest += f.name + "\n";
-      write_file_atomic((dir / ".rsim-files").string(), manifest);
+      set = std::make_unique<ResultSet>(dir.string(), [&] {
+        err << "rsim: waiting for another rsim writing into '" << dir.string() << "' to finish\n";
+        err.flush();
+      });
     } catch (const std::exception& e) {
       err << "rsim: error: " << e.what() << "\n";
       return kConfig;
     }
+    RunInfo info{RSIM_VERSION, &s};
+    TableWriter writer(set->staging(), tables, info);
+    writer.on_projection = [&](double bytes) {
+      if (bytes <= 1e9) return;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+      err << "rsim: warning: the tables of this run will take about " << buf << " ("
+          << (tables == Tables::All ? "per-layer rows of every point" : "network totals of every point") << ")\n";
+      if (tables == Tables::All) err << "rsim: note: `--tables summary` writes network totals only\n";
+      err.flush();
+    };
+    RunResult collected;  // every point, for the figures
+    CollectSink collect(collected);
+    PreviewSink preview(vm["rows"].as<size_t>(), 40);  // without figures: the first points only
+    WarningSink warnings(want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview));
+    writer.next = &warnings;
+    auto t0 = std::chrono::steady_clock::now();
+    stream_scenario(s, catalog, opt, writer);
+    progress.finish();
+    warnings.print(err);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    size_t n_figures = 0;
+    std::vector<std::string> failures;
+    try {
+      std::vector<std::string> written = writer.finish();
+      if (want_plots) {
+        if (specs.empty()) {
+          specs = plots::default_plot_specs(collected, s);
+          Diags d;
+          plots::apply_figure_defaults(specs, s.settings, d);
+          d.throw_if_any();
+          restyle(specs);
+        }
+        std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
+        std::vector<plots::OutputFile> files = plots::render_figures(collected, s, specs, ropt, figures, &failures);
+        files.push_back({"report.md", plots::report_markdown(collected, s, figures)});
+        for (const auto& f : files) {
+          write_file_atomic((fs::path(set->staging()) / f.name).string(), f.bytes);
+          written.push_back(f.name);
+        }
+        n_figures = figures.size();
+      }
+      set->commit(written);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+    for (const auto& f : failures) err << "rsim: warning: figure " << f << "; not drawn (the tables are written)\n";
     if (!vm.count("quiet")) {
+      const RunResult& r = want_plots ? collected : preview.result();
+      size_t n_points = want_plots ? r.points.size() : static_cast<size_t>(point_count(s.sweep));
       const PointResult& first = r.results.front();
-      out << s.name << ": " << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << " × " << first.platforms.size()
+      out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
           << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
-      out << terminal_table(r, vm["rows"].as<size_t>()) << "\n";
+      if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? 0 : preview.total_rows()) << "\n";
       out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
-      out << terminal_summary(r, 40) << "\n";
+      out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: results.csv, summary.csv, kernels.csv, results.json";
+      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }
@@ -325,7 +393,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim validate options");
-  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "scenario files");
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "scenario files")(
+      "all-points", "evaluate every point of the sweep (default: every variable at its first, last, extreme and 16 spread values)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("files", -1);
@@ -349,11 +418,31 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       opt.make_hooks = scripts.make_hooks;
       opt.make_evaluator = make_lua_evaluator;
       opt.model_dirs = model_dirs();
+      opt.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
+      // not every point: every value of every sweep variable, bound at least once
+      opt.points = vm.count("all-points") ? std::vector<Point>{} : validation_points(s.sweep);
+      size_t total = static_cast<size_t>(point_count(s.sweep));
       RunResult r = run_scenario(s, catalog, opt);
-      for (const auto& spec : specs) plots::build_figures(spec, r, s);  // names that the results lack
+      // the figures' names (variables, metrics, platforms) checked on the evaluated points,
+      // numbered 0, 1, … as the charts expect; a plot's point is checked against the whole sweep
+      for (size_t i = 0; i < r.points.size(); ++i) {
+        r.points[i].index = i;
+        for (auto& row : r.results[i].rows) row.point = i;
+        for (auto& sm : r.results[i].summary) sm.point = i;
+      }
+      for (auto spec : specs) {
+        if (spec.kind == plots::Kind::Layers) {
+          if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
+            throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
+          spec.point = 0;
+        }
+        plots::build_figures(spec, r, s);
+      }
       size_t rows = 0;
       for (const auto& pr : r.results) rows += pr.rows.size();
-      out << f << ": ok (" << r.points.size() << " point" << (r.points.size() == 1 ? "" : "s") << ", " << rows << " layer evaluations)\n";
+      out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
+      if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
+      out << ", " << rows << " layer evaluations)\n";
     } catch (const ConfigError& e) {
       err << e.what();
       rc = kConfig;
@@ -512,6 +601,75 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kConfig;
   }
   out << describe_op(*op, ops.aliases());
+  return kOk;
+}
+
+int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim probe options");
+  desc.add_options()("help,h", "show this help")("quick", "a shorter run (< 15 s): fewer working sets and samples")(
+      "threads", po::value<int>()->default_value(0), "threads for the 'all' figures (default: every online CPU)")(
+      "output,o", po::value<std::string>(), "write the platform file (catalog format); its stem is the platform's name")(
+      "json", po::value<std::string>(), "write the measurements as JSON")(
+      "out", po::value<std::string>(), "folder for the figures probe_roofline and probe_bandwidth (PNG and SVG)")(
+      "max-working-set", po::value<std::string>(), "largest working set of the bandwidth sweep (default: 512 MiB, or 4 × the last cache)");
+  po::positional_options_description pos;
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("probe")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  int threads = vm["threads"].as<int>();
+  if (threads < 0 || threads > 1024) return usage_error(err, "--threads must be between 1 and 1024");
+  measure::ProbeOptions opt;
+  opt.quick = vm.count("quick") > 0;
+  opt.threads = threads;
+  if (vm.count("max-working-set")) {
+    std::string v = vm["max-working-set"].as<std::string>();
+    auto q = parse_quantity(v, Dim::Bytes).value;
+    if (!q || *q < 64 * 1024) return usage_error(err, "--max-working-set must be a size of at least 64 KiB, got '" + v + "'", "e.g. --max-working-set 1GiB");
+    opt.max_working_set_bytes = *q;
+  }
+  std::string platform_name;
+  if (vm.count("output")) {
+    platform_name = fs::path(vm["output"].as<std::string>()).stem().string();
+    bool ok = !platform_name.empty() && std::all_of(platform_name.begin(), platform_name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    if (!ok) return usage_error(err, "the platform file's stem '" + platform_name + "' is its name: use letters, digits, '_' and '-'", "e.g. -o hardware/this_machine.yaml");
+  }
+  bool tty = isatty(2);
+  opt.progress = [&](const std::string& s) {
+    if (tty) std::fprintf(stderr, "\rprobe: %-60s", s.c_str());
+  };
+  measure::ProbeResult r = measure::run_probe(opt);
+  if (tty) std::fprintf(stderr, "\r%-70s\r", "");
+  std::vector<plots::OutputFile> files;
+  if (vm.count("output")) files.push_back({vm["output"].as<std::string>(), measure::probe_platform_yaml(r, platform_name)});
+  if (vm.count("json")) files.push_back({vm["json"].as<std::string>(), measure::probe_json(r)});
+  if (vm.count("out")) {
+    fs::path dir = vm["out"].as<std::string>();
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    for (auto& [stem, fig] : measure::probe_figures(r))
+      for (plots::Format f : {plots::Format::PNG, plots::Format::SVG})
+      {
+        plots::CairoRenderer cr(f, 150);
+        plots::draw(fig, cr);
+        files.push_back({(dir / (stem + "." + plots::format_ext(f))).string(), cr.bytes()});
+      }
+  }
+  try {
+    for (const auto& f : files) write_file_atomic(f.name, f.bytes);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  out << measure::probe_report(r);
+  for (const auto& f : files) out << "wrote " << f.name << "\n";
   return kOk;
 }
 

@@ -51,7 +51,7 @@ std::string format_diagnostic(const Diagnostic& d) {
   const char* tool = d.loc.file ? "" : "rsim: ";
   std::string out;
   append_location(out, d.loc);
-  out += tool + std::string("error: ") + d.message + '\n';
+  out += tool + std::string(d.warning ? "warning: " : "error: ") + d.message + '\n';
   append_quote(out, d.loc);
   for (const Note& n : d.notes) {
     append_location(out, n.loc);

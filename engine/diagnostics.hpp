@@ -37,6 +37,7 @@ struct Diagnostic {
   SourceLoc loc;
   std::string message;
   std::vector<Note> notes;
+  bool warning = false;  // "warning:" instead of "error:" (the run goes on)
 };
 
 // "file:line:col: error: message", the source line, a caret under the column, then notes.

@@ -1,11 +1,15 @@
 #include "engine/evaluate.hpp"
 
+#include "engine/llm_models.hpp"
 #include "engine/passes.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <map>
 #include <filesystem>
 #include <cmath>
+#include <cstdio>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -28,6 +32,7 @@ std::vector<std::string> ModelLibrary::names() const {
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
       if (e.path().extension() == ".yaml") n.push_back(e.path().stem().string());
   }
+  n.push_back("hf");  // a transformer from a Hugging Face config.json (see resolve_network)
   std::sort(n.begin(), n.end());
   n.erase(std::unique(n.begin(), n.end()), n.end());
   return n;
@@ -72,13 +77,58 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
     return NetworkSource{CNode{}, env};
   }
+  // A preset (a zoo file `model: BASE` with `args:`) or `hf` (a Hugging Face config.json) is a
+  // base model with fixed arguments; the user's args are added to them or replace them.
+  std::string model_name = mn->scalar, preset_name;
+  CNode merged;
+  if (model_name == "hf") {
+    const CNode* cfg = args && args->is_map() ? args->find("config") : nullptr;
+    if (!cfg || !cfg->is_scalar()) {
+      d.error(cfg ? cfg->loc : mn->loc, "model 'hf' needs the path of a Hugging Face config.json",
+              {Note{{}, "e.g. {model: hf, args: {config: models/llama/config.json, phase: decode}}"}});
+      return NetworkSource{CNode{}, env};
+    }
+    std::filesystem::path path(cfg->scalar);
+    if (path.is_relative() && cfg->loc.file) path = std::filesystem::path(cfg->loc.file->path).parent_path() / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      d.error(cfg->loc, "cannot read config '" + path.string() + "'", {Note{{}, "a relative path is relative to the scenario's folder"}});
+      return NetworkSource{CNode{}, env};
+    }
+    CNode json;
+    try {
+      json = load_yaml_file(path.string());
+    } catch (const ConfigError& e) {
+      d.add(e);
+      return NetworkSource{CNode{}, env};
+    }
+    merged = hf_transformer_args(json, d);
+    for (const auto& e : args->entries)
+      if (e.key != "config") merged.entries.push_back(e);
+    model_name = "transformer";
+    preset_name = path.stem() == "config" ? path.parent_path().filename().string() : path.stem().string();
+  }
   std::shared_ptr<const CNode> model;
   try {
-    model = ctx.models->get(mn->scalar, mn->loc);
+    model = ctx.models->get(model_name, mn->loc);
+    if (const CNode* base = model->find("model"); base && base->is_scalar() && preset_name.empty()) {
+      merged.kind = CNode::Kind::Map;
+      if (const CNode* pa = model->find("args"); pa && pa->is_map()) merged.entries = pa->entries;
+      if (args && args->is_map())
+        for (const auto& e : args->entries) {
+          auto it = std::find_if(merged.entries.begin(), merged.entries.end(), [&](const CEntry& x) { return x.key == e.key; });
+          if (it != merged.entries.end()) *it = e;
+          else merged.entries.push_back(e);
+        }
+      preset_name = model->find("name") ? model->find("name")->scalar : model_name;
+      model_name = base->scalar;
+      model = ctx.models->get(model_name, base->loc);
+    }
   } catch (const ConfigError& e) {
     d.add(e);
     return NetworkSource{CNode{}, env};
   }
+  if (!preset_name.empty()) args = &merged;
   NetworkSource out{*model, env};
   // parameters: the model's defaults, replaced by args (each key must be a parameter)
   std::vector<std::string> pnames;
@@ -97,19 +147,25 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
       if (std::find(pnames.begin(), pnames.end(), e.key) == pnames.end()) {
         std::string hint = did_you_mean(e.key, pnames), list;
         for (const auto& p : pnames) list += (list.empty() ? "" : ", ") + p;
-        d.error(e.key_loc, "model '" + mn->scalar + "' has no parameter '" + e.key + "'",
+        d.error(e.key_loc, "model '" + model_name + "' has no parameter '" + e.key + "'",
                 {Note{{}, !hint.empty() ? hint : list.empty() ? "it takes no arguments" : "its parameters: " + list}});
       }
-  if (name) {  // a new name, e.g. to compare two configurations of one model
+  if (name || !preset_name.empty()) {  // a new name, e.g. to compare two configurations of one model
     for (auto& e : out.node.entries)
-      if (e.key == "name") e.value = *name;
+      if (e.key == "name") e.value = name ? *name : CNode::make_scalar(preset_name, e.value.loc);
   }
   return out;
 }
 
+static std::string gib_text(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
 double layer_bytes(const OpCost& c, MemoryModel m) {
-  double b = c.weight_bytes + c.output_total();
-  if (m == MemoryModel::InputsWeightsOutputs) b += c.input_total();
+  double b = c.weight_bytes + c.output_total() + c.scratch_bytes;
+  b += m == MemoryModel::InputsWeightsOutputs ? c.input_total() : c.kv_read_bytes;
   return b;
 }
 
@@ -196,7 +252,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
   }
   std::vector<Network> nets;
-  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac};
+  std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   for (const auto& raw : s.networks) {
     Diags nd;  // each network reports its own errors even when an earlier part failed
     NetworkSource src = resolve_network(raw, env, ctx, nd);
@@ -205,10 +262,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       continue;
     }
     nets.push_back(build_network(src.node, src.env, bo, nd));
+    net_locs.push_back(raw.loc);
     d.merge(nd);
     if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
       nets.push_back(apply_passes(nets.back(), s.passes));
       nets.back().name += ".optimized";
+      net_locs.push_back(raw.loc);
     }
     for (size_t i = 0; i + 1 < nets.size(); ++i)
       if (nets[i].name == nets.back().name && !nets.back().name.empty())
@@ -230,6 +289,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   }
 
   MemoryModel mm = out.settings.memory_model;
+  // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
+  const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = out.platforms[pi];
     const MemoryLevel* mem = out.settings.memory_level.empty() ? &pl.memory.front() : pl.level(out.settings.memory_level);
@@ -247,6 +308,13 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.platform = pl.name;
       sum.network = net.name;
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
+      sum.phase = net.phase;
+      if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      for (const auto& m : pl.memory)
+        if (m.size_bytes > sum.memory_size_bytes) {
+          sum.memory_size_bytes = m.size_bytes;
+          sum.memory_name = m.name;
+        }
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
@@ -254,28 +322,41 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       std::unordered_map<std::string_view, size_t> kernel_index;  // views into net's layers
       kernel_index.reserve(net.layers.size());
       for (const Layer& L : net.layers) {
-        const ComputeRoof* roof = pl.roof_for(L.dtype);
+        const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;
           for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
-          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.dtype) + " (layer '" + L.name + "')",
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')",
                   {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
           break;
         }
         Row r;
         r.point = p.index;
-        r.platform = pl.name;
-        r.network = net.name;
-        r.layer = L.name;
-        r.op = L.op->name;
         r.dtype = L.dtype;
-        for (const auto& sh : L.in_shapes) r.input_shapes += (r.input_shapes.empty() ? "" : ";") + shape_str(sh);
-        for (const auto& sh : L.out_shapes) r.output_shapes += (r.output_shapes.empty() ? "" : ";") + shape_str(sh);
+        r.compute_dtype = L.compute_dtype();
+        r.weights_dtype = L.weights_dtype();
+        r.kv_dtype = L.kv_dtype();
+        r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
+        r.touches_kv = L.touches_kv;
+        if (full_rows) {
+          r.platform = pl.name;
+          r.network = net.name;
+          r.layer = L.name;
+          r.op = L.op->name;
+          for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+            if (k) r.input_shapes += ';';
+            append_shape(r.input_shapes, L.in_shapes[k]);
+          }
+          for (size_t k = 0; k < L.out_shapes.size(); ++k) {
+            if (k) r.output_shapes += ';';
+            append_shape(r.output_shapes, L.out_shapes[k]);
+          }
+          r.compute_roof = roof->name;
+          r.memory_level = mem->name;
+          r.kernel = L.kernel;
+        }
         r.cost = L.cost;
         r.bytes = layer_bytes(L.cost, mm);
-        r.compute_roof = roof->name;
-        r.memory_level = mem->name;
-        r.kernel = L.kernel;
         r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
@@ -295,7 +376,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             break;
           }
         }
-        if (!r.kernel.empty()) {
+        if (!L.kernel.empty()) {
           // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels
           auto [k, fresh] = kernel_index.try_emplace(L.kernel, kernels.size());
           if (fresh) kernels.emplace_back();
@@ -309,12 +390,16 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.macs += r.cost.macs;
         sum.flops += r.cost.flops;
         sum.params += r.cost.params;
+        sum.active_params += r.cost.active_params;
+        sum.weight_footprint_bytes += r.cost.resident_weight_bytes;
+        sum.kv_cache_bytes += r.cost.kv_cache_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, r.cost.activation_bytes);
         sum.bytes += r.bytes;
         sum.memory_bound += r.theoretical.bound == Bound::Memory;
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
         sum.derated_memory_bound += r.derated.bound == Bound::Memory;
         sum.derated_compute_bound += r.derated.bound == Bound::Compute;
-        out.rows.push_back(std::move(r));
+        if (ctx.rows) out.rows.push_back(std::move(r));
       }
       for (const KernelTime& kt : kernels) {
         sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
@@ -324,6 +409,18 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+      sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+        Diagnostic w;
+        w.warning = true;
+        w.loc = net_locs[&net - nets.data()];
+        w.message = "network '" + net.name + "' needs " + gib_text(sum.memory_footprint_bytes) + " of memory, more than the " +
+                    gib_text(sum.memory_size_bytes) + " of platform '" + pl.name + "' (" + sum.memory_name + ")";
+        w.notes.push_back(Note{{}, "weights " + gib_text(sum.weight_footprint_bytes) + " + KV cache " + gib_text(sum.kv_cache_bytes) +
+                                       " + activations " + gib_text(sum.activation_bytes)});
+        if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+        out.warnings.push_back(std::move(w));
+      }
       out.summary.push_back(sum);
     }
   }
@@ -331,24 +428,53 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   return out;
 }
 
+void CollectSink::start(const RunHeader& h) {
+  r_.var_names = h.var_names;
+  r_.metric_names = h.metric_names;
+}
+
+void CollectSink::consume(PointResult&& pr, const Point& p) {
+  r_.points.push_back(p);
+  r_.results.push_back(std::move(pr));
+  r_.results.back().text.clear();
+}
+
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
   RunResult rr;
-  rr.var_names = sweep_names(s.sweep);
-  rr.points = expand_sweep(s.sweep);
-  rr.results.resize(rr.points.size());
+  CollectSink sink(rr);
+  stream_scenario(s, catalog, opt, sink);
+  return rr;
+}
+
+void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink) {
+  RunHeader header;
+  header.var_names = sweep_names(s.sweep);
+  const bool listed = !opt.points.empty();
+  if (!listed) check_point_limit(s.sweep);
+  const size_t n = listed ? opt.points.size() : static_cast<size_t>(point_count(s.sweep));
+  header.points = n;
   const OpRegistry& ops = opt.ops ? *opt.ops : builtin_ops();
   PlatformCache cache(catalog);
   std::vector<std::string> model_dirs = {(std::filesystem::path(s.path).parent_path() / "models").string()};
   model_dirs.insert(model_dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
   ModelLibrary models(model_dirs);
-  size_t n = rr.points.size();
-  int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(n)));
-  std::atomic<size_t> next{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::mutex err_mu;
+  int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::min<size_t>(n, 1024))));
+  // a worker may run ahead of the point being delivered by at most `window` points
+  const size_t window = 4 * static_cast<size_t>(jobs);
+
+  std::mutex mu;  // guards everything below
+  std::condition_variable cv;
+  size_t next = 0, delivered = 0, done = 0;
+  bool stop = false, started = false;
+  std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
   size_t err_index = SIZE_MAX;
   std::unique_ptr<ConfigError> err;
   std::exception_ptr other;
+  auto fail = [&](std::exception_ptr e) {  // with mu held
+    if (!other) other = e;
+    stop = true;
+    cv.notify_all();
+  };
 
   auto worker = [&]() {
     // a worker that cannot set up (a script fails to load) stops the run with that error
@@ -358,47 +484,87 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
       ev = opt.make_evaluator();
       if (opt.make_hooks) hooks = opt.make_hooks();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(err_mu);
-      other = std::current_exception();
-      stop = true;
+      std::lock_guard<std::mutex> lock(mu);
+      fail(std::current_exception());
       return;
     }
     EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
-    if (hooks) {
-      std::lock_guard<std::mutex> lock(err_mu);
-      rr.metric_names = hooks->metric_names();
+    ctx.rows = opt.rows;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)
+        started = true;
+        if (hooks) header.metric_names = hooks->metric_names();
+        try {
+          sink.start(header);
+        } catch (...) {
+          fail(std::current_exception());
+        }
+        cv.notify_all();
+      }
     }
-    while (!stop) {
-      size_t i = next++;
-      if (i >= n) break;
+    while (true) {
+      size_t i;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stop || next >= n || next < delivered + window; });
+        if (stop || next >= n) break;
+        i = next++;
+      }
+      Point p = listed ? opt.points[i] : sweep_point(s.sweep, i);
+      PointResult pr;
       try {
-        rr.results[i] = evaluate_point(s, rr.points[i], ctx);
+        pr = evaluate_point(s, p, ctx);
+        sink.prepare(pr, p);
       } catch (const ConfigError& e) {
-        std::lock_guard<std::mutex> lock(err_mu);
+        std::lock_guard<std::mutex> lock(mu);
         if (i < err_index) {
           err_index = i;
           err = std::make_unique<ConfigError>(e);
         }
         stop = true;
+        cv.notify_all();
+        break;
       } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        other = std::current_exception();
-        stop = true;
+        std::lock_guard<std::mutex> lock(mu);
+        fail(std::current_exception());
+        break;
       }
-      size_t k = ++done;
-      if (opt.progress) opt.progress(k, n);
+      std::unique_lock<std::mutex> lock(mu);
+      ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+      // whoever completes the next point in order delivers it and any that follow it
+      while (!stop && started && !ready.empty() && ready.begin()->first == delivered) {
+        auto node = ready.extract(ready.begin());
+        try {
+          sink.consume(std::move(node.mapped().first), node.mapped().second);
+        } catch (...) {
+          fail(std::current_exception());
+          break;
+        }
+        ++delivered;
+      }
+      ++done;
+      cv.notify_all();
+      if (opt.progress) {
+        size_t k = done;
+        lock.unlock();
+        opt.progress(k, n);
+      }
     }
   };
-  if (jobs == 1) {
-    worker();
+  if (n > 0) {
+    if (jobs == 1) {
+      worker();
+    } else {
+      std::vector<std::thread> threads;
+      for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+      for (auto& t : threads) t.join();
+    }
   } else {
-    std::vector<std::thread> threads;
-    for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
+    sink.start(header);
   }
   if (other) std::rethrow_exception(other);
   if (err) throw *err;
-  return rr;
 }
 
 }  // namespace rsim

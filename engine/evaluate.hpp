@@ -19,7 +19,11 @@ namespace rsim {
 struct Row {
   size_t point = 0;
   std::string platform, network, layer, op;
-  DType dtype = DType::fp32;
+  DType dtype = DType::fp32;          // activations (inputs and outputs)
+  DType compute_dtype = DType::fp32;  // the precision the math runs in: picks the compute roof
+  DType weights_dtype = DType::fp32;  // matrix weights (meaningful when has_weights)
+  DType kv_dtype = DType::fp32;       // KV cache (meaningful when touches_kv)
+  bool has_weights = false, touches_kv = false;
   std::string input_shapes, output_shapes;  // "1x32x56x56;1x32x56x56"
   OpCost cost;
   double bytes = 0;  // under the scenario's memory model
@@ -42,6 +46,16 @@ struct SummaryRow {
   double achieved_flops_per_s = 0, derated_achieved_flops_per_s = 0;  // flops / time
   int memory_bound = 0, compute_bound = 0;  // layers, theoretical roofs
   int derated_memory_bound = 0, derated_compute_bound = 0;
+  double active_params = 0;  // parameters one token uses (a mixture of experts routes to top_k)
+  // Transformers (a network with `phase`): tokens processed in this step (batch × new tokens);
+  // tokens/s = tokens / time; prefill: time to first token = time; decode: time per output token = time.
+  std::string phase;
+  double tokens = 0;
+  // Memory footprint: weights held (all experts, whole tables; tied weights once) + the KV cache
+  // + the largest activations of one layer; checked against the platform's memory size.
+  double weight_footprint_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, memory_footprint_bytes = 0;
+  double memory_size_bytes = 0;  // the platform's largest stated memory size (0: not stated)
+  std::string memory_name;       // that level's name
 };
 
 struct PointResult {
@@ -49,6 +63,32 @@ struct PointResult {
   std::vector<Platform> platforms;
   std::vector<Row> rows;
   std::vector<SummaryRow> summary;
+  std::vector<Diagnostic> warnings;  // e.g. a network whose memory footprint exceeds a platform's memory
+  std::vector<std::string> text;  // filled by a ResultSink's prepare (formatted output), else empty
+};
+
+// What every point of a run shares, known before the first point is delivered.
+struct RunHeader {
+  std::vector<std::string> var_names;
+  std::vector<std::string> metric_names;  // derived metrics from scripts
+  size_t points = 0;
+};
+
+// Receives a run's points as they are evaluated (see stream_scenario).
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  // Once, before any other call.
+  virtual void start(const RunHeader& h) { (void)h; }
+  // On a worker thread, concurrently with other points, in any order: prepare a point for
+  // `consume` (format its rows into pr.text, drop what the sink does not keep), so that the
+  // costly part of writing scales with the workers.
+  virtual void prepare(PointResult& pr, const Point& p) {
+    (void)pr;
+    (void)p;
+  }
+  // In point order, one point at a time.
+  virtual void consume(PointResult&& pr, const Point& p) = 0;
 };
 
 struct RunResult {
@@ -56,6 +96,17 @@ struct RunResult {
   std::vector<std::string> metric_names;  // derived metrics from scripts
   std::vector<Point> points;
   std::vector<PointResult> results;  // one per point
+};
+
+// Keeps every point: a whole RunResult (figures, tests, small runs).
+class CollectSink : public ResultSink {
+ public:
+  explicit CollectSink(RunResult& r) : r_(r) {}
+  void start(const RunHeader& h) override;
+  void consume(PointResult&& pr, const Point& p) override;
+
+ private:
+  RunResult& r_;
 };
 
 // Catalog files parsed once and shared between workers.
@@ -92,9 +143,11 @@ struct EvalContext {
   ExprEvaluator& ev;
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
+  bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
 };
 
-// Bytes a layer moves under a memory model.
+// Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic
+// count under both models (like weights, the cache was not written by the previous layer).
 double layer_bytes(const OpCost& c, MemoryModel m);
 
 // Resolve one `platforms:` entry (already substituted) to a platform.
@@ -112,6 +165,9 @@ struct RunOptions {
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
   // Where `model: NAME` looks, after the scenario's own models/ folder.
   std::vector<std::string> model_dirs;
+  bool rows = true;  // false: summary rows only (per-layer rows are neither kept nor built)
+  // Evaluate only these points (e.g. validation_points); empty: every point of the sweep.
+  std::vector<Point> points;
 };
 
 // Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) into the
@@ -124,6 +180,11 @@ NetworkSource resolve_network(const CNode& entry, const Env& env, EvalContext& c
 
 // Evaluate every point, in parallel with `jobs` workers; results are in point order.
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
+
+// Evaluate every point with `jobs` workers and hand each to `sink` in point order. At most a few
+// points per worker are held at a time (memory is bounded by the workers, not the points). The
+// first error (lowest point index among those evaluated) is thrown after the workers stop.
+void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink);
 
 std::string bindings_text(const Env& b);  // "groups=4, k=3"
 

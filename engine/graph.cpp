@@ -8,7 +8,18 @@ namespace rsim {
 namespace {
 
 constexpr size_t kMaxLayers = 1'000'000;
-const std::vector<std::string> kLayerKeys = {"name", "op", "inputs", "dtype", "block", "args", "repeat", "when"};
+const std::vector<std::string> kLayerKeys = {"name",          "op",           "inputs",        "dtype",       "block", "args",
+                                             "repeat",        "when",         "weights_dtype", "kv_dtype",    "compute_dtype",
+                                             "quant_group",   "tied_weights"};
+
+std::optional<DType> read_dtype(const CNode& v, Diags& d, const std::string& key) {
+  auto s = to_string(v, d, key);
+  if (!s) return std::nullopt;
+  if (auto t = parse_dtype(*s)) return t;
+  std::string hint = did_you_mean(*s, dtype_names());
+  d.error(v.loc, "unknown " + key + " '" + *s + "'", {Note{{}, hint.empty() ? "dtypes: fp64, fp32, tf32, bf16, fp16, fp8, int8, int4" : hint}});
+  return std::nullopt;
+}
 
 struct BlockDef {
   std::vector<std::pair<std::string, std::optional<std::string>>> params;  // name, default
@@ -22,6 +33,7 @@ class Builder {
 
   std::map<std::string, BlockDef> blocks;
   DType dtype = DType::fp32;
+  Precision precision;
   bool failed = false;  // a shape error happened: later layers would only repeat it
 
   // Scope: names visible to references, innermost last.
@@ -201,13 +213,11 @@ class Builder {
     L.op = op;
     L.loc = item.loc;
     L.dtype = dtype;
-    if (const CNode* dt = item.find("dtype")) {
-      auto s = to_string(*dt, d_, "dtype");
-      if (s) {
-        if (auto t = parse_dtype(*s)) L.dtype = *t;
-        else d_.error(dt->loc, "unknown dtype '" + *s + "'", {Note{{}, did_you_mean(*s, dtype_names())}});
-      }
-    }
+    if (const CNode* dt = item.find("dtype"))
+      if (auto t = read_dtype(*dt, d_, "dtype")) L.dtype = *t;
+    L.precision = precision;
+    read_precision_keys(item, L.precision, d_);
+    if (const CNode* tw = item.find("tied_weights")) L.tied_weights = to_bool(*tw, d_, "tied_weights").value_or(false);
     L.attrs = read_attrs(*op, item, d_, where);
     bool inputs_ok = read_inputs(item, scopes, prev, L.inputs);
     if (d_.size() != before || !inputs_ok) {
@@ -224,14 +234,21 @@ class Builder {
       failed = true;
       return;
     }
-    for (const auto& r : L.inputs) L.in_shapes.push_back(shape_of(r));
-    OpArgs args{L.attrs, L.in_shapes, L.dtype};
+    unsigned kv_inputs = 0;
+    for (size_t i = 0; i < L.inputs.size(); ++i) {
+      const TensorRef& r = L.inputs[i];
+      L.in_shapes.push_back(shape_of(r));
+      if (r.layer >= 0 && net_.layers[static_cast<size_t>(r.layer)].op->kv_outputs && i < 32) kv_inputs |= 1u << i;
+    }
+    L.touches_kv = kv_inputs != 0 || op->kv_outputs;
+    OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
     try {
       L.out_shapes = op->infer(args);
       for (const auto& sh : L.out_shapes)
         for (auto dim : sh)
           if (dim <= 0 || dim > 1000000000000LL) throw ShapeError("output dimension " + std::to_string(dim) + " of " + shape_str(sh) + " is out of range");
       L.cost = layer_cost(*op, args, L.out_shapes, opt_.flops_per_mac);
+      if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
     } catch (const ShapeError& e) {
       std::string shapes;
       for (const auto& s : L.in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(s);
@@ -366,6 +383,23 @@ Shape read_shape(const CNode& n, Diags& d, const std::string& what) {
 
 }  // namespace
 
+const std::vector<std::string> kPrecisionKeys = {"weights_dtype", "kv_dtype", "compute_dtype", "quant_group"};
+
+void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
+  if (!map.is_map()) return;
+  if (const CNode* v = map.find("weights_dtype"))
+    if (auto t = read_dtype(*v, d, "weights_dtype")) p.weights = t;
+  if (const CNode* v = map.find("kv_dtype"))
+    if (auto t = read_dtype(*v, d, "kv_dtype")) p.kv = t;
+  if (const CNode* v = map.find("compute_dtype"))
+    if (auto t = read_dtype(*v, d, "compute_dtype")) p.compute = t;
+  if (const CNode* v = map.find("quant_group")) {
+    auto g = to_integer(*v, d, "quant_group");
+    if (g && (*g < 0 || *g > 1000000000LL)) d.error(v->loc, "quant_group must be 0 (no scales) or a positive group size, e.g. 128");
+    else if (g) p.quant_group = *g;
+  }
+}
+
 Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt, Diags& d) {
   Network net;
   MapReader m(raw, "network", d);
@@ -382,14 +416,22 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   if (m.require("name")) net.name = to_string(*node.find("name"), d, "network name").value_or("");
   m.get("description");
   m.get("params");  // a model's parameters: bound before building (see resolve_network)
-  if (const CNode* dt = node.find("dtype")) {
-    auto s = to_string(*dt, d, "dtype");
-    if (s) {
-      if (auto t = parse_dtype(*s)) b.dtype = *t;
-      else d.error(dt->loc, "unknown dtype '" + *s + "'", {Note{{}, did_you_mean(*s, dtype_names())}});
+  if (const CNode* dt = node.find("dtype"))
+    if (auto t = read_dtype(*dt, d, "dtype")) b.dtype = *t;
+  m.get("dtype");
+  b.precision = opt.precision;
+  read_precision_keys(node, b.precision, d);
+  m.allow(kPrecisionKeys);
+  m.get("phase");
+  if (const CNode* ph = node.find("phase")) {
+    auto s = to_string(*ph, d, "phase");
+    if (s && *s != "prefill" && *s != "decode") {
+      std::string hint = did_you_mean(*s, {"prefill", "decode"});
+      d.error(ph->loc, "unknown phase '" + *s + "'", {Note{{}, hint.empty() ? "phase is prefill (the prompt) or decode (one new token per sequence)" : hint}});
+    } else if (s) {
+      net.phase = *s;
     }
   }
-  m.get("dtype");
   const CNode* input = node.find("input");
   const CNode* inputs = node.find("inputs");
   m.get("input");

@@ -180,16 +180,41 @@ OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>&
   OpWork w = op.work ? op.work(args, out) : OpWork{};
   OpCost c;
   double size = dtype_bytes(args.dtype);
+  DType wt = args.weights_dtype();
+  double wsize = dtype_bytes(wt), kvsize = dtype_bytes(args.kv_dtype());
   c.macs = w.macs;
   c.flops = flops_per_mac * w.macs + w.other_flops;
   c.params = w.params;
-  c.weight_bytes = w.weight_bytes >= 0 ? w.weight_bytes : w.weight_elems * size;
+  c.active_params = w.active_params >= 0 ? w.active_params : w.params;
+  long long group = args.precision.quant_group;
+  bool scaled = group > 0 && dtype_needs_scales(wt);
+  auto scales = [&](double quantized) { return scaled ? std::ceil(quantized / static_cast<double>(group)) * kQuantScaleBytes : 0.0; };
+  auto constants = [&](double all, double quantized) { return (all - quantized) * size + quantized * wsize + scales(quantized); };
+  if (w.weight_bytes >= 0) {
+    c.weight_bytes = c.resident_weight_bytes = w.weight_bytes;
+  } else {
+    c.scale_bytes = scales(w.quantized_elems);
+    c.weight_bytes = constants(w.weight_elems, w.quantized_elems);
+    c.resident_weight_bytes = constants(w.resident_elems >= 0 ? w.resident_elems : w.weight_elems,
+                                        w.resident_quantized_elems >= 0 ? w.resident_quantized_elems : w.quantized_elems);
+  }
   if (!w.input_bytes.empty()) c.input_bytes = w.input_bytes;
   else
-    for (const auto& s : args.in) c.input_bytes.push_back(op.view ? 0.0 : elements(s) * size);
+    for (size_t i = 0; i < args.in.size(); ++i) {
+      bool kv = i < 32 && (args.kv_inputs >> i & 1u);
+      double b = op.view ? 0.0 : elements(args.in[i]) * (kv ? kvsize : size);
+      c.input_bytes.push_back(b);
+      if (kv) c.kv_read_bytes += b;
+    }
   if (!w.output_bytes.empty()) c.output_bytes = w.output_bytes;
   else
-    for (const auto& s : out) c.output_bytes.push_back(op.view ? 0.0 : elements(s) * size);
+    for (const auto& s : out) c.output_bytes.push_back(op.view ? 0.0 : elements(s) * (op.kv_outputs ? kvsize : size));
+  if (op.kv_outputs) {
+    c.kv_write_bytes = c.output_total();
+    for (const auto& s : out) c.kv_cache_bytes += elements(s) * kvsize;
+  }
+  c.scratch_bytes = w.scratch_elems * w.scratch_passes * size;
+  c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + w.scratch_elems * size;
   return c;
 }
 
@@ -380,6 +405,7 @@ void add_conv(OpRegistry& r) {
     w.macs = elements(y) * cin_g * static_cast<double>(k[0] * k[1]);
     w.params = static_cast<double>(k[0] * k[1]) * cin_g * static_cast<double>(y[1]) + (a.attrs.b("bias") ? static_cast<double>(y[1]) : 0.0);
     w.weight_elems = w.params;
+    w.quantized_elems = static_cast<double>(k[0] * k[1]) * cin_g * static_cast<double>(y[1]);
     return w;
   };
   r.add(conv);
@@ -412,6 +438,7 @@ void add_conv(OpRegistry& r) {
     w.macs = elements(out[0]) * static_cast<double>(k[0] * k[1]);
     w.params = static_cast<double>(k[0] * k[1] * out[0][1]) + (a.attrs.b("bias") ? static_cast<double>(out[0][1]) : 0.0);
     w.weight_elems = w.params;
+    w.quantized_elems = static_cast<double>(k[0] * k[1] * out[0][1]);
     return w;
   };
   r.add(dw);
@@ -462,6 +489,7 @@ void add_conv(OpRegistry& r) {
     w.macs = elements(x) * cout_g * static_cast<double>(k[0] * k[1]);
     w.params = static_cast<double>(x[1]) * cout_g * static_cast<double>(k[0] * k[1]) + (a.attrs.b("bias") ? static_cast<double>(out[0][1]) : 0.0);
     w.weight_elems = w.params;
+    w.quantized_elems = static_cast<double>(x[1]) * cout_g * static_cast<double>(k[0] * k[1]);
     return w;
   };
   r.add(tr);
@@ -490,6 +518,7 @@ void add_dense(OpRegistry& r) {
     w.macs = elements(a.in[0]) * out_f;
     w.params = in_f * out_f + (a.attrs.b("bias") ? out_f : 0.0);
     w.weight_elems = w.params;
+    w.quantized_elems = in_f * out_f;
     return w;
   };
   r.add(fc);
@@ -950,6 +979,7 @@ OpRegistry make_builtins() {
   add_activations(r);
   add_elementwise(r);
   add_layout(r);
+  add_transformer_ops(r);
   return r;
 }
 
@@ -961,3 +991,4 @@ const OpRegistry& builtin_ops() {
 }
 
 }  // namespace rsim
+

@@ -69,7 +69,12 @@ class ShapeError : public std::runtime_error {
 struct OpArgs {
   const Attrs& attrs;
   const std::vector<Shape>& in;
-  DType dtype;
+  DType dtype;              // activations: inputs and outputs
+  Precision precision{};    // weights, KV cache and math precision (unset: dtype)
+  unsigned kv_inputs = 0;   // bit i: input i is read from the KV cache (stored in the KV dtype)
+  DType weights_dtype() const { return precision.weights.value_or(dtype); }
+  DType kv_dtype() const { return precision.kv.value_or(dtype); }
+  DType compute_dtype() const { return precision.compute.value_or(dtype); }
 };
 
 // What an operator computes, before bytes: the arithmetic and its weights.
@@ -78,6 +83,16 @@ struct OpWork {
   double other_flops = 0;  // FLOPs that are not part of a MAC (compares, adds, exp...)
   double params = 0;       // learnable parameters (what frameworks count)
   double weight_elems = 0; // elements of constant data read per pass (params plus buffers)
+  // Of weight_elems, the matrix weights: stored in the weights dtype (with quantization scales);
+  // the rest (biases, norm scales, routers) stays in the activation dtype.
+  double quantized_elems = 0;
+  // Constants held in memory when they differ from what one pass reads (a whole embedding table,
+  // every expert of a mixture); negative: the same as weight_elems / quantized_elems.
+  double resident_elems = -1, resident_quantized_elems = -1;
+  double active_params = -1;  // parameters one token uses (mixture of experts); negative: params
+  // Intermediate elements written and read back inside the layer (naive attention's score
+  // matrix): `scratch_passes` passes over them move bytes; they count as activations held once.
+  double scratch_elems = 0, scratch_passes = 0;
   // Byte overrides (scripted operators may state them): negative / empty = derive from shapes.
   double weight_bytes = -1;
   std::vector<double> input_bytes, output_bytes;
@@ -91,6 +106,7 @@ struct OpDef {
   int min_inputs = 1;
   int max_inputs = 1;  // -1: any number
   bool view = false;   // moves no data (reshape view, identity): zero bytes
+  bool kv_outputs = false;  // its outputs live in the KV cache (stored in the KV dtype)
   std::function<std::vector<Shape>(const OpArgs&)> infer;
   std::function<OpWork(const OpArgs&, const std::vector<Shape>& out)> work;
 };
@@ -103,11 +119,21 @@ struct OpCost {
   double weight_bytes = 0;
   std::vector<double> input_bytes;   // one per input tensor
   std::vector<double> output_bytes;  // one per output tensor
+  double active_params = 0;     // parameters one token uses (all but unrouted experts)
+  double scale_bytes = 0;       // part of weight_bytes: quantization scales
+  double kv_read_bytes = 0;     // part of input_bytes read from the KV cache
+  double kv_write_bytes = 0;    // part of output_bytes appended to the KV cache
+  double scratch_bytes = 0;     // intermediates written and read back inside the layer
+  double resident_weight_bytes = 0;  // constants held in memory (0 for tied weights)
+  double kv_cache_bytes = 0;    // KV cache this layer holds (its kv outputs' whole size)
+  double activation_bytes = 0;  // activations live while the layer runs (inputs, outputs, scratch; not the KV cache)
   double input_total() const;
   double output_total() const;
 };
 
-// flops = flops_per_mac * macs + other_flops; bytes = elements * dtype size (zero for views).
+// flops = flops_per_mac * macs + other_flops; bytes = elements * dtype size (zero for views):
+// activations in args.dtype, matrix weights in the weights dtype (plus one fp16 scale per
+// quant_group weights when they are int8/int4/fp8), KV-cache tensors in the KV dtype.
 OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac);
 
 class OpRegistry {
@@ -126,6 +152,9 @@ class OpRegistry {
 
 // The operators rsim knows without plugins.
 const OpRegistry& builtin_ops();
+// Transformer operators (engine/ops_transformer.cpp): attention, kv_cache, rmsnorm, rope,
+// embedding, swiglu, geglu, moe.
+void add_transformer_ops(OpRegistry& r);
 
 // Read one attribute value from the scenario (errors at the value's location).
 bool parse_attr(const AttrSpec& spec, const CNode& value, AttrValue& out, Diags& d, const std::string& where);

@@ -1,7 +1,12 @@
 #include "engine/output.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,16 +55,81 @@ std::string sweep_column(const std::string& var, const std::vector<std::string>&
   return std::find(columns.begin(), columns.end(), var) == columns.end() ? var : "sweep." + var;
 }
 
-static std::string json_num(double v) {
-  // JSON has no infinity: null, with the convention stated in the file
-  if (!std::isfinite(v)) return "null";
-  return format_number(v);
+// ---- appending formatters: the same text as format_number, without temporaries
+
+namespace {
+
+void put_num(std::string& o, double v) {
+  if (std::isnan(v)) {
+    o += "nan";
+    return;
+  }
+  if (std::isinf(v)) {
+    o += v > 0 ? "inf" : "-inf";
+    return;
+  }
+  char buf[40];
+  char* end;
+  if (std::floor(v) == v && std::fabs(v) < 1e15) end = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr;
+  else end = std::to_chars(buf, buf + sizeof buf, v).ptr;  // shortest text that reads back the same double
+  o.append(buf, end);
 }
+
+void put_uint(std::string& o, size_t v) {
+  char buf[24];
+  o.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// JSON has no infinity: null, with the convention stated in the file
+void put_json_num(std::string& o, double v) {
+  if (!std::isfinite(v)) o += "null";
+  else put_num(o, v);
+}
+
+void put_csv(std::string& o, std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    o += s;
+    return;
+  }
+  o += '"';
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  o += '"';
+}
+
+void put_json_str(std::string& o, std::string_view s) {
+  o += '"';
+  size_t run = 0;  // start of the current run of characters that need no escape
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    o.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\r': o += "\\r"; break;
+      case '\t': o += "\\t"; break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        o += buf;
+      }
+    }
+  }
+  o.append(s.data() + run, s.size() - run);
+  o += '"';
+}
+
+}  // namespace
 
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> c = {
-      "point", "platform", "network", "layer", "op", "dtype", "input_shape", "output_shape", "macs", "flops", "params",
-      "weight_bytes", "input_bytes", "output_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
+      "point", "platform", "network", "layer", "op", "dtype", "compute_dtype", "weights_dtype", "kv_dtype", "input_shape", "output_shape",
+      "macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
       "efficiency_bandwidth", "flops_per_mac", "memory_model"};
@@ -70,7 +140,10 @@ const std::vector<std::string>& summary_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "dtype", "layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
       "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
-      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model"};
+      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
+      "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
+      "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory"};
   return c;
 }
 
@@ -86,61 +159,124 @@ static std::string header(const std::vector<std::string>& cols, const std::vecto
   return h + "\n";
 }
 
-static std::string var_cells(const RunResult& r, size_t point) {
-  std::string s;
-  for (const auto& [k, v] : r.points[point].bindings) s += "," + csv_escape(v);
-  return s;
+LlmTotals llm_totals(const SummaryRow& s) {
+  LlmTotals t;
+  if (s.phase.empty()) return t;
+  t.tokens = s.tokens;
+  t.tokens_per_s = s.time_s > 0 ? s.tokens / s.time_s : NAN;
+  t.derated_tokens_per_s = s.derated_time_s > 0 ? s.tokens / s.derated_time_s : NAN;
+  if (s.phase == "prefill") {
+    t.ttft_s = s.time_s;
+    t.derated_ttft_s = s.derated_time_s;
+  } else {
+    t.tpot_s = s.time_s;
+    t.derated_tpot_s = s.derated_time_s;
+  }
+  return t;
 }
 
-std::string results_csv(const RunResult& r, const Scenario&) {
-  std::string out = header(results_columns(), r.var_names);
-  if (!r.metric_names.empty()) {  // scripts' derived metrics close each row
+std::string results_csv_header(const RunHeader& h) {
+  std::string out = header(results_columns(), h.var_names);
+  if (!h.metric_names.empty()) {  // scripts' derived metrics close each row
     out.pop_back();
-    for (const auto& m : r.metric_names) out += "," + csv_escape(m);
+    for (const auto& m : h.metric_names) out += "," + csv_escape(m);
     out += "\n";
-  }
-  for (size_t pi = 0; pi < r.results.size(); ++pi) {
-    const PointResult& pr = r.results[pi];
-    std::string conv = "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
-    for (const Row& row : pr.rows) {
-      std::string line = std::to_string(row.point) + var_cells(r, pi);
-      for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) line += "," + csv_escape(*s);
-      line += "," + std::string(dtype_name(row.dtype)) + "," + row.input_shapes + "," + row.output_shapes;
-      double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
-      for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
-                       row.cost.output_total(), row.bytes, row.theoretical.intensity, mac_i})
-        line += "," + num_text(v);
-      line += "," + csv_escape(row.compute_roof) + "," + csv_escape(row.memory_level);
-      for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
-        for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s})
-          line += "," + num_text(v);
-        line += std::string(",") + bound_name(rp->bound);
-      }
-      line += "," + csv_escape(row.kernel) + "," + num_text(row.efficiency.compute) + "," + num_text(row.efficiency.bandwidth) + conv;
-      for (double m : row.metrics) line += "," + num_text(m);
-      out += line + "\n";
-    }
   }
   return out;
 }
 
-std::string summary_csv(const RunResult& r, const Scenario&) {
-  std::string out = header(summary_columns(), r.var_names);
-  for (size_t pi = 0; pi < r.results.size(); ++pi) {
-    const PointResult& pr = r.results[pi];
-    for (const SummaryRow& s : pr.summary) {
-      std::string line = std::to_string(s.point) + var_cells(r, pi) + "," + csv_escape(s.platform) + "," + csv_escape(s.network) + "," +
-                         dtype_name(pr.settings.dtype);
-      for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
-        line += "," + num_text(v);
-      line += "," + std::to_string(s.memory_bound) + "," + std::to_string(s.compute_bound);
-      line += "," + num_text(s.derated_time_s) + "," + num_text(s.derated_achieved_flops_per_s);
-      line += "," + std::to_string(s.derated_memory_bound) + "," + std::to_string(s.derated_compute_bound);
-      line += "," + num_text(s.batch) + "," + num_text(s.derated_time_s / s.batch);
-      line += "," + num_text(pr.settings.flops_per_mac) + "," + memory_model_name(pr.settings.memory_model);
-      out += line + "\n";
+std::string summary_csv_header(const RunHeader& h) { return header(summary_columns(), h.var_names); }
+
+void append_results_csv(std::string& out, const PointResult& pr, const Point& p) {
+  std::string lead;  // point and sweep values: the same for every row of the point
+  put_uint(lead, p.index);
+  for (const auto& [k, v] : p.bindings) lead += ',', put_csv(lead, v);
+  std::string conv = ",";  // conventions close each row
+  put_num(conv, pr.settings.flops_per_mac);
+  conv += ',';
+  conv += memory_model_name(pr.settings.memory_model);
+  for (const Row& row : pr.rows) {
+    out += lead;
+    for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) out += ',', put_csv(out, *s);
+    out += ',';
+    out += dtype_name(row.dtype);
+    out += ',';
+    out += dtype_name(row.compute_dtype);
+    out += ',';
+    if (row.has_weights) out += dtype_name(row.weights_dtype);
+    out += ',';
+    if (row.touches_kv) out += dtype_name(row.kv_dtype);
+    out += ',';
+    out += row.input_shapes;
+    out += ',';
+    out += row.output_shapes;
+    double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
+    for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
+                     row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
+                     row.theoretical.intensity, mac_i})
+      out += ',', put_num(out, v);
+    out += ',', put_csv(out, row.compute_roof);
+    out += ',', put_csv(out, row.memory_level);
+    for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
+      for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s}) out += ',', put_num(out, v);
+      out += ',';
+      out += bound_name(rp->bound);
     }
+    out += ',', put_csv(out, row.kernel);
+    out += ',', put_num(out, row.efficiency.compute);
+    out += ',', put_num(out, row.efficiency.bandwidth);
+    out += conv;
+    for (double m : row.metrics) out += ',', put_num(out, m);
+    out += '\n';
   }
+}
+
+void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) {
+  std::string lead;
+  put_uint(lead, p.index);
+  for (const auto& [k, v] : p.bindings) lead += ',', put_csv(lead, v);
+  for (const SummaryRow& s : pr.summary) {
+    out += lead;
+    out += ',', put_csv(out, s.platform);
+    out += ',', put_csv(out, s.network);
+    out += ',';
+    out += dtype_name(pr.settings.dtype);
+    for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
+      out += ',', put_num(out, v);
+    for (int v : {s.memory_bound, s.compute_bound}) out += ',', put_num(out, v);
+    out += ',', put_num(out, s.derated_time_s);
+    out += ',', put_num(out, s.derated_achieved_flops_per_s);
+    for (int v : {s.derated_memory_bound, s.derated_compute_bound}) out += ',', put_num(out, v);
+    out += ',', put_num(out, s.batch);
+    out += ',', put_num(out, s.derated_time_s / s.batch);
+    out += ',', put_num(out, pr.settings.flops_per_mac);
+    out += ',';
+    out += memory_model_name(pr.settings.memory_model);
+    out += ',', put_num(out, s.active_params);
+    out += ',', put_csv(out, s.phase);
+    LlmTotals t = llm_totals(s);
+    for (double v : {t.tokens, t.tokens_per_s, t.derated_tokens_per_s, t.ttft_s, t.derated_ttft_s, t.tpot_s, t.derated_tpot_s}) {
+      out += ',';
+      if (!std::isnan(v)) put_num(out, v);
+    }
+    for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) out += ',', put_num(out, v);
+    out += ',';
+    if (s.memory_size_bytes > 0) put_num(out, s.memory_size_bytes);
+    out += ',';
+    if (s.memory_size_bytes > 0) out += s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false";
+    out += '\n';
+  }
+}
+
+std::string results_csv(const RunResult& r, const Scenario&) {
+  std::string out = results_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
+  for (size_t pi = 0; pi < r.results.size(); ++pi) append_results_csv(out, r.results[pi], r.points[pi]);
+  return out;
+}
+
+std::string summary_csv(const RunResult& r, const Scenario&) {
+  std::string out = summary_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
+  for (size_t pi = 0; pi < r.results.size(); ++pi) append_summary_csv(out, r.results[pi], r.points[pi]);
   return out;
 }
 
@@ -151,78 +287,104 @@ const std::vector<std::string>& kernels_columns() {
   return c;
 }
 
-std::string kernels_csv(const RunResult& r) {
-  std::string out = header(kernels_columns(), r.var_names);
-  for (size_t pi = 0; pi < r.results.size(); ++pi) {
-    const PointResult& pr = r.results[pi];
-    struct K {
-      const Row* first;
-      std::string names;
-      double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
-    };
-    std::vector<K> ks;  // in order of first layer, per platform and network
-    for (const Row& row : pr.rows) {
-      if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
-      auto it = std::find_if(ks.begin(), ks.end(), [&](const K& k) {
-        return k.first->platform == row.platform && k.first->network == row.network && k.first->kernel == row.kernel;
-      });
-      if (it == ks.end()) it = ks.insert(ks.end(), K{&row, ""});
-      it->names += (it->names.empty() ? "" : ";") + row.layer;
-      it->layers += 1, it->flops += row.cost.flops, it->bytes += row.bytes;
-      it->c += row.theoretical.compute_time_s, it->m += row.theoretical.memory_time_s;
-      it->dc += row.derated.compute_time_s, it->dm += row.derated.memory_time_s;
+std::string kernels_csv_header(const RunHeader& h) { return header(kernels_columns(), h.var_names); }
+
+void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p) {
+  struct K {
+    const Row* first;
+    std::string names;
+    double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
+  };
+  std::vector<K> ks;  // in order of first layer, per platform and network
+  // rows of one platform and network are adjacent: the kernel index restarts with each
+  std::unordered_map<std::string_view, size_t> index;
+  const Row* group = nullptr;
+  for (const Row& row : pr.rows) {
+    if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
+    if (!group || group->platform != row.platform || group->network != row.network) {
+      group = &row;
+      index.clear();
     }
-    for (const K& k : ks) {
-      double overhead = 0;
-      for (const auto& pl : pr.platforms)
-        if (pl.name == k.first->platform) overhead = pl.launch_overhead_s;
-      auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
-      double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
-      std::string line = std::to_string(k.first->point) + var_cells(r, pi) + "," + csv_escape(k.first->platform) + "," + csv_escape(k.first->network) +
-                         "," + csv_escape(k.first->kernel) + "," + num_text(k.layers) + "," + csv_escape(k.names);
-      for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) line += "," + num_text(v);
-      line += std::string(",") + bound(k.c, k.m);
-      for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) line += "," + num_text(v);
-      line += std::string(",") + bound(k.dc, k.dm);
-      out += line + "\n";
-    }
+    auto [it, fresh] = index.try_emplace(row.kernel, ks.size());
+    if (fresh) ks.push_back(K{&row, ""});
+    K& k = ks[it->second];
+    if (!k.names.empty()) k.names += ';';
+    k.names += row.layer;
+    k.layers += 1, k.flops += row.cost.flops, k.bytes += row.bytes;
+    k.c += row.theoretical.compute_time_s, k.m += row.theoretical.memory_time_s;
+    k.dc += row.derated.compute_time_s, k.dm += row.derated.memory_time_s;
   }
+  std::string lead;
+  put_uint(lead, p.index);
+  for (const auto& [name, v] : p.bindings) lead += ',', put_csv(lead, v);
+  for (const K& k : ks) {
+    double overhead = 0;
+    for (const auto& pl : pr.platforms)
+      if (pl.name == k.first->platform) overhead = pl.launch_overhead_s;
+    auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
+    double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
+    out += lead;
+    out += ',', put_csv(out, k.first->platform);
+    out += ',', put_csv(out, k.first->network);
+    out += ',', put_csv(out, k.first->kernel);
+    out += ',', put_num(out, k.layers);
+    out += ',', put_csv(out, k.names);
+    for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) out += ',', put_num(out, v);
+    out += ',';
+    out += bound(k.c, k.m);
+    for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) out += ',', put_num(out, v);
+    out += ',';
+    out += bound(k.dc, k.dm);
+    out += '\n';
+  }
+}
+
+std::string kernels_csv(const RunResult& r) {
+  std::string out = kernels_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
+  for (size_t pi = 0; pi < r.results.size(); ++pi) append_kernels_csv(out, r.results[pi], r.points[pi]);
   return out;
 }
 
 namespace {
 
+// Appends compact JSON to a string, with the commas between values.
 class Json {
  public:
-  std::string out;
-  void raw(const std::string& s) { out += s; }
-  void key(const std::string& k) {
+  explicit Json(std::string& out) : out_(out) {}
+  void key(std::string_view k) {
     comma();
-    out += json_escape(k) + ":";
+    put_json_str(out_, k);
+    out_ += ':';
     fresh_ = true;
   }
-  void str(const std::string& v) { value(json_escape(v)); }
-  void num(double v) { value(json_num(v)); }
-  void boolean(bool b) { value(b ? "true" : "false"); }
+  void str(std::string_view v) {
+    comma();
+    put_json_str(out_, v);
+  }
+  void num(double v) {
+    comma();
+    put_json_num(out_, v);
+  }
+  void boolean(bool b) {
+    comma();
+    out_ += b ? "true" : "false";
+  }
   void open(char c) {
     comma();
-    out += c;
+    out_ += c;
     fresh_ = true;
   }
   void close(char c) {
-    out += c;
+    out_ += c;
     fresh_ = false;
   }
 
  private:
+  std::string& out_;
   bool fresh_ = true;
   void comma() {
-    if (!fresh_) out += ",";
+    if (!fresh_) out_ += ',';
     fresh_ = false;
-  }
-  void value(const std::string& v) {
-    comma();
-    out += v;
   }
 };
 
@@ -278,8 +440,9 @@ void roof_json(Json& j, const char* name, const RoofPoint& r) {
 
 }  // namespace
 
-std::string results_json(const RunResult& r, const RunInfo& info) {
-  Json j;
+std::string results_json_head(const RunHeader& h, const RunInfo& info) {
+  std::string out;
+  Json j(out);
   const Scenario& s = *info.scenario;
   j.open('{');
   j.key("rsim_version"), j.str(info.version);
@@ -298,58 +461,99 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
   j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s = sum over kernels (a layer, or a fused group: "
                       "see kernels.csv) of max(sum of compute times, sum of memory times) of its layers, plus the platform's launch_overhead per kernel");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
+  j.key("precision"), j.str("activations in dtype; matrix weights in weights_dtype with one fp16 scale per quant_group weights when int8/int4/fp8; the KV cache in kv_dtype; the compute roof is the one of compute_dtype (default dtype: weights are dequantized to the activation precision)");
+  j.key("kv_cache"), j.str("KV-cache reads (kv_read_bytes) and a layer's internal scratch traffic count under both memory models");
+  j.key("llm"), j.str("tokens = batch × new tokens of the step; tokens_per_s = tokens / time; prefill: time to first token = time; decode: time per output token = time; memory footprint = resident weights + KV cache + the largest activations of one layer");
   j.close('}');
   j.key("sweep_variables");
   j.open('[');
-  for (const auto& v : r.var_names) j.str(v);
+  for (const auto& v : h.var_names) j.str(v);
   j.close(']');
   j.key("points");
   j.open('[');
-  for (size_t pi = 0; pi < r.points.size(); ++pi) {
-    const PointResult& pr = r.results[pi];
+  return out;
+}
+
+const char* results_json_tail() { return "]}\n"; }
+
+void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers) {
+  Json j(out);
+  j.open('{');
+  j.key("index"), j.num(static_cast<double>(p.index));
+  j.key("bindings");
+  j.open('{');
+  for (const auto& [k, v] : p.bindings) j.key(k), j.str(v);
+  j.close('}');
+  j.key("settings");
+  j.open('{');
+  j.key("dtype"), j.str(dtype_name(pr.settings.dtype));
+  j.key("memory_model"), j.str(memory_model_name(pr.settings.memory_model));
+  j.key("flops_per_mac"), j.num(pr.settings.flops_per_mac);
+  j.key("memory_level"), j.str(pr.settings.memory_level.empty() ? "(first level of each platform)" : pr.settings.memory_level);
+  const Precision& pc = pr.settings.precision;
+  j.key("weights_dtype"), j.str(dtype_name(pc.weights.value_or(pr.settings.dtype)));
+  j.key("kv_dtype"), j.str(dtype_name(pc.kv.value_or(pr.settings.dtype)));
+  j.key("compute_dtype"), j.str(dtype_name(pc.compute.value_or(pr.settings.dtype)));
+  j.key("quant_group"), j.num(static_cast<double>(pc.quant_group));
+  j.close('}');
+  j.key("platforms");
+  j.open('[');
+  for (const auto& pl : pr.platforms) platform_json(j, pl);
+  j.close(']');
+  j.key("summary");
+  j.open('[');
+  for (const auto& sm : pr.summary) {
     j.open('{');
-    j.key("index"), j.num(static_cast<double>(pi));
-    j.key("bindings");
-    j.open('{');
-    for (const auto& [k, v] : r.points[pi].bindings) j.key(k), j.str(v);
-    j.close('}');
-    j.key("settings");
-    j.open('{');
-    j.key("dtype"), j.str(dtype_name(pr.settings.dtype));
-    j.key("memory_model"), j.str(memory_model_name(pr.settings.memory_model));
-    j.key("flops_per_mac"), j.num(pr.settings.flops_per_mac);
-    j.key("memory_level"), j.str(pr.settings.memory_level.empty() ? "(first level of each platform)" : pr.settings.memory_level);
-    j.close('}');
-    j.key("platforms");
-    j.open('[');
-    for (const auto& p : pr.platforms) platform_json(j, p);
-    j.close(']');
-    j.key("summary");
-    j.open('[');
-    for (const auto& sm : pr.summary) {
-      j.open('{');
-      j.key("platform"), j.str(sm.platform);
-      j.key("network"), j.str(sm.network);
-      j.key("layers"), j.num(sm.layers);
-      j.key("kernels"), j.num(sm.kernels);
-      j.key("macs"), j.num(sm.macs);
-      j.key("flops"), j.num(sm.flops);
-      j.key("params"), j.num(sm.params);
-      j.key("bytes"), j.num(sm.bytes);
-      j.key("intensity"), j.num(sm.intensity);
-      j.key("time_s"), j.num(sm.time_s);
-      j.key("achieved_flops_per_s"), j.num(sm.achieved_flops_per_s);
-      j.key("memory_bound_layers"), j.num(sm.memory_bound);
-      j.key("compute_bound_layers"), j.num(sm.compute_bound);
-      j.key("derated_time_s"), j.num(sm.derated_time_s);
-      j.key("derated_achieved_flops_per_s"), j.num(sm.derated_achieved_flops_per_s);
-      j.key("derated_memory_bound_layers"), j.num(sm.derated_memory_bound);
-      j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
-      j.key("batch"), j.num(sm.batch);
-      j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
-      j.close('}');
+    j.key("platform"), j.str(sm.platform);
+    j.key("network"), j.str(sm.network);
+    j.key("layers"), j.num(sm.layers);
+    j.key("kernels"), j.num(sm.kernels);
+    j.key("macs"), j.num(sm.macs);
+    j.key("flops"), j.num(sm.flops);
+    j.key("params"), j.num(sm.params);
+    j.key("bytes"), j.num(sm.bytes);
+    j.key("intensity"), j.num(sm.intensity);
+    j.key("time_s"), j.num(sm.time_s);
+    j.key("achieved_flops_per_s"), j.num(sm.achieved_flops_per_s);
+    j.key("memory_bound_layers"), j.num(sm.memory_bound);
+    j.key("compute_bound_layers"), j.num(sm.compute_bound);
+    j.key("derated_time_s"), j.num(sm.derated_time_s);
+    j.key("derated_achieved_flops_per_s"), j.num(sm.derated_achieved_flops_per_s);
+    j.key("derated_memory_bound_layers"), j.num(sm.derated_memory_bound);
+    j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
+    j.key("batch"), j.num(sm.batch);
+    j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
+    j.key("active_params"), j.num(sm.active_params);
+    if (!sm.phase.empty()) {
+      LlmTotals t = llm_totals(sm);
+      j.key("phase"), j.str(sm.phase);
+      j.key("tokens"), j.num(t.tokens);
+      j.key("tokens_per_s"), j.num(t.tokens_per_s);
+      j.key("derated_tokens_per_s"), j.num(t.derated_tokens_per_s);
+      if (sm.phase == "prefill") {
+        j.key("time_to_first_token_s"), j.num(t.ttft_s);
+        j.key("derated_time_to_first_token_s"), j.num(t.derated_ttft_s);
+      } else {
+        j.key("time_per_output_token_s"), j.num(t.tpot_s);
+        j.key("derated_time_per_output_token_s"), j.num(t.derated_tpot_s);
+      }
     }
-    j.close(']');
+    j.key("memory_footprint");
+    j.open('{');
+    j.key("weight_bytes"), j.num(sm.weight_footprint_bytes);
+    j.key("kv_cache_bytes"), j.num(sm.kv_cache_bytes);
+    j.key("activation_bytes"), j.num(sm.activation_bytes);
+    j.key("total_bytes"), j.num(sm.memory_footprint_bytes);
+    if (sm.memory_size_bytes > 0) {
+      j.key("memory_size_bytes"), j.num(sm.memory_size_bytes);
+      j.key("memory"), j.str(sm.memory_name);
+      j.key("fits"), j.boolean(sm.memory_footprint_bytes <= sm.memory_size_bytes);
+    }
+    j.close('}');
+    j.close('}');
+  }
+  j.close(']');
+  if (layers) {
     j.key("layers");
     j.open('[');
     for (const auto& row : pr.rows) {
@@ -359,6 +563,9 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.key("layer"), j.str(row.layer);
       j.key("op"), j.str(row.op);
       j.key("dtype"), j.str(dtype_name(row.dtype));
+      j.key("compute_dtype"), j.str(dtype_name(row.compute_dtype));
+      if (row.has_weights) j.key("weights_dtype"), j.str(dtype_name(row.weights_dtype));
+      if (row.touches_kv) j.key("kv_dtype"), j.str(dtype_name(row.kv_dtype));
       j.key("input_shape"), j.str(row.input_shapes);
       j.key("output_shape"), j.str(row.output_shapes);
       j.key("macs"), j.num(row.cost.macs);
@@ -373,6 +580,12 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       j.open('[');
       for (double b : row.cost.output_bytes) j.num(b);
       j.close(']');
+      j.key("quant_scale_bytes"), j.num(row.cost.scale_bytes);
+      j.key("kv_read_bytes"), j.num(row.cost.kv_read_bytes);
+      j.key("kv_write_bytes"), j.num(row.cost.kv_write_bytes);
+      j.key("scratch_bytes"), j.num(row.cost.scratch_bytes);
+      j.key("resident_weight_bytes"), j.num(row.cost.resident_weight_bytes);
+      j.key("kv_cache_bytes"), j.num(row.cost.kv_cache_bytes);
       j.key("bytes"), j.num(row.bytes);
       j.key("intensity"), j.num(row.theoretical.intensity);
       j.key("kernel"), j.str(row.kernel);
@@ -388,17 +601,124 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
       if (!row.metrics.empty()) {
         j.key("metrics");
         j.open('{');
-        for (size_t k = 0; k < row.metrics.size() && k < r.metric_names.size(); ++k) j.key(r.metric_names[k]), j.num(row.metrics[k]);
+        for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) j.key(h.metric_names[k]), j.num(row.metrics[k]);
         j.close('}');
       }
       j.close('}');
     }
     j.close(']');
-    j.close('}');
   }
-  j.close(']');
   j.close('}');
-  return j.out + "\n";
+}
+
+std::string results_json(const RunResult& r, const RunInfo& info) {
+  RunHeader h{r.var_names, r.metric_names, r.points.size()};
+  std::string out = results_json_head(h, info);
+  for (size_t pi = 0; pi < r.results.size(); ++pi) {
+    if (pi) out += ',';
+    append_results_json(out, r.results[pi], r.points[pi], h, true);
+  }
+  return out + results_json_tail();
+}
+
+// ---- TableWriter
+
+TableWriter::TableWriter(std::string dir, Tables tables, RunInfo info) : dir_(std::move(dir)), tables_(tables), info_(std::move(info)) {}
+
+TableWriter::~TableWriter() {
+  for (auto& f : files_)
+    if (f.fp) std::fclose(f.fp);
+}
+
+void TableWriter::open(const std::string& name, const std::string& head) {
+  File f;
+  f.name = name;
+  std::string path = (std::filesystem::path(dir_) / name).string();
+  f.fp = std::fopen(path.c_str(), "wb");
+  if (!f.fp) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+  std::setvbuf(f.fp, nullptr, _IOFBF, 1 << 20);
+  files_.push_back(f);
+  put(files_.size() - 1, head);
+}
+
+void TableWriter::put(size_t i, std::string_view text) {
+  File& f = files_[i];
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), f.fp) != text.size())
+    throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / f.name).string() + "': " + std::strerror(errno));
+  bytes_ += static_cast<double>(text.size());
+}
+
+void TableWriter::start(const RunHeader& h) {
+  header_ = h;
+  if (tables_ == Tables::All) open("results.csv", results_csv_header(h));
+  open("summary.csv", summary_csv_header(h));
+  if (tables_ == Tables::All) open("kernels.csv", kernels_csv_header(h));
+  open("results.json", results_json_head(h, info_));
+  if (next) next->start(h);
+}
+
+void TableWriter::prepare(PointResult& pr, const Point& p) {
+  bool layers = tables_ == Tables::All;
+  pr.text.assign(4, std::string());
+  if (layers) {
+    pr.text[0].reserve(pr.rows.size() * 400);
+    append_results_csv(pr.text[0], pr, p);
+    append_kernels_csv(pr.text[2], pr, p);
+  }
+  append_summary_csv(pr.text[1], pr, p);
+  pr.text[3].reserve(pr.rows.size() * 1000 + 2000);
+  append_results_json(pr.text[3], pr, p, header_, layers);
+  if (next) next->prepare(pr, p);
+}
+
+void TableWriter::consume(PointResult&& pr, const Point& p) {
+  size_t k = 0;
+  double before = bytes_;
+  if (tables_ == Tables::All) put(k++, pr.text[0]);
+  put(k++, pr.text[1]);
+  if (tables_ == Tables::All) put(k++, pr.text[2]);
+  if (points_) put(k, ",");
+  put(k, pr.text[3]);
+  ++points_;
+  if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
+  pr.text.clear();
+  pr.text.shrink_to_fit();
+  if (next) next->consume(std::move(pr), p);
+}
+
+std::vector<std::string> TableWriter::finish() {
+  if (files_.empty()) start(header_);
+  put(files_.size() - 1, results_json_tail());
+  std::vector<std::string> names;
+  std::string failed;
+  for (auto& f : files_) {
+    if (std::fflush(f.fp) != 0 || std::ferror(f.fp)) failed = f.name;
+    if (std::fclose(f.fp) != 0) failed = f.name;
+    f.fp = nullptr;
+    names.push_back(f.name);
+  }
+  if (!failed.empty()) throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / failed).string() + "' (disk full?)");
+  return names;
+}
+
+// ---- PreviewSink
+
+void PreviewSink::start(const RunHeader& h) {
+  r_.var_names = h.var_names;
+  r_.metric_names = h.metric_names;
+}
+
+void PreviewSink::consume(PointResult&& pr, const Point& p) {
+  size_t rows = pr.rows.size(), sums = pr.summary.size();
+  if (kept_rows_ < max_rows_ || kept_summary_ < max_summary_ || r_.results.empty()) {
+    kept_rows_ += rows;
+    kept_summary_ += sums;
+    r_.points.push_back(p);
+    r_.results.push_back(std::move(pr));
+    r_.results.back().text.clear();
+  }
+  total_rows_ += rows;
+  total_summary_ += sums;
 }
 
 namespace {
@@ -443,7 +763,7 @@ std::string intensity_text(double v) {
 
 }  // namespace
 
-std::string terminal_table(const RunResult& r, size_t max_rows) {
+std::string terminal_table(const RunResult& r, size_t max_rows, size_t total_rows) {
   Table t;
   t.head = {"pt"};
   for (const auto& v : r.var_names) t.head.push_back(v);
@@ -469,11 +789,12 @@ std::string terminal_table(const RunResult& r, size_t max_rows) {
       t.rows.push_back(cells);
     }
   std::string out = t.render();
+  total = std::max(total, total_rows);
   if (total > shown) out += "... " + std::to_string(total - shown) + " more rows in results.csv\n";
   return out;
 }
 
-std::string terminal_summary(const RunResult& r, size_t max_rows) {
+std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_rows) {
   Table t;
   t.head = {"pt"};
   for (const auto& v : r.var_names) t.head.push_back(v);
@@ -493,6 +814,7 @@ std::string terminal_summary(const RunResult& r, size_t max_rows) {
       t.rows.push_back(cells);
     }
   std::string out = t.render();
+  total = std::max(total, total_rows);
   if (total > max_rows) out += "... " + std::to_string(total - max_rows) + " more rows in summary.csv\n";
   return out;
 }

@@ -1,6 +1,10 @@
 // Result files (CSV, JSON) and the terminal table. Numbers in files are plain SI.
 #pragma once
+#include <cmath>
+#include <cstdio>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/evaluate.hpp"
@@ -19,6 +23,7 @@ std::string num_text(double v);  // shortest round-trip text; "inf" for infinity
 // already has that name (a sweep over `batch` in summary.csv, over `dtype` in results.csv).
 std::string sweep_column(const std::string& var, const std::vector<std::string>& columns);
 
+// Whole tables of a collected run (tests, small runs). The same bytes as TableWriter writes.
 std::string results_csv(const RunResult& r, const Scenario& s);
 std::string summary_csv(const RunResult& r, const Scenario& s);
 // One row per kernel (a layer, or a group fused by a pass): its layers, FLOPs, bytes, time and the
@@ -26,13 +31,91 @@ std::string summary_csv(const RunResult& r, const Scenario& s);
 std::string kernels_csv(const RunResult& r);
 std::string results_json(const RunResult& r, const RunInfo& info);
 
+// The pieces of each table: a header, then one piece per point, in point order (results.json
+// separates points with a comma and ends with results_json_tail()).
+std::string results_csv_header(const RunHeader& h);
+std::string summary_csv_header(const RunHeader& h);
+std::string kernels_csv_header(const RunHeader& h);
+std::string results_json_head(const RunHeader& h, const RunInfo& info);
+const char* results_json_tail();
+void append_results_csv(std::string& out, const PointResult& pr, const Point& p);
+void append_summary_csv(std::string& out, const PointResult& pr, const Point& p);
+void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p);
+// `layers`: false leaves out the per-layer rows (network totals only)
+void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers);
+
+// All: results.csv, summary.csv, kernels.csv, results.json; Summary: summary.csv and
+// results.json without per-layer rows
+enum class Tables { All, Summary };
+
+// Streams the tables into files in `dir` as points arrive: each point is formatted on its
+// worker (prepare) and written in point order (consume); nothing but the files grows with the
+// number of points. `next` (optional) receives every point after it is written.
+class TableWriter : public ResultSink {
+ public:
+  TableWriter(std::string dir, Tables tables, RunInfo info);
+  ~TableWriter() override;
+  TableWriter(const TableWriter&) = delete;
+  TableWriter& operator=(const TableWriter&) = delete;
+  void start(const RunHeader& h) override;
+  void prepare(PointResult& pr, const Point& p) override;
+  void consume(PointResult&& pr, const Point& p) override;
+  // Ends results.json and closes the files; returns their names. Throws std::runtime_error.
+  std::vector<std::string> finish();
+  double bytes() const { return bytes_; }
+
+  ResultSink* next = nullptr;
+  // Called once, after the first point, with the projected size of all tables in bytes.
+  std::function<void(double bytes)> on_projection;
+
+ private:
+  struct File {
+    std::string name;
+    std::FILE* fp = nullptr;
+  };
+  void open(const std::string& name, const std::string& head);
+  void put(size_t file, std::string_view text);
+  std::string dir_;
+  Tables tables_;
+  RunInfo info_;
+  RunHeader header_;
+  std::vector<File> files_;
+  double bytes_ = 0;
+  size_t points_ = 0;
+};
+
+// Keeps the first points of a run (enough for the terminal tables) and counts the rest.
+class PreviewSink : public ResultSink {
+ public:
+  PreviewSink(size_t max_rows, size_t max_summary) : max_rows_(max_rows), max_summary_(max_summary) {}
+  void start(const RunHeader& h) override;
+  void consume(PointResult&& pr, const Point& p) override;
+  const RunResult& result() const { return r_; }
+  size_t total_rows() const { return total_rows_; }
+  size_t total_summary() const { return total_summary_; }
+
+ private:
+  size_t max_rows_, max_summary_;
+  size_t kept_rows_ = 0, kept_summary_ = 0, total_rows_ = 0, total_summary_ = 0;
+  RunResult r_;
+};
+
 // The compact per-layer table for the terminal, with SI prefixes; at most `max_rows` rows.
-std::string terminal_table(const RunResult& r, size_t max_rows);
+// `total_rows`: how many rows the run has when `r` holds only the first ones (0: r's own count).
+std::string terminal_table(const RunResult& r, size_t max_rows, size_t total_rows = 0);
 // Network totals per point and platform.
-std::string terminal_summary(const RunResult& r, size_t max_rows);
+std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_rows = 0);
 
 // Writes `content` to `path` through a temporary file and a rename. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// Transformer totals of a summary row (NaN where they do not apply: no phase, or the other phase).
+struct LlmTotals {
+  double tokens = NAN, tokens_per_s = NAN, derated_tokens_per_s = NAN;
+  double ttft_s = NAN, derated_ttft_s = NAN;  // prefill: time to first token
+  double tpot_s = NAN, derated_tpot_s = NAN;  // decode: time per output token
+};
+LlmTotals llm_totals(const SummaryRow& s);
 
 // Column names of results.csv and summary.csv (without the sweep variables), for docs and tests.
 const std::vector<std::string>& results_columns();

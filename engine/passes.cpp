@@ -85,7 +85,8 @@ class Optimizer {
   void eliminate(Layer& l) {
     l.eliminated = true;
     l.kernel.clear();
-    l.cost.macs = l.cost.flops = l.cost.weight_bytes = 0;
+    l.cost.macs = l.cost.flops = l.cost.weight_bytes = l.cost.scale_bytes = 0;
+    l.cost.kv_read_bytes = l.cost.kv_write_bytes = l.cost.scratch_bytes = l.cost.activation_bytes = 0;
     std::fill(l.cost.input_bytes.begin(), l.cost.input_bytes.end(), 0.0);
     std::fill(l.cost.output_bytes.begin(), l.cost.output_bytes.end(), 0.0);
   }

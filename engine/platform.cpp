@@ -203,11 +203,29 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   }
   auto vclock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
   auto eff = fraction(m.get("efficiency"), d, "efficiency");
+  auto measured = quantity(m.get("measured"), Dim::FlopRate, d, "measured");
+  std::optional<std::string> measured_by;
+  if (const CNode* v = m.get("measured_by")) measured_by = to_string(*v, d, "measured_by");
   if (vclock && !derive) d.error(m.get("vector_clock")->loc, what + ": vector_clock needs a derived peak (derive: units, clock, ...) to rescale");
+  if (measured && (vclock || eff)) d.error(m.get("measured")->loc, what + " gives 'measured' with 'vector_clock' or 'efficiency'; keep one");
   // platform-wide derating wins over a roof's own, so `base: X` + `derate:` changes every roof
   if (plat.vector_clock && derive) vclock = plat.vector_clock;
   if (plat.compute_efficiency) eff = plat.compute_efficiency;
+  if (plat.vector_clock || plat.compute_efficiency) measured.reset();
   m.finish();
+  double measured_v = measured.value_or(0);
+  if (measured_v > 0 && r.peak_flops_per_s > 0 && measured_v > r.peak_flops_per_s * (1 + 1e-9)) {
+    d.error(m.node().find("measured")->loc, what + ": measured " + si6(measured_v, rate_unit(r)) + " is above the theoretical " +
+                                                 si6(r.peak_flops_per_s, rate_unit(r)),
+            {Note{{}, "check both figures: a measurement cannot beat the hardware's limit"}});
+    measured_v = 0;
+  }
+  if (measured_v > 0) {
+    r.derated_flops_per_s = measured_v;
+    r.derated_derivation = "measured: " + si6(measured_v, rate_unit(r)) + " (" + num(100 * measured_v / r.peak_flops_per_s) + " % of theoretical)";
+    if (measured_by && !measured_by->empty()) r.derated_derivation += " by " + *measured_by;
+    return r;
+  }
 
   r.derated_flops_per_s = r.peak_flops_per_s;
   std::string text;
@@ -276,6 +294,8 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   auto frac = fraction(m.get("fraction"), d, "fraction");
   auto measured = quantity(m.get("measured"), Dim::ByteRate, d, "measured");
   if (auto sz = quantity(m.get("size"), Dim::Bytes, d, "size")) r.size_bytes = *sz;
+  std::optional<std::string> measured_by;
+  if (const CNode* v = m.get("measured_by")) measured_by = to_string(*v, d, "measured_by");
   m.finish();
   if (frac && measured) d.error(n.loc, what + " gives both 'fraction' and 'measured'; keep one");
   if (plat.bandwidth_fraction) {  // platform-wide derating wins, as for compute
@@ -297,6 +317,10 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
     r.derated_derivation = si6(r.bandwidth_bytes_per_s, "B/s") + " × achievable fraction " + num(*frac) + " = " + si6(r.derated_bandwidth_bytes_per_s, "B/s");
   } else {
     r.derated_derivation = "no derating: same as theoretical";
+  }
+  if (measured_by && !measured_by->empty()) {
+    if (measured) r.derated_derivation += " by " + *measured_by;
+    else r.derivation += " (measured by " + *measured_by + ")";
   }
   return r;
 }

@@ -1,5 +1,7 @@
 #include "engine/scenario.hpp"
 
+#include "engine/graph.hpp"
+
 #include "engine/passes.hpp"
 #include "engine/units.hpp"
 
@@ -209,6 +211,8 @@ Settings read_settings(const CNode& node, Diags& d) {
     else if (f) s.flops_per_mac = *f;
   }
   if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  read_precision_keys(node, s.precision, d);
+  m.allow(kPrecisionKeys);
   m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
   m.finish();
   return s;
@@ -366,6 +370,86 @@ double point_count(const Sweep& s) {
   double n = s.zip.empty() ? 1 : static_cast<double>(s.zip.front().values.size());
   for (const auto& v : s.grid) n *= static_cast<double>(v.values.size());
   return n;
+}
+
+Point sweep_point(const Sweep& s, size_t index) {
+  Point p;
+  p.index = index;
+  p.bindings.reserve(s.zip.size() + s.grid.size());
+  // mixed radix, the last grid variable fastest, the zip dimension slowest
+  std::vector<size_t> idx(s.grid.size(), 0);
+  size_t rest = index;
+  for (size_t g = s.grid.size(); g-- > 0;) {
+    idx[g] = rest % s.grid[g].values.size();
+    rest /= s.grid[g].values.size();
+  }
+  for (const auto& v : s.zip) p.bindings.emplace_back(v.name, v.values[rest]);
+  for (size_t g = 0; g < s.grid.size(); ++g) p.bindings.emplace_back(s.grid[g].name, s.grid[g].values[idx[g]]);
+  return p;
+}
+
+void check_point_limit(const Sweep& s) {
+  double n = point_count(s);
+  if (n > s.max_points) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "the sweep has %.0f points, over the limit of %.0f", n, s.max_points);
+    throw ConfigError(s.loc, buf, {Note{{}, "raise it with 'max_points:' under sweep if you mean it"}});
+  }
+}
+
+// Positions of a dimension worth checking: the first and last, each variable's smallest and
+// largest numeric value, and up to 16 spread evenly between.
+static std::vector<size_t> sample_positions(const std::vector<const SweepVar*>& vars, size_t size) {
+  std::vector<size_t> pos;
+  if (size == 0) return pos;
+  const size_t spread = 16;
+  for (size_t k = 0; k < spread && k < size; ++k) pos.push_back(size <= spread ? k : k * (size - 1) / (spread - 1));
+  pos.push_back(size - 1);
+  for (const SweepVar* v : vars) {
+    size_t lo = SIZE_MAX, hi = SIZE_MAX;
+    double lov = 0, hiv = 0;
+    for (size_t i = 0; i < v->values.size(); ++i) {
+      auto x = parse_double(v->values[i]);
+      if (!x) continue;
+      if (lo == SIZE_MAX || *x < lov) lo = i, lov = *x;
+      if (hi == SIZE_MAX || *x > hiv) hi = i, hiv = *x;
+    }
+    if (lo != SIZE_MAX) pos.push_back(lo), pos.push_back(hi);
+  }
+  std::sort(pos.begin(), pos.end());
+  pos.erase(std::unique(pos.begin(), pos.end()), pos.end());
+  return pos;
+}
+
+std::vector<Point> validation_points(const Sweep& s) {
+  check_point_limit(s);
+  size_t n = static_cast<size_t>(point_count(s));
+  if (n == 0) return {};
+  // index of the point with zip position z and grid positions idx
+  auto index_of = [&](size_t z, const std::vector<size_t>& idx) {
+    size_t i = z;
+    for (size_t g = 0; g < s.grid.size(); ++g) i = i * s.grid[g].values.size() + idx[g];
+    return i;
+  };
+  std::vector<size_t> picks;
+  std::vector<size_t> idx(s.grid.size(), 0);
+  std::vector<const SweepVar*> zvars;
+  for (const auto& v : s.zip) zvars.push_back(&v);
+  for (size_t z : sample_positions(zvars, s.zip.empty() ? 1 : s.zip.front().values.size())) picks.push_back(index_of(z, idx));
+  for (size_t g = 0; g < s.grid.size(); ++g) {
+    for (size_t v : sample_positions({&s.grid[g]}, s.grid[g].values.size())) {
+      idx[g] = v;
+      picks.push_back(index_of(0, idx));
+    }
+    idx[g] = 0;
+  }
+  picks.push_back(n - 1);  // every variable at its last value together
+  std::sort(picks.begin(), picks.end());
+  picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
+  std::vector<Point> pts;
+  pts.reserve(picks.size());
+  for (size_t i : picks) pts.push_back(sweep_point(s, i));
+  return pts;
 }
 
 std::vector<Point> expand_sweep(const Sweep& s) {

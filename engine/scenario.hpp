@@ -20,6 +20,7 @@ struct Settings {
   MemoryModel memory_model = MemoryModel::InputsWeightsOutputs;
   double flops_per_mac = 2;
   std::string memory_level;  // "" = the platform's first level
+  Precision precision;       // weights_dtype, kv_dtype, compute_dtype, quant_group
 };
 
 struct SweepVar {
@@ -81,6 +82,15 @@ void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::
 double point_count(const Sweep& s);
 // All points in order. Throws ConfigError when over max_points.
 std::vector<Point> expand_sweep(const Sweep& s);
+// Throws ConfigError when the sweep has more than max_points points.
+void check_point_limit(const Sweep& s);
+// Point `index` of the sweep (index < point_count), computed without expanding the others.
+Point sweep_point(const Sweep& s, size_t index);
+// The points `validate` evaluates, in point order: along each dimension (each grid variable in
+// turn, the others at their first value; the zip positions) the first and last value, the
+// smallest and largest numeric value and up to 16 spread evenly between; plus the last point.
+// Errors that only other values or combinations of values cause are found by `run`.
+std::vector<Point> validation_points(const Sweep& s);
 // The names of the sweep variables in column order (zip first, then grid).
 std::vector<std::string> sweep_names(const Sweep& s);
 

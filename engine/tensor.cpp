@@ -45,6 +45,8 @@ std::optional<DType> parse_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+bool dtype_needs_scales(DType t) { return t == DType::int8 || t == DType::int4 || t == DType::fp8; }
+
 double elements(const Shape& s) {
   double n = 1;
   for (auto d : s) n *= static_cast<double>(d);

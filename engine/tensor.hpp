@@ -15,6 +15,19 @@ const char* dtype_name(DType t);
 std::optional<DType> parse_dtype(const std::string& s);
 const std::vector<std::string>& dtype_names();
 
+// Storage and math precision beyond the activation dtype: settings, network or layer keys
+// `weights_dtype`, `kv_dtype`, `compute_dtype`, `quant_group`. Unset = the activation dtype.
+struct Precision {
+  std::optional<DType> weights;  // matrix weights (linear, conv, embedding, experts)
+  std::optional<DType> kv;       // the KV cache
+  std::optional<DType> compute;  // the precision the math runs in: picks the compute roof
+  long long quant_group = 0;     // weights per fp16 scale for int8/int4/fp8 weights; 0: no scales
+};
+
+// Weights stored as int8, int4 or fp8 carry one fp16 scale per `quant_group` weights.
+bool dtype_needs_scales(DType t);
+constexpr double kQuantScaleBytes = 2;  // one fp16 scale per group
+
 using Shape = std::vector<int64_t>;
 
 double elements(const Shape& s);

@@ -8,17 +8,35 @@
 namespace rsim::plots {
 
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
-                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures) {
+                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures, std::vector<std::string>* failures) {
   std::vector<OutputFile> files;
   for (const PlotSpec& spec : specs) {
-    for (BuiltFigure& b : build_figures(spec, r, s)) {
+    std::vector<BuiltFigure> built;
+    try {
+      built = build_figures(spec, r, s);
+    } catch (const ConfigError&) {
+      throw;  // a scenario error, not a drawing failure
+    } catch (const std::exception& e) {
+      if (!failures) throw;
+      failures->push_back(spec.name + ": " + e.what());
+      continue;
+    }
+    for (BuiltFigure& b : built) {
       std::vector<Format> formats = spec.formats.empty() ? opt.formats : spec.formats;
       double dpi = opt.dpi > 0 ? opt.dpi : resolved(spec).dpi;
-      for (Format fmt : formats) {
-        CairoRenderer cr(fmt, dpi);
-        draw(b.figure, cr);
-        files.push_back({b.name + "." + format_ext(fmt), cr.bytes()});
+      std::vector<OutputFile> mine;  // all of a figure's files, or none
+      try {
+        for (Format fmt : formats) {
+          CairoRenderer cr(fmt, dpi);
+          draw(b.figure, cr);
+          mine.push_back({b.name + "." + format_ext(fmt), cr.bytes()});
+        }
+      } catch (const std::exception& e) {
+        if (!failures) throw;
+        failures->push_back(b.name + ": " + e.what());
+        continue;
       }
+      for (auto& f : mine) files.push_back(std::move(f));
       files.push_back({b.name + ".csv", b.data_csv});
       figures.emplace_back(b.name, formats);
     }

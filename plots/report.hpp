@@ -19,8 +19,11 @@ struct RenderOptions {
 
 // Builds, lays out and renders every figure: the image files plus one `<name>.csv` of plot data each.
 // `figures` receives the file stems in order (for the report).
+// With `failures`, a figure that cannot be built or drawn (a surface too large, a font missing) is
+// left out and its plot's name and the reason are added to `failures`; without it, it throws.
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
-                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures);
+                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures,
+                                       std::vector<std::string>* failures = nullptr);
 
 // report.md: scenario, conventions, network totals per platform, every figure embedded.
 std::string report_markdown(const RunResult& r, const Scenario& s, const std::vector<std::pair<std::string, std::vector<Format>>>& figures);

@@ -93,6 +93,8 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
       "matmul",              "max_pool2d",   "mul",        "permute",     "relu",       "relu6",
       "reshape",             "reshape_copy", "sigmoid",    "silu",        "slice",      "softmax",
       "split",               "sub",          "tanh",       "transpose",   "upsample"};
+  // transformer operators: tested in test_transformer.cpp
+  for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);
   std::sort(expected.begin(), expected.end());
   CHECK(builtin_ops().names() == expected);
   for (const auto& n : builtin_ops().names()) {

@@ -1,0 +1,308 @@
+// Transformer operators: attention (MHA / GQA / MQA, naive or flash), the KV cache, RMSNorm,
+// rotary position embedding, token embedding (a gather), gated MLPs (SwiGLU, GeGLU) and a
+// mixture of experts. Each states its cost rule in `formula`, shown by `rsim ops NAME`.
+#include <cmath>
+#include <string>
+
+#include "engine/ops.hpp"
+
+namespace rsim {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw ShapeError(msg); }
+
+long long positive(long long v, const char* what) {
+  if (v <= 0) fail(std::string(what) + " must be positive, got " + std::to_string(v));
+  return v;
+}
+
+double d(long long v) { return static_cast<double>(v); }
+
+void need_rank3(const Shape& s, const char* op, const char* what) {
+  if (s.size() != 3)
+    fail(std::string(op) + " expects " + what + " of rank 3 (batch, tokens, features), got " + shape_str(s));
+}
+
+// Tokens and features of a (..., features) input.
+struct Rows {
+  double tokens;
+  long long features;
+};
+Rows rows_of(const Shape& x, const char* op) {
+  if (x.empty()) fail(std::string(op) + " expects an input of rank 1 or more (..., features)");
+  return {elements(x) / d(x.back()), x.back()};
+}
+
+const AttrSpec kIntermediate{"intermediate", AttrType::Int, "", "hidden size F of the feed-forward network", {}};
+
+// Unfused gated MLP on T tokens: gate and up projections (D → F each) are written and read
+// back, their product is written and read by the down projection: 3 passes over 2·T·F elements.
+void gated_mlp_work(OpWork& w, double tokens, double dm, double f, double act_flops, double experts_read, double experts_all,
+                    double per_token_experts, bool gated) {
+  double mats = gated ? 3 : 2;
+  w.macs += tokens * per_token_experts * mats * dm * f;
+  w.other_flops += tokens * per_token_experts * f * (act_flops + (gated ? 1 : 0));
+  w.params += experts_all * mats * dm * f;
+  w.weight_elems += experts_read * mats * dm * f;
+  w.quantized_elems += experts_read * mats * dm * f;
+  w.scratch_elems += tokens * per_token_experts * (gated ? 2 : 1) * f;
+  w.scratch_passes = gated ? 3 : 2;
+}
+
+void add_attention(OpRegistry& r) {
+  OpDef a;
+  a.name = "attention";
+  a.summary = "scaled dot-product attention of q (B, Sq, H·hd) over k, v (B, Skv, KVH·hd): MHA, GQA (KVH < H) or MQA (KVH = 1)";
+  a.formula =
+      "output (B, Sq, H·hd); with causal masking query i (of Sq, the last Sq positions) sees Skv − Sq + i + 1 keys\n"
+      "P = scores computed: flash: B·H·(Sq·Skv − Sq·(Sq−1)/2) when causal (masked blocks skipped), B·H·Sq·Skv otherwise;\n"
+      "    naive: B·H·Sq·Skv always (the full matrix is computed, then masked)\n"
+      "MACs   = 2 · P · hd (Q·Kᵀ and P·V)\n"
+      "FLOPs  = 2 · MACs + 6 · P (scale 1, softmax 5 per score); params = 0\n"
+      "bytes: q, k, v read once (k, v from a kv_cache layer in the KV dtype), output written once;\n"
+      "    naive also moves the B·H·Sq·Skv score matrix 4 times (QKᵀ writes it, softmax reads it and writes\n"
+      "    the probabilities, P·V reads them); flash keeps it on chip (K and V read once: ideal tiling)";
+  a.attrs = {{"heads", AttrType::Int, "", "query heads H", {}},
+             {"kv_heads", AttrType::Int, "~", "key/value heads KVH (default H; 1 = multi-query)", {}},
+             {"head_dim", AttrType::Int, "~", "features per head hd (default: q features / H)", {}},
+             {"causal", AttrType::Bool, "false", "causal mask (decoders)", {}},
+             {"implementation", AttrType::Choice, "flash", "naive writes the score matrix to memory; flash keeps it on chip", {"flash", "naive"}}};
+  a.min_inputs = a.max_inputs = 3;
+  a.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    const Shape& q = x.in[0];
+    const Shape& k = x.in[1];
+    const Shape& v = x.in[2];
+    need_rank3(q, "attention", "q");
+    need_rank3(k, "attention", "k");
+    need_rank3(v, "attention", "v");
+    long long h = positive(x.attrs.i("heads"), "heads");
+    long long kvh = x.attrs.has("kv_heads") ? positive(x.attrs.i("kv_heads"), "kv_heads") : h;
+    if (h % kvh != 0) fail("heads (" + std::to_string(h) + ") must be a multiple of kv_heads (" + std::to_string(kvh) + ")");
+    long long hd = x.attrs.has("head_dim") ? positive(x.attrs.i("head_dim"), "head_dim") : q[2] / h;
+    if (q[2] != h * hd)
+      fail("q has " + std::to_string(q[2]) + " features, heads × head_dim = " + std::to_string(h) + " × " + std::to_string(hd) + " = " +
+           std::to_string(h * hd));
+    if (k[2] != kvh * hd)
+      fail("k has " + std::to_string(k[2]) + " features, kv_heads × head_dim = " + std::to_string(kvh) + " × " + std::to_string(hd) + " = " +
+           std::to_string(kvh * hd));
+    if (v != k) fail("k and v must have the same shape: " + shape_str(k) + " vs " + shape_str(v));
+    if (k[0] != q[0]) fail("q and k have different batch sizes: " + shape_str(q) + " vs " + shape_str(k));
+    if (x.attrs.b("causal") && k[1] < q[1])
+      fail("causal attention needs at least as many keys (" + std::to_string(k[1]) + ") as queries (" + std::to_string(q[1]) + ")");
+    return {q};
+  };
+  a.work = [](const OpArgs& x, const std::vector<Shape>&) {
+    const Shape& q = x.in[0];
+    double b = d(q[0]), sq = d(q[1]), skv = d(x.in[1][1]);
+    long long h = x.attrs.i("heads");
+    double hd = x.attrs.has("head_dim") ? d(x.attrs.i("head_dim")) : d(q[2] / h);
+    bool naive = x.attrs.s("implementation") == "naive";
+    double pairs = (x.attrs.b("causal") && !naive) ? sq * skv - sq * (sq - 1) / 2 : sq * skv;
+    double scores = b * d(h) * pairs;
+    OpWork w;
+    w.macs = 2 * scores * hd;
+    w.other_flops = 6 * scores;
+    if (naive) {
+      w.scratch_elems = b * d(h) * sq * skv;
+      w.scratch_passes = 4;
+    }
+    return w;
+  };
+  r.add(a);
+
+  OpDef kv;
+  kv.name = "kv_cache";
+  kv.summary = "the KV cache: appends the new k and v (B, S, KVH·hd) to C cached tokens; outputs the whole cache (B, C+S, KVH·hd)";
+  kv.formula =
+      "outputs K, V (B, C + S, KVH·hd), stored in the KV dtype (settings kv_dtype); a later attention reads them whole\n"
+      "bytes: reads the new k, v (activations), writes 2·B·S·KVH·hd elements (the append, KV dtype);\n"
+      "    the cache held is 2·B·(C + S)·KVH·hd elements (memory footprint); FLOPs = 0; params = 0";
+  kv.attrs = {{"context", AttrType::Int, "0", "tokens already in the cache, C", {}}};
+  kv.min_inputs = kv.max_inputs = 2;
+  kv.kv_outputs = true;
+  kv.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    const Shape& k = x.in[0];
+    need_rank3(k, "kv_cache", "k");
+    if (x.in[1] != k) fail("k and v must have the same shape: " + shape_str(k) + " vs " + shape_str(x.in[1]));
+    long long c = x.attrs.i("context");
+    if (c < 0) fail("context must not be negative, got " + std::to_string(c));
+    Shape all = {k[0], k[1] + c, k[2]};
+    return {all, all};
+  };
+  kv.work = [](const OpArgs& x, const std::vector<Shape>&) {
+    OpWork w;
+    double appended = elements(x.in[0]) * dtype_bytes(x.kv_dtype());
+    w.output_bytes = {appended, appended};
+    return w;
+  };
+  r.add(kv);
+}
+
+void add_norm_and_position(OpRegistry& r) {
+  OpDef n;
+  n.name = "rmsnorm";
+  n.summary = "RMS normalisation over the last dimension (Llama): x / rms(x) · γ";
+  n.formula =
+      "FLOPs  = 4 per element (square, sum, scale by 1/rms, γ); 3 without affine\n"
+      "params = D (γ) with affine, else 0; weights read = params (kept in the activation dtype)";
+  n.attrs = {{"affine", AttrType::Bool, "true", "learnable γ", {}}};
+  n.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    rows_of(x.in[0], "rmsnorm");
+    return {x.in[0]};
+  };
+  n.work = [](const OpArgs& x, const std::vector<Shape>& out) {
+    bool affine = x.attrs.b("affine");
+    OpWork w;
+    w.other_flops = elements(out[0]) * (affine ? 4 : 3);
+    w.params = affine ? d(x.in[0].back()) : 0;
+    w.weight_elems = w.params;
+    return w;
+  };
+  r.add(n);
+
+  OpDef p;
+  p.name = "rope";
+  p.summary = "rotary position embedding applied to (B, S, heads·hd)";
+  p.formula =
+      "y = x·cos + rotate_half(x)·sin per element: FLOPs = 3 per element; MACs = 0; params = 0\n"
+      "weights read = the cos and sin rows of the S positions: S · hd elements (hd/2 each)";
+  p.attrs = {{"head_dim", AttrType::Int, "", "features per head hd (even)", {}}};
+  p.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    const Shape& s = x.in[0];
+    need_rank3(s, "rope", "its input");
+    long long hd = positive(x.attrs.i("head_dim"), "head_dim");
+    if (hd % 2 != 0) fail("rope head_dim must be even, got " + std::to_string(hd));
+    if (s[2] % hd != 0) fail("rope: " + std::to_string(s[2]) + " features are not a whole number of heads of " + std::to_string(hd));
+    return {s};
+  };
+  p.work = [](const OpArgs& x, const std::vector<Shape>& out) {
+    OpWork w;
+    w.other_flops = 3 * elements(out[0]);
+    w.weight_elems = d(x.in[0][1]) * d(x.attrs.i("head_dim"));
+    return w;
+  };
+  r.add(p);
+
+  OpDef e;
+  e.name = "embedding";
+  e.summary = "token embedding: a gather of one table row per token id";
+  e.formula =
+      "input: token ids (...), output (..., dim); T = number of ids\n"
+      "FLOPs = 0; params = vocab · dim (the table, held in memory)\n"
+      "weights read = T · dim (one row per token, repeated ids read again); ids read as int32 (4 bytes)";
+  e.attrs = {{"vocab", AttrType::Int, "", "rows of the table (vocabulary size)", {}}, {"dim", AttrType::Int, "", "features per row", {}}};
+  e.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    positive(x.attrs.i("vocab"), "vocab");
+    Shape y = x.in[0];
+    y.push_back(positive(x.attrs.i("dim"), "dim"));
+    return {y};
+  };
+  e.work = [](const OpArgs& x, const std::vector<Shape>&) {
+    double t = elements(x.in[0]), dim = d(x.attrs.i("dim")), vocab = d(x.attrs.i("vocab"));
+    OpWork w;
+    w.params = vocab * dim;
+    w.weight_elems = w.quantized_elems = t * dim;
+    w.resident_elems = w.resident_quantized_elems = vocab * dim;
+    w.input_bytes = {t * 4};
+    return w;
+  };
+  r.add(e);
+}
+
+void add_mlps(OpRegistry& r) {
+  struct Gated {
+    const char* name;
+    const char* act;
+    double act_flops;
+  };
+  for (const Gated& g : {Gated{"swiglu", "silu", 5}, Gated{"geglu", "gelu", 8}}) {
+    OpDef m;
+    m.name = g.name;
+    m.summary = std::string("gated feed-forward block: down(") + g.act + "(x·W_gate) ⊙ (x·W_up)), D → F → D";
+    m.formula = std::string(
+                    "input (..., D), T tokens; output (..., D)\n"
+                    "MACs   = 3 · T · D · F (gate, up, down)\n"
+                    "FLOPs  = 2 · MACs + T · F · ") +
+                (g.act_flops == 5 ? "6 (silu 5, product 1)" : "9 (gelu 8, product 1)") +
+                "\n"
+                "params = 3 · D · F (+ 2·F + D with bias); weights read = params\n"
+                "bytes also: gate and up (2·T·F) written and read back, their product written and read by down\n"
+                "    (unfused: 3 passes over 2·T·F elements, counted as scratch)";
+    m.attrs = {kIntermediate, {"bias", AttrType::Bool, "false", "biases on the three projections", {}}};
+    m.infer = [name = std::string(g.name)](const OpArgs& x) -> std::vector<Shape> {
+      rows_of(x.in[0], name.c_str());
+      positive(x.attrs.i("intermediate"), "intermediate");
+      return {x.in[0]};
+    };
+    double af = g.act_flops;
+    m.work = [af, name = std::string(g.name)](const OpArgs& x, const std::vector<Shape>&) {
+      Rows rw = rows_of(x.in[0], name.c_str());
+      double f = d(x.attrs.i("intermediate")), dm = d(rw.features);
+      OpWork w;
+      gated_mlp_work(w, rw.tokens, dm, f, af, 1, 1, 1, true);
+      if (x.attrs.b("bias")) {
+        w.params += 2 * f + dm;
+        w.weight_elems += 2 * f + dm;
+      }
+      return w;
+    };
+    r.add(m);
+  }
+
+  OpDef moe;
+  moe.name = "moe";
+  moe.summary = "mixture of experts: a router picks top_k of E expert MLPs per token (Mixtral)";
+  moe.formula =
+      "input (..., D), T tokens; output (..., D)\n"
+      "router: T · D · E MACs, softmax and top-k 6 · T · E FLOPs; combine: 2 · T · k · D FLOPs\n"
+      "experts: each token runs k expert MLPs (gated: 3 · D · F MACs each, activation and product 6 or 9 · F FLOPs)\n"
+      "MACs   = T · D · E + T · k · 3 · D · F (2 · D · F per expert without gating)\n"
+      "params = D · E + E · 3 · D · F; active params (one token) = D · E + k · 3 · D · F\n"
+      "weights read = router + the experts the batch touches: with uniform, independent routing of T tokens,\n"
+      "    E · (1 − (1 − k/E)^T) experts (k at T = 1, nearly E for large batches) — an ASSUMPTION: real routers\n"
+      "    are not uniform; every expert is held in memory (footprint); the router stays in the activation dtype\n"
+      "scratch: as the gated MLP, per token and expert";
+  moe.attrs = {{"experts", AttrType::Int, "", "experts E", {}},
+               {"top_k", AttrType::Int, "", "experts per token k", {}},
+               kIntermediate,
+               {"activation", AttrType::Choice, "silu", "the experts' activation", {"silu", "gelu"}},
+               {"gated", AttrType::Bool, "true", "gated experts (SwiGLU / GeGLU: three matrices); false: two", {}}};
+  moe.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    rows_of(x.in[0], "moe");
+    long long e = positive(x.attrs.i("experts"), "experts");
+    long long k = positive(x.attrs.i("top_k"), "top_k");
+    if (k > e) fail("top_k (" + std::to_string(k) + ") cannot exceed experts (" + std::to_string(e) + ")");
+    positive(x.attrs.i("intermediate"), "intermediate");
+    return {x.in[0]};
+  };
+  moe.work = [](const OpArgs& x, const std::vector<Shape>&) {
+    Rows rw = rows_of(x.in[0], "moe");
+    double t = rw.tokens, dm = d(rw.features), e = d(x.attrs.i("experts")), k = d(x.attrs.i("top_k"));
+    double f = d(x.attrs.i("intermediate"));
+    bool gated = x.attrs.b("gated");
+    double touched = e * (1 - std::pow(1 - k / e, t));
+    OpWork w;
+    w.macs = t * dm * e;
+    w.other_flops = 6 * t * e + 2 * t * k * dm;
+    w.params = dm * e;
+    w.weight_elems = dm * e;
+    gated_mlp_work(w, t, dm, f, x.attrs.s("activation") == "silu" ? 5 : 8, touched, e, k, gated);
+    double mats = gated ? 3 : 2;
+    w.active_params = dm * e + k * mats * dm * f;
+    w.resident_elems = dm * e + e * mats * dm * f;
+    w.resident_quantized_elems = e * mats * dm * f;
+    return w;
+  };
+  r.add(moe);
+}
+
+}  // namespace
+
+void add_transformer_ops(OpRegistry& r) {
+  add_attention(r);
+  add_norm_and_position(r);
+  add_mlps(r);
+}
+
+}  // namespace rsim

@@ -1,0 +1,33 @@
+// What this CPU is: its vector features (CPUID, through the compiler's builtins) and the cache
+// sizes the operating system reports (sysfs). Nothing here is hard-coded per microarchitecture.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace rsim::measure {
+
+struct CpuFeatures {
+  bool sse2 = false, avx = false, fma = false, avx2 = false;
+  bool avx512f = false, avx512vl = false, avx512bw = false, avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+};
+CpuFeatures detect_features();
+std::string features_text(const CpuFeatures& f);  // "sse2 avx avx2 fma"
+
+struct CacheLevel {
+  int level = 0;            // 1, 2, 3
+  std::string type;         // Data, Unified
+  double size_bytes = 0;
+  int shared_by = 1;        // logical CPUs sharing one instance
+};
+// From /sys/devices/system/cpu/cpu0/cache (instruction caches skipped), by level. `root` is the
+// sysfs folder, a parameter so that tests can point it at a fake tree.
+std::vector<CacheLevel> read_caches(const std::string& root = "/sys/devices/system/cpu/cpu0/cache");
+// "32K", "1024K", "32M" as sysfs writes them; 0 when unreadable.
+double parse_sysfs_size(const std::string& s);
+
+std::string cpu_model_name();  // /proc/cpuinfo "model name", or "unknown CPU"
+int online_cpus();
+// Pins the calling thread to one logical CPU; false when the OS refuses.
+bool pin_this_thread(int cpu);
+
+}  // namespace rsim::measure

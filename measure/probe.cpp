@@ -1,0 +1,507 @@
+#include "measure/probe.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define RSIM_X86 1
+#endif
+
+namespace rsim::measure {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Opaque constants: the compiler cannot fold the kernels' arithmetic away.
+volatile double g_mul = 0.9999999, g_add = 1e-7;
+volatile double g_sink = 0;
+
+#if RSIM_X86
+// ---- FMA / multiply-add chains: N independent accumulators, each updated once per iteration ----
+#define RSIM_FMA_KERNEL(NAME, TARGET, VEC, SET1, OP, ELEM, STORE, LANES)            \
+  template <int N>                                                                 \
+  __attribute__((target(TARGET), noinline)) double NAME(long iters) {              \
+    VEC a = SET1(static_cast<ELEM>(g_mul)), b = SET1(static_cast<ELEM>(g_add));    \
+    VEC acc[N];                                                                    \
+    _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = SET1(static_cast<ELEM>(1 + 0.001 * j)); \
+    for (long i = 0; i < iters; ++i) {                                             \
+      _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = OP(acc[j], a, b); \
+    }                                                                              \
+    alignas(64) ELEM buf[LANES];                                                   \
+    double s = 0;                                                                  \
+    for (int j = 0; j < N; ++j) {                                                  \
+      STORE(buf, acc[j]);                                                          \
+      for (int k = 0; k < LANES; ++k) s += static_cast<double>(buf[k]);            \
+    }                                                                              \
+    return s;                                                                      \
+  }
+
+#define RSIM_MULADD(MUL, ADD) [](auto x, auto a, auto b) __attribute__((always_inline)) { return ADD(MUL(x, a), b); }
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 fma512ps(__m512 x, __m512 a, __m512 b) { return _mm512_fmadd_ps(x, a, b); }
+__attribute__((target("avx512f"), always_inline)) inline __m512d fma512pd(__m512d x, __m512d a, __m512d b) { return _mm512_fmadd_pd(x, a, b); }
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 fma256ps(__m256 x, __m256 a, __m256 b) { return _mm256_fmadd_ps(x, a, b); }
+__attribute__((target("avx2,fma"), always_inline)) inline __m256d fma256pd(__m256d x, __m256d a, __m256d b) { return _mm256_fmadd_pd(x, a, b); }
+__attribute__((target("sse2"), always_inline)) inline __m128 muladd128ps(__m128 x, __m128 a, __m128 b) { return _mm_add_ps(_mm_mul_ps(x, a), b); }
+__attribute__((target("sse2"), always_inline)) inline __m128d muladd128pd(__m128d x, __m128d a, __m128d b) { return _mm_add_pd(_mm_mul_pd(x, a), b); }
+__attribute__((target("fma"), always_inline)) inline __m128 fmass(__m128 x, __m128 a, __m128 b) { return _mm_fmadd_ss(x, a, b); }
+__attribute__((target("fma"), always_inline)) inline __m128d fmasd(__m128d x, __m128d a, __m128d b) { return _mm_fmadd_sd(x, a, b); }
+__attribute__((target("sse2"), always_inline)) inline __m128 muladdss(__m128 x, __m128 a, __m128 b) { return _mm_add_ss(_mm_mul_ss(x, a), b); }
+__attribute__((target("sse2"), always_inline)) inline __m128d muladdsd(__m128d x, __m128d a, __m128d b) { return _mm_add_sd(_mm_mul_sd(x, a), b); }
+
+__attribute__((target("avx512f"), always_inline)) inline void st512ps(float* p, __m512 v) { _mm512_store_ps(p, v); }
+__attribute__((target("avx512f"), always_inline)) inline void st512pd(double* p, __m512d v) { _mm512_store_pd(p, v); }
+__attribute__((target("avx"), always_inline)) inline void st256ps(float* p, __m256 v) { _mm256_store_ps(p, v); }
+__attribute__((target("avx"), always_inline)) inline void st256pd(double* p, __m256d v) { _mm256_store_pd(p, v); }
+__attribute__((target("sse2"), always_inline)) inline void st128ps(float* p, __m128 v) { _mm_store_ps(p, v); }
+__attribute__((target("sse2"), always_inline)) inline void st128pd(double* p, __m128d v) { _mm_store_pd(p, v); }
+__attribute__((target("sse2"), always_inline)) inline void stss(float* p, __m128 v) { p[0] = _mm_cvtss_f32(v); }
+__attribute__((target("sse2"), always_inline)) inline void stsd(double* p, __m128d v) { p[0] = _mm_cvtsd_f64(v); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 set512ps(float v) { return _mm512_set1_ps(v); }
+__attribute__((target("avx512f"), always_inline)) inline __m512d set512pd(double v) { return _mm512_set1_pd(v); }
+__attribute__((target("avx"), always_inline)) inline __m256 set256ps(float v) { return _mm256_set1_ps(v); }
+__attribute__((target("avx"), always_inline)) inline __m256d set256pd(double v) { return _mm256_set1_pd(v); }
+__attribute__((target("sse2"), always_inline)) inline __m128 set128ps(float v) { return _mm_set1_ps(v); }
+__attribute__((target("sse2"), always_inline)) inline __m128d set128pd(double v) { return _mm_set1_pd(v); }
+
+RSIM_FMA_KERNEL(k_avx512_fp32, "avx512f", __m512, set512ps, fma512ps, float, st512ps, 16)
+RSIM_FMA_KERNEL(k_avx512_fp64, "avx512f", __m512d, set512pd, fma512pd, double, st512pd, 8)
+RSIM_FMA_KERNEL(k_avx2_fp32, "avx2,fma", __m256, set256ps, fma256ps, float, st256ps, 8)
+RSIM_FMA_KERNEL(k_avx2_fp64, "avx2,fma", __m256d, set256pd, fma256pd, double, st256pd, 4)
+RSIM_FMA_KERNEL(k_sse2_fp32, "sse2", __m128, set128ps, muladd128ps, float, st128ps, 4)
+RSIM_FMA_KERNEL(k_sse2_fp64, "sse2", __m128d, set128pd, muladd128pd, double, st128pd, 2)
+RSIM_FMA_KERNEL(k_scalar_fma_fp32, "fma", __m128, set128ps, fmass, float, stss, 1)
+RSIM_FMA_KERNEL(k_scalar_fma_fp64, "fma", __m128d, set128pd, fmasd, double, stsd, 1)
+RSIM_FMA_KERNEL(k_scalar_fp32, "sse2", __m128, set128ps, muladdss, float, stss, 1)
+RSIM_FMA_KERNEL(k_scalar_fp64, "sse2", __m128d, set128pd, muladdsd, double, stsd, 1)
+
+// bf16 pairs (vdpbf16ps: 16 lanes × 2 products) and int8 quads (vpdpbusd: 16 lanes × 4 products)
+template <int N>
+__attribute__((target("avx512f,avx512bf16"), noinline)) double k_avx512_bf16(long iters) {
+  __m512bh a = (__m512bh)_mm512_set1_epi16(static_cast<short>(0x3c00)), b = (__m512bh)_mm512_set1_epi16(static_cast<short>(0x3c00));
+  __m512 acc[N];
+  _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = _mm512_set1_ps(static_cast<float>(g_add));
+  for (long i = 0; i < iters; ++i) {
+    _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  }
+  alignas(64) float buf[16];
+  double s = 0;
+  for (int j = 0; j < N; ++j) {
+    _mm512_store_ps(buf, acc[j]);
+    for (float v : buf) s += v;
+  }
+  return s;
+}
+template <int N>
+__attribute__((target("avx512f,avx512vnni"), noinline)) double k_avx512_int8(long iters) {
+  __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(static_cast<char>(static_cast<int>(g_add * 1e7)));
+  __m512i acc[N];
+  _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = _mm512_set1_epi32(j);
+  for (long i = 0; i < iters; ++i) {
+    _Pragma("GCC unroll 32") for (int j = 0; j < N; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  }
+  alignas(64) int buf[16];
+  double s = 0;
+  for (int j = 0; j < N; ++j) {
+    _mm512_store_si512(buf, acc[j]);
+    for (int v : buf) s += v;
+  }
+  return s;
+}
+
+#define RSIM_CHAINS(FN)                       \
+  [](int chains, long iters) -> double {      \
+    switch (chains) {                         \
+      case 1: return FN<1>(iters);            \
+      case 2: return FN<2>(iters);            \
+      case 4: return FN<4>(iters);            \
+      case 6: return FN<6>(iters);            \
+      case 8: return FN<8>(iters);            \
+      case 10: return FN<10>(iters);          \
+      case 12: return FN<12>(iters);          \
+      case 16: return FN<16>(iters);          \
+      case 20: return FN<20>(iters);          \
+      default: return FN<24>(iters);          \
+    }                                         \
+  }
+#endif  // RSIM_X86
+
+struct FmaKernel {
+  const char* isa;
+  const char* precision;
+  double lanes;
+  bool fma;
+  double flops_per_lane;  // per instruction and lane: 2 for an FMA or a mul+add pair, 4 bf16 pairs, 8 int8 quads
+  int max_chains;         // what the register file holds with two operand registers to spare
+  bool (*available)(const CpuFeatures&);
+  const char* needs;
+  double (*run)(int chains, long iters);
+};
+
+const std::vector<FmaKernel>& fma_kernels() {
+  static const std::vector<FmaKernel> k = {
+#if RSIM_X86
+      {"avx512", "fp32", 16, true, 2, 24, [](const CpuFeatures& f) { return f.avx512f; }, "avx512f", RSIM_CHAINS(k_avx512_fp32)},
+      {"avx512", "fp64", 8, true, 2, 24, [](const CpuFeatures& f) { return f.avx512f; }, "avx512f", RSIM_CHAINS(k_avx512_fp64)},
+      {"avx512", "bf16", 16, true, 4, 24, [](const CpuFeatures& f) { return f.avx512f && f.avx512_bf16; }, "avx512_bf16", RSIM_CHAINS(k_avx512_bf16)},
+      {"avx512", "int8", 16, true, 8, 24, [](const CpuFeatures& f) { return f.avx512f && f.avx512_vnni; }, "avx512_vnni", RSIM_CHAINS(k_avx512_int8)},
+      {"avx2", "fp32", 8, true, 2, 12, [](const CpuFeatures& f) { return f.avx2 && f.fma; }, "avx2 and fma", RSIM_CHAINS(k_avx2_fp32)},
+      {"avx2", "fp64", 4, true, 2, 12, [](const CpuFeatures& f) { return f.avx2 && f.fma; }, "avx2 and fma", RSIM_CHAINS(k_avx2_fp64)},
+      {"sse2", "fp32", 4, false, 2, 12, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp32)},
+      {"sse2", "fp64", 2, false, 2, 12, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp64)},
+      {"scalar", "fp32", 1, true, 2, 12, [](const CpuFeatures& f) { return f.fma; }, "fma", RSIM_CHAINS(k_scalar_fma_fp32)},
+      {"scalar", "fp64", 1, true, 2, 12, [](const CpuFeatures& f) { return f.fma; }, "fma", RSIM_CHAINS(k_scalar_fma_fp64)},
+      {"scalar", "fp32", 1, false, 2, 12, [](const CpuFeatures& f) { return f.sse2 && !f.fma; }, "sse2", RSIM_CHAINS(k_scalar_fp32)},
+      {"scalar", "fp64", 1, false, 2, 12, [](const CpuFeatures& f) { return f.sse2 && !f.fma; }, "sse2", RSIM_CHAINS(k_scalar_fp64)},
+#endif
+  };
+  return k;
+}
+
+// ---- the running clock: a chain of dependent one-cycle integer adds ----
+double add_chain_cycles(long iters) {
+#if RSIM_X86
+  unsigned long x = 0;
+  for (long i = 0; i < iters; ++i) {
+    asm volatile(".rept 100\n\taddq $1, %0\n\t.endr" : "+r"(x));
+  }
+  g_sink = static_cast<double>(x);
+  return static_cast<double>(iters) * 100;
+#else
+  (void)iters;
+  return 0;
+#endif
+}
+
+// ---- bandwidth kernels: read (sum), write (store), copy, triad (a = b + s·c) ----
+#if RSIM_X86
+#define RSIM_BW_KERNELS(SUF, TARGET, VEC, W, LOAD, STORE, ADD, MUL, SET1, ZERO)                      \
+  __attribute__((target(TARGET), noinline)) double read_##SUF(const float* a, size_t n) {             \
+    VEC s0 = ZERO(), s1 = ZERO(), s2 = ZERO(), s3 = ZERO(), s4 = ZERO(), s5 = ZERO(), s6 = ZERO(), s7 = ZERO(); \
+    for (size_t i = 0; i + 8 * W <= n; i += 8 * W) {                                                 \
+      s0 = ADD(s0, LOAD(a + i));                                                                     \
+      s1 = ADD(s1, LOAD(a + i + W));                                                                 \
+      s2 = ADD(s2, LOAD(a + i + 2 * W));                                                             \
+      s3 = ADD(s3, LOAD(a + i + 3 * W));                                                             \
+      s4 = ADD(s4, LOAD(a + i + 4 * W));                                                             \
+      s5 = ADD(s5, LOAD(a + i + 5 * W));                                                             \
+      s6 = ADD(s6, LOAD(a + i + 6 * W));                                                             \
+      s7 = ADD(s7, LOAD(a + i + 7 * W));                                                             \
+    }                                                                                                \
+    VEC s = ADD(ADD(ADD(s0, s1), ADD(s2, s3)), ADD(ADD(s4, s5), ADD(s6, s7)));                       \
+    alignas(64) float buf[W];                                                                        \
+    STORE(buf, s);                                                                                   \
+    double t = 0;                                                                                    \
+    for (int k = 0; k < W; ++k) t += buf[k];                                                         \
+    return t;                                                                                        \
+  }                                                                                                  \
+  __attribute__((target(TARGET), noinline)) double write_##SUF(float* a, size_t n) {                  \
+    VEC v = SET1(static_cast<float>(g_add));                                                         \
+    for (size_t i = 0; i + 4 * W <= n; i += 4 * W) {                                                 \
+      STORE(a + i, v);                                                                               \
+      STORE(a + i + W, v);                                                                           \
+      STORE(a + i + 2 * W, v);                                                                       \
+      STORE(a + i + 3 * W, v);                                                                       \
+    }                                                                                                \
+    return a[0];                                                                                     \
+  }                                                                                                  \
+  __attribute__((target(TARGET), noinline)) double copy_##SUF(float* a, const float* b, size_t n) {   \
+    for (size_t i = 0; i + 4 * W <= n; i += 4 * W) {                                                 \
+      VEC x0 = LOAD(b + i), x1 = LOAD(b + i + W), x2 = LOAD(b + i + 2 * W), x3 = LOAD(b + i + 3 * W); \
+      STORE(a + i, x0);                                                                              \
+      STORE(a + i + W, x1);                                                                          \
+      STORE(a + i + 2 * W, x2);                                                                      \
+      STORE(a + i + 3 * W, x3);                                                                      \
+    }                                                                                                \
+    return a[0];                                                                                     \
+  }                                                                                                  \
+  __attribute__((target(TARGET), noinline)) double triad_##SUF(float* a, const float* b, const float* c, size_t n) { \
+    VEC s = SET1(static_cast<float>(g_mul));                                                         \
+    for (size_t i = 0; i + 2 * W <= n; i += 2 * W) {                                                 \
+      STORE(a + i, ADD(LOAD(b + i), MUL(s, LOAD(c + i))));                                           \
+      STORE(a + i + W, ADD(LOAD(b + i + W), MUL(s, LOAD(c + i + W))));                               \
+    }                                                                                                \
+    return a[0];                                                                                     \
+  }
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 ld512(const float* p) { return _mm512_load_ps(p); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 add512(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 mul512(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 zero512() { return _mm512_setzero_ps(); }
+__attribute__((target("avx"), always_inline)) inline __m256 ld256(const float* p) { return _mm256_load_ps(p); }
+__attribute__((target("avx"), always_inline)) inline __m256 add256(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+__attribute__((target("avx"), always_inline)) inline __m256 mul256(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+__attribute__((target("avx"), always_inline)) inline __m256 zero256() { return _mm256_setzero_ps(); }
+__attribute__((target("sse2"), always_inline)) inline __m128 ld128(const float* p) { return _mm_load_ps(p); }
+__attribute__((target("sse2"), always_inline)) inline __m128 add128(__m128 a, __m128 b) { return _mm_add_ps(a, b); }
+__attribute__((target("sse2"), always_inline)) inline __m128 mul128(__m128 a, __m128 b) { return _mm_mul_ps(a, b); }
+__attribute__((target("sse2"), always_inline)) inline __m128 zero128() { return _mm_setzero_ps(); }
+
+RSIM_BW_KERNELS(avx512, "avx512f", __m512, 16, ld512, st512ps, add512, mul512, set512ps, zero512)
+RSIM_BW_KERNELS(avx2, "avx", __m256, 8, ld256, st256ps, add256, mul256, set256ps, zero256)
+RSIM_BW_KERNELS(sse2, "sse2", __m128, 4, ld128, st128ps, add128, mul128, set128ps, zero128)
+#endif
+
+struct BwKernels {
+  const char* isa = "none";
+  double (*read)(const float*, size_t) = nullptr;
+  double (*write)(float*, size_t) = nullptr;
+  double (*copy)(float*, const float*, size_t) = nullptr;
+  double (*triad)(float*, const float*, const float*, size_t) = nullptr;
+};
+
+BwKernels bw_kernels(const CpuFeatures& f) {
+#if RSIM_X86
+  if (f.avx512f) return {"avx512", read_avx512, write_avx512, copy_avx512, triad_avx512};
+  if (f.avx) return {"avx2", read_avx2, write_avx2, copy_avx2, triad_avx2};
+  return {"sse2", read_sse2, write_sse2, copy_sse2, triad_sse2};
+#else
+  (void)f;
+  return {};
+#endif
+}
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float, AlignedFree>;
+
+}  // namespace
+
+double run_pinned(int threads, const std::function<void(int)>& body) {
+  if (threads <= 1) {
+    double secs = 0;
+    std::thread t([&] {
+      pin_this_thread(0);
+      auto t0 = Clock::now();
+      body(0);
+      secs = since(t0);
+    });
+    t.join();
+    return secs;
+  }
+  int ncpu = online_cpus();
+  std::barrier sync(threads);
+  std::vector<Clock::time_point> start(static_cast<size_t>(threads)), end(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      pin_this_thread(t % ncpu);
+      sync.arrive_and_wait();
+      start[static_cast<size_t>(t)] = Clock::now();
+      body(t);
+      end[static_cast<size_t>(t)] = Clock::now();
+    });
+  for (auto& th : pool) th.join();
+  auto s = *std::min_element(start.begin(), start.end());
+  auto e = *std::max_element(end.begin(), end.end());
+  return std::chrono::duration<double>(e - s).count();
+}
+
+int saturating_chains(const std::vector<std::pair<int, double>>& sweep, double within) {
+  double best = 0;
+  for (const auto& [c, r] : sweep) best = std::max(best, r);
+  for (const auto& [c, r] : sweep)
+    if (r >= best * (1 - within)) return c;
+  return sweep.empty() ? 0 : sweep.back().first;
+}
+
+std::vector<LevelSize> level_sizes(const std::vector<CacheLevel>& caches, int threads) {
+  // The working set is split evenly among the threads; a private cache holds one thread's share,
+  // a shared one the shares of every thread on it.
+  std::vector<LevelSize> out;
+  int ncpu = online_cpus();
+  for (const CacheLevel& c : caches) {
+    double instances_used = std::max(1.0, std::ceil(static_cast<double>(std::min(threads, ncpu)) / c.shared_by));
+    out.push_back(LevelSize{"L" + std::to_string(c.level), c.size_bytes * instances_used});
+  }
+  return out;
+}
+
+const PeakResult* best_peak(const ProbeResult& r, const std::string& precision, int threads) {
+  const PeakResult* best = nullptr;
+  for (const auto& p : r.peaks)
+    if (p.precision == precision && p.threads == threads && (!best || p.flops_per_s > best->flops_per_s)) best = &p;
+  return best;
+}
+
+const Plateau* find_plateau(const ProbeResult& r, const std::string& kernel, int threads, const std::string& level) {
+  for (const auto& lp : r.plateaus)
+    if (lp.kernel == kernel && lp.threads == threads)
+      for (const auto& p : lp.plateaus)
+        if (p.level == level) return &p;
+  return nullptr;
+}
+
+ProbeResult run_probe(const ProbeOptions& opt) {
+  auto t_start = Clock::now();
+  ProbeResult r;
+  r.quick = opt.quick;
+  r.cpu = cpu_model_name();
+  r.features = detect_features();
+  r.caches = read_caches();
+  r.threads = opt.threads > 0 ? opt.threads : online_cpus();
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+  // Many short samples, best taken: on a shared machine a short window without interference is
+  // likelier than a long one.
+  const double sample_s = opt.quick ? 0.002 : 0.005;
+  const int samples = opt.quick ? 5 : 9;
+  const double sample_s_default = sample_s;
+  const int samples_default = samples;
+
+  // Runs `kernel(iters)` on `threads` threads, with iters sized for `sample_s`; returns the best
+  // rate (units of work per second) over the samples, `work(iters)` = work per thread.
+  auto best_rate = [&](int threads, const std::function<void(long)>& kernel, const std::function<double(long)>& work,
+                       double sample_s = 0, int samples = 0) {
+    if (sample_s <= 0) sample_s = sample_s_default;
+    if (samples <= 0) samples = samples_default;
+    long iters = 1000;
+    for (;;) {  // calibrate on one thread
+      double t = run_pinned(1, [&](int) { kernel(iters); });
+      if (t >= sample_s / 4 || iters > (1L << 40)) {
+        iters = std::max(1L, static_cast<long>(static_cast<double>(iters) * sample_s / std::max(t, 1e-9)));
+        break;
+      }
+      iters *= 8;
+    }
+    double best = 0;
+    for (int s = 0; s < samples; ++s) {
+      double t = run_pinned(threads, [&](int) { kernel(iters); });
+      if (t > 0) best = std::max(best, work(iters) * threads / t);
+    }
+    return best;
+  };
+
+  // 1. clock
+  say("clock: dependent add chain");
+  // the clock scales every theoretical roof: 60 samples of 0.25 ms, so that some run undisturbed
+  auto cycles = [](long it) { return static_cast<double>(it) * 100; };
+  r.clock_hz = best_rate(1, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60);
+  if (r.threads > 1) r.clock_all_hz = best_rate(r.threads, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60) / r.threads;
+  else r.clock_all_hz = r.clock_hz;
+
+  // 2. peaks
+  std::vector<std::string> skipped_isas;
+  for (const FmaKernel& k : fma_kernels()) {
+    if (!k.available(r.features)) {
+      // the scalar mul+add fallback is only for CPUs without FMA: not a skipped ISA
+      if (std::string(k.isa) == "scalar") continue;
+      std::string msg = std::string(k.isa) + " " + k.precision + ": the CPU lacks " + k.needs;
+      r.skipped.push_back(msg);
+      continue;
+    }
+    say(std::string("peak: ") + k.isa + " " + k.precision);
+    PeakResult p;
+    p.isa = k.isa;
+    p.precision = k.precision;
+    p.lanes = k.lanes;
+    p.fma = k.fma;
+    double per_iter_per_chain = k.lanes * k.flops_per_lane;
+    for (int c : {1, 2, 4, 6, 8, 10, 12, 16, 20, 24}) {
+      if (c > k.max_chains) break;
+      double rate = best_rate(1, [&](long it) { g_sink = k.run(c, it); },
+                              [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; });
+      p.chain_sweep.emplace_back(c, rate);
+    }
+    p.chains = saturating_chains(p.chain_sweep);
+    for (const auto& [c, rate] : p.chain_sweep) p.flops_per_s = std::max(p.flops_per_s, rate);
+    p.threads = 1;
+    r.peaks.push_back(p);
+    if (r.threads > 1) {
+      PeakResult all = p;
+      all.threads = r.threads;
+      all.chain_sweep.clear();
+      int c = p.chains;
+      all.flops_per_s = best_rate(r.threads, [&](long it) { g_sink = k.run(c, it); },
+                                  [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; });
+      r.peaks.push_back(all);
+    }
+    if (r.best_isa.empty()) r.best_isa = k.isa;
+  }
+
+  // 3. bandwidth
+  if (opt.bandwidth) {
+    BwKernels bk = bw_kernels(r.features);
+    if (!bk.read) {
+      r.skipped.push_back("bandwidth: no vector ISA on this CPU");
+    } else {
+      double last_cache = r.caches.empty() ? 0 : r.caches.back().size_bytes;
+      double max_ws = opt.max_working_set_bytes > 0 ? opt.max_working_set_bytes : std::max(512.0 * 1024 * 1024, 4 * last_cache);
+      const double per_octave = opt.quick ? 2 : 4;
+      std::vector<double> sizes;
+      for (double ws = 8 * 1024; ws <= max_ws * 1.0001; ws *= std::pow(2.0, 1 / per_octave)) sizes.push_back(ws);
+      std::vector<int> thread_counts = {1};
+      if (r.threads > 1) thread_counts.push_back(r.threads);
+      // one buffer per thread, first touched by its pinned thread
+      std::vector<Buffer> bufs(static_cast<size_t>(r.threads));
+      std::vector<size_t> cap(static_cast<size_t>(r.threads));
+      run_pinned(r.threads, [&](int t) {
+        double bytes = t == 0 ? max_ws : max_ws / r.threads;
+        size_t n = (static_cast<size_t>(bytes / sizeof(float)) / 64 + 2) * 64;
+        float* p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+        if (p) {
+          for (size_t i = 0; i < n; ++i) p[i] = 1.0f;
+          cap[static_cast<size_t>(t)] = n;
+        }
+        bufs[static_cast<size_t>(t)].reset(p);
+      });
+      bool ok = std::all_of(bufs.begin(), bufs.end(), [](const Buffer& b) { return b != nullptr; });
+      if (!ok) r.skipped.push_back("bandwidth: cannot allocate the working sets");
+      for (const char* kname : {"read", "write", "copy", "triad"}) {
+        if (!ok) break;
+        std::string kn = kname;
+        say("bandwidth: " + kn);
+        for (int T : thread_counts) {
+          for (double ws : sizes) {
+            // elements per array for one thread's share, a multiple of 64 floats
+            double share = ws / T;
+            if (share < 8 * 1024) continue;  // below 8 KiB a thread's share is all start-up
+            int arrays = kn == "copy" ? 2 : kn == "triad" ? 3 : 1;
+            size_t n = static_cast<size_t>(share / sizeof(float) / arrays) / 64 * 64;
+            if (n < 64) continue;
+            double bytes_per_pass = static_cast<double>(n) * sizeof(float) * arrays;  // STREAM counting
+            auto pass = [&](int t, long passes) {
+              float* a = bufs[static_cast<size_t>(t)].get();
+              double s = 0;
+              for (long k = 0; k < passes; ++k) {
+                if (kn == "read") s += bk.read(a, n);
+                else if (kn == "write") s += bk.write(a, n);
+                else if (kn == "copy") s += bk.copy(a, a + n, n);
+                else s += bk.triad(a, a + n, a + 2 * n, n);
+              }
+              if (s == 12345.678) g_sink = s;
+            };
+            double t1 = run_pinned(T, [&](int t) { pass(t, 1); });  // warms the caches
+            long passes = std::max(1L, static_cast<long>(sample_s / std::max(t1, 1e-9)));
+            double best = 0;
+            for (int s = 0; s < (opt.quick ? 3 : samples); ++s) {
+              double t = run_pinned(T, [&](int t) { pass(t, passes); });
+              if (t > 0) best = std::max(best, bytes_per_pass * static_cast<double>(passes) * T / t);
+            }
+            r.bandwidth.push_back(BandwidthSample{kn, T, bytes_per_pass * T, best});
+          }
+          std::vector<CurvePoint> curve;
+          for (const auto& b : r.bandwidth)
+            if (b.kernel == kn && b.threads == T) curve.push_back(CurvePoint{b.working_set_bytes, b.bytes_per_s});
+          r.plateaus.push_back(LevelPlateaus{kn, T, detect_plateaus(curve, level_sizes(r.caches, T))});
+        }
+      }
+    }
+  }
+  r.seconds = since(t_start);
+  return r;
+}
+
+}  // namespace rsim::measure

@@ -1,0 +1,177 @@
+// Zoo transformers, Hugging Face configs, prefill and decode: parameter counts and per-step
+// costs derived by hand from the published hyper-parameters (the arithmetic is written out).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "helpers.hpp"
+
+using namespace rsim;
+using namespace rsim::test;
+
+namespace {
+
+// One network on one platform, the scenario placed in scenarios/ so that the zoo resolves.
+RunResult run_net(const std::string& net, const std::string& settings = "{dtype: fp16}", const std::string& platform = "h100_sxm") {
+  std::string text = "name: t\nsettings: " + settings + "\nplatforms: [" + platform + "]\nnetworks:\n  - " + net + "\n";
+  return run(parse_scenario(text, src("scenarios/t.yaml")));
+}
+
+// Sum of a cost field over the layers whose op is in `ops` ("" = every layer).
+template <class F>
+double sum_over(const RunResult& r, F field, std::initializer_list<const char*> ops = {}) {
+  double s = 0;
+  for (const Row& row : r.results.at(0).rows) {
+    bool keep = ops.size() == 0;
+    for (const char* o : ops) keep = keep || row.op == o;
+    if (keep) s += field(row);
+  }
+  return s;
+}
+
+// Hand counts from the published configs (see the zoo files' headers).
+const double kGpt2 = 50257.0 * 768 + 1024.0 * 768 + 12 * (2 * 1536.0 + 4 * (768.0 * 768 + 768) + (768.0 * 3072 + 3072 + 3072.0 * 768 + 768)) + 1536;
+const double kLlama2 = 2 * 32000.0 * 4096 + 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096.0) + 4096;
+const double kLlama3 = 2 * 128256.0 * 4096 + 32 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096.0) + 4096;
+const double kMixtralLayerBase = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 4096.0 * 8 + 2 * 4096.0;  // attention, router, norms
+const double kMixtral = 2 * 32000.0 * 4096 + 32 * (kMixtralLayerBase + 8 * 3 * 4096.0 * 14336) + 4096;
+const double kMixtralActive = 2 * 32000.0 * 4096 + 32 * (kMixtralLayerBase + 2 * 3 * 4096.0 * 14336) + 4096;
+
+}  // namespace
+
+TEST_CASE("zoo transformers have their published parameter counts", "[llm]") {
+  // the hand counts are the published figures
+  CHECK(kGpt2 == 124439808);
+  CHECK(kLlama2 == 6738415616);
+  CHECK(kLlama3 == 8030261248);
+  CHECK(kMixtral == 46702792704);
+  CHECK(kMixtralActive == 12879925248);
+  CHECK(summary_of(run_net("{model: gpt2}"), 0, "h100_sxm").params == kGpt2);
+  CHECK(summary_of(run_net("{model: llama2_7b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama2);
+  CHECK(summary_of(run_net("{model: llama3_8b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama3);
+  const SummaryRow& m = summary_of(run_net("{model: mixtral_8x7b, args: {seq: 8}}"), 0, "h100_sxm");
+  CHECK(m.params == kMixtral);
+  CHECK(m.active_params == kMixtralActive);
+}
+
+TEST_CASE("hf: a transformer from a Hugging Face config.json", "[llm]") {
+  auto params = [](const std::string& file) {
+    const SummaryRow& s = summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}"), 0, "h100_sxm");
+    return std::pair<double, double>{s.params, s.active_params};
+  };
+  CHECK(params("gpt2.json").first == kGpt2);
+  CHECK(params("llama2_7b.json").first == kLlama2);
+  CHECK(params("llama3_8b.json").first == kLlama3);
+  CHECK(params("mixtral_8x7b.json") == std::pair<double, double>{kMixtral, kMixtralActive});
+  // the network is named after the config file
+  CHECK(run_net("{model: hf, args: {config: ../tests/data/hf/gpt2.json}}").results[0].summary[0].network == "gpt2");
+
+  CHECK(error_of([] { run_net("{model: hf, args: {seq: 4}}"); }) ==
+        src("scenarios/t.yaml") + ":5:13: error: model 'hf' needs the path of a Hugging Face config.json\n"
+                                  "  - {model: hf, args: {seq: 4}}\n"
+                                  "            ^\n"
+                                  "note: e.g. {model: hf, args: {config: models/llama/config.json, phase: decode}}\n");
+  CHECK(error_of([] { run_net("{model: hf, args: {config: nowhere.json}}"); }) ==
+        src("scenarios/t.yaml") + ":5:32: error: cannot read config '" + src("scenarios/nowhere.json") + "'\n"
+                                  "  - {model: hf, args: {config: nowhere.json}}\n"
+                                  "                               ^\n"
+                                  "note: a relative path is relative to the scenario's folder\n");
+}
+
+TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]") {
+  RunResult r = run_net("{model: llama2_7b, args: {phase: decode, batch: 1, context: 4096}}");
+  const SummaryRow& s = summary_of(r, 0, "h100_sxm");
+  // projections: q, k, v, o 4·4096² and the SwiGLU 3·4096·11008 per layer, plus the LM head
+  double proj = 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) + 4096.0 * 32000;
+  CHECK(proj == 6607077376);
+  CHECK(sum_over(r, [](const Row& w) { return w.cost.macs; }, {"linear", "swiglu"}) == proj);
+  // attention: the new token attends to the 4,096 cached keys and its own: 2 (QKᵀ, PV) × 32 layers
+  // × 32 heads × 128 = 4,096 features × 4,097 keys (the 2 × 32 × 4096 × 4096 leaves out
+  // the new token's own key)
+  double attn = 2.0 * 32 * 4096 * 4097;
+  CHECK(sum_over(r, [](const Row& w) { return w.cost.macs; }, {"attention"}) == attn);
+  CHECK(s.macs == proj + attn);  // nothing else multiplies and accumulates
+  // bytes: every weight but the embedding table (the embedding reads one 4,096-wide row)
+  double weights = 2 * (6738415616.0 - 32000.0 * 4096);
+  CHECK(weights == 13214687232);
+  CHECK(sum_over(r, [](const Row& w) { return w.cost.weight_bytes; }, {"linear", "swiglu", "rmsnorm"}) == weights);
+  // the KV cache read: K and V of 4,097 tokens, 4,096 features, 32 layers, 2 bytes
+  CHECK(sum_over(r, [](const Row& w) { return w.cost.kv_read_bytes; }) == 2.0 * 32 * 4097 * 4096 * 2);
+  // the appended token: K and V, 4,096 features, 32 layers
+  CHECK(sum_over(r, [](const Row& w) { return w.cost.kv_write_bytes; }) == 2.0 * 32 * 4096 * 2);
+  // total ≈ weights + the cache 2 × 32 × 4096 × 4096 × 2 B; the rest (activations, the new
+  // token's K and V, rope tables, one embedding row) is under 0.1 %
+  double approx = weights + 2.0 * 32 * 4096 * 4096 * 2;
+  CHECK(s.bytes > approx);
+  CHECK(s.bytes < approx * 1.001);
+  // decode: one token per sequence per step
+  CHECK(s.phase == "decode");
+  CHECK(s.tokens == 1);
+  CHECK(llm_totals(s).tokens_per_s == 1 / s.time_s);
+  CHECK(llm_totals(s).tpot_s == s.time_s);
+  CHECK(std::isnan(llm_totals(s).ttft_s));
+  // memory footprint: all weights (fp16) and the RoPE cos/sin rows of the position (128 per q and
+  // k rope, 32 layers) + the cache of 4,097 tokens + the largest layer's activations
+  const double rope = 32 * 2 * 128 * 2.0;
+  CHECK(s.weight_footprint_bytes == 2 * 6738415616.0 + rope);
+  CHECK(s.kv_cache_bytes == 2.0 * 32 * 4097 * 4096 * 2);
+  CHECK(s.memory_footprint_bytes == s.weight_footprint_bytes + s.kv_cache_bytes + s.activation_bytes);
+  CHECK(s.memory_size_bytes == 80.0 * 1024 * 1024 * 1024);  // H100 SXM: 80 GiB
+}
+
+TEST_CASE("each extra cached token adds the K and V of one token per layer", "[llm]") {
+  auto bytes = [](const std::string& model, int context) {
+    return summary_of(run_net("{model: " + model + ", args: {phase: decode, context: " + std::to_string(context) + "}}"), 0, "h100_sxm").bytes;
+  };
+  // Llama-2-7B: 32 layers × (K + V) × 32 KV heads × 128 × 2 bytes
+  CHECK(bytes("llama2_7b", 4097) - bytes("llama2_7b", 4096) == 32 * 2 * 32 * 128 * 2.0);
+  CHECK(32 * 2 * 32 * 128 * 2.0 == 524288);
+  // Llama-3-8B, grouped-query attention: 8 KV heads
+  CHECK(bytes("llama3_8b", 4097) - bytes("llama3_8b", 4096) == 32 * 2 * 8 * 128 * 2.0);
+  CHECK(32 * 2 * 8 * 128 * 2.0 == 131072);
+}
+
+TEST_CASE("Mixtral runs 2 of 8 experts at batch 1 and touches more with a batch", "[llm]") {
+  auto moe_weights = [](int batch) {
+    RunResult r = run_net("{model: mixtral_8x7b, args: {phase: decode, batch: " + std::to_string(batch) + ", context: 16}}");
+    return sum_over(r, [](const Row& w) { return w.cost.weight_bytes; }, {"moe"});
+  };
+  double expert = 3 * 4096.0 * 14336, router = 4096.0 * 8;
+  CHECK(moe_weights(1) == 32 * (router + 2 * expert) * 2);
+  // 8 tokens: 8 · (1 − (1 − 2/8)^8) = 8 · (1 − 0.75^8) experts per layer under uniform routing
+  CHECK(moe_weights(8) == Approx(32 * (router + 8 * (1 - std::pow(0.75, 8)) * expert) * 2));
+}
+
+TEST_CASE("prefill: time to first token, tokens per second, logits of the last token", "[llm]") {
+  RunResult r = run_net("{model: llama3_8b, args: {phase: prefill, batch: 2, seq: 512}}");
+  const SummaryRow& s = summary_of(r, 0, "h100_sxm");
+  CHECK(s.phase == "prefill");
+  CHECK(s.tokens == 2 * 512);
+  CHECK(llm_totals(s).ttft_s == s.time_s);
+  CHECK(llm_totals(s).tokens_per_s == 1024 / s.time_s);
+  CHECK(std::isnan(llm_totals(s).tpot_s));
+  // the LM head runs on each sequence's last token: 2 × 4096 × 128256 MACs
+  CHECK(sum_over(r, [](const Row& w) { return w.layer == "lm_head" ? w.cost.macs : 0.0; }) == 2 * 4096.0 * 128256);
+  // the KV cache holds the 512 prompt tokens: 32 layers × 2 × 8 heads × 128 × 2 sequences × 2 bytes
+  CHECK(s.kv_cache_bytes == 32 * 2 * 8 * 128 * 512 * 2 * 2.0);
+}
+
+TEST_CASE("memory footprint is checked against the platform's memory, int4 weights make Mixtral fit", "[llm]") {
+  const std::string net = "{model: mixtral_8x7b, args: {phase: decode, context: 4096}}";
+  RunResult fp16 = run_net(net);
+  const SummaryRow& s = summary_of(fp16, 0, "h100_sxm");
+  const double rope = 32 * 2 * 128 * 2.0;  // cos/sin rows of one position, fp16 (see the Llama-2 case)
+  CHECK(s.weight_footprint_bytes == 2 * 46702792704.0 + rope);
+  CHECK(s.memory_footprint_bytes > s.memory_size_bytes);
+  REQUIRE(fp16.results[0].warnings.size() == 1);
+  CHECK(format_diagnostic(fp16.results[0].warnings[0]).find("warning: network 'mixtral_8x7b' needs 87.49 GiB of memory, more than the 80.00 GiB of platform 'h100_sxm' (HBM3)") !=
+        std::string::npos);
+  // int4 matrix weights with a fp16 scale per 128: norms and routers stay fp16
+  RunResult q = run_net(net, "{dtype: fp16, weights_dtype: int4, quant_group: 128}");
+  const SummaryRow& qs = summary_of(q, 0, "h100_sxm");
+  double matrices = 46702792704.0 - 32 * (4096.0 * 8 + 2 * 4096) - 4096;  // all but routers and norms
+  CHECK(qs.weight_footprint_bytes == matrices * (0.5 + 2.0 / 128) + (46702792704.0 - matrices) * 2 + rope);
+  CHECK(qs.memory_footprint_bytes < qs.memory_size_bytes);
+  CHECK(q.results[0].warnings.empty());
+}

@@ -1,0 +1,289 @@
+// measure/: plateau detection on synthetic curves, the CPU description from a fake sysfs tree,
+// the probe's outputs (platform file, JSON) from a synthetic result, and a short real probe.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/config.hpp"
+#include "engine/platform.hpp"
+#include "measure/cpu.hpp"
+#include "measure/plateau.hpp"
+#include "measure/probe.hpp"
+#include "measure/probe_figures.hpp"
+#include "measure/probe_output.hpp"
+
+using namespace rsim;
+using namespace rsim::measure;
+
+namespace {
+
+constexpr double KiB = 1024, MiB = 1024 * 1024;
+
+// Working sets from 8 KiB to 1 GiB, four per octave.
+std::vector<double> sweep_sizes() {
+  std::vector<double> s;
+  for (double ws = 8 * KiB; ws <= 1024 * MiB * 1.0001; ws *= std::pow(2.0, 0.25)) s.push_back(ws);
+  return s;
+}
+
+// A staircase: 200 GB/s up to 32 KiB, 100 up to 512 KiB, 50 up to 32 MiB, 10 beyond; each
+// point multiplied by a deterministic ±4 % wobble.
+double stair(double ws) {
+  double v = ws <= 32 * KiB ? 200e9 : ws <= 512 * KiB ? 100e9 : ws <= 32 * MiB ? 50e9 : 10e9;
+  double wobble = 0.04 * std::sin(std::log2(ws) * 7.3);
+  return v * (1 + wobble);
+}
+
+const std::vector<LevelSize> kLevels = {{"L1", 32 * KiB}, {"L2", 512 * KiB}, {"L3", 32 * MiB}};
+
+const Plateau& level(const std::vector<Plateau>& ps, const std::string& name) {
+  for (const auto& p : ps)
+    if (p.level == name) return p;
+  FAIL("no plateau " << name);
+  return ps.front();
+}
+
+}  // namespace
+
+TEST_CASE("measure: plateaus of a noisy staircase are named L1, L2, L3, DRAM with their bandwidths", "[measure]") {
+  std::vector<CurvePoint> c;
+  for (double ws : sweep_sizes()) c.push_back({ws, stair(ws)});
+  auto ps = detect_plateaus(c, kLevels);
+  REQUIRE(ps.size() == 4);
+  CHECK(ps[0].level == "L1");
+  CHECK(ps[1].level == "L2");
+  CHECK(ps[2].level == "L3");
+  CHECK(ps[3].level == "DRAM");
+  // the medians stay within the ±4 % wobble of the steps
+  CHECK(level(ps, "L1").bytes_per_s == Approx(200e9).epsilon(0.04));
+  CHECK(level(ps, "L2").bytes_per_s == Approx(100e9).epsilon(0.04));
+  CHECK(level(ps, "L3").bytes_per_s == Approx(50e9).epsilon(0.04));
+  CHECK(level(ps, "DRAM").bytes_per_s == Approx(10e9).epsilon(0.04));
+  for (const auto& p : ps) CHECK(p.from_curve);
+  // L1 holds 8, 9.5, 11.3, 13.5, 16, 19, 22.6, 26.9 and 32 KiB: 9 points (4 per octave over 2 octaves, + 1)
+  CHECK(level(ps, "L1").points == 9);
+  CHECK(level(ps, "L1").from_bytes == Approx(8 * KiB));
+  CHECK(level(ps, "L1").to_bytes == Approx(32 * KiB));
+  // the curve falls off L1 after its last point, 32 KiB
+  CHECK(level(ps, "L1").edge_bytes == Approx(32 * KiB));
+  // DRAM: beyond 4 × 32 MiB = 128 MiB only: 128 MiB … 1 GiB is 3 octaves, 4 per octave + 1 = 13 points, minus 128 MiB itself
+  CHECK(level(ps, "DRAM").from_bytes > 128 * MiB);
+  CHECK(level(ps, "DRAM").points == 12);
+}
+
+TEST_CASE("measure: smooth transitions between levels do not shift the plateaus", "[measure]") {
+  // each step eases over an octave on either side of the capacity (a logistic in log2 ws)
+  auto smooth = [](double ws) {
+    double x = std::log2(ws);
+    auto step = [&](double cap_log2, double hi, double lo) { return lo + (hi - lo) / (1 + std::exp(3 * (x - cap_log2 - 0.5))); };
+    double l1 = step(15, 200e9, 100e9);   // 32 KiB = 2^15
+    double l2 = step(19, 1, 0.5);         // 512 KiB = 2^19: halves again
+    double l3 = step(25, 1, 0.2);         // 32 MiB = 2^25: a fifth
+    return l1 * l2 * l3;
+  };
+  std::vector<CurvePoint> c;
+  for (double ws : sweep_sizes()) c.push_back({ws, smooth(ws)});
+  auto ps = detect_plateaus(c, kLevels);
+  REQUIRE(ps.size() == 4);
+  // far from every edge the curve is 200, 100, 50 and 200 × 0.5 × 0.5 × 0.2 = 10 GB/s
+  CHECK(level(ps, "L1").bytes_per_s == Approx(200e9).epsilon(0.08));
+  CHECK(level(ps, "L2").bytes_per_s == Approx(100e9).epsilon(0.08));
+  CHECK(level(ps, "L3").bytes_per_s == Approx(50e9).epsilon(0.08));
+  CHECK(level(ps, "DRAM").bytes_per_s == Approx(10e9).epsilon(0.08));
+}
+
+TEST_CASE("measure: two levels with one bandwidth share one flat run; a curve that stops early has no DRAM", "[measure]") {
+  std::vector<CurvePoint> c;
+  for (double ws : sweep_sizes())
+    if (ws <= 16 * MiB) c.push_back({ws, ws <= 32 * KiB ? 200e9 : 80e9});  // L2 and L3 alike; stops inside L3
+  auto ps = detect_plateaus(c, kLevels);
+  REQUIRE(ps.size() == 3);
+  CHECK(level(ps, "L2").bytes_per_s == 80e9);
+  CHECK(level(ps, "L3").bytes_per_s == 80e9);
+  CHECK(level(ps, "L3").to_bytes == Approx(16 * MiB));
+  // unsorted input, zeros and NaNs are tolerated
+  std::vector<CurvePoint> messy = {{64 * MiB, 5e9}, {16 * KiB, 100e9}, {1 * MiB, 0}, {2 * MiB, NAN}, {8 * KiB, 100e9}};
+  auto m = detect_plateaus(messy, kLevels);
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].level == "L1");
+  CHECK(m[0].bytes_per_s == 100e9);
+  CHECK(m[1].level == "DRAM");
+  CHECK_FALSE(m[1].from_curve);  // a single point: no flat run, the point itself
+  CHECK(m[1].bytes_per_s == 5e9);
+  CHECK(detect_plateaus({}, kLevels).empty());
+}
+
+TEST_CASE("measure: the saturating chain count and the detected pipes", "[measure]") {
+  // latency 4 × 2 pipes: rates grow linearly to 8 chains, then stay
+  std::vector<std::pair<int, double>> sweep = {{1, 12.5e9}, {2, 25e9}, {4, 50e9}, {6, 75e9}, {8, 99e9}, {10, 100e9}, {12, 98e9}};
+  CHECK(saturating_chains(sweep) == 8);  // 99 ≥ 100 × 0.97
+  CHECK(saturating_chains(sweep, 0.001) == 10);
+  // 96 GFLOP/s at 3 GHz = 32 FLOP/cycle = 8 lanes × 2 FLOP × 2 pipes
+  CHECK(detected_pipes(96e9, 3e9, 8, 2) == 2);
+  // 512-bit double-pumped (one 16-lane FMA per cycle): 16 × 2 × 1 = 32 FLOP/cycle
+  CHECK(detected_pipes(96e9, 3e9, 16, 2) == 1);
+  CHECK(detected_pipes(1e9, 0, 8, 2) == 1);
+}
+
+TEST_CASE("measure: cache sizes from a sysfs tree", "[measure]") {
+  CHECK(parse_sysfs_size("32K\n") == 32 * 1024);
+  CHECK(parse_sysfs_size("32768K") == 32 * MiB);
+  CHECK(parse_sysfs_size("2M") == 2 * MiB);
+  CHECK(parse_sysfs_size("") == 0);
+  CHECK(parse_sysfs_size("x") == 0);
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / "rsim_test_sysfs_cache";
+  fs::remove_all(root);
+  auto put = [&](int i, const char* level, const char* type, const char* size, const char* shared) {
+    fs::create_directories(root / ("index" + std::to_string(i)));
+    std::ofstream(root / ("index" + std::to_string(i)) / "level") << level << "\n";
+    std::ofstream(root / ("index" + std::to_string(i)) / "type") << type << "\n";
+    std::ofstream(root / ("index" + std::to_string(i)) / "size") << size << "\n";
+    std::ofstream(root / ("index" + std::to_string(i)) / "shared_cpu_list") << shared << "\n";
+  };
+  put(0, "1", "Data", "48K", "0");
+  put(1, "1", "Instruction", "32K", "0");
+  put(2, "3", "Unified", "32768K", "0-7,16-23");
+  put(3, "2", "Unified", "1024K", "0,16");
+  auto caches = read_caches(root.string());
+  fs::remove_all(root);
+  REQUIRE(caches.size() == 3);  // the instruction cache is skipped; sorted by level
+  CHECK(caches[0].level == 1);
+  CHECK(caches[0].size_bytes == 48 * KiB);
+  CHECK(caches[1].level == 2);
+  CHECK(caches[1].shared_by == 2);
+  CHECK(caches[2].size_bytes == 32 * MiB);
+  CHECK(caches[2].shared_by == 16);  // 0-7 and 16-23
+}
+
+namespace {
+
+// A probe result written by hand: 2 threads at 3 GHz, AVX2 fp32 8 lanes × 2 FMA pipes.
+ProbeResult synthetic_probe() {
+  ProbeResult r;
+  r.cpu = "Test CPU";
+  r.threads = 2;
+  r.clock_hz = 3e9;
+  r.clock_all_hz = 3e9;
+  r.features.sse2 = r.features.avx = r.features.avx2 = r.features.fma = true;
+  r.caches = {{1, "Data", 32 * KiB, 1}, {2, "Unified", 512 * KiB, 1}, {3, "Unified", 32 * MiB, 2}};
+  PeakResult p;
+  p.isa = "avx2";
+  p.precision = "fp32";
+  p.lanes = 8;
+  p.chains = 8;
+  p.threads = 1;
+  p.flops_per_s = 95e9;  // 31.7 FLOP/cycle → 2 pipes
+  r.peaks.push_back(p);
+  p.threads = 2;
+  p.flops_per_s = 180e9;
+  r.peaks.push_back(p);
+  PeakResult d = p;
+  d.precision = "fp64";
+  d.lanes = 4;
+  d.threads = 1;
+  d.flops_per_s = 47e9;
+  r.peaks.push_back(d);
+  d.threads = 2;
+  d.flops_per_s = 90e9;
+  r.peaks.push_back(d);
+  r.skipped = {"avx512 fp32: the CPU lacks avx512f"};
+  for (int T : {1, 2}) {
+    LevelPlateaus lp{"read", T, {}};
+    lp.plateaus.push_back(Plateau{"L1", 8 * KiB, 32 * KiB, 180e9 * T, 9, true, 32 * KiB});
+    lp.plateaus.push_back(Plateau{"L2", 64 * KiB, 512 * KiB, 95e9 * T, 12, true, 512 * KiB});
+    lp.plateaus.push_back(Plateau{"L3", 1 * MiB, 32 * MiB, 70e9, 20, true, 32 * MiB});
+    lp.plateaus.push_back(Plateau{"DRAM", 256 * MiB, 512 * MiB, 20e9, 5, true, 0});
+    r.plateaus.push_back(lp);
+  }
+  r.bandwidth.push_back({"read", 1, 16 * KiB, 180e9});
+  r.bandwidth.push_back({"read", 1, 512 * MiB, 20e9});
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("measure: the probed platform file loads in the catalog's format with measured derated roofs", "[measure]") {
+  ProbeResult r = synthetic_probe();
+  std::string yaml = probe_platform_yaml(r, "this_machine");
+  Diags d;
+  Platform p = build_platform(parse_yaml(yaml, "this_machine.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  CHECK(p.name == "this_machine");
+  REQUIRE(p.compute.size() == 2);
+  // fp32: 2 cores × 3 GHz × 8 lanes × 2 FMA pipes × 2 = 192 GFLOP/s; measured 180 GFLOP/s
+  CHECK(p.compute[0].dtypes == std::vector<DType>{DType::fp32});
+  CHECK(p.compute[0].peak_flops_per_s == Approx(2 * 3e9 * 8 * 2 * 2));
+  CHECK(p.compute[0].derated_flops_per_s == Approx(180e9));
+  CHECK(p.compute[0].derated_derivation.find("measured: 180 GFLOP/s (93.75 % of theoretical) by rsim probe") == 0);
+  // fp64: 2 × 3 GHz × 4 × 2 × 2 = 96 GFLOP/s; 47 GFLOP/s on one thread = 15.7 FLOP/cycle → 2 pipes
+  CHECK(p.compute[1].peak_flops_per_s == Approx(2 * 3e9 * 4 * 2 * 2));
+  CHECK(p.compute[1].derated_flops_per_s == Approx(90e9));
+  // DRAM first (memory[0]), then the caches by size; sizes for both cores: 2 × 32 KiB, 2 × 512 KiB, 32 MiB shared
+  REQUIRE(p.memory.size() == 4);
+  CHECK(p.memory[0].name == "DRAM");
+  CHECK(p.memory[0].bandwidth_bytes_per_s == Approx(20e9));
+  CHECK(p.memory[1].name == "L1");
+  CHECK(p.memory[1].bandwidth_bytes_per_s == Approx(360e9));
+  CHECK(p.memory[1].size_bytes == 64 * KiB);
+  CHECK(p.memory[2].size_bytes == 1024 * KiB);
+  CHECK(p.memory[3].size_bytes == 32 * MiB);
+  CHECK(yaml.find("# Skipped: avx512 fp32: the CPU lacks avx512f.") != std::string::npos);
+}
+
+TEST_CASE("measure: the probe's JSON has the issue's shape in SI units", "[measure]") {
+  std::string j = probe_json(synthetic_probe());
+  CHECK(j.rfind("{\n  \"clock_hz\": 3e+09,\n  \"peak_flops_per_s\": {\n    \"fp64\": {\"1\": 4.7e+10, \"all\": 9e+10},\n"
+                "    \"fp32\": {\"1\": 9.5e+10, \"all\": 1.8e+11}\n  },\n  \"bandwidth_bytes_per_s\": {\n"
+                "    \"L1\": {\"1\": 1.8e+11, \"all\": 3.6e+11},\n    \"L2\": {\"1\": 9.5e+10, \"all\": 1.9e+11},\n"
+                "    \"L3\": {\"1\": 7e+10, \"all\": 7e+10},\n    \"DRAM\": {\"1\": 2e+10, \"all\": 2e+10}\n  },\n", 0) == 0);
+}
+
+TEST_CASE("measure: the probe's figures: one ceiling per precision, one diagonal per level", "[measure]") {
+  auto figs = probe_figures(synthetic_probe());
+  REQUIRE(figs.size() == 2);
+  CHECK(figs[0].first == "probe_roofline");
+  const plots::Figure& roof = figs[0].second;
+  REQUIRE(roof.lines.size() == 2 + 4);  // fp32 and fp64 ceilings; L1, L2, L3, DRAM
+  CHECK(roof.lines[0].pts.front().y == 180e9);  // the highest ceiling first
+  // the DRAM diagonal ends at the top ceiling: x = 180e9 / 20e9 = 9 FLOP/byte
+  CHECK(roof.lines[5].pts.back().x == Approx(9));
+  CHECK(figs[1].first == "probe_bandwidth");
+  CHECK(figs[1].second.refs.size() == 3);  // L1, L2, L3 from the OS
+}
+
+TEST_CASE("measure: a compute roof's measured value is the derated roof and cannot beat the theoretical", "[measure][platforms]") {
+  auto build = [](const std::string& yaml, Diags& d) { return build_platform(parse_yaml(yaml, "p.yaml"), nullptr, d); };
+  Diags d;
+  Platform p = build("name: p\ncompute:\n  - name: c\n    dtypes: fp32\n    peak: 100 GFLOP/s\n    measured: 80 GFLOP/s\n"
+                     "memory:\n  - name: m\n    bandwidth: 10 GB/s\n", d);
+  REQUIRE(d.empty());
+  CHECK(p.compute[0].derated_flops_per_s == 80e9);
+  CHECK(p.compute[0].derated_derivation == "measured: 80 GFLOP/s (80 % of theoretical)");
+  Diags d2;
+  build("name: p\ncompute:\n  - name: c\n    dtypes: fp32\n    peak: 100 GFLOP/s\n    measured: 120 GFLOP/s\n"
+        "memory:\n  - name: m\n    bandwidth: 10 GB/s\n", d2);
+  CHECK(ConfigError(d2.list()).what() == std::string(
+      "p.yaml:6:15: error: compute roof 'c': measured 120 GFLOP/s is above the theoretical 100 GFLOP/s\n"
+      "    measured: 120 GFLOP/s\n"
+      "              ^\n"
+      "note: check both figures: a measurement cannot beat the hardware's limit\n"));
+}
+
+TEST_CASE("measure: a short real probe (compute only) finds a saturating chain count", "[measure]") {
+  ProbeOptions opt;
+  opt.quick = true;
+  opt.bandwidth = false;
+  opt.threads = 1;
+  ProbeResult r = run_probe(opt);
+  CHECK(r.clock_hz > 1e8);
+  const PeakResult* fp32 = best_peak(r, "fp32", 1);
+  REQUIRE(fp32 != nullptr);
+  CHECK(fp32->flops_per_s > 0);
+  CHECK(fp32->chains >= 1);
+  // the rate never falls far when chains are added beyond the saturating count (registers suffice)
+  CHECK(fp32->chain_sweep.size() >= 6);
+}
