@@ -157,6 +157,19 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   return out;
 }
 
+// Whether any scalar of a tree has a `${…}` (keys are never substituted).
+static bool tree_has_expr(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::Scalar: return has_expr(n.scalar);
+    case CNode::Kind::Seq:
+      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
+    case CNode::Kind::Map:
+      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
+    case CNode::Kind::Null: break;
+  }
+  return false;
+}
+
 static std::string gib_text(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
@@ -241,8 +254,17 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
   std::vector<const CNode*> plat_nodes;
   for (const auto& raw : s.platforms) {
-    CNode entry = substitute_tree(raw, env, ctx.ev, d);
-    Platform pl = resolve_platform(entry, ctx.platforms, d);
+    // an entry without `${…}` is the same platform at every point: resolved once per worker
+    Platform pl;
+    if (auto it = ctx.fixed_platforms.find(&raw); it != ctx.fixed_platforms.end()) {
+      pl = it->second;
+    } else {
+      Diags pd;
+      CNode entry = substitute_tree(raw, env, ctx.ev, pd);
+      pl = resolve_platform(entry, ctx.platforms, pd);
+      if (pd.empty() && !pl.name.empty() && !tree_has_expr(raw)) ctx.fixed_platforms.emplace(&raw, pl);
+      d.merge(pd);
+    }
     if (!pl.name.empty()) {
       for (const auto& prev : out.platforms)
         if (prev.name == pl.name)
@@ -251,27 +273,40 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       plat_nodes.push_back(&raw);
     }
   }
-  std::vector<Network> nets;
+  std::vector<std::shared_ptr<const Network>> nets;
   std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   for (const auto& raw : s.networks) {
-    Diags nd;  // each network reports its own errors even when an earlier part failed
-    NetworkSource src = resolve_network(raw, env, ctx, nd);
-    if (!nd.empty()) {
+    // A plain network without `${…}` builds the same at every point with the same settings: built
+    // once per worker (not with scripts, whose operators run user code).
+    bool fixed = s.scripts.empty() && raw.is_map() && !raw.find("model") && !tree_has_expr(raw);
+    auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
+    const Precision& pr = out.settings.precision;
+    EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
+    size_t first = nets.size();
+    if (auto it = fixed ? ctx.fixed_networks.find(key) : ctx.fixed_networks.end(); it != ctx.fixed_networks.end()) {
+      nets.insert(nets.end(), it->second.begin(), it->second.end());
+    } else {
+      Diags nd;  // each network reports its own errors even when an earlier part failed
+      NetworkSource src = resolve_network(raw, env, ctx, nd);
+      if (!nd.empty()) {
+        d.merge(nd);
+        continue;
+      }
+      nets.push_back(std::make_shared<const Network>(build_network(src.node, src.env, bo, nd)));
       d.merge(nd);
-      continue;
+      if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
+        Network opt = apply_passes(*nets.back(), s.passes);
+        opt.name += ".optimized";
+        nets.push_back(std::make_shared<const Network>(std::move(opt)));
+      }
+      if (fixed && nd.empty()) ctx.fixed_networks.emplace(key, std::vector<std::shared_ptr<const Network>>(nets.begin() + static_cast<long>(first), nets.end()));
     }
-    nets.push_back(build_network(src.node, src.env, bo, nd));
-    net_locs.push_back(raw.loc);
-    d.merge(nd);
-    if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
-      nets.push_back(apply_passes(nets.back(), s.passes));
-      nets.back().name += ".optimized";
-      net_locs.push_back(raw.loc);
-    }
-    for (size_t i = 0; i + 1 < nets.size(); ++i)
-      if (nets[i].name == nets.back().name && !nets.back().name.empty())
-        d.error(raw.loc, "network '" + nets.back().name + "' appears twice; names must be unique");
+    net_locs.resize(nets.size(), raw.loc);
+    for (size_t k = first; k < nets.size(); ++k)
+      for (size_t i = 0; i < k; ++i)
+        if (nets[i]->name == nets[k]->name && !nets[k]->name.empty())
+          d.error(raw.loc, "network '" + nets[k]->name + "' appears twice; names must be unique");
   }
   auto with_point = [&](const Diags& dd) {
     std::vector<Diagnostic> list = dd.list();
@@ -302,7 +337,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
               {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
       continue;
     }
-    for (const Network& net : nets) {
+    for (size_t ni = 0; ni < nets.size(); ++ni) {
+      const Network& net = *nets[ni];
       SummaryRow sum;
       sum.point = p.index;
       sum.platform = pl.name;
@@ -413,7 +449,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
         Diagnostic w;
         w.warning = true;
-        w.loc = net_locs[&net - nets.data()];
+        w.loc = net_locs[ni];
         w.message = "network '" + net.name + "' needs " + gib_text(sum.memory_footprint_bytes) + " of memory, more than the " +
                     gib_text(sum.memory_size_bytes) + " of platform '" + pl.name + "' (" + sum.memory_name + ")";
         w.notes.push_back(Note{{}, "weights " + gib_text(sum.weight_footprint_bytes) + " + KV cache " + gib_text(sum.kv_cache_bytes) +

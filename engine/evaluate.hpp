@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/graph.hpp"
@@ -144,6 +145,11 @@ struct EvalContext {
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
+  // Per worker: platforms and networks that no `${…}` changes, built once (see evaluate_point).
+  std::map<const CNode*, Platform> fixed_platforms{};
+  // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
+  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;
+  std::map<NetKey, std::vector<std::shared_ptr<const Network>>> fixed_networks{};
 };
 
 // Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic

@@ -387,13 +387,18 @@ const std::vector<std::string> kPrecisionKeys = {"weights_dtype", "kv_dtype", "c
 
 void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
   if (!map.is_map()) return;
-  if (const CNode* v = map.find("weights_dtype"))
+  // an empty value keeps the enclosing one (a zoo model's parameter left at its default "")
+  auto given = [&](const char* key) -> const CNode* {
+    const CNode* v = map.find(key);
+    return v && !(v->is_scalar() && v->scalar.empty()) ? v : nullptr;
+  };
+  if (const CNode* v = given("weights_dtype"))
     if (auto t = read_dtype(*v, d, "weights_dtype")) p.weights = t;
-  if (const CNode* v = map.find("kv_dtype"))
+  if (const CNode* v = given("kv_dtype"))
     if (auto t = read_dtype(*v, d, "kv_dtype")) p.kv = t;
-  if (const CNode* v = map.find("compute_dtype"))
+  if (const CNode* v = given("compute_dtype"))
     if (auto t = read_dtype(*v, d, "compute_dtype")) p.compute = t;
-  if (const CNode* v = map.find("quant_group")) {
+  if (const CNode* v = given("quant_group")) {
     auto g = to_integer(*v, d, "quant_group");
     if (g && (*g < 0 || *g > 1000000000LL)) d.error(v->loc, "quant_group must be 0 (no scales) or a positive group size, e.g. 128");
     else if (g) p.quant_group = *g;

@@ -43,6 +43,17 @@ const ColumnInfo kColumns[] = {
     {"layers", "Layers", "", true},
     {"kernels", "Kernels", "", true},
     {"derated_time_per_sample_s", "Time per sample, derated roofs [s]", "s", false},
+    // transformers (networks with a phase)
+    {"active_params", "Active parameters", "", true},
+    {"tokens_per_s", "Tokens per second", "", false},
+    {"derated_tokens_per_s", "Tokens per second, derated roofs", "", false},
+    {"time_per_output_token_s", "Time per output token [s]", "s", false},
+    {"derated_time_per_output_token_s", "Time per output token, derated roofs [s]", "s", false},
+    {"time_to_first_token_s", "Time to first token [s]", "s", false},
+    {"derated_time_to_first_token_s", "Time to first token, derated roofs [s]", "s", false},
+    {"weight_footprint_bytes", "Weights held in memory [B]", "B", true},
+    {"kv_cache_bytes", "KV cache [B]", "B", true},
+    {"memory_footprint_bytes", "Memory footprint: weights + KV cache + activations [B]", "B", true},
 };
 
 const ColumnInfo* column(const std::string& n) {
@@ -88,6 +99,17 @@ double summary_value(const SummaryRow& s, const std::string& c) {
   if (c == "layers") return s.layers;
   if (c == "kernels") return s.kernels;
   if (c == "derated_time_per_sample_s") return s.derated_time_s / s.batch;
+  if (c == "active_params") return s.active_params;
+  if (c == "weight_footprint_bytes") return s.weight_footprint_bytes;
+  if (c == "kv_cache_bytes") return s.kv_cache_bytes;
+  if (c == "memory_footprint_bytes") return s.memory_footprint_bytes;
+  LlmTotals t = llm_totals(s);
+  if (c == "tokens_per_s") return t.tokens_per_s;
+  if (c == "derated_tokens_per_s") return t.derated_tokens_per_s;
+  if (c == "time_per_output_token_s") return t.tpot_s;
+  if (c == "derated_time_per_output_token_s") return t.derated_tpot_s;
+  if (c == "time_to_first_token_s") return t.ttft_s;
+  if (c == "derated_time_to_first_token_s") return t.derated_ttft_s;
   return NAN;
 }
 
@@ -647,6 +669,23 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       ++ci;
     }
   }
+  // memory size references when y is a memory footprint: one line per platform that states it
+  if (spec.y == "memory_footprint_bytes" || spec.y == "weight_footprint_bytes" || spec.y == "kv_cache_bytes") {
+    size_t ci = 0;
+    for (const auto& name : platform_names(r)) {
+      const Platform* p = find_platform(r, name);
+      if (!p) continue;
+      const MemoryLevel* big = nullptr;
+      for (const auto& m : p->memory)
+        if (m.size_bytes > 0 && (!big || m.size_bytes > big->size_bytes)) big = &m;
+      if (!big) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s %s %.0f GiB", name.c_str(), big->name.c_str(), big->size_bytes / 1073741824.0);
+      refs.push_back(Reference{false, big->size_bytes, LineStyle{rgb(ci % 2 ? 0x666666 : 0x333333), 1.0, ci % 2 ? Dash::Dotted : Dash::Dashed}, buf});
+      ys.push_back(big->size_bytes);
+      ++ci;
+    }
+  }
   if (categorical) {
     f.x.categories = cats;
     f.x.min = -0.5;
@@ -681,7 +720,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
-  if (!refs.empty()) f.subtitle += " · dashed/dotted: ridge points (derated)";
+  if (!refs.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
   if (categorical && cats.size() > 12) {

@@ -175,3 +175,104 @@ TEST_CASE("memory footprint is checked against the platform's memory, int4 weigh
   CHECK(qs.memory_footprint_bytes < qs.memory_size_bytes);
   CHECK(q.results[0].warnings.empty());
 }
+
+// ---------------------------------------------------------------- the LLM studies (scenarios/README.md)
+
+namespace {
+const SummaryRow& at(const RunResult& r, const std::string& platform, const std::string& network,
+                     std::initializer_list<std::pair<const char*, const char*>> bindings) {
+  for (size_t i = 0; i < r.points.size(); ++i) {
+    bool match = true;
+    for (const auto& [k, v] : bindings) match = match && env_find(r.points[i].bindings, k) && *env_find(r.points[i].bindings, k) == v;
+    if (!match) continue;
+    for (const auto& s : r.results[i].summary)
+      if (s.platform == platform && s.network == network) return s;
+  }
+  throw std::runtime_error("no summary for " + platform + "/" + network);
+}
+double tps(const SummaryRow& s) { return llm_totals(s).derated_tokens_per_s; }
+const SummaryRow& total(const RunResult& r, size_t point, const std::string& platform, const std::string& network) {
+  for (const auto& s : r.results.at(point).summary)
+    if (s.platform == platform && s.network == network) return s;
+  throw std::runtime_error("no summary " + platform + "/" + network);
+}
+}  // namespace
+
+TEST_CASE("study: decode tokens/s vs batch and context, fp16 vs int4 weights", "[studies][llm]") {
+  RunResult r = run_file("scenarios/llm_decode.yaml");
+  REQUIRE(r.points.size() == 3 * 5);
+  const auto& fp16 = at(r, "h100_sxm", "llama3_8b.fp16", {{"context", "1024"}, {"batch", "1"}});
+  const auto& int4 = at(r, "h100_sxm", "llama3_8b.int4", {{"context", "1024"}, {"batch", "1"}});
+  CHECK(tps(fp16) == Approx(135).epsilon(0.01));  // README: 135 and 285 tokens/s, 2.1×
+  CHECK(tps(int4) == Approx(285).epsilon(0.01));
+  CHECK(tps(int4) / tps(fp16) == Approx(2.1).epsilon(0.02));
+  CHECK(fp16.derated_memory_bound == fp16.layers);  // every layer memory bound at batch 1
+  const auto& f64 = at(r, "h100_sxm", "llama3_8b.fp16", {{"context", "4096"}, {"batch", "64"}});
+  const auto& i64 = at(r, "h100_sxm", "llama3_8b.int4", {{"context", "4096"}, {"batch", "64"}});
+  CHECK(tps(f64) == Approx(3247).epsilon(0.01));  // README: 3,247 → 4,052, 1.25×
+  CHECK(tps(i64) == Approx(4052).epsilon(0.01));
+  // the KV cache read: 64 sequences × 4,097 tokens × 128 KiB = 32 GiB, more than the weights
+  double kv = 64.0 * 4097 * 32 * 2 * 8 * 128 * 2;
+  CHECK(kv == 32.0 * 4097 / 4096 * 1024 * 1024 * 1024);
+  CHECK(f64.kv_cache_bytes == kv);
+  CHECK(kv > f64.weight_footprint_bytes);
+  // H200 1.27×, MI300X 1.36× the H100 at batch 1 (fp16)
+  CHECK(tps(at(r, "h200", "llama3_8b.fp16", {{"context", "1024"}, {"batch", "1"}})) / tps(fp16) == Approx(1.27).epsilon(0.01));
+  CHECK(tps(at(r, "mi300x", "llama3_8b.fp16", {{"context", "1024"}, {"batch", "1"}})) / tps(fp16) == Approx(1.36).epsilon(0.01));
+  // batch 64 at 16,384 tokens: the cache alone is 64 × 16,385 × 128 KiB ≈ 128 GiB
+  const auto& big = at(r, "h100_sxm", "llama3_8b.fp16", {{"context", "16384"}, {"batch", "64"}});
+  CHECK(big.kv_cache_bytes == 64.0 * 16385 * 131072);
+  CHECK(big.memory_footprint_bytes > big.memory_size_bytes);
+  const auto& big_mi = at(r, "mi300x", "llama3_8b.fp16", {{"context", "16384"}, {"batch", "64"}});
+  CHECK(big_mi.memory_footprint_bytes < big_mi.memory_size_bytes);
+  CHECK_FALSE(r.results[0].warnings.size() > 0);  // batch 1, 1,024 tokens fits everywhere
+}
+
+TEST_CASE("study: prefill near the compute roof, decode on the bandwidth slope", "[studies][llm]") {
+  RunResult r = run_file("scenarios/llm_prefill_decode.yaml");
+  REQUIRE(r.points.size() == 3);  // batch 1, 8, 64
+  double ridge = 989.5e12 / 3.35e12;  // H100 fp16 / HBM3: 295.4 FLOP/byte
+  const SummaryRow& pre = total(r, 0, "h100_sxm", "prefill");
+  CHECK(pre.intensity > ridge);
+  CHECK(pre.intensity == Approx(751).epsilon(0.01));
+  CHECK(pre.compute_bound == 192);  // the matrix products: 32 × (q, k, v, o, attention, MLP) = 192
+  CHECK(pre.compute_bound == 32 * 6);
+  CHECK(pre.layers == 420);
+  CHECK(llm_totals(pre).derated_ttft_s == Approx(35e-3).epsilon(0.01));
+  CHECK(llm_totals(pre).derated_tokens_per_s == Approx(58400).epsilon(0.01));
+  const SummaryRow& d1 = total(r, 0, "h100_sxm", "decode");
+  const SummaryRow& d8 = total(r, 1, "h100_sxm", "decode");
+  const SummaryRow& d64 = total(r, 2, "h100_sxm", "decode");
+  CHECK(d1.intensity == Approx(1.05).epsilon(0.01));
+  CHECK(d8.intensity == Approx(7.5).epsilon(0.01));
+  CHECK(d64.intensity == Approx(31.2).epsilon(0.01));
+  CHECK(d64.intensity < 64);
+  CHECK(d1.compute_bound == 0);
+  CHECK(tps(d1) == Approx(134).epsilon(0.01));
+  CHECK(tps(d64) == Approx(4680).epsilon(0.01));
+}
+
+TEST_CASE("study: how long a context fits", "[studies][llm]") {
+  RunResult r = run_file("scenarios/llm_footprint.yaml");
+  auto fp = [&](const char* net, const char* ctx, const char* platform = "h100_sxm") { return at(r, platform, net, {{"context", ctx}}); };
+  // per 1,024 tokens of context at batch 8, fp16: 8 × 1,024 × 2 (K, V) × 32 layers × KV width × 2 bytes
+  const double gib = 1024.0 * 1024 * 1024;
+  CHECK(fp("llama2_7b", "4096").kv_cache_bytes - fp("llama2_7b", "1024").kv_cache_bytes == 3 * (8.0 * 1024 * 2 * 32 * 4096 * 2));
+  CHECK(8.0 * 1024 * 2 * 32 * 4096 * 2 == 4 * gib);
+  CHECK(fp("llama3_8b", "4096").kv_cache_bytes - fp("llama3_8b", "1024").kv_cache_bytes == 3 * (8.0 * 1024 * 2 * 32 * 1024 * 2));
+  CHECK(8.0 * 1024 * 2 * 32 * 1024 * 2 == 1 * gib);
+  auto fits = [](const SummaryRow& s) { return s.memory_footprint_bytes <= s.memory_size_bytes; };
+  CHECK(fits(fp("llama2_7b", "16384")));
+  CHECK(fp("llama2_7b", "16384").memory_footprint_bytes / gib == Approx(76.6).epsilon(0.002));
+  CHECK_FALSE(fits(fp("llama2_7b", "65536")));
+  CHECK(fits(fp("llama3_8b", "65536")));
+  CHECK(fp("llama3_8b", "65536").memory_footprint_bytes / gib == Approx(79.0).epsilon(0.002));
+  CHECK_FALSE(fits(fp("mixtral_8x7b", "1024")));
+  CHECK(fits(fp("mixtral_8x7b", "1024", "mi300x")));  // 192 GiB
+  CHECK(fits(fp("mixtral_8x7b", "16384", "h200")));
+  CHECK_FALSE(fits(fp("mixtral_8x7b", "65536", "h200")));
+  CHECK((fp("llama3_8b", "1024").weight_footprint_bytes - fp("llama3_8b.int4", "1024").weight_footprint_bytes) / gib == Approx(11.1).epsilon(0.01));
+  CHECK(fits(fp("llama3_8b.int4", "131072", "h200")));
+  CHECK(fits(fp("llama3_8b.int4", "131072", "mi300x")));
+  CHECK_FALSE(fits(fp("llama3_8b", "131072", "h200")));
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""End-to-end speed of `rsim run` against its references, each ratio printed beside its target.
+
+The scenario: a chain of 50 3×3 convolutions (padding 1, bias, fp32) on 14×14 inputs, on one
+platform (rtx3080), swept over channel counts c = 8, 9, … (one point per value; 50 rows per point).
+References measured in the same run:
+  - a plain Python loop computing the same per-layer numbers and building the same CSV rows;
+  - a plain C++ program (bench/plain_writer.cpp, compiled here with -O2) that computes the rows and
+    streams results.csv and results.json with std::to_chars;
+  - a Python loop doing only the arithmetic of the network totals (for summary-only runs).
+Times are the best of --repeat runs; "CPU" is user + system time of the process (what one core
+spends), "wall" is elapsed time. On a shared machine wall time is noisy: the script prints the
+load average before and after.
+
+usage: bench/e2e.py [--rsim build/rsim] [--quick] [--repeat N] [--keep DIR]
+"""
+import argparse, os, resource, shutil, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PEAK, BW = 29.8e12, 760.32e9
+H = W = 14
+
+
+def scenario(path, points, layers, c0=8):
+    with open(path, "w") as f:
+        f.write("name: e2e\nplatforms: [rtx3080]\n")
+        f.write(f"sweep: {{grid: {{c: {{from: {c0}, to: {c0 + points - 1}, step: 1}}}}, max_points: 2000000}}\n")
+        f.write(f"networks:\n  - name: convnet\n    input: [1, \"${{c}}\", {H}, {W}]\n    layers:\n")
+        for i in range(layers):
+            f.write(f"      - {{name: conv{i}, op: conv2d, out_channels: \"${{c}}\", kernel: 3, padding: 1}}\n")
+
+
+def chain(path, layers):
+    with open(path, "w") as f:
+        f.write("name: chain\nplatforms: [rtx3080]\nnetworks:\n  - name: deep\n    input: [1, 8, 8, 8]\n    layers:\n")
+        for _ in range(layers):
+            f.write("      - {op: relu}\n")
+
+
+def measure(cmd, repeat):
+    """best (wall, cpu, maxrss_MB) of `repeat` runs of cmd"""
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        err = p.stderr.read().decode()
+        p.stderr.close()
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{err}")
+        r = (wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+        best = r if best is None or r[1] < best[1] else best
+    return best
+
+
+def python_rows(points, layers, out_path, c0=8):
+    """the reference loop: per-layer numbers and the CSV rows, written to a file"""
+    t0 = time.process_time()
+    with open(out_path, "w") as f:
+        for p in range(points):
+            c = c0 + p
+            rows = []
+            for l in range(layers):
+                hw = H * W
+                macs = c * c * 9 * hw
+                flops = 2 * macs + c * hw
+                params = c * c * 9 + c
+                wb, ib, ob = 4 * params, 4 * c * hw, 4 * c * hw
+                b = wb + ib + ob
+                inten = flops / b
+                att = min(PEAK, inten * BW)
+                t = max(flops / PEAK, b / BW)
+                bound = "compute" if flops / PEAK >= b / BW else "memory"
+                shape = f"1x{c}x{H}x{W}"
+                rows.append(",".join(map(str, (p, c, "rtx3080", "convnet", f"conv{l}", "conv2d", "fp32", shape, shape, macs, flops, params,
+                                              wb, ib, ob, b, inten, macs / b, "fp32 CUDA cores", "GDDR6X", PEAK, BW, att, t, bound,
+                                              PEAK, BW, att, t, bound, f"conv{l}", 1, 1, 2, "inputs+weights+outputs"))))
+            f.write("\n".join(rows) + "\n")
+    return time.process_time() - t0
+
+
+def python_totals(points, layers, c0=8):
+    """the arithmetic of the network totals only"""
+    t0 = time.process_time()
+    for p in range(points):
+        c = c0 + p
+        tot_f = tot_b = tot_t = 0.0
+        for l in range(layers):
+            hw = H * W
+            macs = c * c * 9 * hw
+            flops = 2 * macs + c * hw
+            b = 4 * (c * c * 9 + c) + 8 * c * hw
+            tot_f += flops
+            tot_b += b
+            tot_t += max(flops / PEAK, b / BW)
+    return time.process_time() - t0
+
+
+def files_equal(a, b):
+    for name in sorted(os.listdir(a)):
+        if name.startswith("."):
+            continue
+        with open(os.path.join(a, name), "rb") as x, open(os.path.join(b, name), "rb") as y:
+            if x.read() != y.read():
+                return False
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rsim", default=os.path.join(ROOT, "build", "rsim"))
+    ap.add_argument("--quick", action="store_true", help="10x smaller sizes for the 10^6 cases")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", help="work in this folder and keep it")
+    a = ap.parse_args()
+    rsim = os.path.abspath(a.rsim)
+    work = a.keep or tempfile.mkdtemp(prefix="rsim_e2e_")
+    os.makedirs(work, exist_ok=True)
+    R = a.repeat
+    big = 2000 if a.quick else 20000       # points of the 10^6-row case (50 layers each)
+    many = 100000 if a.quick else 1000000  # points of the validate case (1 layer each)
+    print(f"load average before: {os.getloadavg()}  (cores: {os.cpu_count()})")
+
+    plain = os.path.join(work, "plain_writer")
+    subprocess.check_call(["c++", "-O2", "-std=c++20", os.path.join(HERE, "plain_writer.cpp"), "-o", plain])
+    s5 = os.path.join(work, "e5.yaml"); scenario(s5, 2000, 50)
+    s6 = os.path.join(work, "e6.yaml"); scenario(s6, big, 50)
+    sv = os.path.join(work, "ev.yaml"); scenario(sv, many, 1)
+    c10 = os.path.join(work, "c10k.yaml"); chain(c10, 10000)
+    c100 = os.path.join(work, "c100k.yaml"); chain(c100, 100000)
+    run = lambda scen, out, *extra: [rsim, "run", scen, "--out", os.path.join(work, out), "-q", "--no-plots", *extra]
+    rows5 = 2000 * 50
+
+    res = []  # (what, measured text, target text, ok)
+    # 1. 10^5 rows with tables, one worker
+    py = min(python_rows(2000, 50, os.path.join(work, "py.csv")) for _ in range(R))
+    os.makedirs(os.path.join(work, "plain"), exist_ok=True)
+    pl = measure([plain, "2000", "50", "8", str(H), str(W), str(PEAK), str(BW), os.path.join(work, "plain")], R)
+    j1 = measure(run(s5, "j1", "--jobs", "1"), R)
+    res.append(("10^5 rows with tables, 1 worker: rows/s per core (CPU)", f"{rows5 / j1[1] / 1e6:.2f} M/s", "≥ 1 M/s", rows5 / j1[1] >= 1e6))
+    res.append(("  vs the Python loop (CPU time ratio)", f"{py / j1[1]:.2f}× faster", "≥ 4×", py / j1[1] >= 4))
+    res.append(("  vs the plain C++ streaming writer (CPU time ratio)", f"{j1[1] / pl[1]:.2f}× its time", "≤ 1.5×", j1[1] / pl[1] <= 1.5))
+    # 2. --jobs 2 vs --jobs 1
+    j2 = measure(run(s5, "j2", "--jobs", "2"), R)
+    same = files_equal(os.path.join(work, "j1"), os.path.join(work, "j2"))
+    res.append(("--jobs 2 vs --jobs 1 (wall time ratio)", f"{j1[0] / j2[0]:.2f}×", "≥ 1.5×", j1[0] / j2[0] >= 1.5))
+    res.append(("  identical bytes", "yes" if same else "NO", "yes", same))
+    # 3. 10^6 rows: peak RSS and linear time
+    big_rows = big * 50
+    b1 = measure(run(s6, "big", "--jobs", "1"), 1)
+    res.append((f"{big_rows:.0e} rows with tables: peak RSS", f"{b1[2]:.0f} MB", "< 200 MB", b1[2] < 200))
+    res.append((f"  CPU time per row vs 10^5 rows (linear = 1)", f"{(b1[1] / big_rows) / (j1[1] / rows5):.2f}", "≈ 1", (b1[1] / big_rows) / (j1[1] / rows5) < 1.3))
+    shutil.rmtree(os.path.join(work, "big"), ignore_errors=True)
+    # 4. summary-only layer evaluations per core
+    su = measure(run(s5, "sum", "--jobs", "1", "--tables", "summary"), R)
+    pyt = min(python_totals(2000, 50) for _ in range(R))
+    res.append(("summary only: layer evaluations/s per core (CPU)", f"{rows5 / su[1] / 1e6:.2f} M/s", "≥ 20 M/s", rows5 / su[1] >= 20e6))
+    res.append(("  vs a Python loop doing the same arithmetic", f"{pyt / su[1]:.2f}×", "≥ 10×", pyt / su[1] >= 10))
+    # 5. 10k vs 100k sequential layers
+    k10 = measure(run(c10, "c10", "--jobs", "1"), R)
+    k100 = measure(run(c100, "c100", "--jobs", "1"), R)
+    res.append(("100k vs 10k sequential layers (CPU time ratio)", f"{k100[1] / k10[1]:.1f}× ({k10[1]:.2f} s, {k100[1]:.2f} s)", "≤ 12×", k100[1] / k10[1] <= 12))
+    # 6. validate vs summary-only run of a many-point scenario
+    vs = measure(run(sv, "vsum", "--jobs", "1", "--tables", "summary"), 1)
+    va = measure([rsim, "validate", sv], R)
+    res.append((f"validate of {many:.0e} points vs its summary-only run", f"{100 * va[1] / vs[1]:.2f} % ({va[1]:.3f} s, {vs[1]:.1f} s)", "< 10 %", va[1] / vs[1] < 0.1))
+
+    print(f"\nreferences: Python rows {py:.2f} s CPU; plain C++ writer {pl[1]:.2f} s CPU ({pl[0]:.2f} s wall, {pl[2]:.0f} MB); "
+          f"Python totals {pyt:.2f} s CPU")
+    print(f"rsim 10^5 rows: --jobs 1 {j1[1]:.2f} s CPU / {j1[0]:.2f} s wall / {j1[2]:.0f} MB; --jobs 2 {j2[1]:.2f} s CPU / {j2[0]:.2f} s wall; "
+          f"summary only {su[1]:.2f} s CPU\n")
+    w = max(len(r[0]) for r in res)
+    for what, got, target, ok in res:
+        print(f"{what:<{w}}  {got:>28}  target {target:<8} {'ok' if ok else 'MISSED'}")
+    print(f"\nload average after: {os.getloadavg()}")
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
