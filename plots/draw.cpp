@@ -482,8 +482,23 @@ DrawReport draw(const Figure& figure, Renderer& r) {
       if (static_cast<double>(rows) * Z.row > max_h && legend_cols < 2 && f.legend.size() > 1) {
         legend_cols = 2;
         legend_w = (W - 20) / 2;
-        for (auto& e : f.legend)
+        // what-if variants share a long name: drop the common part first ("…@2.2GHz: …"), so
+        // what tells the entries apart stays
+        std::string common;
+        size_t with_line = 0;
+        for (const auto& e : f.legend)
+          if (e.has_line) {
+            if (with_line++ == 0) common = e.text;
+            size_t k = 0;
+            while (k < common.size() && k < e.text.size() && common[k] == e.text[k]) ++k;
+            if (k > 4) common.resize(k);  // entries of another kind ("derated roof") share nothing
+          }
+        while (!common.empty() && (static_cast<unsigned char>(common.back()) & 0xC0) == 0x80) common.pop_back();
+        for (auto& e : f.legend) {
+          if (with_line > 1 && e.has_line && common.size() > 4 && e.text.compare(0, common.size(), common) == 0 && r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4)
+            e.text = "…" + e.text.substr(common.size());
           while (r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4 && e.text.size() > 4) e.text = truncate(e.text, static_cast<size_t>(static_cast<double>(e.text.size()) * 0.85));
+        }
         rows = (f.legend.size() + 1) / 2;
       }
       size_t max_rows = std::max<size_t>(1, static_cast<size_t>(max_h / Z.row));
