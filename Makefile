@@ -4,7 +4,7 @@ JOBS    ?= $(shell nproc)
 WERROR  ?= ON
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-asan bench clean
+.PHONY: deps configure build run test test-asan bench bench-e2e clean
 
 deps:
 	./scripts/install-deps.sh
@@ -29,6 +29,11 @@ test-asan:
 
 bench: build
 	./$(BUILD)/bench/rsim_bench
+	./$(BUILD)/bench/rsim_bench_onnx
+
+# End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
+bench-e2e: build
+	python3 bench/e2e.py --rsim $(BUILD)/rsim $(ARGS)
 
 clean:
 	rm -rf build build-asan out

@@ -18,6 +18,7 @@
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "importers/onnx_import.hpp"
 #include "measure/probe.hpp"
 #include "measure/probe_output.hpp"
 #include "measure/probe_figures.hpp"
@@ -46,6 +47,7 @@ int cmd_run(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_validate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_import(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
@@ -57,6 +59,8 @@ const Command kCommands[] = {
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
     {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
+    {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
+     "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
 };
 
 // Display width of UTF-8 text (code points; every character here is one column wide).
@@ -302,6 +306,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
     opt.model_dirs = model_dirs();
+    opt.importer = make_onnx_importer();
     opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
 
@@ -375,7 +380,12 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       const PointResult& first = r.results.front();
       out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
-          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype) << "\n\n";
+          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype);
+      const Precision& pc = first.settings.precision;
+      if (pc.weights) out << ", weights " << dtype_name(*pc.weights) << (pc.quant_group > 0 ? " (scale per " + std::to_string(pc.quant_group) + ")" : "");
+      if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
+      if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
+      out << "\n\n";
       if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? 0 : preview.total_rows()) << "\n";
       out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
       out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";
@@ -418,6 +428,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       opt.make_hooks = scripts.make_hooks;
       opt.make_evaluator = make_lua_evaluator;
       opt.model_dirs = model_dirs();
+      opt.importer = make_onnx_importer();
       opt.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
       // not every point: every value of every sweep variable, bound at least once
       opt.points = vm.count("all-points") ? std::vector<Point>{} : validation_points(s.sweep);
@@ -451,6 +462,71 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   return rc;
 }
 
+int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim import options");
+  desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "ONNX model")(
+      "input", po::value<std::vector<std::string>>()->composing(), "NAME=1x3x224x224: fix an input's shape (repeatable)")(
+      "dim", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: a symbolic dimension's default (repeatable)")(
+      "name", po::value<std::string>(), "the network's name (default: the file's stem)")(
+      "output,o", po::value<std::string>(), "write the model here (default: standard output)")(
+      "summary", "print the op-type histogram, totals and unsupported ops instead");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("import")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("file")) return usage_error(err, "import needs an ONNX model", "rsim import model.onnx -o models/model.yaml");
+  OnnxImportOptions opt;
+  std::vector<std::pair<std::string, long long>> dims;
+  if (vm.count("input"))
+    for (const auto& a : vm["input"].as<std::vector<std::string>>()) {
+      size_t eq = a.find('=');
+      Shape shape;
+      bool ok = eq != std::string::npos && eq > 0 && eq + 1 < a.size();
+      for (size_t start = eq + 1; ok && start <= a.size();) {
+        size_t x = a.find('x', start);
+        auto v = parse_integer(a.substr(start, x == std::string::npos ? std::string::npos : x - start));
+        if (!v || *v <= 0 || *v > 1000000000LL) ok = false;
+        else shape.push_back(*v);
+        if (x == std::string::npos) break;
+        start = x + 1;
+      }
+      if (!ok) return usage_error(err, "--input wants NAME=DIMS with positive dimensions, e.g. input=1x3x224x224, not '" + a + "'");
+      opt.inputs.emplace_back(a.substr(0, eq), shape);
+    }
+  if (vm.count("dim"))
+    for (const auto& a : vm["dim"].as<std::vector<std::string>>()) {
+      size_t eq = a.find('=');
+      auto v = eq == std::string::npos ? std::nullopt : parse_integer(a.substr(eq + 1));
+      if (eq == 0 || !v || *v <= 0 || *v > 1000000000LL) return usage_error(err, "--dim wants NAME=VALUE with a positive size, e.g. batch=1, not '" + a + "'");
+      dims.emplace_back(a.substr(0, eq), *v);
+    }
+  if (vm.count("name")) opt.name = vm["name"].as<std::string>();
+  try {
+    auto model = load_onnx(vm["file"].as<std::string>());
+    if (vm.count("summary")) {
+      opt.dims = dims;
+      out << onnx_summary(*model, opt);
+      return kOk;
+    }
+    {
+      // every --dim must name a symbolic dimension (checked by a plain import with them bound)
+      auto bad = onnx_unsupported_ops(*model, {});
+      if (!bad.empty()) import_onnx(*model, opt);  // throws the error listing them
+    }
+    std::string yaml = onnx_to_model_yaml(*model, opt, dims);
+    if (vm.count("output")) write_file_atomic(vm["output"].as<std::string>(), yaml);
+    else out << yaml;
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
+}
+
 // `hw show NAME --scenario FILE`: the platform as the scenario resolves it at each sweep point; a
 // what-if named per point ("x@${clock}GHz") is found by its full name or by the part before '@'.
 int show_scenario_platform(const std::string& file, const std::string& name, const Catalog& catalog, std::ostream& out, std::ostream& err) {
@@ -462,6 +538,7 @@ int show_scenario_platform(const std::string& file, const std::string& name, con
     opt.make_hooks = scripts.make_hooks;
     opt.make_evaluator = make_lua_evaluator;
     opt.model_dirs = model_dirs();
+    opt.importer = make_onnx_importer();
     RunResult r = run_scenario(s, catalog, opt);
     std::vector<std::string> names;
     size_t shown = 0;

@@ -51,6 +51,19 @@ void ResultSet::open(void (*on_wait)(void*), void* ctx) {
   if (ec) throw std::runtime_error("cannot create output folder '" + parent.string() + "': " + ec.message());
   if (fs::exists(target, ec) && !fs::is_directory(target, ec))
     throw std::runtime_error("output folder '" + target_ + "' exists and is not a folder");
+  // The folder is replaced as a whole: never the working folder or one above it, nor a folder
+  // holding sub-folders (a person's files are carried over into the new set, folders are not).
+  fs::path cwd = fs::current_path(ec);
+  if (!ec && fs::exists(target)) {
+    fs::path canon = fs::canonical(target, ec);
+    std::string c = cwd.string(), t = canon.string();
+    if (!ec && (c == t || (c.size() > t.size() && c.compare(0, t.size(), t) == 0 && (t.back() == '/' || c[t.size()] == '/'))))
+      throw std::runtime_error("output folder '" + target_ + "' is the working folder or contains it; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)");
+    for (const auto& e : fs::directory_iterator(target, ec))
+      if (e.is_directory(ec))
+        throw std::runtime_error("output folder '" + target_ + "' holds the folder '" + e.path().filename().string() +
+                                 "'; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)");
+  }
   // the lock lives beside the folder: the folder itself is replaced at every commit
   lock_path_ = (parent / ("." + base + ".rsim-lock")).string();
   lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -98,11 +111,8 @@ void ResultSet::commit(const std::vector<std::string>& files) {
       std::string n = e.path().filename().string();
       if (ours.count(n) || now.count(n) || n == ".rsim-files") continue;
       std::error_code lec;
-      if (e.is_directory(lec)) fs::copy(e.path(), staging / n, fs::copy_options::recursive, lec);
-      else {
-        fs::create_hard_link(e.path(), staging / n, lec);
-        if (lec) fs::copy(e.path(), staging / n, lec);
-      }
+      fs::create_hard_link(e.path(), staging / n, lec);  // plain files only (checked when opened)
+      if (lec) fs::copy(e.path(), staging / n, lec);
       if (lec) throw std::runtime_error("cannot carry '" + e.path().string() + "' over into the new result set: " + lec.message());
     }
   }

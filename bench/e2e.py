@@ -42,15 +42,15 @@ def measure(cmd, repeat):
     """best (wall, cpu, maxrss_MB) of `repeat` runs of cmd"""
     best = None
     for _ in range(repeat):
+        # /usr/bin/time reports the peak RSS of the command itself (a child's ru_maxrss can carry
+        # the parent's size over from fork)
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.run(["/usr/bin/time", "-f", "rusage %U %S %M", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - t0
-        err = p.stderr.read().decode()
-        p.stderr.close()
-        if os.waitstatus_to_exitcode(status) != 0:
-            sys.exit(f"failed: {' '.join(cmd)}\n{err}")
-        r = (wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+        if p.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
+        u, s_, m = p.stderr.strip().splitlines()[-1].split()[1:]
+        r = (wall, float(u) + float(s_), float(m) / 1024)
         best = r if best is None or r[1] < best[1] else best
     return best
 

@@ -66,6 +66,20 @@ std::shared_ptr<const CNode> ModelLibrary::get(const std::string& name, const So
 }
 
 NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
+  if (raw.is_map() && raw.find("onnx")) {
+    CNode entry = substitute_tree(raw, env, ctx.ev, d);
+    if (!d.empty()) return NetworkSource{CNode{}, env};
+    if (!ctx.importer) {
+      d.error(entry.find("onnx")->loc, "ONNX models cannot be read here (this build has no importer)");
+      return NetworkSource{CNode{}, env};
+    }
+    try {
+      return NetworkSource{ctx.importer->import(entry, ctx.ops), env};
+    } catch (const ConfigError& e) {
+      d.add(e);
+      return NetworkSource{CNode{}, env};
+    }
+  }
   if (!raw.is_map() || !raw.find("model")) return NetworkSource{raw, env};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
   MapReader m(entry, "model use", d);
@@ -524,7 +538,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
       fail(std::current_exception());
       return;
     }
-    EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
+    EvalContext ctx{ops, cache, *ev, hooks.get(), &models, opt.importer.get()};
     ctx.rows = opt.rows;
     {
       std::unique_lock<std::mutex> lock(mu);

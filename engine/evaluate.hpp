@@ -138,12 +138,23 @@ class ModelLibrary {
   std::map<std::string, std::shared_ptr<const CNode>> cache_;
 };
 
+// A source of networks from model files (`{onnx: FILE, ...}` entries); importers/ implements it so
+// that the engine never includes a model format's headers.
+class NetworkImporter {
+ public:
+  virtual ~NetworkImporter() = default;
+  // The network node (name, inputs, layers) for a substituted entry; FILE is relative to the
+  // scenario. Throws ConfigError. Called from every worker: must be thread-safe.
+  virtual CNode import(const CNode& entry, const OpRegistry& ops) = 0;
+};
+
 struct EvalContext {
   const OpRegistry& ops;
   PlatformCache& platforms;
   ExprEvaluator& ev;
   ScriptHooks* hooks = nullptr;
   ModelLibrary* models = nullptr;
+  NetworkImporter* importer = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
   // Per worker: platforms and networks that no `${…}` changes, built once (see evaluate_point).
   std::map<const CNode*, Platform> fixed_platforms{};
@@ -171,13 +182,16 @@ struct RunOptions {
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
   // Where `model: NAME` looks, after the scenario's own models/ folder.
   std::vector<std::string> model_dirs;
+  // Reads `onnx:` network entries (shared by the workers). May be empty: such entries are errors.
+  std::shared_ptr<NetworkImporter> importer;
   bool rows = true;  // false: summary rows only (per-layer rows are neither kept nor built)
   // Evaluate only these points (e.g. validation_points); empty: every point of the sweep.
   std::vector<Point> points;
 };
 
-// Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) into the
-// model's network node and the variables it is built with. A plain network is returned as is.
+// Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) or a
+// model file ({onnx: FILE, ...}, through the context's importer) into the network node and the
+// variables it is built with. A plain network is returned as is.
 struct NetworkSource {
   CNode node;
   Env env;

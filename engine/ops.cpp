@@ -1,5 +1,7 @@
 #include "engine/ops.hpp"
 
+#include "engine/ops_tensor.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -529,21 +531,25 @@ void add_dense(OpRegistry& r) {
   mm.summary = "matrix product of two activations, batched with broadcasting over leading dims";
   mm.formula =
       "A (..., M, K) × B (..., K, N) → (..., M, N); batch dims broadcast, b = their product\n"
+      "a 1-D A is (1, K) and a 1-D B is (K, 1), that dimension dropped from the output (NumPy)\n"
       "MACs   = b · M · K · N\n"
       "FLOPs  = 2 · MACs; params = 0 (both operands are activations)";
   mm.min_inputs = mm.max_inputs = 2;
   mm.infer = [](const OpArgs& a) -> std::vector<Shape> {
-    const Shape& x = a.in[0];
-    const Shape& y = a.in[1];
-    need_min_rank(x, 2, "matmul");
-    need_min_rank(y, 2, "matmul");
+    Shape x = a.in[0];
+    Shape y = a.in[1];
+    need_min_rank(x, 1, "matmul");
+    need_min_rank(y, 1, "matmul");
+    bool vec_x = x.size() == 1, vec_y = y.size() == 1;
+    if (vec_x) x.insert(x.begin(), 1);
+    if (vec_y) y.push_back(1);
     if (x.back() != y[y.size() - 2])
-      fail("matmul inner dimensions differ: " + shape_str(x) + " × " + shape_str(y) + " (" + std::to_string(x.back()) + " vs " +
+      fail("matmul inner dimensions differ: " + shape_str(a.in[0]) + " × " + shape_str(a.in[1]) + " (" + std::to_string(x.back()) + " vs " +
            std::to_string(y[y.size() - 2]) + ")");
     Shape bx(x.begin(), x.end() - 2), by(y.begin(), y.end() - 2);
     Shape out = broadcast(bx, by);
-    out.push_back(x[x.size() - 2]);
-    out.push_back(y.back());
+    if (!vec_x) out.push_back(x[x.size() - 2]);
+    if (!vec_y) out.push_back(y.back());
     return {out};
   };
   mm.work = [](const OpArgs& a, const std::vector<Shape>& out) {
@@ -979,6 +985,7 @@ OpRegistry make_builtins() {
   add_activations(r);
   add_elementwise(r);
   add_layout(r);
+  add_tensor_ops(r);
   add_transformer_ops(r);
   return r;
 }

@@ -3,7 +3,8 @@
 # Idempotent: does nothing when every package is already installed. Needs root (or sudo).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboost-program-options-dev
-          catch2 libbenchmark-dev libcairo2-dev libpng-dev fonts-dejavu-core libdnnl-dev)
+          catch2 libbenchmark-dev libcairo2-dev libpng-dev fonts-dejavu-core libdnnl-dev
+          libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

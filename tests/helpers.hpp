@@ -4,6 +4,7 @@
 
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "importers/onnx_import.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
 
@@ -20,6 +21,7 @@ inline RunResult run(const Scenario& s, int jobs = 1) {
   opt.ops = &setup.ops;
   opt.make_hooks = setup.make_hooks;
   opt.make_evaluator = make_lua_evaluator;
+  opt.importer = make_onnx_importer();
   return run_scenario(s, cat, opt);
 }
 

@@ -86,10 +86,10 @@ bool wait_for_staging(const fs::path& parent, const std::string& base) {
   return false;
 }
 
-// A sweep long enough to interrupt: 4,000 points of a 20-layer network.
-void write_long_scenario(const fs::path& p) {
+// A sweep long enough to interrupt: `points` points of a 20-layer network.
+void write_long_scenario(const fs::path& p, int points = 4000) {
   std::ofstream f(p);
-  f << "name: long\nplatforms: [rtx3080]\nsweep: {grid: {c: {from: 8, to: 4007, step: 1}}}\n"
+  f << "name: long\nplatforms: [rtx3080]\nsweep: {grid: {c: {from: 8, to: " << 7 + points << ", step: 1}}}\n"
        "networks:\n  - name: n\n    input: [1, \"${c}\", 8, 8]\n    layers:\n";
   for (int i = 0; i < 20; ++i) f << "      - {op: conv2d, out_channels: \"${c}\", kernel: 3, padding: 1}\n";
 }
@@ -254,7 +254,7 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
   fs::path dir = temp_dir("lock");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;
-  write_long_scenario(longer);
+  write_long_scenario(longer, 1000);  // long enough for the second run to find the lock taken
   fs::path out = dir / "out";
   pid_t first = spawn({RSIM_BINARY, "run", longer.string(), "--out", out.string(), "-q", "--no-plots", "--jobs", "1", "--hw-dir", src("hardware")});
   REQUIRE(first > 0);
@@ -270,5 +270,25 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
   std::string csv = read(out / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(entries_with(dir, ".out.rsim-staging-").empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the output folder is replaced as a whole, so never the working folder or a folder with sub-folders", "[commit]") {
+  fs::path dir = temp_dir("guard");
+  fs::path scen = dir / "small.yaml";
+  std::ofstream(scen) << kSmall;
+  fs::create_directories(dir / "out" / "sub");
+  std::string err;
+  CHECK(cli({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err) == 1);
+  CHECK(err == "rsim: error: output folder '" + (dir / "out").string() +
+                   "' holds the folder 'sub'; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");
+  CHECK(fs::is_directory(dir / "out" / "sub"));
+  fs::path before = fs::current_path();
+  fs::current_path(dir / "out" / "sub");
+  int code = cli({"run", scen.string(), "--out", ".", "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
+  fs::current_path(before);
+  CHECK(code == 1);
+  CHECK(err == "rsim: error: output folder '.' is the working folder or contains it; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");
+  CHECK(entries_with(dir / "out", ".sub.rsim-staging-").empty());
   fs::remove_all(dir);
 }

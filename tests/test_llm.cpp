@@ -18,6 +18,9 @@ RunResult run_net(const std::string& net, const std::string& settings = "{dtype:
   return run(parse_scenario(text, src("scenarios/t.yaml")));
 }
 
+// A network's totals, copied (the run is a temporary).
+SummaryRow totals_of(const std::string& net) { return summary_of(run_net(net), 0, "h100_sxm"); }
+
 // Sum of a cost field over the layers whose op is in `ops` ("" = every layer).
 template <class F>
 double sum_over(const RunResult& r, F field, std::initializer_list<const char*> ops = {}) {
@@ -47,17 +50,17 @@ TEST_CASE("zoo transformers have their published parameter counts", "[llm]") {
   CHECK(kLlama3 == 8030261248);
   CHECK(kMixtral == 46702792704);
   CHECK(kMixtralActive == 12879925248);
-  CHECK(summary_of(run_net("{model: gpt2}"), 0, "h100_sxm").params == kGpt2);
-  CHECK(summary_of(run_net("{model: llama2_7b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama2);
-  CHECK(summary_of(run_net("{model: llama3_8b, args: {seq: 8}}"), 0, "h100_sxm").params == kLlama3);
-  const SummaryRow& m = summary_of(run_net("{model: mixtral_8x7b, args: {seq: 8}}"), 0, "h100_sxm");
+  CHECK(totals_of("{model: gpt2}").params == kGpt2);
+  CHECK(totals_of("{model: llama2_7b, args: {seq: 8}}").params == kLlama2);
+  CHECK(totals_of("{model: llama3_8b, args: {seq: 8}}").params == kLlama3);
+  const SummaryRow m = totals_of("{model: mixtral_8x7b, args: {seq: 8}}");
   CHECK(m.params == kMixtral);
   CHECK(m.active_params == kMixtralActive);
 }
 
 TEST_CASE("hf: a transformer from a Hugging Face config.json", "[llm]") {
   auto params = [](const std::string& file) {
-    const SummaryRow& s = summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}"), 0, "h100_sxm");
+    const SummaryRow s = totals_of("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}");
     return std::pair<double, double>{s.params, s.active_params};
   };
   CHECK(params("gpt2.json").first == kGpt2);
@@ -65,7 +68,7 @@ TEST_CASE("hf: a transformer from a Hugging Face config.json", "[llm]") {
   CHECK(params("llama3_8b.json").first == kLlama3);
   CHECK(params("mixtral_8x7b.json") == std::pair<double, double>{kMixtral, kMixtralActive});
   // the network is named after the config file
-  CHECK(run_net("{model: hf, args: {config: ../tests/data/hf/gpt2.json}}").results[0].summary[0].network == "gpt2");
+  CHECK(totals_of("{model: hf, args: {config: ../tests/data/hf/gpt2.json}}").network == "gpt2");
 
   CHECK(error_of([] { run_net("{model: hf, args: {seq: 4}}"); }) ==
         src("scenarios/t.yaml") + ":5:13: error: model 'hf' needs the path of a Hugging Face config.json\n"
@@ -122,7 +125,7 @@ TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]
 
 TEST_CASE("each extra cached token adds the K and V of one token per layer", "[llm]") {
   auto bytes = [](const std::string& model, int context) {
-    return summary_of(run_net("{model: " + model + ", args: {phase: decode, context: " + std::to_string(context) + "}}"), 0, "h100_sxm").bytes;
+    return totals_of("{model: " + model + ", args: {phase: decode, context: " + std::to_string(context) + "}}").bytes;
   };
   // Llama-2-7B: 32 layers × (K + V) × 32 KV heads × 128 × 2 bytes
   CHECK(bytes("llama2_7b", 4097) - bytes("llama2_7b", 4096) == 32 * 2 * 32 * 128 * 2.0);

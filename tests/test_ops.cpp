@@ -93,6 +93,15 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
       "matmul",              "max_pool2d",   "mul",        "permute",     "relu",       "relu6",
       "reshape",             "reshape_copy", "sigmoid",    "silu",        "slice",      "softmax",
       "split",               "sub",          "tanh",       "transpose",   "upsample"};
+  // the general tensor operators of engine/ops_tensor.cpp, tested in test_ops_tensor.cpp
+  for (const char* n : {"abs", "argmax", "argmin", "ceil", "clip", "constant", "conv_nd", "conv_transpose_nd", "cos", "cumsum", "elu",
+                        "equal", "erf", "exp", "expand", "floor", "gather", "gemm", "greater", "greater_equal", "instance_norm",
+                        "interpolate", "less", "less_equal", "log", "log_softmax", "logical_and", "logical_not", "logical_or",
+                        "logical_xor", "lrn", "max", "mean", "min", "mish", "mod", "neg", "pad", "pool_nd", "pow", "prelu",
+                        "reciprocal", "reduce_l1", "reduce_l2", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
+                        "reduce_prod", "reduce_sum", "reduce_sum_square", "round", "selu", "sign", "sin", "slice_nd", "softplus",
+                        "sqrt", "sum", "tile", "where"})
+    expected.push_back(n);
   // transformer operators: tested in test_transformer.cpp
   for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);
   std::sort(expected.begin(), expected.end());
@@ -433,7 +442,7 @@ TEST_CASE("matmul: 2-D and batched with broadcasting", "[ops]") {
 
   CHECK(shape_error("matmul", "{}", {{4, 8}, {7, 5}}) == "matmul inner dimensions differ: 4x8 × 7x5 (8 vs 7)");
   CHECK(shape_error("matmul", "{}", {{2, 4, 8}, {3, 8, 5}}) == "cannot broadcast 2 with 3: dimension 0 is 2 vs 3");
-  CHECK(shape_error("matmul", "{}", {{8}, {8, 5}}) == "matmul expects an input of rank 2 or more, got 8");
+  CHECK(shape_error("matmul", "{}", {Shape{}, {8, 5}}) == "matmul expects an input of rank 1 or more, got scalar");
 }
 
 // ============================================================== pooling

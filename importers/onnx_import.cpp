@@ -1,0 +1,2385 @@
+#include "importers/onnx_import.hpp"
+
+#include <onnx/onnx_pb.h>
+#include <onnx/version_converter/convert.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+namespace rsim {
+
+class OnnxModel {
+ public:
+  std::string path;
+  onnx::ModelProto proto;
+  long long opset = 0;
+  std::shared_ptr<const SourceFile> file;  // for messages: "PATH: error: ..."
+};
+
+namespace {
+
+constexpr long long kMinOpset = 7, kMaxOpset = 17;
+constexpr double kMaxFold = 65536;     // integer tensors up to this many elements are read and folded
+constexpr double kMaxFloatRead = 64;   // float tensors are read only when this small (scales, scalars)
+
+SourceLoc file_loc(const std::shared_ptr<const SourceFile>& f) { return SourceLoc{f, 0, 0}; }
+
+[[noreturn]] void fail_file(const std::shared_ptr<const SourceFile>& f, const std::string& msg, std::vector<Note> notes = {}) {
+  throw ConfigError(file_loc(f), msg, std::move(notes));
+}
+
+long long default_opset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+bool is_float_type(int t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE || t == onnx::TensorProto::FLOAT16 ||
+         t == onnx::TensorProto::BFLOAT16;
+}
+bool is_int_type(int t) {
+  return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 || t == onnx::TensorProto::INT16 || t == onnx::TensorProto::INT8 ||
+         t == onnx::TensorProto::UINT8 || t == onnx::TensorProto::UINT16 || t == onnx::TensorProto::UINT32 ||
+         t == onnx::TensorProto::UINT64 || t == onnx::TensorProto::BOOL;
+}
+
+// What rsim knows about one ONNX tensor while importing.
+struct Val {
+  bool known = false;  // shape known
+  Shape shape;
+  int elem = onnx::TensorProto::FLOAT;
+  bool is_const = false;  // value fixed at import time (an initializer, a Constant, a folded result)
+  bool has_data = false;  // ... and its elements are known
+  std::vector<double> data;
+  std::string ref;         // the layer (or network input) holding it as an activation
+  bool param = false;      // a float initializer: a learnable tensor when materialised
+  std::string const_name;  // name for a materialised constant
+};
+
+double count(const Shape& s) { return elements(s); }
+
+std::string shape_text(const Shape& s) { return s.empty() ? "scalar" : shape_str(s); }
+
+template <class T>
+void read_raw(const std::string& raw, size_t n, std::vector<double>& out) {
+  out.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+// Shape, element type and (when small enough, not external and integer or a tiny float) the data.
+Val tensor_val(const onnx::TensorProto& t) {
+  Val v;
+  v.known = true;
+  v.is_const = true;
+  v.elem = t.data_type();
+  for (auto d : t.dims()) v.shape.push_back(d);
+  double n = count(v.shape);
+  bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  bool want = !external && ((is_int_type(v.elem) && n <= kMaxFold) || (is_float_type(v.elem) && n <= kMaxFloatRead));
+  if (!want) return v;
+  size_t k = static_cast<size_t>(n);
+  const std::string& raw = t.raw_data();
+  bool ok = true;
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (!raw.empty()) ok = raw.size() == k * 4, ok ? read_raw<float>(raw, k, v.data) : void();
+      else if (static_cast<size_t>(t.float_data_size()) == k) v.data.assign(t.float_data().begin(), t.float_data().end());
+      else ok = false;
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (!raw.empty()) ok = raw.size() == k * 8, ok ? read_raw<double>(raw, k, v.data) : void();
+      else if (static_cast<size_t>(t.double_data_size()) == k) v.data.assign(t.double_data().begin(), t.double_data().end());
+      else ok = false;
+      break;
+    case onnx::TensorProto::INT64:
+      if (!raw.empty()) ok = raw.size() == k * 8, ok ? read_raw<int64_t>(raw, k, v.data) : void();
+      else if (static_cast<size_t>(t.int64_data_size()) == k)
+        for (auto x : t.int64_data()) v.data.push_back(static_cast<double>(x));
+      else ok = false;
+      break;
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32:
+      if (!raw.empty() && t.data_type() == onnx::TensorProto::UINT64) ok = raw.size() == k * 8, ok ? read_raw<uint64_t>(raw, k, v.data) : void();
+      else if (!raw.empty()) ok = raw.size() == k * 4, ok ? read_raw<uint32_t>(raw, k, v.data) : void();
+      else if (static_cast<size_t>(t.uint64_data_size()) == k)
+        for (auto x : t.uint64_data()) v.data.push_back(static_cast<double>(x));
+      else ok = false;
+      break;
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      if (!raw.empty()) {
+        switch (t.data_type()) {
+          case onnx::TensorProto::INT32: ok = raw.size() == k * 4, ok ? read_raw<int32_t>(raw, k, v.data) : void(); break;
+          case onnx::TensorProto::INT16: ok = raw.size() == k * 2, ok ? read_raw<int16_t>(raw, k, v.data) : void(); break;
+          case onnx::TensorProto::UINT16: ok = raw.size() == k * 2, ok ? read_raw<uint16_t>(raw, k, v.data) : void(); break;
+          case onnx::TensorProto::INT8: ok = raw.size() == k, ok ? read_raw<int8_t>(raw, k, v.data) : void(); break;
+          default: ok = raw.size() == k, ok ? read_raw<uint8_t>(raw, k, v.data) : void(); break;
+        }
+      } else if (static_cast<size_t>(t.int32_data_size()) == k) {
+        for (auto x : t.int32_data()) v.data.push_back(static_cast<double>(x));
+      } else {
+        ok = false;
+      }
+      break;
+    default: ok = false;
+  }
+  v.has_data = ok && v.data.size() == k;
+  if (!v.has_data) v.data.clear();
+  return v;
+}
+
+// Row-major strides of a shape.
+std::vector<double> strides_of(const Shape& s) {
+  std::vector<double> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * static_cast<double>(s[i]);
+  return st;
+}
+
+// The flat index into `in` (broadcast against `out`) of output element `o`.
+size_t bcast_index(size_t o, const Shape& out, const Shape& in) {
+  size_t idx = 0, mul = 1;
+  for (size_t k = 0; k < out.size(); ++k) {
+    size_t i = out.size() - 1 - k;
+    size_t coord = o % static_cast<size_t>(out[i]);
+    o /= static_cast<size_t>(out[i]);
+    if (k < in.size()) {
+      size_t j = in.size() - 1 - k;
+      if (in[j] != 1) idx += coord * mul;
+      mul *= static_cast<size_t>(in[j]);
+    }
+  }
+  return idx;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (c == '\n') {
+      q += "\\n";
+      continue;
+    }
+    q += c;
+  }
+  return q + "\"";
+}
+
+CNode scalar(const std::string& s) { return CNode::make_scalar(s); }
+CNode int_node(long long v) { return scalar(std::to_string(v)); }
+CNode ints_node(const std::vector<long long>& v) {
+  CNode n;
+  n.kind = CNode::Kind::Seq;
+  for (auto x : v) n.items.push_back(int_node(x));
+  return n;
+}
+CNode bool_node(bool b) { return scalar(b ? "true" : "false"); }
+
+class ImportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct LayerSpec {
+  std::string op;
+  std::vector<CEntry> attrs;
+  std::vector<std::string> inputs;  // refs
+  void set(const std::string& k, CNode v) { attrs.push_back(CEntry{k, {}, std::move(v)}); }
+};
+
+const std::set<std::string>& folded_only() {
+  static const std::set<std::string> s = {"Shape", "Size", "Constant", "ConstantOfShape", "Range"};
+  return s;
+}
+
+// op type → the rsim operator it becomes (for the README table and `rsim import --summary`)
+const std::vector<std::pair<std::string, std::string>>& mapping_table() {
+  static const std::vector<std::pair<std::string, std::string>> t = {
+      {"Conv", "conv2d (2-D, symmetric pads) or conv_nd"},
+      {"ConvTranspose", "conv_transpose2d (2-D, symmetric pads) or conv_transpose_nd"},
+      {"Gemm", "linear (constant B) or gemm"},
+      {"MatMul", "linear (constant 2-D B) or matmul"},
+      {"BatchNormalization", "batchnorm"},
+      {"InstanceNormalization", "instance_norm"},
+      {"LayerNormalization", "layernorm"},
+      {"LRN", "lrn"},
+      {"Relu", "relu"},
+      {"LeakyRelu", "leaky_relu"},
+      {"PRelu", "prelu"},
+      {"Clip", "relu6 (0..6) or clip"},
+      {"Sigmoid", "sigmoid"},
+      {"HardSigmoid", "hardsigmoid"},
+      {"HardSwish", "hardswish"},
+      {"Tanh", "tanh"},
+      {"Gelu", "gelu"},
+      {"Elu", "elu"},
+      {"Selu", "selu"},
+      {"Softplus", "softplus"},
+      {"Mish", "mish"},
+      {"Erf", "erf"},
+      {"Exp", "exp"},
+      {"Log", "log"},
+      {"Sqrt", "sqrt"},
+      {"Reciprocal", "reciprocal"},
+      {"Neg", "neg"},
+      {"Abs", "abs"},
+      {"Floor", "floor"},
+      {"Ceil", "ceil"},
+      {"Round", "round"},
+      {"Sign", "sign"},
+      {"Sin", "sin"},
+      {"Cos", "cos"},
+      {"Not", "logical_not"},
+      {"CumSum", "cumsum"},
+      {"Softmax", "softmax"},
+      {"LogSoftmax", "log_softmax"},
+      {"Add", "add"},
+      {"Sub", "sub"},
+      {"Mul", "mul"},
+      {"Div", "div"},
+      {"Pow", "pow"},
+      {"Mod", "mod"},
+      {"Equal", "equal"},
+      {"Less", "less"},
+      {"LessOrEqual", "less_equal"},
+      {"Greater", "greater"},
+      {"GreaterOrEqual", "greater_equal"},
+      {"And", "logical_and"},
+      {"Or", "logical_or"},
+      {"Xor", "logical_xor"},
+      {"Max", "max"},
+      {"Min", "min"},
+      {"Sum", "sum"},
+      {"Mean", "mean"},
+      {"Where", "where"},
+      {"MaxPool", "max_pool2d (2-D, symmetric pads) or pool_nd"},
+      {"AveragePool", "avg_pool2d (2-D, symmetric pads) or pool_nd"},
+      {"LpPool", "pool_nd"},
+      {"GlobalAveragePool", "global_avg_pool (2-D) or reduce_mean"},
+      {"GlobalMaxPool", "reduce_max"},
+      {"Concat", "concat"},
+      {"Split", "split"},
+      {"Slice", "slice (one axis, positive step) or slice_nd"},
+      {"Gather", "gather"},
+      {"Reshape", "reshape"},
+      {"Flatten", "reshape"},
+      {"Squeeze", "reshape"},
+      {"Unsqueeze", "reshape"},
+      {"Transpose", "permute"},
+      {"DepthToSpace", "reshape_copy"},
+      {"SpaceToDepth", "reshape_copy"},
+      {"Expand", "expand"},
+      {"Tile", "tile"},
+      {"Resize", "upsample (2-D nearest/linear) or interpolate"},
+      {"Upsample", "upsample (2-D nearest/linear) or interpolate"},
+      {"Pad", "pad"},
+      {"ReduceMean", "reduce_mean"},
+      {"ReduceSum", "reduce_sum"},
+      {"ReduceMax", "reduce_max"},
+      {"ReduceMin", "reduce_min"},
+      {"ReduceProd", "reduce_prod"},
+      {"ReduceL1", "reduce_l1"},
+      {"ReduceL2", "reduce_l2"},
+      {"ReduceSumSquare", "reduce_sum_square"},
+      {"ReduceLogSumExp", "reduce_log_sum_exp"},
+      {"ArgMax", "argmax"},
+      {"ArgMin", "argmin"},
+      {"Shape", "folded"},
+      {"Size", "folded"},
+      {"Constant", "folded (or constant)"},
+      {"ConstantOfShape", "folded (or constant)"},
+      {"Range", "folded"},
+      {"Trilu", "identity"},
+      {"Cast", "identity"},
+      {"CastLike", "identity"},
+      {"Identity", "identity"},
+      {"Dropout", "identity"},
+  };
+  return t;
+}
+
+bool supported(const std::string& op) {
+  static const std::set<std::string> s = [] {
+    std::set<std::string> r;
+    for (const auto& [k, v] : mapping_table()) r.insert(k);
+    return r;
+  }();
+  return s.count(op) > 0;
+}
+
+class Importer {
+ public:
+  Importer(const OnnxModel& m, const OnnxImportOptions& opt) : m_(m), opt_(opt), ops_(opt.ops ? *opt.ops : builtin_ops()) {}
+
+  OnnxImport run() {
+    const onnx::GraphProto& g = m_.proto.graph();
+    res_.opset = m_.opset;
+    res_.nodes = static_cast<size_t>(g.node_size());
+    res_.initializers = static_cast<size_t>(g.initializer_size());
+    check_unsupported(g);
+    std::set<std::string> bn_stats;
+    for (const auto& n : g.node())
+      if (n.op_type() == "BatchNormalization")
+        for (int i = 3; i < n.input_size() && i < 5; ++i) bn_stats.insert(n.input(i));
+    for (const auto& t : g.initializer()) {
+      Val v = tensor_val(t);
+      v.param = is_float_type(t.data_type());
+      v.const_name = t.name();
+      if (v.param && !bn_stats.count(t.name())) res_.weight_elements += count(v.shape);
+      vals_[t.name()] = std::move(v);
+    }
+    read_inputs(g);
+    for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i);
+    for (const auto& o : g.output()) {
+      auto it = vals_.find(o.name());
+      if (it == vals_.end() || !it->second.known) fail("graph output '" + o.name() + "' is not produced by any node");
+      res_.outputs.push_back(OnnxOutput{o.name(), it->second.shape, it->second.ref});
+    }
+    // the network node
+    CNode net;
+    net.kind = CNode::Kind::Map;
+    net.loc = file_loc(m_.file);
+    std::string name = opt_.name;
+    if (name.empty()) name = std::filesystem::path(m_.path).stem().string();
+    net.entries.push_back(CEntry{"name", {}, scalar(name)});
+    if (!opt_.dtype.empty()) net.entries.push_back(CEntry{"dtype", {}, scalar(opt_.dtype)});
+    CNode ins;
+    ins.kind = CNode::Kind::Map;
+    for (const auto& [n, s] : net_inputs_) ins.entries.push_back(CEntry{n, {}, ints_node(std::vector<long long>(s.begin(), s.end()))});
+    if (ins.entries.empty()) fail("the model has no inputs with a shape (every input is a constant); rsim needs at least one");
+    net.entries.push_back(CEntry{"inputs", {}, ins});
+    CNode layers;
+    layers.kind = CNode::Kind::Seq;
+    layers.items = std::move(layers_);
+    for (auto& l : layers.items) l.loc = file_loc(m_.file);
+    net.entries.push_back(CEntry{"layers", {}, layers});
+    res_.network = std::move(net);
+    return std::move(res_);
+  }
+
+ private:
+  const OnnxModel& m_;
+  const OnnxImportOptions& opt_;
+  const OpRegistry& ops_;
+  OnnxImport res_;
+  std::unordered_map<std::string, Val> vals_;
+  std::vector<std::pair<std::string, Shape>> net_inputs_;
+  std::vector<CNode> layers_;
+  std::set<std::string> used_names_;
+  std::map<std::string, int> unnamed_;
+  const onnx::NodeProto* cur_ = nullptr;
+  std::string cur_name_;
+
+  [[noreturn]] void fail(const std::string& msg, std::vector<Note> notes = {}) const { fail_file(m_.file, msg, std::move(notes)); }
+
+  [[noreturn]] void node_fail(const std::string& msg, std::vector<Note> notes = {}) const {
+    fail("node '" + cur_name_ + "' (" + cur_->op_type() + "): " + msg, std::move(notes));
+  }
+
+  void check_unsupported(const onnx::GraphProto& g) {
+    std::vector<OnnxUnsupported> bad;
+    for (const auto& n : g.node()) {
+      if (!n.domain().empty() && n.domain() != "ai.onnx" && !opt_.op_map.count(n.op_type())) {
+        // other domains (com.microsoft, ...) are unsupported unless mapped
+      } else if (supported(n.op_type()) || opt_.op_map.count(n.op_type())) {
+        continue;
+      }
+      auto it = std::find_if(bad.begin(), bad.end(), [&](const auto& b) { return b.op_type == n.op_type(); });
+      if (it == bad.end()) bad.push_back(OnnxUnsupported{n.op_type(), 1, n.name()});
+      else ++it->count;
+    }
+    if (bad.empty()) return;
+    std::string list;
+    for (const auto& b : bad)
+      list += (list.empty() ? "" : ", ") + b.op_type + " (" + std::to_string(b.count) + " node" + (b.count == 1 ? "" : "s") +
+              (b.first_node.empty() ? "" : ", first '" + b.first_node + "'") + ")";
+    fail(std::to_string(bad.size()) + " unsupported ONNX operator" + (bad.size() == 1 ? "" : "s") + ": " + list,
+         {Note{{}, "map each to a Lua operator or skip it in the network entry: onnx_ops: {" + bad[0].op_type + ": my_lua_op} or {" +
+                       bad[0].op_type + ": ignore}"}});
+  }
+
+  std::string sanitize(const std::string& raw) {
+    std::string s;
+    for (char c : raw) s += (c == ':' || c == '\n' || c == '\r') ? '_' : c;
+    if (s.empty() || s == "input") s += "_";
+    return s;
+  }
+
+  std::string unique(const std::string& raw) {
+    std::string base = sanitize(raw), s = base;
+    for (int k = 2; used_names_.count(s); ++k) s = base + "_" + std::to_string(k);
+    used_names_.insert(s);
+    return s;
+  }
+
+  void read_inputs(const onnx::GraphProto& g) {
+    for (const auto& [n, s] : opt_.inputs) {
+      bool found = false;
+      for (const auto& in : g.input()) found = found || in.name() == n;
+      if (!found || vals_.count(n)) {
+        std::vector<std::string> names;
+        for (const auto& in : g.input())
+          if (!vals_.count(in.name())) names.push_back(in.name());
+        std::string hint = did_you_mean(n, names), list;
+        for (const auto& x : names) list += (list.empty() ? "" : ", ") + x;
+        fail("the model has no input '" + n + "'", {Note{{}, hint.empty() ? "its inputs: " + list : hint}});
+      }
+    }
+    for (const auto& [n, v] : opt_.dims) {
+      (void)v;
+      bool found = false;
+      for (const auto& in : g.input())
+        for (const auto& d : in.type().tensor_type().shape().dim()) found = found || d.dim_param() == n;
+      if (!found) {
+        std::vector<std::string> syms;
+        for (const auto& in : g.input())
+          for (const auto& d : in.type().tensor_type().shape().dim())
+            if (!d.dim_param().empty() && std::find(syms.begin(), syms.end(), d.dim_param()) == syms.end()) syms.push_back(d.dim_param());
+        std::string hint = did_you_mean(n, syms), list;
+        for (const auto& x : syms) list += (list.empty() ? "" : ", ") + x;
+        fail("the model has no symbolic dimension '" + n + "'",
+             {Note{{}, !hint.empty() ? hint : list.empty() ? "its inputs have fixed shapes" : "its symbolic dimensions: " + list}});
+      }
+    }
+    for (const auto& in : g.input()) {
+      if (vals_.count(in.name())) continue;  // an initializer listed as an input (IR < 4)
+      Val v;
+      v.known = true;
+      v.elem = in.type().tensor_type().elem_type();
+      auto ov = std::find_if(opt_.inputs.begin(), opt_.inputs.end(), [&](const auto& p) { return p.first == in.name(); });
+      const auto& tt = in.type().tensor_type();
+      for (const auto& d : tt.shape().dim())
+        if (!d.dim_param().empty() && std::find(res_.symbols.begin(), res_.symbols.end(), d.dim_param()) == res_.symbols.end())
+          res_.symbols.push_back(d.dim_param());
+      if (!in.type().has_tensor_type()) fail("input '" + in.name() + "' is not a tensor (a sequence, map or optional); rsim reads tensor inputs only");
+      if (ov != opt_.inputs.end()) {
+        v.shape = ov->second;
+      } else {
+        if (!tt.has_shape())
+          fail("input '" + in.name() + "' has no shape in the model",
+               {Note{{}, "give it one in the network entry: inputs: {" + in.name() + ": [1, 3, 224, 224]}"}});
+        for (int i = 0; i < tt.shape().dim_size(); ++i) {
+          const auto& d = tt.shape().dim(i);
+          if (d.has_dim_value() && d.dim_value() > 0) {
+            v.shape.push_back(d.dim_value());
+          } else if (!d.dim_param().empty()) {
+            auto b = std::find_if(opt_.dims.begin(), opt_.dims.end(), [&](const auto& p) { return p.first == d.dim_param(); });
+            if (b == opt_.dims.end())
+              fail("input '" + in.name() + "' has the symbolic dimension '" + d.dim_param() + "' (dimension " + std::to_string(i) +
+                       "), which is not bound",
+                   {Note{{}, "bind it in the network entry: dims: {" + d.dim_param() + ": 1}"}});
+            v.shape.push_back(b->second);
+          } else {
+            fail("dimension " + std::to_string(i) + " of input '" + in.name() + "' is unknown (neither a size nor a name)",
+                 {Note{{}, "give the input's shape in the network entry: inputs: {" + in.name() + ": [...]}"}});
+          }
+        }
+      }
+      auto iv = opt_.input_values.find(in.name());
+      if (iv != opt_.input_values.end() && static_cast<double>(iv->second.size()) == count(v.shape)) {
+        // known contents: shape arguments read them; an empty or scalar one is a constant, not an input
+        v.has_data = true;
+        v.data = iv->second;
+        v.const_name = in.name();
+        if (v.shape.empty() || count(v.shape) == 0) {
+          v.is_const = true;
+          vals_[in.name()] = std::move(v);
+          continue;
+        }
+      }
+      for (auto d : v.shape)
+        if (d <= 0 || d > 1000000000LL) fail("input '" + in.name() + "' has dimension " + std::to_string(d) + " (each must be 1 to 1e9)");
+      if (v.shape.empty()) {  // a scalar input: rsim networks take tensors, so it becomes a constant
+        v.is_const = true;
+        v.const_name = in.name();
+      } else {
+        v.ref = unique(in.name());
+        net_inputs_.emplace_back(v.ref, v.shape);
+      }
+      vals_[in.name()] = std::move(v);
+    }
+  }
+
+  // ---------------------------------------------------------------- attribute access
+
+  const onnx::AttributeProto* attr(const std::string& n) const {
+    for (const auto& a : cur_->attribute())
+      if (a.name() == n) return &a;
+    return nullptr;
+  }
+  long long attr_i(const std::string& n, long long def) const {
+    const auto* a = attr(n);
+    return a ? a->i() : def;
+  }
+  double attr_f(const std::string& n, double def) const {
+    const auto* a = attr(n);
+    return a ? a->f() : def;
+  }
+  std::string attr_s(const std::string& n, const std::string& def) const {
+    const auto* a = attr(n);
+    return a ? a->s() : def;
+  }
+  std::optional<std::vector<long long>> attr_ints(const std::string& n) const {
+    const auto* a = attr(n);
+    if (!a) return std::nullopt;
+    return std::vector<long long>(a->ints().begin(), a->ints().end());
+  }
+  std::optional<std::vector<double>> attr_floats(const std::string& n) const {
+    const auto* a = attr(n);
+    if (!a) return std::nullopt;
+    return std::vector<double>(a->floats().begin(), a->floats().end());
+  }
+
+  bool has_input(int i) const { return i < cur_->input_size() && !cur_->input(i).empty(); }
+  Val& in(int i) {
+    if (!has_input(i)) node_fail("input " + std::to_string(i) + " is missing");
+    auto it = vals_.find(cur_->input(i));
+    if (it == vals_.end() || !it->second.known)
+      node_fail("input '" + cur_->input(i) + "' is not produced by an earlier node, an initializer or a graph input");
+    return it->second;
+  }
+  // Integer values of a constant input (shape targets, axes, pads...).
+  std::vector<long long> const_ints(int i, const std::string& what) {
+    Val& v = in(i);
+    if (!v.has_data)
+      node_fail("its " + what + " (input " + std::to_string(i) + ", '" + cur_->input(i) + "') is computed from data at run time; rsim needs it constant",
+                {Note{{}, "shapes that depend on tensor values cannot be inferred; fix the input shapes with `inputs:`"}});
+    std::vector<long long> r;
+    for (double d : v.data) r.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<long long>(d));
+    return r;
+  }
+  std::vector<double> const_floats(int i, const std::string& what) {
+    Val& v = in(i);
+    if (!v.has_data) node_fail("its " + what + " (input " + std::to_string(i) + ") is computed at run time; rsim needs it constant");
+    return v.data;
+  }
+  // An integer list given as an attribute (older opsets) or as a constant input (newer ones).
+  std::optional<std::vector<long long>> ints_arg(const std::string& name, int input) {
+    if (auto a = attr_ints(name)) return a;
+    if (has_input(input)) return const_ints(input, name);
+    return std::nullopt;
+  }
+
+  // ---------------------------------------------------------------- outputs
+
+  void set_out(int i, Val v) {
+    if (i < cur_->output_size() && !cur_->output(i).empty()) vals_[cur_->output(i)] = std::move(v);
+  }
+  Val const_val(Shape s, std::vector<double> data, bool is_int) {
+    Val v;
+    v.known = true;
+    v.is_const = true;
+    v.shape = std::move(s);
+    v.elem = is_int ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
+    v.has_data = static_cast<double>(data.size()) == count(v.shape);
+    if (v.has_data) v.data = std::move(data);
+    v.const_name = cur_name_;
+    return v;
+  }
+
+  // The activation reference of an input, materialising a constant as a `constant` layer once.
+  std::string ref(int i) {
+    Val& v = in(i);
+    if (!v.ref.empty()) return v.ref;
+    for (auto d : v.shape)
+      if (d <= 0) node_fail("input '" + cur_->input(i) + "' is an empty tensor (" + shape_text(v.shape) + "); rsim layers need at least one element");
+    std::string name = unique(v.const_name.empty() ? cur_->input(i) : v.const_name);
+    CNode layer;
+    layer.kind = CNode::Kind::Map;
+    layer.entries.push_back(CEntry{"name", {}, scalar(name)});
+    layer.entries.push_back(CEntry{"op", {}, scalar("constant")});
+    CNode no_inputs;
+    no_inputs.kind = CNode::Kind::Seq;
+    layer.entries.push_back(CEntry{"inputs", {}, no_inputs});
+    layer.entries.push_back(CEntry{"shape", {}, ints_node(std::vector<long long>(v.shape.begin(), v.shape.end()))});
+    if (v.param) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
+    layers_.push_back(std::move(layer));
+    v.ref = name;
+    return v.ref;
+  }
+
+  // Adds one rsim layer for the current node and records its outputs. Returns the output shapes.
+  std::vector<Shape> emit(LayerSpec spec, int n_outputs = -1) {
+    const OpDef* op = ops_.find(spec.op);
+    if (!op) node_fail("maps to operator '" + spec.op + "', which is not defined", {Note{{}, "`rsim ops` lists the operators"}});
+    std::string lname = unique(cur_name_);
+    CNode layer;
+    layer.kind = CNode::Kind::Map;
+    layer.entries.push_back(CEntry{"name", {}, scalar(lname)});
+    layer.entries.push_back(CEntry{"op", {}, scalar(spec.op)});
+    CNode ins;
+    ins.kind = CNode::Kind::Seq;
+    for (const auto& r : spec.inputs) ins.items.push_back(scalar(r));
+    layer.entries.push_back(CEntry{"inputs", {}, ins});
+    for (auto& e : spec.attrs) layer.entries.push_back(e);
+    std::vector<Shape> in_shapes;
+    for (const auto& r : spec.inputs) in_shapes.push_back(shape_of_ref(r));
+    Diags d;
+    Attrs attrs = read_attrs(*op, layer, d, "node '" + cur_name_ + "'");
+    std::vector<Shape> out;
+    std::string shapes;
+    for (const auto& s : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(s);
+    if (!d.empty()) node_fail(d.list().front().message);
+    int n_in = static_cast<int>(in_shapes.size());
+    if (n_in < op->min_inputs || (op->max_inputs >= 0 && n_in > op->max_inputs))
+      node_fail("operator '" + spec.op + "' cannot take " + std::to_string(n_in) + " inputs");
+    try {
+      out = op->infer(OpArgs{attrs, in_shapes, DType::fp32});
+    } catch (const ShapeError& e) {
+      node_fail(std::string("cannot infer its output shape: ") + e.what(), {Note{{}, "input shapes: " + (shapes.empty() ? "none" : shapes)}});
+    }
+    for (const auto& s : out)
+      for (auto dim : s)
+        if (dim <= 0 || dim > 1000000000000LL)
+          node_fail("output shape " + shape_text(s) + " has a dimension out of range", {Note{{}, "input shapes: " + shapes}});
+    layers_.push_back(std::move(layer));
+    int n = n_outputs < 0 ? cur_->output_size() : n_outputs;
+    for (int i = 0; i < cur_->output_size(); ++i) {
+      Val v;
+      v.known = true;
+      size_t k = static_cast<size_t>(std::min(i, static_cast<int>(out.size()) - 1));
+      if (i >= n || out.empty()) k = 0;
+      v.shape = out.empty() ? Shape{} : out[k];
+      v.ref = k == 0 ? lname : lname + ":" + std::to_string(k);
+      v.elem = onnx::TensorProto::FLOAT;
+      ref_shapes_[v.ref] = v.shape;
+      set_out(i, std::move(v));
+    }
+    ref_shapes_[lname] = out.empty() ? Shape{} : out[0];
+    return out;
+  }
+
+  std::unordered_map<std::string, Shape> ref_shapes_;
+  Shape shape_of_ref(const std::string& r) {
+    auto it = ref_shapes_.find(r);
+    if (it != ref_shapes_.end()) return it->second;
+    for (const auto& [n, s] : net_inputs_)
+      if (n == r) return s;
+    for (const auto& [name, v] : vals_)
+      if (v.ref == r) return v.shape;
+    node_fail("internal: unknown tensor '" + r + "'");
+  }
+
+  // ---------------------------------------------------------------- nodes
+
+  void node(const onnx::NodeProto& n, int index) {
+    (void)index;
+    cur_ = &n;
+    if (n.name().empty()) cur_name_ = n.op_type() + "_" + std::to_string(++unnamed_[n.op_type()]);
+    else cur_name_ = n.name();
+    ++res_.op_histogram[n.op_type()];
+    const std::string& t = n.op_type();
+    auto mapped = opt_.op_map.find(t);
+    if (mapped != opt_.op_map.end()) {
+      if (mapped->second == "ignore") {
+        ++res_.ignored[t];
+        if (!has_input(0)) node_fail("is ignored (onnx_ops), but has no input to pass through");
+        Val v = in(0);
+        for (int i = 0; i < n.output_size(); ++i) set_out(i, v);
+        return;
+      }
+      LayerSpec s;
+      s.op = mapped->second;
+      for (int i = 0; i < n.input_size(); ++i)
+        if (has_input(i)) s.inputs.push_back(ref(i));
+      for (const auto& a : n.attribute()) {
+        switch (a.type()) {
+          case onnx::AttributeProto::INT: s.set(a.name(), int_node(a.i())); break;
+          case onnx::AttributeProto::FLOAT: s.set(a.name(), scalar(format_number(a.f()))); break;
+          case onnx::AttributeProto::STRING: s.set(a.name(), scalar(a.s())); break;
+          case onnx::AttributeProto::INTS: s.set(a.name(), ints_node(std::vector<long long>(a.ints().begin(), a.ints().end()))); break;
+          case onnx::AttributeProto::FLOATS: {
+            CNode l;
+            l.kind = CNode::Kind::Seq;
+            for (float f : a.floats()) l.items.push_back(scalar(format_number(f)));
+            s.set(a.name(), l);
+            break;
+          }
+          default: break;  // tensors and graphs are not passed to scripted operators
+        }
+      }
+      emit(s);
+      return;
+    }
+    if (try_fold()) {
+      ++res_.folded[t];
+      return;
+    }
+    if (folded_only().count(t)) node_fail("its inputs are computed from data at run time, so its result cannot be folded to a constant");
+    map_node();
+  }
+
+  // ---------------------------------------------------------------- folding
+
+  bool all_const_data() {
+    for (int i = 0; i < cur_->input_size(); ++i) {
+      if (!has_input(i)) continue;
+      Val& v = in(i);
+      if (!v.is_const || !v.has_data) return false;
+    }
+    return true;
+  }
+
+  static bool int_elem(const Val& v) { return is_int_type(v.elem); }
+
+  bool fold_elementwise(const std::function<double(const std::vector<double>&)>& f, bool out_int, int arity) {
+    std::vector<Val*> ins;
+    for (int i = 0; i < arity && i < cur_->input_size(); ++i) ins.push_back(&in(i));
+    Shape out = ins[0]->shape;
+    for (size_t i = 1; i < ins.size(); ++i) {
+      const Shape& b = ins[i]->shape;
+      size_t r = std::max(out.size(), b.size());
+      Shape o(r);
+      for (size_t k = 0; k < r; ++k) {
+        long long da = k < r - out.size() ? 1 : out[k - (r - out.size())];
+        long long db = k < r - b.size() ? 1 : b[k - (r - b.size())];
+        if (da != db && da != 1 && db != 1) node_fail("cannot broadcast " + shape_text(out) + " with " + shape_text(b));
+        o[k] = da == 1 ? db : da;
+      }
+      out = o;
+    }
+    if (count(out) > kMaxFold) return false;
+    size_t n = static_cast<size_t>(count(out));
+    std::vector<double> data(n);
+    std::vector<double> args(ins.size());
+    for (size_t o = 0; o < n; ++o) {
+      for (size_t i = 0; i < ins.size(); ++i) args[i] = ins[i]->data[bcast_index(o, out, ins[i]->shape)];
+      data[o] = f(args);
+    }
+    set_out(0, const_val(out, std::move(data), out_int));
+    return true;
+  }
+
+  Val reshaped(const Val& v, Shape s) {
+    Val o = const_val(std::move(s), v.data, int_elem(v));
+    o.elem = v.elem;
+    if (!v.has_data) o.has_data = false, o.data.clear();
+    return o;
+  }
+
+  bool try_fold() {
+    const std::string& t = cur_->op_type();
+    if (t == "Constant") {
+      Val v;
+      if (const auto* a = attr("value")) v = tensor_val(a->t());
+      else if (const auto* f = attr("value_float")) v = const_val({}, {static_cast<double>(f->f())}, false);
+      else if (const auto* fs = attr("value_floats")) v = const_val({static_cast<long long>(fs->floats_size())}, std::vector<double>(fs->floats().begin(), fs->floats().end()), false);
+      else if (const auto* i = attr("value_int")) v = const_val({}, {static_cast<double>(i->i())}, true);
+      else if (const auto* is = attr("value_ints")) {
+        std::vector<double> d;
+        for (auto x : is->ints()) d.push_back(static_cast<double>(x));
+        v = const_val({static_cast<long long>(is->ints_size())}, d, true);
+      } else node_fail("has no value rsim can read (sparse or string constants are not supported)");
+      v.const_name = cur_name_;
+      v.param = false;
+      set_out(0, v);
+      return true;
+    }
+    if (t == "Shape" || t == "Size") {
+      Val& x = in(0);
+      if (t == "Size") {
+        set_out(0, const_val({}, {count(x.shape)}, true));
+        return true;
+      }
+      long long r = static_cast<long long>(x.shape.size());
+      long long b = attr_i("start", 0), e = attr_i("end", r);
+      if (b < 0) b += r;
+      if (e < 0) e += r;
+      b = std::clamp(b, 0LL, r);
+      e = std::clamp(e, 0LL, r);
+      std::vector<double> d;
+      for (long long i = b; i < e; ++i) d.push_back(static_cast<double>(x.shape[static_cast<size_t>(i)]));
+      set_out(0, const_val({static_cast<long long>(d.size())}, d, true));
+      return true;
+    }
+    if (t == "ConstantOfShape") {
+      auto s = const_ints(0, "shape");
+      Shape sh(s.begin(), s.end());
+      for (auto d : sh)
+        if (d < 0) node_fail("shape has a negative dimension");
+      double value = 0;
+      bool is_int = false;
+      if (const auto* a = attr("value")) {
+        Val tv = tensor_val(a->t());
+        if (tv.has_data && !tv.data.empty()) value = tv.data[0];
+        is_int = int_elem(tv);
+      }
+      Val v = const_val(sh, count(sh) <= kMaxFold ? std::vector<double>(static_cast<size_t>(count(sh)), value) : std::vector<double>{}, is_int);
+      set_out(0, v);
+      return true;
+    }
+    if (t == "Range") {
+      if (!all_const_data()) return false;
+      double s = const_floats(0, "start")[0], l = const_floats(1, "limit")[0], d = const_floats(2, "delta")[0];
+      if (d == 0) node_fail("delta is 0");
+      double n = std::max(std::ceil((l - s) / d), 0.0);
+      if (n > 1e9) node_fail("would have " + format_number(n) + " elements");
+      std::vector<double> data;
+      if (n <= kMaxFold)
+        for (double i = 0; i < n; ++i) data.push_back(s + i * d);
+      set_out(0, const_val({static_cast<long long>(n)}, data, int_elem(in(0))));
+      return true;
+    }
+    // everything else folds only when every input is a known constant
+    if (cur_->input_size() == 0 || !all_const_data()) {
+      // shape-only constants: results whose values nobody needs (masks) stay constant without data
+      if (cur_->input_size() > 0 && (t == "Trilu" || t == "Cast" || t == "Identity" || t == "Expand" || t == "Where")) {
+        bool consts = true;
+        for (int i = 0; i < cur_->input_size(); ++i)
+          if (has_input(i) && !in(i).is_const) consts = false;
+        if (consts && (t == "Trilu" || t == "Cast" || t == "Identity")) {
+          Val v = in(0);
+          v.ref.clear();
+          v.has_data = false;
+          v.data.clear();
+          v.param = false;
+          v.const_name = cur_name_;
+          set_out(0, v);
+          return true;
+        }
+      }
+      return false;
+    }
+    auto I = [](double x) { return std::trunc(x); };
+    bool iout = int_elem(in(0));
+    if (t == "Identity" || t == "Dropout" || t == "Trilu") {
+      Val v = in(0);
+      v.ref.clear();
+      v.const_name = cur_name_;
+      if (t == "Trilu") v.has_data = false, v.data.clear();
+      set_out(0, v);
+      return true;
+    }
+    if (t == "Cast" || t == "CastLike") {
+      int to = t == "Cast" ? static_cast<int>(attr_i("to", 1)) : in(1).elem;
+      Val v = in(0);
+      v.ref.clear();
+      v.elem = to;
+      v.param = false;
+      v.const_name = cur_name_;
+      for (auto& x : v.data) {
+        if (to == onnx::TensorProto::BOOL) x = x != 0;
+        else if (is_int_type(to)) x = I(x);
+      }
+      set_out(0, v);
+      return true;
+    }
+    if (t == "Add") return fold_elementwise([](const auto& a) { return a[0] + a[1]; }, iout, 2);
+    if (t == "Sub") return fold_elementwise([](const auto& a) { return a[0] - a[1]; }, iout, 2);
+    if (t == "Mul") return fold_elementwise([](const auto& a) { return a[0] * a[1]; }, iout, 2);
+    if (t == "Div")
+      return fold_elementwise(
+          [&](const auto& a) {
+            if (iout && a[1] == 0) node_fail("divides by zero");
+            return iout ? std::trunc(a[0] / a[1]) : a[0] / a[1];
+          },
+          iout, 2);
+    if (t == "Mod")
+      return fold_elementwise(
+          [&](const auto& a) {
+            if (a[1] == 0) node_fail("takes a remainder by zero");
+            double r = std::fmod(a[0], a[1]);
+            if (attr_i("fmod", 0) == 0 && r != 0 && ((r < 0) != (a[1] < 0))) r += a[1];
+            return r;
+          },
+          iout, 2);
+    if (t == "Pow") return fold_elementwise([](const auto& a) { return std::pow(a[0], a[1]); }, iout, 2);
+    if (t == "Equal") return fold_elementwise([](const auto& a) { return double(a[0] == a[1]); }, true, 2);
+    if (t == "Less") return fold_elementwise([](const auto& a) { return double(a[0] < a[1]); }, true, 2);
+    if (t == "Greater") return fold_elementwise([](const auto& a) { return double(a[0] > a[1]); }, true, 2);
+    if (t == "LessOrEqual") return fold_elementwise([](const auto& a) { return double(a[0] <= a[1]); }, true, 2);
+    if (t == "GreaterOrEqual") return fold_elementwise([](const auto& a) { return double(a[0] >= a[1]); }, true, 2);
+    if (t == "And") return fold_elementwise([](const auto& a) { return double(a[0] != 0 && a[1] != 0); }, true, 2);
+    if (t == "Or") return fold_elementwise([](const auto& a) { return double(a[0] != 0 || a[1] != 0); }, true, 2);
+    if (t == "Not") return fold_elementwise([](const auto& a) { return double(a[0] == 0); }, true, 1);
+    if (t == "Neg") return fold_elementwise([](const auto& a) { return -a[0]; }, iout, 1);
+    if (t == "Abs") return fold_elementwise([](const auto& a) { return std::fabs(a[0]); }, iout, 1);
+    if (t == "Floor") return fold_elementwise([](const auto& a) { return std::floor(a[0]); }, iout, 1);
+    if (t == "Ceil") return fold_elementwise([](const auto& a) { return std::ceil(a[0]); }, iout, 1);
+    if (t == "Sqrt") return fold_elementwise([](const auto& a) { return std::sqrt(a[0]); }, iout, 1);
+    if (t == "Sign") return fold_elementwise([](const auto& a) { return double((a[0] > 0) - (a[0] < 0)); }, iout, 1);
+    if (t == "Reciprocal") return fold_elementwise([](const auto& a) { return 1 / a[0]; }, iout, 1);
+    if (t == "Where") return fold_elementwise([](const auto& a) { return a[0] != 0 ? a[1] : a[2]; }, int_elem(in(1)), 3);
+    if (t == "Max" || t == "Min") {
+      bool mx = t == "Max";
+      return fold_elementwise(
+          [mx](const auto& a) {
+            double r = a[0];
+            for (double x : a) r = mx ? std::max(r, x) : std::min(r, x);
+            return r;
+          },
+          iout, cur_->input_size());
+    }
+    if (t == "Unsqueeze" || t == "Squeeze" || t == "Reshape" || t == "Flatten") {
+      Shape s = view_shape(in(0).shape);
+      set_out(0, reshaped(in(0), s));
+      return true;
+    }
+    if (t == "Concat") {
+      Val& a = in(0);
+      size_t r = a.shape.size();
+      long long ax = attr_i("axis", 0);
+      if (ax < 0) ax += static_cast<long long>(r);
+      if (ax < 0 || ax >= static_cast<long long>(r)) node_fail("axis out of range");
+      size_t axis = static_cast<size_t>(ax);
+      Shape out = a.shape;
+      out[axis] = 0;
+      for (int i = 0; i < cur_->input_size(); ++i) {
+        Val& v = in(i);
+        if (v.shape.size() != r) node_fail("inputs differ in rank");
+        out[axis] += v.shape[axis];
+      }
+      if (count(out) > kMaxFold) return false;
+      double outer = 1;
+      for (size_t k = 0; k < axis; ++k) outer *= static_cast<double>(out[k]);
+      std::vector<double> data;
+      for (double o = 0; o < outer; ++o)
+        for (int i = 0; i < cur_->input_size(); ++i) {
+          Val& v = in(i);
+          double inner = 1;
+          for (size_t k = axis; k < r; ++k) inner *= static_cast<double>(v.shape[k]);
+          size_t base = static_cast<size_t>(o * inner);
+          for (size_t k = 0; k < static_cast<size_t>(inner); ++k) data.push_back(v.data[base + k]);
+        }
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    if (t == "Gather") {
+      Val& d = in(0);
+      Val& idx = in(1);
+      if (d.shape.empty()) node_fail("gathers from a scalar");
+      long long ax = attr_i("axis", 0);
+      if (ax < 0) ax += static_cast<long long>(d.shape.size());
+      if (ax < 0 || ax >= static_cast<long long>(d.shape.size())) node_fail("axis out of range");
+      size_t axis = static_cast<size_t>(ax);
+      Shape out(d.shape.begin(), d.shape.begin() + static_cast<long>(axis));
+      out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+      out.insert(out.end(), d.shape.begin() + static_cast<long>(axis) + 1, d.shape.end());
+      if (count(out) > kMaxFold) return false;
+      double outer = 1, inner = 1;
+      for (size_t k = 0; k < axis; ++k) outer *= static_cast<double>(d.shape[k]);
+      for (size_t k = axis + 1; k < d.shape.size(); ++k) inner *= static_cast<double>(d.shape[k]);
+      long long n = d.shape[axis];
+      std::vector<double> data;
+      for (double o = 0; o < outer; ++o)
+        for (double id : idx.data) {
+          long long j = static_cast<long long>(id);
+          if (j < 0) j += n;
+          if (j < 0 || j >= n) node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
+          for (double k = 0; k < inner; ++k) data.push_back(d.data[static_cast<size_t>((o * static_cast<double>(n) + static_cast<double>(j)) * inner + k)]);
+        }
+      set_out(0, const_val(out, data, int_elem(d)));
+      return true;
+    }
+    if (t == "Slice") {
+      Val& x = in(0);
+      auto sl = slice_params(x.shape);
+      Shape out = x.shape;
+      for (const auto& s : sl) out[s.axis] = s.len;
+      if (count(out) > kMaxFold) return false;
+      size_t n = static_cast<size_t>(count(out));
+      std::vector<double> data(n);
+      auto st_in = strides_of(x.shape);
+      for (size_t o = 0; o < n; ++o) {
+        size_t rem = o;
+        double src = 0;
+        std::vector<long long> coord(out.size());
+        for (size_t k = out.size(); k-- > 0;) {
+          coord[k] = static_cast<long long>(rem % static_cast<size_t>(out[k]));
+          rem /= static_cast<size_t>(out[k]);
+        }
+        for (size_t k = 0; k < out.size(); ++k) {
+          long long c = coord[k];
+          for (const auto& s : sl)
+            if (s.axis == k) c = s.start + c * s.step;
+          src += static_cast<double>(c) * st_in[k];
+        }
+        data[o] = x.data[static_cast<size_t>(src)];
+      }
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    if (t == "Transpose") {
+      Val& x = in(0);
+      auto perm = transpose_perm(x.shape.size());
+      Shape out;
+      for (auto p : perm) out.push_back(x.shape[static_cast<size_t>(p)]);
+      size_t n = static_cast<size_t>(count(out));
+      auto st_in = strides_of(x.shape);
+      std::vector<double> data(n);
+      for (size_t o = 0; o < n; ++o) {
+        size_t rem = o;
+        double src = 0;
+        for (size_t k = out.size(); k-- > 0;) {
+          src += static_cast<double>(rem % static_cast<size_t>(out[k])) * st_in[static_cast<size_t>(perm[k])];
+          rem /= static_cast<size_t>(out[k]);
+        }
+        data[o] = x.data[static_cast<size_t>(src)];
+      }
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    if (t == "Expand") {
+      auto s = const_ints(1, "shape");
+      Shape target(s.begin(), s.end());
+      Val& x = in(0);
+      Shape out = bcast(x.shape, target);
+      if (count(out) > kMaxFold) {
+        Val v = const_val(out, {}, iout);
+        set_out(0, v);
+        return true;
+      }
+      size_t n = static_cast<size_t>(count(out));
+      std::vector<double> data(n);
+      for (size_t o = 0; o < n; ++o) data[o] = x.data[bcast_index(o, out, x.shape)];
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    if (t == "ReduceProd" || t == "ReduceSum" || t == "ReduceMax" || t == "ReduceMin") {
+      Val& x = in(0);
+      std::optional<std::vector<long long>> axes = attr_ints("axes");
+      if (!axes && has_input(1)) axes = const_ints(1, "axes");
+      bool keep = attr_i("keepdims", 1) != 0;
+      size_t r = x.shape.size();
+      std::vector<bool> red(r, !axes || axes->empty());
+      if (axes)
+        for (auto a : *axes) red[static_cast<size_t>(a < 0 ? a + static_cast<long long>(r) : a)] = true;
+      if (axes && axes->empty() && attr_i("noop_with_empty_axes", 0)) red.assign(r, false);
+      Shape out, kept;
+      for (size_t k = 0; k < r; ++k) {
+        if (!red[k]) out.push_back(x.shape[k]);
+        else if (keep) out.push_back(1);
+        kept.push_back(red[k] ? 1 : x.shape[k]);
+      }
+      size_t n = static_cast<size_t>(count(kept));
+      double init = t == "ReduceProd" ? 1 : t == "ReduceSum" ? 0 : t == "ReduceMax" ? -INFINITY : INFINITY;
+      std::vector<double> data(n, init);
+      auto st_k = strides_of(kept);
+      for (size_t i = 0; i < x.data.size(); ++i) {
+        size_t rem = i;
+        double dst = 0;
+        for (size_t k = r; k-- > 0;) {
+          size_t c = rem % static_cast<size_t>(x.shape[k]);
+          rem /= static_cast<size_t>(x.shape[k]);
+          if (!red[k]) dst += static_cast<double>(c) * st_k[k];
+        }
+        double& acc = data[static_cast<size_t>(dst)];
+        double v = x.data[i];
+        acc = t == "ReduceProd" ? acc * v : t == "ReduceSum" ? acc + v : t == "ReduceMax" ? std::max(acc, v) : std::min(acc, v);
+      }
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    if (t == "Tile") {
+      auto rp = const_ints(1, "repeats");
+      Val& x = in(0);
+      if (rp.size() != x.shape.size()) node_fail("needs one repeat count per axis");
+      for (auto v : rp)
+        if (v < 1 || v > 1000000000LL) node_fail("repeat count " + std::to_string(v) + " is out of range (1 to 1e9)");
+      Shape out = x.shape;
+      for (size_t k = 0; k < out.size(); ++k) out[k] *= rp[k];
+      if (count(out) > kMaxFold) return false;
+      size_t n = static_cast<size_t>(count(out));
+      auto st_in = strides_of(x.shape);
+      std::vector<double> data(n);
+      for (size_t o = 0; o < n; ++o) {
+        size_t rem = o;
+        double src = 0;
+        for (size_t k = out.size(); k-- > 0;) {
+          src += static_cast<double>((rem % static_cast<size_t>(out[k])) % static_cast<size_t>(x.shape[k])) * st_in[k];
+          rem /= static_cast<size_t>(out[k]);
+        }
+        data[o] = x.data[static_cast<size_t>(src)];
+      }
+      set_out(0, const_val(out, data, iout));
+      return true;
+    }
+    return false;
+  }
+
+  Shape bcast(const Shape& a, const Shape& b) {
+    size_t r = std::max(a.size(), b.size());
+    Shape o(r);
+    for (size_t k = 0; k < r; ++k) {
+      long long da = k < r - a.size() ? 1 : a[k - (r - a.size())];
+      long long db = k < r - b.size() ? 1 : b[k - (r - b.size())];
+      if (da != db && da != 1 && db != 1) node_fail("cannot broadcast " + shape_text(a) + " with " + shape_text(b));
+      o[k] = da == 1 ? db : da;
+    }
+    return o;
+  }
+
+  std::vector<long long> transpose_perm(size_t r) {
+    auto p = attr_ints("perm");
+    std::vector<long long> perm;
+    if (p) perm = *p;
+    else
+      for (size_t k = r; k-- > 0;) perm.push_back(static_cast<long long>(k));
+    if (perm.size() != r) node_fail("perm has " + std::to_string(perm.size()) + " entries for a rank-" + std::to_string(r) + " input");
+    std::vector<bool> seen(r, false);
+    for (auto& v : perm) {
+      if (v < 0) v += static_cast<long long>(r);
+      if (v < 0 || v >= static_cast<long long>(r) || seen[static_cast<size_t>(v)]) node_fail("perm is not a permutation");
+      seen[static_cast<size_t>(v)] = true;
+    }
+    return perm;
+  }
+
+  // Output shape of Reshape / Flatten / Squeeze / Unsqueeze (ONNX semantics).
+  Shape view_shape(const Shape& x) {
+    const std::string& t = cur_->op_type();
+    long long r = static_cast<long long>(x.size());
+    if (t == "Reshape") {
+      std::vector<long long> want = attr_ints("shape") ? *attr_ints("shape") : const_ints(1, "target shape");
+      bool allowzero = attr_i("allowzero", 0) != 0;
+      Shape y;
+      int infer_at = -1;
+      double known = 1;
+      for (size_t i = 0; i < want.size(); ++i) {
+        long long v = want[i];
+        if (v == 0 && !allowzero) {
+          if (i >= x.size()) node_fail("target shape copies dimension " + std::to_string(i) + " of a rank-" + std::to_string(r) + " input");
+          v = x[i];
+        }
+        if (v == -1) {
+          if (infer_at >= 0) node_fail("target shape has more than one -1");
+          infer_at = static_cast<int>(i);
+          y.push_back(1);
+          continue;
+        }
+        if (v < 0) node_fail("target shape has dimension " + std::to_string(v));
+        known *= static_cast<double>(v);
+        y.push_back(v);
+      }
+      double total = count(x);
+      if (infer_at >= 0) {
+        double rest = known > 0 ? total / known : -1;
+        if (rest < 0 || rest != std::floor(rest)) node_fail("cannot reshape " + shape_text(x) + " (" + format_number(total) + " elements) with a -1 dimension");
+        y[static_cast<size_t>(infer_at)] = static_cast<long long>(rest);
+      }
+      if (count(y) != total)
+        node_fail("cannot reshape " + shape_text(x) + " (" + format_number(total) + " elements) to " + shape_text(y) + " (" + format_number(count(y)) + ")");
+      return y;
+    }
+    if (t == "Flatten") {
+      long long ax = attr_i("axis", 1);
+      if (ax < 0) ax += r;
+      if (ax < 0 || ax > r) node_fail("axis " + std::to_string(attr_i("axis", 1)) + " is out of range for rank " + std::to_string(r));
+      double a = 1, b = 1;
+      for (long long i = 0; i < r; ++i) (i < ax ? a : b) *= static_cast<double>(x[static_cast<size_t>(i)]);
+      return {static_cast<long long>(a), static_cast<long long>(b)};
+    }
+    if (t == "Squeeze") {
+      auto axes = ints_arg("axes", 1);
+      Shape y;
+      std::vector<bool> drop(x.size(), false);
+      if (axes) {
+        for (auto a : *axes) {
+          long long k = a < 0 ? a + r : a;
+          if (k < 0 || k >= r) node_fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+          if (x[static_cast<size_t>(k)] != 1) node_fail("cannot squeeze dimension " + std::to_string(k) + " of size " + std::to_string(x[static_cast<size_t>(k)]));
+          drop[static_cast<size_t>(k)] = true;
+        }
+      } else {
+        for (size_t k = 0; k < x.size(); ++k) drop[k] = x[k] == 1;
+      }
+      for (size_t k = 0; k < x.size(); ++k)
+        if (!drop[k]) y.push_back(x[k]);
+      return y;
+    }
+    // Unsqueeze
+    auto axes = ints_arg("axes", 1);
+    if (!axes) node_fail("has no axes");
+    long long out_r = r + static_cast<long long>(axes->size());
+    std::vector<bool> ins(static_cast<size_t>(out_r), false);
+    for (auto a : *axes) {
+      long long k = a < 0 ? a + out_r : a;
+      if (k < 0 || k >= out_r || ins[static_cast<size_t>(k)]) node_fail("axis " + std::to_string(a) + " is out of range or repeated");
+      ins[static_cast<size_t>(k)] = true;
+    }
+    Shape y;
+    size_t j = 0;
+    for (long long k = 0; k < out_r; ++k) y.push_back(ins[static_cast<size_t>(k)] ? 1 : x[j++]);
+    return y;
+  }
+
+  struct SliceAxis {
+    size_t axis;
+    long long start, step, len;
+  };
+  std::vector<SliceAxis> slice_params(const Shape& x) {
+    std::vector<long long> starts, ends, axes, steps;
+    if (attr_ints("starts")) {  // opset < 10
+      starts = *attr_ints("starts");
+      ends = *attr_ints("ends");
+      if (auto a = attr_ints("axes")) axes = *a;
+    } else {
+      starts = const_ints(1, "starts");
+      ends = const_ints(2, "ends");
+      if (has_input(3)) axes = const_ints(3, "axes");
+      if (has_input(4)) steps = const_ints(4, "steps");
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<long long>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+      node_fail("starts, ends, axes and steps differ in length");
+    std::vector<SliceAxis> out;
+    long long r = static_cast<long long>(x.size());
+    for (size_t i = 0; i < starts.size(); ++i) {
+      long long a = axes[i] < 0 ? axes[i] + r : axes[i];
+      if (a < 0 || a >= r) node_fail("axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
+      long long n = x[static_cast<size_t>(a)], st = steps[i];
+      if (st == 0) node_fail("step is 0");
+      if (st > 1000000000000LL || st < -1000000000000LL) st = st > 0 ? n : -n - 1;  // one element either way, no overflow
+      long long b = starts[i], e = ends[i];
+      if (b < 0) b = b < -n ? 0 - (st < 0) : b + n;
+      if (e < 0) e = e < -n ? -1 : e + n;
+      long long len;
+      if (st > 0) {
+        b = std::clamp(b, 0LL, n);
+        e = std::clamp(e, 0LL, n);
+        len = e > b ? (e - b + st - 1) / st : 0;
+      } else {
+        b = std::clamp(b, -1LL, n - 1);
+        e = std::clamp(e, -1LL, n - 1);
+        len = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+      }
+      out.push_back(SliceAxis{static_cast<size_t>(a), b, st, len});
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------- layers
+
+  std::vector<long long> spatial_pads(const Shape& x, const std::vector<long long>& k, const std::vector<long long>& s,
+                                      const std::vector<long long>& d, bool transpose = false) {
+    size_t n = k.size();
+    for (size_t i = 0; i < n; ++i)  // keeps the window arithmetic below far from overflow
+      if (k[i] < 1 || k[i] > 1000000000LL || s[i] < 1 || s[i] > 1000000000LL || d[i] < 1 || d[i] > 1000000000LL)
+        node_fail("kernel " + std::to_string(k[i]) + ", stride " + std::to_string(s[i]) + " and dilation " + std::to_string(d[i]) +
+                  " must each be 1 to 1e9");
+    std::string ap = attr_s("auto_pad", "NOTSET");
+    std::vector<long long> pads(2 * n, 0);
+    if (ap == "NOTSET") {
+      if (auto p = attr_ints("pads")) {
+        if (p->size() != 2 * n) node_fail("pads has " + std::to_string(p->size()) + " values for " + std::to_string(n) + " spatial dimensions");
+        pads = *p;
+        for (auto v : pads)
+          if (v < -1000000000LL || v > 1000000000LL) node_fail("pad " + std::to_string(v) + " is out of range (at most 1e9)");
+      }
+      return pads;
+    }
+    if (ap == "VALID") return pads;
+    if (ap != "SAME_UPPER" && ap != "SAME_LOWER") node_fail("auto_pad '" + ap + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    for (size_t i = 0; i < n; ++i) {
+      long long in = x[2 + i], eff = d[i] * (k[i] - 1) + 1, total;
+      if (transpose) total = std::max(0LL, s[i] * (in - 1) + eff - in * s[i]);
+      else total = std::max(0LL, ((in + s[i] - 1) / s[i] - 1) * s[i] + eff - in);
+      long long small = total / 2, big = total - small;
+      pads[i] = ap == "SAME_UPPER" ? small : big;
+      pads[i + n] = ap == "SAME_UPPER" ? big : small;
+    }
+    return pads;
+  }
+
+  static bool symmetric(const std::vector<long long>& p) {
+    size_t n = p.size() / 2;
+    for (size_t i = 0; i < n; ++i)
+      if (p[i] != p[i + n]) return false;
+    return true;
+  }
+  static std::vector<long long> first_half(const std::vector<long long>& p) { return std::vector<long long>(p.begin(), p.begin() + static_cast<long>(p.size() / 2)); }
+  static bool all_one(const std::vector<long long>& v) {
+    return std::all_of(v.begin(), v.end(), [](long long x) { return x == 1; });
+  }
+
+  void map_conv(bool transpose) {
+    Val& x = in(0);
+    Val& w = in(1);
+    if (x.shape.size() < 3) node_fail("expects (N, C, D1, ...), got " + shape_text(x.shape));
+    if (w.shape.size() != x.shape.size()) node_fail("weight " + shape_text(w.shape) + " does not match input " + shape_text(x.shape));
+    size_t n = x.shape.size() - 2;
+    std::vector<long long> k(w.shape.begin() + 2, w.shape.end());
+    if (auto ks = attr_ints("kernel_shape")) k = *ks;
+    std::vector<long long> s = attr_ints("strides").value_or(std::vector<long long>(n, 1));
+    std::vector<long long> d = attr_ints("dilations").value_or(std::vector<long long>(n, 1));
+    if (k.size() != n || s.size() != n || d.size() != n) node_fail("kernel_shape, strides and dilations need " + std::to_string(n) + " values each");
+    long long g = attr_i("group", 1);
+    if (g <= 0) node_fail("group must be positive");
+    long long cout = transpose ? w.shape[1] * g : w.shape[0];
+    std::vector<long long> pads = spatial_pads(x.shape, k, s, d, transpose);
+    std::vector<long long> op = attr_ints("output_padding").value_or(std::vector<long long>(n, 0));
+    if (op.size() != n) node_fail("output_padding needs " + std::to_string(n) + " values");
+    for (auto v : op)
+      if (v < 0 || v > 1000000000LL) node_fail("output_padding " + std::to_string(v) + " is out of range");
+    if (transpose && attr_ints("output_shape")) {
+      auto os = *attr_ints("output_shape");
+      if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
+      if (os.size() != n) node_fail("output_shape needs " + std::to_string(n) + " values");
+      for (auto v : os)
+        if (v < 1 || v > 1000000000LL) node_fail("output_shape " + std::to_string(v) + " is out of range");
+      for (size_t i = 0; i < n; ++i) {
+        long long total = s[i] * (x.shape[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - os[i];
+        long long small = total / 2, big = total - small;
+        bool upper = attr_s("auto_pad", "NOTSET") == "SAME_UPPER";
+        pads[i] = upper ? small : big;
+        pads[i + n] = upper ? big : small;
+      }
+    }
+    bool bias = has_input(2);
+    LayerSpec l;
+    l.inputs = {ref(0)};
+    l.set("out_channels", int_node(cout));
+    bool simple = n == 2 && symmetric(pads) && *std::min_element(pads.begin(), pads.end()) >= 0;
+    if (transpose) simple = simple && op.size() == 2;
+    if (simple) {
+      l.op = transpose ? "conv_transpose2d" : "conv2d";
+      l.set("kernel", ints_node(k));
+      l.set("stride", ints_node(s));
+      l.set("padding", ints_node(first_half(pads)));
+      if (transpose) l.set("output_padding", ints_node(op));
+      l.set("dilation", ints_node(d));
+    } else {
+      l.op = transpose ? "conv_transpose_nd" : "conv_nd";
+      l.set("kernel", ints_node(k));
+      l.set("stride", ints_node(s));
+      l.set("pads", ints_node(pads));
+      if (transpose) l.set("output_padding", ints_node(op));
+      l.set("dilation", ints_node(d));
+    }
+    l.set("groups", int_node(g));
+    l.set("bias", bool_node(bias));
+    emit(l);
+  }
+
+  void map_pool(const std::string& kind) {
+    Val& x = in(0);
+    if (x.shape.size() < 3) node_fail("expects (N, C, D1, ...), got " + shape_text(x.shape));
+    size_t n = x.shape.size() - 2;
+    auto k = attr_ints("kernel_shape");
+    if (!k || k->size() != n) node_fail("needs kernel_shape with " + std::to_string(n) + " values");
+    std::vector<long long> s = attr_ints("strides").value_or(std::vector<long long>(n, 1));
+    std::vector<long long> d = attr_ints("dilations").value_or(std::vector<long long>(n, 1));
+    if (s.size() != n || d.size() != n) node_fail("strides and dilations need " + std::to_string(n) + " values each");
+    std::vector<long long> pads = spatial_pads(x.shape, *k, s, d);
+    bool ceil = attr_i("ceil_mode", 0) != 0;
+    LayerSpec l;
+    l.inputs = {ref(0)};
+    bool small_pads = true;
+    for (size_t i = 0; i < n && n == 2; ++i) small_pads = small_pads && 2 * pads[i] <= (*k)[i] && pads[i] >= 0;
+    if (kind != "lp" && n == 2 && symmetric(pads) && all_one(d) && small_pads) {
+      l.op = kind == "max" ? "max_pool2d" : "avg_pool2d";
+      l.set("kernel", ints_node(*k));
+      l.set("stride", ints_node(s));
+      l.set("padding", ints_node(first_half(pads)));
+      l.set("ceil_mode", bool_node(ceil));
+    } else {
+      l.op = "pool_nd";
+      l.set("mode", scalar(kind));
+      l.set("kernel", ints_node(*k));
+      l.set("stride", ints_node(s));
+      l.set("pads", ints_node(pads));
+      l.set("dilation", ints_node(d));
+      l.set("ceil_mode", bool_node(ceil));
+    }
+    emit(l);
+  }
+
+  void simple(const std::string& op, int n_inputs) {
+    LayerSpec l;
+    l.op = op;
+    for (int i = 0; i < n_inputs; ++i) l.inputs.push_back(ref(i));
+    emit(l);
+  }
+  void all_inputs(const std::string& op) {
+    LayerSpec l;
+    l.op = op;
+    for (int i = 0; i < cur_->input_size(); ++i)
+      if (has_input(i)) l.inputs.push_back(ref(i));
+    emit(l);
+  }
+  void reshape_to(const Shape& out, const std::string& op = "reshape") {
+    LayerSpec l;
+    l.op = op;
+    l.inputs = {ref(0)};
+    if (out.empty()) node_fail("the result is a scalar; rsim's reshape needs at least one dimension");
+    l.set("shape", ints_node(std::vector<long long>(out.begin(), out.end())));
+    emit(l);
+  }
+  long long axis_attr(const std::string& name, long long def, size_t rank) {
+    long long a = attr_i(name, def);
+    long long r = static_cast<long long>(rank);
+    if (a < -r || a >= r) node_fail(name + " " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    return a;
+  }
+
+  void map_node() {
+    const std::string& t = cur_->op_type();
+    static const std::map<std::string, std::string> unary = {
+        {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"HardSigmoid", "hardsigmoid"}, {"HardSwish", "hardswish"},
+        {"Gelu", "gelu"}, {"Elu", "elu"}, {"Selu", "selu"}, {"Softplus", "softplus"}, {"Mish", "mish"}, {"Erf", "erf"},
+        {"Exp", "exp"}, {"Log", "log"}, {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"}, {"Neg", "neg"}, {"Abs", "abs"},
+        {"Floor", "floor"}, {"Ceil", "ceil"}, {"Round", "round"}, {"Sign", "sign"}, {"Sin", "sin"}, {"Cos", "cos"},
+        {"Not", "logical_not"}};
+    static const std::map<std::string, std::string> binary = {
+        {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Pow", "pow"}, {"Mod", "mod"}, {"Equal", "equal"},
+        {"Less", "less"}, {"LessOrEqual", "less_equal"}, {"Greater", "greater"}, {"GreaterOrEqual", "greater_equal"},
+        {"And", "logical_and"}, {"Or", "logical_or"}, {"Xor", "logical_xor"}};
+    static const std::map<std::string, std::string> variadic = {{"Max", "max"}, {"Min", "min"}, {"Sum", "sum"}, {"Mean", "mean"}};
+    static const std::map<std::string, std::string> reduce = {
+        {"ReduceMean", "reduce_mean"}, {"ReduceSum", "reduce_sum"}, {"ReduceMax", "reduce_max"}, {"ReduceMin", "reduce_min"},
+        {"ReduceProd", "reduce_prod"}, {"ReduceL1", "reduce_l1"}, {"ReduceL2", "reduce_l2"}, {"ReduceSumSquare", "reduce_sum_square"},
+        {"ReduceLogSumExp", "reduce_log_sum_exp"}};
+    if (auto u = unary.find(t); u != unary.end()) return simple(u->second, 1);
+    if (auto b = binary.find(t); b != binary.end()) return simple(b->second, 2);
+    if (auto v = variadic.find(t); v != variadic.end()) return all_inputs(v->second);
+    if (t == "Where") return simple("where", 3);
+    if (t == "Conv") return map_conv(false);
+    if (t == "ConvTranspose") return map_conv(true);
+    if (t == "MaxPool") return map_pool("max");
+    if (t == "AveragePool") return map_pool("avg");
+    if (t == "LpPool") return map_pool("lp");
+    if (t == "Identity" || t == "Dropout" || t == "Cast" || t == "CastLike" || t == "Trilu") return simple("identity", 1);
+    if (t == "LeakyRelu") {
+      LayerSpec l{"leaky_relu", {}, {ref(0)}};
+      l.set("negative_slope", scalar(format_number(attr_f("alpha", 0.01))));
+      emit(l);
+      return;
+    }
+    if (t == "Clip") {
+      double lo = -INFINITY, hi = INFINITY;
+      if (attr("min")) lo = attr_f("min", lo);
+      if (attr("max")) hi = attr_f("max", hi);
+      if (has_input(1) && in(1).has_data) lo = in(1).data.at(0);
+      if (has_input(2) && in(2).has_data) hi = in(2).data.at(0);
+      return simple(lo == 0 && hi == 6 ? "relu6" : "clip", 1);
+    }
+    if (t == "PRelu") {
+      LayerSpec l{"prelu", {}, {ref(0)}};
+      std::vector<long long> slope(in(1).shape.begin(), in(1).shape.end());
+      const Shape& x = in(0).shape;
+      if (slope.size() == 1 && x.size() > 2 && slope[0] == x[1] && slope[0] != x.back()) slope.resize(x.size() - 1, 1);  // per channel (opset < 7)
+      l.set("slope_shape", ints_node(slope));
+      emit(l);
+      return;
+    }
+    if (t == "Softmax" || t == "LogSoftmax") {
+      long long def = m_.opset >= 13 ? -1 : 1;
+      LayerSpec l{t == "Softmax" ? "softmax" : "log_softmax", {}, {ref(0)}};
+      l.set("axis", int_node(axis_attr("axis", def, in(0).shape.size())));
+      emit(l);
+      return;
+    }
+    if (t == "CumSum") {
+      LayerSpec l{"cumsum", {}, {ref(0)}};
+      l.set("axis", int_node(const_ints(1, "axis").at(0)));
+      emit(l);
+      return;
+    }
+    if (t == "BatchNormalization") {
+      if (in(0).shape.size() < 2) node_fail("expects (N, C, ...), got " + shape_text(in(0).shape));
+      long long c = in(0).shape[1];
+      simple("batchnorm", 1);
+      for (int i = 1; i < cur_->output_size(); ++i) set_out(i, const_val({c}, {}, false));  // training mode: running mean and var
+      return;
+    }
+    if (t == "InstanceNormalization") return simple("instance_norm", 1);
+    if (t == "LRN") {
+      LayerSpec l{"lrn", {}, {ref(0)}};
+      l.set("size", int_node(attr_i("size", 1)));
+      emit(l);
+      return;
+    }
+    if (t == "LayerNormalization") {
+      size_t r = in(0).shape.size();
+      long long ax = axis_attr("axis", -1, r);
+      if (ax < 0) ax += static_cast<long long>(r);
+      LayerSpec l{"layernorm", {}, {ref(0)}};
+      l.set("dims", int_node(static_cast<long long>(r) - ax));
+      Shape stat = in(0).shape;
+      for (size_t i = static_cast<size_t>(ax); i < r; ++i) stat[i] = 1;
+      emit(l, 1);
+      for (int i = 1; i < cur_->output_size(); ++i) set_out(i, const_val(stat, {}, false));  // Mean, InvStdDev
+      return;
+    }
+    if (t == "MatMul") {
+      Val& b = in(1);
+      if (b.param && b.shape.size() == 2 && b.ref.empty()) {
+        LayerSpec l{"linear", {}, {ref(0)}};
+        if (in(0).shape.empty() || in(0).shape.back() != b.shape[0])
+          node_fail("inner dimensions differ: " + shape_text(in(0).shape) + " × " + shape_text(b.shape));
+        l.set("out_features", int_node(b.shape[1]));
+        l.set("bias", bool_node(false));
+        emit(l);
+        return;
+      }
+      return simple("matmul", 2);
+    }
+    if (t == "Gemm") {
+      Val& b = in(1);
+      bool ta = attr_i("transA", 0) != 0, tb = attr_i("transB", 0) != 0;
+      bool c_weight = !has_input(2) || (in(2).param && in(2).ref.empty());
+      if (b.param && b.ref.empty() && !ta && b.shape.size() == 2 && c_weight && in(0).shape.size() == 2) {
+        long long k = tb ? b.shape[1] : b.shape[0];
+        if (in(0).shape[1] != k) node_fail("inner dimensions differ: " + shape_text(in(0).shape) + " × " + shape_text(b.shape) + (tb ? "ᵀ" : ""));
+        LayerSpec l{"linear", {}, {ref(0)}};
+        l.set("out_features", int_node(tb ? b.shape[0] : b.shape[1]));
+        l.set("bias", bool_node(has_input(2)));
+        emit(l);
+        return;
+      }
+      LayerSpec l{"gemm", {}, {ref(0), ref(1)}};
+      if (has_input(2)) l.inputs.push_back(ref(2));
+      l.set("trans_a", bool_node(ta));
+      l.set("trans_b", bool_node(tb));
+      emit(l);
+      return;
+    }
+    if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+      size_t r = in(0).shape.size();
+      if (r < 3) node_fail("expects (N, C, D1, ...), got " + shape_text(in(0).shape));
+      if (t == "GlobalAveragePool" && r == 4) return simple("global_avg_pool", 1);
+      LayerSpec l{t == "GlobalAveragePool" ? "reduce_mean" : "reduce_max", {}, {ref(0)}};
+      std::vector<long long> axes;
+      for (size_t i = 2; i < r; ++i) axes.push_back(static_cast<long long>(i));
+      l.set("axes", ints_node(axes));
+      l.set("keepdims", bool_node(true));
+      emit(l);
+      return;
+    }
+    if (auto rd = reduce.find(t); rd != reduce.end()) {
+      std::optional<std::vector<long long>> axes = attr_ints("axes");
+      if (!axes && has_input(1)) axes = const_ints(1, "axes");
+      if (axes && axes->empty() && attr_i("noop_with_empty_axes", 0)) return simple("identity", 1);
+      LayerSpec l{rd->second, {}, {ref(0)}};
+      if (axes && !axes->empty()) l.set("axes", ints_node(*axes));
+      l.set("keepdims", bool_node(attr_i("keepdims", 1) != 0));
+      emit(l);
+      return;
+    }
+    if (t == "ArgMax" || t == "ArgMin") {
+      LayerSpec l{t == "ArgMax" ? "argmax" : "argmin", {}, {ref(0)}};
+      l.set("axis", int_node(attr_i("axis", 0)));
+      l.set("keepdims", bool_node(attr_i("keepdims", 1) != 0));
+      emit(l);
+      return;
+    }
+    if (t == "Concat") {
+      int n = 0;
+      for (int i = 0; i < cur_->input_size(); ++i) n += has_input(i);
+      if (n == 1) return simple("identity", 1);
+      LayerSpec l{"concat", {}, {}};
+      for (int i = 0; i < cur_->input_size(); ++i)
+        if (has_input(i)) l.inputs.push_back(ref(i));
+      l.set("axis", int_node(axis_attr("axis", 0, in(0).shape.size())));
+      emit(l);
+      return;
+    }
+    if (t == "Split") {
+      const Shape& x = in(0).shape;
+      long long ax = axis_attr("axis", 0, x.size());
+      size_t a = static_cast<size_t>(ax < 0 ? ax + static_cast<long long>(x.size()) : ax);
+      std::vector<long long> sizes;
+      if (auto s = ints_arg("split", 1)) sizes = *s;
+      else {
+        long long parts = attr_i("num_outputs", cur_->output_size());
+        if (parts <= 0) node_fail("has no outputs");
+        long long each = (x[a] + parts - 1) / parts;
+        for (long long p = 0, left = x[a]; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
+      }
+      if (static_cast<int>(sizes.size()) != cur_->output_size())
+        node_fail("splits into " + std::to_string(sizes.size()) + " parts but has " + std::to_string(cur_->output_size()) + " outputs");
+      LayerSpec l{"split", {}, {ref(0)}};
+      l.set("axis", int_node(ax));
+      l.set("sizes", ints_node(sizes));
+      emit(l);
+      return;
+    }
+    if (t == "Slice") {
+      const Shape& x = in(0).shape;
+      auto sl = slice_params(x);
+      for (const auto& s : sl)
+        if (s.len <= 0) node_fail("the slice of axis " + std::to_string(s.axis) + " (size " + std::to_string(x[s.axis]) + ") is empty");
+      if (sl.size() == 1 && sl[0].step > 0) {
+        LayerSpec l{"slice", {}, {ref(0)}};
+        l.set("axis", int_node(static_cast<long long>(sl[0].axis)));
+        l.set("start", int_node(sl[0].start));
+        l.set("end", int_node(sl[0].start + (sl[0].len - 1) * sl[0].step + 1));
+        l.set("step", int_node(sl[0].step));
+        emit(l);
+        return;
+      }
+      std::vector<long long> starts, ends, axes, steps;
+      for (const auto& s : sl) {
+        long long n = x[s.axis];
+        long long last = s.start + (s.len - 1) * s.step;
+        starts.push_back(s.start);
+        long long e = last + (s.step > 0 ? 1 : -1);
+        if (e < 0) e = -(n + 1);  // before index 0 (a negative end would count from the end)
+        ends.push_back(e);
+        axes.push_back(static_cast<long long>(s.axis));
+        steps.push_back(s.step);
+      }
+      LayerSpec l{"slice_nd", {}, {ref(0)}};
+      l.set("starts", ints_node(starts));
+      l.set("ends", ints_node(ends));
+      l.set("axes", ints_node(axes));
+      l.set("steps", ints_node(steps));
+      emit(l);
+      return;
+    }
+    if (t == "Gather") {
+      Val& d = in(0);
+      Val& idx = in(1);
+      long long ax = axis_attr("axis", 0, d.shape.size());
+      LayerSpec l{"gather", {}, {}};
+      l.set("axis", int_node(ax));
+      if (d.is_const && d.ref.empty()) l.set("data_shape", ints_node(std::vector<long long>(d.shape.begin(), d.shape.end())));
+      else l.inputs.push_back(ref(0));
+      if (idx.is_const && idx.ref.empty()) l.set("indices_shape", ints_node(std::vector<long long>(idx.shape.begin(), idx.shape.end())));
+      else l.inputs.push_back(ref(1));
+      if (d.is_const && d.ref.empty() && !d.param) {
+        // a constant table that is not a weight (e.g. a folded buffer): read through a constant layer
+        l.attrs.erase(l.attrs.end() - (idx.is_const && idx.ref.empty() ? 2 : 1));
+        l.inputs.insert(l.inputs.begin(), ref(0));
+      }
+      emit(l);
+      return;
+    }
+    if (t == "Reshape" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze") return reshape_to(view_shape(in(0).shape));
+    if (t == "Transpose") {
+      LayerSpec l{"permute", {}, {ref(0)}};
+      l.set("dims", ints_node(transpose_perm(in(0).shape.size())));
+      emit(l);
+      return;
+    }
+    if (t == "DepthToSpace" || t == "SpaceToDepth") {
+      const Shape& x = in(0).shape;
+      long long b = attr_i("blocksize", 0);
+      if (x.size() != 4 || b <= 0) node_fail("needs a rank-4 input and a positive blocksize");
+      Shape y = x;
+      if (t == "DepthToSpace") {
+        if (x[1] % (b * b)) node_fail("channels " + std::to_string(x[1]) + " are not divisible by blocksize² " + std::to_string(b * b));
+        y = {x[0], x[1] / (b * b), x[2] * b, x[3] * b};
+      } else {
+        if (x[2] % b || x[3] % b) node_fail("height and width must be divisible by the blocksize " + std::to_string(b));
+        y = {x[0], x[1] * b * b, x[2] / b, x[3] / b};
+      }
+      return reshape_to(y, "reshape_copy");
+    }
+    if (t == "Expand") {
+      auto s = const_ints(1, "shape");
+      for (auto v : s)
+        if (v <= 0) node_fail("target shape has dimension " + std::to_string(v));
+      LayerSpec l{"expand", {}, {ref(0)}};
+      l.set("shape", ints_node(s));
+      emit(l);
+      return;
+    }
+    if (t == "Tile") {
+      LayerSpec l{"tile", {}, {ref(0)}};
+      l.set("repeats", ints_node(const_ints(1, "repeats")));
+      emit(l);
+      return;
+    }
+    if (t == "Pad") {
+      const Shape& x = in(0).shape;
+      std::vector<long long> pads;
+      if (auto p = attr_ints("pads")) pads = *p;
+      else pads = const_ints(1, "pads");
+      if (has_input(3)) {  // opset 18 axes
+        auto axes = const_ints(3, "axes");
+        std::vector<long long> full(2 * x.size(), 0);
+        for (size_t i = 0; i < axes.size(); ++i) {
+          long long a = axes[i] < 0 ? axes[i] + static_cast<long long>(x.size()) : axes[i];
+          full[static_cast<size_t>(a)] = pads[i];
+          full[static_cast<size_t>(a) + x.size()] = pads[i + axes.size()];
+        }
+        pads = full;
+      }
+      std::string mode = attr_s("mode", "constant");
+      LayerSpec l{"pad", {}, {ref(0)}};
+      l.set("pads", ints_node(pads));
+      l.set("mode", scalar(mode));
+      emit(l);
+      return;
+    }
+    if (t == "Resize" || t == "Upsample") return map_resize();
+    node_fail("is not supported");
+  }
+
+  void map_resize() {
+    const Shape& x = in(0).shape;
+    const std::string& t = cur_->op_type();
+    Shape out = x;
+    std::vector<long long> sizes;
+    std::vector<double> scales;
+    std::vector<long long> axes = attr_ints("axes").value_or(std::vector<long long>{});
+    if (t == "Upsample") {
+      if (auto s = attr_floats("scales")) scales = *s;
+      else scales = const_floats(1, "scales");
+    } else if (m_.opset < 11) {
+      scales = const_floats(1, "scales");
+    } else {
+      if (has_input(3) && !in(3).shape.empty() && count(in(3).shape) > 0) sizes = const_ints(3, "sizes");
+      else if (has_input(2) && count(in(2).shape) > 0) scales = const_floats(2, "scales");
+      else node_fail("has neither scales nor sizes");
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<long long>(i));
+    size_t nvals = sizes.empty() ? scales.size() : sizes.size();
+    if (nvals != axes.size()) node_fail("needs " + std::to_string(axes.size()) + " scales or sizes, got " + std::to_string(nvals));
+    std::string policy = attr_s("keep_aspect_ratio_policy", "stretch");
+    if (!sizes.empty() && policy != "stretch") {
+      double scale = policy == "not_larger" ? INFINITY : 0;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        double sc = static_cast<double>(sizes[i]) / static_cast<double>(x[static_cast<size_t>(axes[i])]);
+        scale = policy == "not_larger" ? std::min(scale, sc) : std::max(scale, sc);
+      }
+      for (size_t i = 0; i < axes.size(); ++i)
+        sizes[i] = static_cast<long long>(std::round(scale * static_cast<double>(x[static_cast<size_t>(axes[i])])));
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      long long a = axes[i] < 0 ? axes[i] + static_cast<long long>(x.size()) : axes[i];
+      if (a < 0 || a >= static_cast<long long>(x.size())) node_fail("axis " + std::to_string(axes[i]) + " is out of range");
+      size_t ai = static_cast<size_t>(a);
+      out[ai] = sizes.empty() ? static_cast<long long>(std::floor(static_cast<double>(x[ai]) * scales[i])) : sizes[i];
+      if (out[ai] <= 0) node_fail("resizes dimension " + std::to_string(a) + " of " + shape_text(x) + " to " + std::to_string(out[ai]));
+    }
+    std::string mode = attr_s("mode", "nearest");
+    if (mode == "bilinear") mode = "linear";
+    if (mode != "nearest" && mode != "linear" && mode != "cubic") node_fail("mode '" + mode + "' is not nearest, linear or cubic");
+    LayerSpec l;
+    l.inputs = {ref(0)};
+    if (x.size() == 4 && out[0] == x[0] && out[1] == x[1] && mode != "cubic") {
+      l.op = "upsample";
+      l.set("size", ints_node({out[2], out[3]}));
+      l.set("mode", scalar(mode == "linear" ? "bilinear" : "nearest"));
+    } else {
+      l.op = "interpolate";
+      l.set("size", ints_node(std::vector<long long>(out.begin(), out.end())));
+      l.set("mode", scalar(mode));
+    }
+    emit(l);
+  }
+};
+
+std::string read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  auto f = SourceFile::from_text(path, "");
+  if (std::filesystem::is_directory(path, ec)) fail_file(f, "is a directory, not an ONNX model");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_file(f, "cannot read the ONNX model: " + std::string(std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std::string& path) {
+  auto m = std::make_shared<OnnxModel>();
+  m->path = path;
+  m->file = SourceFile::from_text(path, "");
+  if (bytes.empty()) fail_file(m->file, "is empty, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail_file(m->file, "is larger than 2 GiB; save the weights as external data");
+  if (!m->proto.ParseFromString(bytes))
+    fail_file(m->file, "is not a valid ONNX model (the protobuf data is truncated or corrupt)",
+              {Note{{}, "export it again, e.g. torch.onnx.export(model, x, \"model.onnx\")"}});
+  if (!m->proto.has_graph() || m->proto.ir_version() <= 0)
+    fail_file(m->file, "is not an ONNX model (no graph or IR version)", {Note{{}, "export it again, e.g. torch.onnx.export(model, x, \"model.onnx\")"}});
+  const auto& g = m->proto.graph();
+  // structure: every node input is produced earlier (also catches files cut at a message boundary)
+  std::set<std::string> known;
+  for (const auto& t : g.initializer()) known.insert(t.name());
+  for (const auto& i : g.input()) known.insert(i.name());
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input())
+      if (!i.empty() && !known.count(i))
+        fail_file(m->file, "node '" + n.name() + "' (" + n.op_type() + ") reads '" + i + "', which no earlier node, initializer or input produces",
+                  {Note{{}, "the file may be truncated, or its nodes are not in topological order"}});
+    for (const auto& o : n.output()) known.insert(o);
+  }
+  for (const auto& o : g.output())
+    if (!known.count(o.name())) fail_file(m->file, "graph output '" + o.name() + "' is not produced by any node; the file may be truncated");
+  m->opset = default_opset(m->proto);
+  if (m->opset == 0) fail_file(m->file, "imports no version of the default ONNX opset (ai.onnx)");
+  if (m->opset > kMaxOpset)
+    fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + "; rsim reads opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset),
+              {Note{{}, "export with opset_version=17 (torch.onnx.export(..., opset_version=17))"}});
+  if (m->opset < kMinOpset) {
+    try {
+      m->proto = onnx::version_conversion::ConvertVersion(m->proto, static_cast<int>(kMinOpset));
+    } catch (const std::exception& e) {
+      fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + ", and the version converter could not bring it to " +
+                             std::to_string(kMinOpset) + ": " + e.what());
+    }
+    m->opset = default_opset(m->proto);
+  }
+  return m;
+}
+
+std::shared_ptr<const OnnxModel> load_onnx(const std::string& path) { return parse_onnx(read_file_bytes(path), path); }
+
+std::vector<OnnxUnsupported> onnx_unsupported_ops(const OnnxModel& m, const std::map<std::string, std::string>& op_map) {
+  std::vector<OnnxUnsupported> bad;
+  for (const auto& n : m.proto.graph().node()) {
+    bool ok = (n.domain().empty() || n.domain() == "ai.onnx") && supported(n.op_type());
+    if (ok || op_map.count(n.op_type())) continue;
+    auto it = std::find_if(bad.begin(), bad.end(), [&](const auto& b) { return b.op_type == n.op_type(); });
+    if (it == bad.end()) bad.push_back(OnnxUnsupported{n.op_type(), 1, n.name()});
+    else ++it->count;
+  }
+  return bad;
+}
+
+const std::vector<std::pair<std::string, std::string>>& onnx_supported_ops() { return mapping_table(); }
+
+std::vector<std::string> onnx_input_names(const OnnxModel& m) {
+  std::set<std::string> inits;
+  for (const auto& t : m.proto.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> v;
+  for (const auto& in : m.proto.graph().input())
+    if (!inits.count(in.name())) v.push_back(in.name());
+  return v;
+}
+
+OnnxImport import_onnx(const OnnxModel& m, const OnnxImportOptions& opt) { return Importer(m, opt).run(); }
+
+OnnxTensorInfo read_onnx_tensor(const std::string& bytes, const std::string& path) {
+  onnx::TensorProto t;
+  auto f = SourceFile::from_text(path, "");
+  if (!t.ParseFromString(bytes)) fail_file(f, "is not a serialized ONNX tensor");
+  OnnxTensorInfo info;
+  info.name = t.name();
+  for (auto d : t.dims()) info.shape.push_back(d);
+  info.is_integer = is_int_type(t.data_type());
+  Val v = tensor_val(t);
+  if (v.has_data) info.values = v.data;
+  return info;
+}
+
+}  // namespace rsim
+
+namespace rsim {
+
+namespace {
+
+class OnnxNetworkImporter : public NetworkImporter {
+ public:
+  CNode import(const CNode& entry, const OpRegistry& ops) override {
+    Diags d;
+    MapReader m(entry, "ONNX network", d);
+    const CNode* file = m.require("onnx");
+    const CNode* name = m.get("name");
+    const CNode* inputs = m.get("inputs");
+    const CNode* dims = m.get("dims");
+    const CNode* onnx_ops = m.get("onnx_ops");
+    const CNode* dtype = m.get("dtype");
+    m.get("description");
+    m.finish();
+    OnnxImportOptions opt;
+    opt.ops = &ops;
+    std::string path;
+    if (file) {
+      if (auto s = to_string(*file, d, "onnx")) {
+        std::filesystem::path p(*s);
+        if (p.is_relative() && file->loc.file) p = std::filesystem::path(file->loc.file->path).parent_path() / p;
+        path = p.lexically_normal().string();
+      }
+    }
+    if (name) opt.name = to_string(*name, d, "network name").value_or("");
+    if (dtype) {
+      opt.dtype = to_string(*dtype, d, "dtype").value_or("");
+      if (!opt.dtype.empty() && !parse_dtype(opt.dtype))
+        d.error(dtype->loc, "unknown dtype '" + opt.dtype + "'", {Note{{}, did_you_mean(opt.dtype, dtype_names())}});
+    }
+    if (inputs) {
+      if (!inputs->is_map()) d.error(inputs->loc, "inputs must map input names to shapes, e.g. {input: [1, 3, 224, 224]}");
+      else
+        for (const auto& e : inputs->entries) {
+          Shape s;
+          if (!e.value.is_seq() || e.value.items.empty()) {
+            d.error(e.value.loc, "input '" + e.key + "' must be a list of dimensions, e.g. [1, 3, 224, 224]");
+            continue;
+          }
+          for (const auto& i : e.value.items) {
+            auto v = to_integer(i, d, "input '" + e.key + "' dimension");
+            if (v && (*v <= 0 || *v > 1000000000LL)) d.error(i.loc, "input dimensions must be 1 to 1e9, got " + std::to_string(*v));
+            else if (v) s.push_back(*v);
+          }
+          opt.inputs.emplace_back(e.key, s);
+        }
+    }
+    if (dims) {
+      if (!dims->is_map()) d.error(dims->loc, "dims must map symbolic dimensions to sizes, e.g. {batch: 1, seq: 128}");
+      else
+        for (const auto& e : dims->entries) {
+          auto v = to_integer(e.value, d, "dimension '" + e.key + "'");
+          if (v && (*v <= 0 || *v > 1000000000LL)) d.error(e.value.loc, "dimension '" + e.key + "' must be 1 to 1e9, got " + std::to_string(*v));
+          else if (v) opt.dims.emplace_back(e.key, *v);
+        }
+    }
+    if (onnx_ops) {
+      if (!onnx_ops->is_map()) d.error(onnx_ops->loc, "onnx_ops must map ONNX op types to operators (or ignore), e.g. {MyOp: my_lua_op}");
+      else
+        for (const auto& e : onnx_ops->entries) {
+          auto v = to_string(e.value, d, "onnx_ops '" + e.key + "'");
+          if (!v) continue;
+          if (*v != "ignore" && !ops.find(*v)) {
+            std::string hint = did_you_mean(*v, ops.all_names());
+            d.error(e.value.loc, "unknown operator '" + *v + "' for ONNX op " + e.key,
+                    {Note{{}, hint.empty() ? "name an operator (`rsim ops`, or a plugin's rsim.op) or 'ignore'" : hint}});
+          }
+          opt.op_map[e.key] = *v;
+        }
+    }
+    d.throw_if_any();
+    std::string key = path + "\n" + opt.name + "\n" + opt.dtype + "\n";
+    for (const auto& [n, s] : opt.inputs) key += n + "=" + shape_str(s) + ";";
+    key += "\n";
+    for (const auto& [n, v] : opt.dims) key += n + "=" + std::to_string(v) + ";";
+    key += "\n";
+    for (const auto& [k, v] : opt.op_map) key += k + "=" + v + ";";
+    key += "\n" + std::to_string(reinterpret_cast<uintptr_t>(&ops));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = imports_.find(key);
+      if (it != imports_.end()) return it->second;
+    }
+    try {
+      std::shared_ptr<const OnnxModel> model;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = models_.find(path);
+        if (it != models_.end()) model = it->second;
+      }
+      if (!model) {
+        model = load_onnx(path);
+        std::lock_guard<std::mutex> lock(mu_);
+        models_[path] = model;
+      }
+      CNode net = import_onnx(*model, opt).network;
+      std::lock_guard<std::mutex> lock(mu_);
+      imports_[key] = net;
+      return net;
+    } catch (const ConfigError& e) {
+      std::vector<Diagnostic> list = e.diagnostics();
+      for (auto& diag : list) diag.notes.push_back(Note{file->loc, "the ONNX network is used here"});
+      throw ConfigError(list);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const OnnxModel>> models_;
+  std::map<std::string, CNode> imports_;
+};
+
+}  // namespace
+
+std::shared_ptr<NetworkImporter> make_onnx_importer() { return std::make_shared<OnnxNetworkImporter>(); }
+
+}  // namespace rsim
+
+namespace rsim {
+
+namespace {
+
+// ---------------------------------------------------------------- `rsim import`: YAML with parameters
+
+// A dimension written as an expression of the model's symbolic dimensions.
+struct Fit {
+  bool ok = false;
+  std::string expr;
+};
+
+struct Probe {
+  std::vector<long long> values;  // one per symbol
+  CNode net;
+};
+
+// v = c · Π sᵢ^eᵢ (exponents read off by dividing by the probe's primes), or v = c₀ + Σ cᵢ·sᵢ.
+Fit fit_value(const std::vector<std::string>& syms, const std::vector<Probe>& probes, const std::vector<long long>& v) {
+  size_t n = syms.size();
+  const auto& base = probes[0].values;
+  // monomial
+  {
+    long long c = v[0];
+    std::vector<int> e(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      while (c != 0 && c % base[i] == 0) {
+        c /= base[i];
+        ++e[i];
+      }
+    bool ok = c != 0;
+    for (size_t p = 1; p < probes.size() && ok; ++p) {
+      double pred = static_cast<double>(c);
+      for (size_t i = 0; i < n; ++i) pred *= std::pow(static_cast<double>(probes[p].values[i]), e[i]);
+      ok = pred == static_cast<double>(v[p]);
+    }
+    if (ok) {
+      std::string s;
+      for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < e[i]; ++k) s += (s.empty() ? "" : " * ") + syms[i];
+      if (c != 1 || s.empty()) s = s.empty() ? std::to_string(c) : (c == -1 ? "-" + s : s + " * " + std::to_string(c));
+      return Fit{true, s};
+    }
+  }
+  // linear: probes 1..n change one symbol each
+  if (probes.size() >= n + 1) {
+    std::vector<long long> c(n, 0);
+    bool ok = true;
+    long long c0 = v[0];
+    for (size_t i = 0; i < n && ok; ++i) {
+      long long ds = probes[i + 1].values[i] - base[i];
+      long long dv = v[i + 1] - v[0];
+      if (dv % ds != 0) ok = false;
+      else c[i] = dv / ds;
+      c0 -= c[i] * base[i];
+    }
+    for (size_t p = 0; p < probes.size() && ok; ++p) {
+      long long pred = c0;
+      for (size_t i = 0; i < n; ++i) pred += c[i] * probes[p].values[i];
+      ok = pred == v[p];
+    }
+    if (ok) {
+      std::string s;
+      for (size_t i = 0; i < n; ++i) {
+        if (c[i] == 0) continue;
+        std::string term = (c[i] == 1 || c[i] == -1) ? syms[i] : std::to_string(std::llabs(c[i])) + " * " + syms[i];
+        s += s.empty() ? (c[i] < 0 ? "-" + term : term) : (c[i] < 0 ? " - " : " + ") + term;
+      }
+      if (c0 != 0) s += (s.empty() ? std::to_string(c0) : (c0 < 0 ? " - " : " + ") + std::to_string(std::llabs(c0)));
+      return Fit{true, s.empty() ? "0" : s};
+    }
+  }
+  return Fit{};
+}
+
+// Walks the probes' networks in parallel; scalars that differ become `${expression}`.
+CNode merge(const std::vector<std::string>& syms, const std::vector<Probe>& probes, std::vector<const CNode*> nodes, const std::string& where,
+            const std::shared_ptr<const SourceFile>& file) {
+  const CNode& a = *nodes[0];
+  auto structural = [&]() {
+    fail_file(file, "the model's structure (" + where + ") changes with the value of its symbolic dimensions, so it cannot be written with parameters",
+              {Note{{}, "fix the dimensions with --dim NAME=VALUE (then the file is written for those values)"}});
+  };
+  for (const CNode* n : nodes)
+    if (n->kind != a.kind || n->items.size() != a.items.size() || n->entries.size() != a.entries.size()) structural();
+  CNode out = a;
+  if (a.is_scalar()) {
+    bool same = true;
+    for (const CNode* n : nodes) same = same && n->scalar == a.scalar;
+    if (same) return out;
+    std::vector<long long> v;
+    for (const CNode* n : nodes) {
+      auto x = parse_integer(n->scalar);
+      if (!x) structural();
+      v.push_back(*x);
+    }
+    Fit f = fit_value(syms, probes, v);
+    if (!f.ok) {
+      std::string list;
+      for (const auto& s : syms) list += (list.empty() ? "" : ", ") + s;
+      fail_file(file, where + " depends on " + list + " in a way rsim cannot write as an expression",
+                {Note{{}, "fix the dimensions with --dim NAME=VALUE"}});
+    }
+    out.scalar = "${" + f.expr + "}";
+    return out;
+  }
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    std::vector<const CNode*> sub;
+    for (const CNode* n : nodes) sub.push_back(&n->items[i]);
+    std::string w = where;
+    if (const CNode* nm = a.items[i].find("name")) w = "layer '" + nm->scalar + "'";
+    out.items[i] = merge(syms, probes, sub, w, file);
+  }
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    std::vector<const CNode*> sub;
+    for (const CNode* n : nodes) {
+      if (n->entries[i].key != a.entries[i].key) structural();
+      sub.push_back(&n->entries[i].value);
+    }
+    std::string w = where.empty() ? a.entries[i].key : where + " '" + a.entries[i].key + "'";
+    if (where.rfind("layer '", 0) == 0 && where.find("' '") == std::string::npos) w = where + " attribute '" + a.entries[i].key + "'";
+    out.entries[i].value = merge(syms, probes, sub, w, file);
+  }
+  return out;
+}
+
+bool plain_ok(const std::string& s) {
+  if (s.empty()) return false;
+  if (parse_double(s) || s == "true" || s == "false") return true;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')) return false;
+  return std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_';
+}
+
+std::string flow(const CNode& n, bool force_quote = false) {
+  switch (n.kind) {
+    case CNode::Kind::Null: return "~";
+    case CNode::Kind::Scalar:
+      if (force_quote) return quote(n.scalar);
+      return plain_ok(n.scalar) ? n.scalar : quote(n.scalar);
+    case CNode::Kind::Seq: {
+      std::string s = "[";
+      for (size_t i = 0; i < n.items.size(); ++i) s += (i ? ", " : "") + flow(n.items[i], force_quote);
+      return s + "]";
+    }
+    case CNode::Kind::Map: {
+      std::string s = "{";
+      for (size_t i = 0; i < n.entries.size(); ++i) {
+        const auto& e = n.entries[i];
+        bool q = e.key == "name" || e.key == "inputs";
+        s += (i ? ", " : "") + (plain_ok(e.key) ? e.key : quote(e.key)) + ": " + flow(e.value, q);
+      }
+      return s + "}";
+    }
+  }
+  return "~";
+}
+
+}  // namespace
+
+std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
+  OnnxImportOptions opt = opt_in;
+  // symbols: those of the inputs that --input does not fix and --dim does not pin
+  OnnxImport first;
+  std::vector<std::string> syms;
+  {
+    std::vector<std::string> all;
+    for (const auto& in : m.proto.graph().input()) {
+      if (std::any_of(opt.inputs.begin(), opt.inputs.end(), [&](const auto& p) { return p.first == in.name(); })) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (!d.dim_param().empty() && std::find(all.begin(), all.end(), d.dim_param()) == all.end()) all.push_back(d.dim_param());
+    }
+    for (const auto& s : all)
+      if (!std::any_of(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == s; })) syms.push_back(s);
+    for (const auto& [name, value] : defaults)
+      if (std::find(all.begin(), all.end(), name) == all.end()) {
+        std::string hint = did_you_mean(name, all), list;
+        for (const auto& x : all) list += (list.empty() ? "" : ", ") + x;
+        fail_file(m.file, "the model has no symbolic dimension '" + name + "'",
+                  {Note{{}, !hint.empty() ? hint : list.empty() ? "its inputs have fixed shapes" : "its symbolic dimensions: " + list}});
+      }
+  }
+  std::vector<Probe> probes;
+  static const long long primes[][8] = {{101, 103, 107, 109, 113, 127, 131, 137}, {139, 149, 151, 157, 163, 167, 173, 179}};
+  if (syms.size() > 8) fail_file(m.file, "has more than 8 symbolic dimensions; fix some with --dim NAME=VALUE");
+  auto run_with = [&](const std::vector<long long>& values) {
+    OnnxImportOptions o = opt;
+    for (size_t i = 0; i < syms.size(); ++i) o.dims.emplace_back(syms[i], values[i]);
+    return import_onnx(m, o);
+  };
+  std::vector<long long> base;
+  for (size_t i = 0; i < syms.size(); ++i) base.push_back(primes[0][i]);
+  OnnxImport r0 = run_with(base);
+  probes.push_back(Probe{base, r0.network});
+  if (!syms.empty()) {
+    for (size_t i = 0; i < syms.size(); ++i) {
+      auto v = base;
+      v[i] = primes[1][i];
+      probes.push_back(Probe{v, run_with(v).network});
+    }
+    // the check: the defaults when every symbol has one, else other primes
+    std::vector<long long> check;
+    for (size_t i = 0; i < syms.size(); ++i) {
+      auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
+      check.push_back(d != defaults.end() ? d->second : primes[1][(i + 3) % 8] + 2 * static_cast<long long>(i));
+    }
+    probes.push_back(Probe{check, run_with(check).network});
+  }
+  std::vector<const CNode*> nodes;
+  for (const auto& p : probes) nodes.push_back(&p.net);
+  CNode net = merge(syms, probes, nodes, "", m.file);
+
+  std::ostringstream y;
+  std::string file = std::filesystem::path(m.path).filename().string();
+  y << "# Imported from " << file << " by `rsim import` (ONNX opset " << r0.opset << ", " << r0.nodes << " nodes, "
+    << r0.initializers << " initializers; " << format_number(r0.weight_elements) << " weight elements, BatchNorm statistics excluded).\n";
+  y << "# Shape computations were folded into the attributes; layer names are the node names.\n";
+  if (!syms.empty()) {
+    std::string list;
+    for (const auto& s : syms) list += (list.empty() ? "" : ", ") + s;
+    y << "# The model's symbolic dimensions (" << list << ") are its parameters: {model: NAME, args: {" << syms[0] << ": 1}}.\n";
+  }
+  for (const auto& e : net.entries) {
+    if (e.key == "name") {
+      y << "name: " << flow(e.value, true) << "\n";
+      y << "description: " << quote("imported from " + file) << "\n";
+      if (!syms.empty()) {
+        y << "params: {";
+        for (size_t i = 0; i < syms.size(); ++i) {
+          auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
+          y << (i ? ", " : "") << (plain_ok(syms[i]) ? syms[i] : quote(syms[i])) << ": " << (d != defaults.end() ? std::to_string(d->second) : "~");
+        }
+        y << "}\n";
+      }
+    } else if (e.key == "inputs") {
+      y << "inputs:\n";
+      for (const auto& in : e.value.entries) y << "  " << quote(in.key) << ": " << flow(in.value) << "\n";
+    } else if (e.key == "layers") {
+      y << "layers:\n";
+      for (const auto& l : e.value.items) y << "  - " << flow(l) << "\n";
+    } else {
+      y << e.key << ": " << flow(e.value) << "\n";
+    }
+  }
+  return y.str();
+}
+
+std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
+  std::ostringstream s;
+  const auto& g = m.proto.graph();
+  std::map<std::string, int> hist;
+  for (const auto& n : g.node()) ++hist[n.op_type()];
+  s << m.path << ": ONNX opset " << m.opset << ", IR version " << m.proto.ir_version();
+  if (!m.proto.producer_name().empty()) s << ", produced by " << m.proto.producer_name() << " " << m.proto.producer_version();
+  s << "\n";
+  double weights = 0, stats = 0;
+  std::set<std::string> bn;
+  for (const auto& n : g.node())
+    if (n.op_type() == "BatchNormalization")
+      for (int i = 3; i < n.input_size() && i < 5; ++i) bn.insert(n.input(i));
+  size_t external = 0;
+  for (const auto& t : g.initializer()) {
+    double e = 1;
+    for (auto d : t.dims()) e *= static_cast<double>(d);
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) ++external;
+    if (!is_float_type(t.data_type())) continue;
+    (bn.count(t.name()) ? stats : weights) += e;
+  }
+  s << "  " << g.node_size() << " nodes, " << g.initializer_size() << " initializers (" << external << " in external data), "
+    << format_number(weights) << " weight elements";
+  if (stats > 0) s << " (+" << format_number(stats) << " BatchNorm running statistics, not parameters)";
+  s << "\n  inputs:";
+  for (const auto& in : g.input()) {
+    bool init = false;
+    for (const auto& t : g.initializer()) init = init || t.name() == in.name();
+    if (init) continue;
+    s << " " << in.name() << " [";
+    const auto& dims = in.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << (dims[i].dim_param().empty() ? std::to_string(dims[i].dim_value()) : dims[i].dim_param());
+    s << "]";
+  }
+  s << "\n  op types (" << hist.size() << "):\n";
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [k, v] : hist) order.emplace_back(-v, k);
+  std::sort(order.begin(), order.end());
+  for (const auto& [neg, k] : order) {
+    std::string to = "unsupported";
+    for (const auto& [op, r] : onnx_supported_ops())
+      if (op == k) to = r;
+    auto mapped = opt.op_map.find(k);
+    if (mapped != opt.op_map.end()) to = mapped->second == "ignore" ? "ignored (onnx_ops)" : mapped->second + " (onnx_ops)";
+    char line[256];
+    std::snprintf(line, sizeof line, "    %-24s %6d  → %s\n", k.c_str(), -neg, to.c_str());
+    s << line;
+  }
+  auto bad = onnx_unsupported_ops(m, opt.op_map);
+  if (bad.empty()) {
+    s << "  unsupported: none\n";
+    try {
+      OnnxImport r = import_onnx(m, opt);
+      size_t folded = 0;
+      for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
+      s << "  imported: " << r.network.find("layers")->items.size() << " layers (" << folded << " nodes folded into constants)\n";
+    } catch (const ConfigError& e) {
+      s << "  not imported with these shapes: " << e.diagnostics().front().message << "\n";
+    }
+  } else {
+    s << "  unsupported (" << bad.size() << "):";
+    for (const auto& b : bad) s << " " << b.op_type << " ×" << b.count << (b.first_node.empty() ? "" : " (first '" + b.first_node + "')");
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace rsim
+
+namespace rsim {
+
+std::string build_onnx_model(const OnnxModelSpec& spec) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("rsim-test");
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(spec.opset);
+  auto* g = m.mutable_graph();
+  g->set_name(spec.graph_name);
+  auto value_info = [](onnx::ValueInfoProto* v, const OnnxSpecTensor& t) {
+    v->set_name(t.name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(t.elem_type);
+    auto* sh = tt->mutable_shape();
+    for (const auto& d : t.dims) {
+      auto* dim = sh->add_dim();
+      if (auto n = parse_integer(d)) dim->set_dim_value(*n);
+      else if (!d.empty() && d != "?") dim->set_dim_param(d);
+    }
+  };
+  for (const auto& t : spec.inputs) value_info(g->add_input(), t);
+  for (const auto& t : spec.outputs) value_info(g->add_output(), t);
+  for (const auto& t : spec.initializers) {
+    auto* i = g->add_initializer();
+    i->set_name(t.name);
+    i->set_data_type(t.elem_type);
+    for (const auto& d : t.dims) i->add_dims(parse_integer(d).value_or(1));
+    if (t.values.empty()) {
+      i->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto* loc = i->add_external_data();
+      loc->set_key("location");
+      loc->set_value("weights.bin");
+    } else if (t.elem_type == onnx::TensorProto::FLOAT) {
+      for (double v : t.values) i->add_float_data(static_cast<float>(v));
+    } else {
+      for (double v : t.values) i->add_int64_data(static_cast<int64_t>(v));
+    }
+  }
+  for (const auto& n : spec.nodes) {
+    auto* node = g->add_node();
+    node->set_op_type(n.op_type);
+    node->set_name(n.name);
+    for (const auto& i : n.inputs) node->add_input(i);
+    for (const auto& o : n.outputs) node->add_output(o);
+    for (const auto& a : n.attrs) {
+      auto* at = node->add_attribute();
+      at->set_name(a.name);
+      switch (a.kind) {
+        case OnnxSpecAttr::Kind::Int: at->set_type(onnx::AttributeProto::INT), at->set_i(a.i); break;
+        case OnnxSpecAttr::Kind::Float: at->set_type(onnx::AttributeProto::FLOAT), at->set_f(static_cast<float>(a.f)); break;
+        case OnnxSpecAttr::Kind::String: at->set_type(onnx::AttributeProto::STRING), at->set_s(a.s); break;
+        case OnnxSpecAttr::Kind::Ints:
+          at->set_type(onnx::AttributeProto::INTS);
+          for (auto v : a.ints) at->add_ints(v);
+          break;
+        case OnnxSpecAttr::Kind::Floats:
+          at->set_type(onnx::AttributeProto::FLOATS);
+          for (auto v : a.floats) at->add_floats(static_cast<float>(v));
+          break;
+      }
+    }
+  }
+  return m.SerializeAsString();
+}
+
+}  // namespace rsim

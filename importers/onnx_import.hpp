@@ -1,0 +1,132 @@
+// ONNX models in: a parsed model becomes the same network node (name, inputs, layers) that a
+// YAML scenario or a zoo model gives the engine, so everything a YAML network supports works on
+// it. The only place in rsim that includes ONNX headers is importers/onnx_import.cpp.
+//
+// Shapes are propagated node by node by rsim itself (ONNX's own inference loses Reshape targets
+// and Resize sizes computed at run time); shape-computing subgraphs (Shape → Gather → Concat →
+// Reshape, ...) are evaluated and folded into attributes, not reported as layers. Weights are
+// never read: only initializer shapes and element types (small integer tensors, the reshape
+// targets and slice bounds, are read), so a model whose external data file is absent loads.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/evaluate.hpp"
+#include "engine/ops.hpp"
+
+namespace rsim {
+
+class OnnxModel;  // a parsed ModelProto (opaque outside importers/)
+
+// Parses an ONNX model from its bytes; `path` names it in messages. Throws ConfigError
+// ("PATH: error: ...") for a truncated, non-ONNX or unsupported-opset model. The fuzz entry point.
+std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std::string& path);
+// Reads and parses a file (a missing or unreadable file is a ConfigError naming it).
+std::shared_ptr<const OnnxModel> load_onnx(const std::string& path);
+
+struct OnnxImportOptions {
+  std::string name;                                     // network name ("" = the graph's name or the file's stem)
+  std::vector<std::pair<std::string, Shape>> inputs;    // fixed input shapes (replace the model's)
+  std::vector<std::pair<std::string, long long>> dims;  // symbolic dimension bindings
+  std::map<std::string, std::string> op_map;            // ONNX op type → rsim operator, or "ignore"
+  std::map<std::string, std::vector<double>> input_values;  // known contents of small inputs (then constants, e.g. in tests)
+  const OpRegistry* ops = nullptr;                      // default: builtin_ops()
+  std::string dtype;                                    // network dtype ("" = the scenario's)
+};
+
+struct OnnxOutput {
+  std::string name;  // the graph output's name
+  Shape shape;
+  std::string ref;   // the layer (or "layer:K") producing it; "" when it was folded to a constant
+};
+
+struct OnnxImport {
+  CNode network;  // {name, inputs, layers[, dtype]}: what build_network reads
+  std::vector<OnnxOutput> outputs;
+  std::map<std::string, int> op_histogram;        // ONNX op type → nodes
+  std::map<std::string, int> folded;              // ONNX op type → nodes folded into constants
+  std::map<std::string, int> ignored;             // op types mapped to `ignore` → nodes
+  std::vector<std::string> symbols;               // symbolic input dimensions, in order of appearance
+  long long opset = 0;
+  size_t nodes = 0, initializers = 0;
+  double weight_elements = 0;  // elements of float initializers that are parameters (BatchNorm statistics excluded)
+};
+
+// One op type the importer does not support: its count and the first node's name.
+struct OnnxUnsupported {
+  std::string op_type;
+  int count = 0;
+  std::string first_node;
+};
+// The graph's inputs that are not initializers, in order.
+std::vector<std::string> onnx_input_names(const OnnxModel& m);
+// Op types of a model that neither the importer nor `op_map` handles.
+std::vector<OnnxUnsupported> onnx_unsupported_ops(const OnnxModel& m, const std::map<std::string, std::string>& op_map);
+// The op types the importer maps, with the rsim operator (or "folded"/"identity") each becomes.
+const std::vector<std::pair<std::string, std::string>>& onnx_supported_ops();
+
+// Imports with concrete shapes. Throws ConfigError naming the file (and the node, the input or
+// the symbol when one is at fault).
+OnnxImport import_onnx(const OnnxModel& m, const OnnxImportOptions& opt);
+
+// The model as a zoo file (`networks:` entry with `params:`): symbolic input dimensions become
+// parameters with `defaults` (missing ones are required), used through `${...}` wherever a
+// dimension depends on them. Throws ConfigError when a dimension cannot be written that way.
+std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt, const std::vector<std::pair<std::string, long long>>& defaults);
+
+// `rsim import --summary`: op-type histogram, totals, unsupported ops.
+std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt);
+
+// The shape (and, for integer tensors, the values) of a serialized TensorProto, e.g. the
+// recorded outputs in ONNX's test data. Throws ConfigError.
+struct OnnxTensorInfo {
+  std::string name;
+  Shape shape;
+  bool is_integer = false;
+  std::vector<double> values;  // small tensors only (integers up to 65536 elements, floats up to 64)
+};
+OnnxTensorInfo read_onnx_tensor(const std::string& bytes, const std::string& path);
+
+// The `onnx:` network source for the engine: parsed models and imports cached, thread-safe.
+std::shared_ptr<NetworkImporter> make_onnx_importer();
+
+}  // namespace rsim
+
+namespace rsim {
+
+// Building small ONNX models in code (tests, benchmarks, fuzz seeds) without ONNX headers.
+struct OnnxSpecAttr {
+  std::string name;
+  enum class Kind { Int, Float, String, Ints, Floats } kind = Kind::Int;
+  long long i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<long long> ints;
+  std::vector<double> floats;
+};
+struct OnnxSpecNode {
+  std::string op_type, name;
+  std::vector<std::string> inputs, outputs;
+  std::vector<OnnxSpecAttr> attrs;
+};
+struct OnnxSpecTensor {
+  std::string name;
+  std::vector<std::string> dims;  // "224" or a symbol ("batch")
+  int elem_type = 1;              // TensorProto: 1 float, 7 int64
+  std::vector<double> values;     // initializers: stored data (else marked external, data absent)
+};
+struct OnnxModelSpec {
+  long long opset = 13;
+  std::string graph_name = "g";
+  std::vector<OnnxSpecTensor> inputs, initializers, outputs;
+  std::vector<OnnxSpecNode> nodes;
+};
+// The serialized ModelProto. Initializers without values point at an external data file
+// ("weights.bin") that does not exist, as a graph-only export does.
+std::string build_onnx_model(const OnnxModelSpec& spec);
+
+}  // namespace rsim
