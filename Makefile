@@ -1,16 +1,36 @@
-# The two Quick-start commands: `make run` and `make test`. Both install what is missing first.
+# The two Quick-start commands: `make run` and `make test`. Both install what is missing first:
+# the package installer runs only when $(BUILD)/.deps-installed is missing or older than
+# scripts/install-deps.sh (so `make -n build` after a build runs no installer), and cmake
+# configures only when the build folder or its options are new. `make deps` runs it anyway.
 BUILD   ?= build
 JOBS    ?= $(shell nproc)
 WERROR  ?= ON
 CMAKE_FLAGS ?=
+CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
+STAMP   := $(BUILD)/.deps-installed
+FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan bench bench-e2e clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean
 
 deps:
 	./scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $(STAMP)
 
-configure: deps
-	cmake -S . -B $(BUILD) -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS) >/dev/null
+$(STAMP): scripts/install-deps.sh
+	./scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+# rewritten (at parse time) only when the options differ from the last configure's
+ifneq ($(shell cat $(FLAGS) 2>/dev/null),$(strip $(CMAKE_ARGS)))
+$(shell mkdir -p $(BUILD) && echo '$(strip $(CMAKE_ARGS))' > $(FLAGS))
+endif
+$(FLAGS):
+	@mkdir -p $(BUILD); echo '$(strip $(CMAKE_ARGS))' > $@
+
+$(BUILD)/CMakeCache.txt: $(STAMP) $(FLAGS)
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS) >/dev/null && touch $@
+
+configure: $(BUILD)/CMakeCache.txt
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -27,6 +47,31 @@ test: build
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DRSIM_SANITIZE=ON -DRSIM_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
 
+# The test suite built with clang 14 (its warnings as errors too).
+test-clang:
+	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_CXX_COMPILER=clang++-14 -DRSIM_BENCH=OFF -DRSIM_PYTHON=OFF"
+
+# ThreadSanitizer (clang 14): the parallel sweep tests ([parallel]) and a run with 2 workers.
+# setarch -R: TSan's fixed memory layout does not survive the kernel's mmap randomization.
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" setarch -R
+test-tsan:
+	$(MAKE) configure BUILD=build-tsan CMAKE_FLAGS="-DCMAKE_CXX_COMPILER=clang++-14 -DRSIM_TSAN=ON -DRSIM_BENCH=OFF -DRSIM_PYTHON=OFF"
+	cmake --build build-tsan -j $(JOBS) --target rsim rsim_tests
+	$(TSAN_ENV) build-tsan/tests/rsim_tests "[parallel]"
+	$(TSAN_ENV) build-tsan/rsim run scenarios/study_avx512_16core_grid.yaml --jobs 2 --quiet --no-plots --out build-tsan/out
+
+# The Python module, into $(BUILD)/python: PYTHONPATH=$(BUILD)/python python3 -c 'import rsim'
+python: configure
+	cmake --build $(BUILD) -j $(JOBS) --target rsim_python
+
+# The Debian package, in $(BUILD)/: rsim_<version>_<arch>.deb
+deb: build
+	cd $(BUILD) && cpack -G DEB
+
+# From a copy of the checkout (then deleted): Release build, install, .deb, run both from elsewhere.
+check-install: $(STAMP)
+	./scripts/check-install.sh
+
 bench: build
 	./$(BUILD)/bench/rsim_bench
 	./$(BUILD)/bench/rsim_bench_onnx
@@ -36,4 +81,4 @@ bench-e2e: build
 	python3 bench/e2e.py --rsim $(BUILD)/rsim $(ARGS)
 
 clean:
-	rm -rf build build-asan out
+	rm -rf build build-asan build-clang build-tsan out

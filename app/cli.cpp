@@ -17,12 +17,16 @@
 #include "app/result_set.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "engine/schema.hpp"
 #include "engine/units.hpp"
+#include "measure/measure_run.hpp"
+#include "measure/calibrate.hpp"
 #include "importers/onnx_import.hpp"
 #include "measure/probe.hpp"
 #include "measure/probe_output.hpp"
 #include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"
+#include "plots/charts.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -49,6 +53,9 @@ int cmd_hw(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_import(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--format png,svg,pdf] [--style STYLE]",
@@ -59,6 +66,11 @@ const Command kCommands[] = {
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
     {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
+    {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
+     "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
+    {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--hw-dir DIR]",
+     "fit an efficiency model per op class from measured.csv files into a platform file; print the cross-validated error", cmd_calibrate},
+    {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
     {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
      "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
 };
@@ -208,7 +220,7 @@ std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<st
 
 po::options_description hw_dir_option() {
   po::options_description d;
-  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, or hardware/ beside rsim)");
+  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, else share/rsim/hardware of the installation)");
   return d;
 }
 
@@ -750,20 +762,312 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return kOk;
 }
 
+int cmd_schema(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim schema options");
+  desc.add_options()("help,h", "show this help")("what", po::value<std::string>()->default_value("scenario"), "scenario or platform");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("schema")->synopsis << "\n\n"
+        << "Prints a JSON Schema (draft 2020-12). Save it and name it on a YAML file's first line for completion and checks:\n"
+        << "  rsim schema > scenario.schema.json\n"
+        << "  # yaml-language-server: $schema=scenario.schema.json\n\n"
+        << desc;
+    return kOk;
+  }
+  std::string what = vm["what"].as<std::string>();
+  if (what == "scenario") out << scenario_schema(builtin_ops(), plots::plottable_columns());
+  else if (what == "platform") out << platform_schema();
+  else {
+    std::string hint = did_you_mean(what, {"scenario", "platform"});
+    return usage_error(err, "unknown schema '" + what + "'", hint.empty() ? "use `rsim schema` or `rsim schema platform`" : hint);
+  }
+  return kOk;
+}
+
+int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim measure options");
+  desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
+      "platform,p", po::value<std::string>(), "the platform that replaces the scenario's: a catalog name or a platform file (e.g. from rsim probe)")(
+      "reps", po::value<int>()->default_value(20), "timed repetitions per layer (after 3 warm-up runs)")(
+      "cache", po::value<std::string>()->default_value("warm"), "warm: repetitions back to back; cold: the caches are flushed before each")(
+      "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>-measured)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
+      "quiet,q", "print nothing but errors and findings");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("measure")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("file")) return usage_error(err, "measure needs a scenario file", "rsim measure scenarios/resnet50.yaml --platform this_machine.yaml");
+  if (!vm.count("platform")) return usage_error(err, "measure needs --platform (a catalog name or a platform file)", "make one with `rsim probe -o this_machine.yaml`");
+  int reps = vm["reps"].as<int>();
+  if (reps < 1 || reps > 100000) return usage_error(err, "--reps must be between 1 and 100000");
+  std::string cache = vm["cache"].as<std::string>();
+  if (cache != "warm" && cache != "cold") {
+    std::string hint = did_you_mean(cache, {"warm", "cold"});
+    return usage_error(err, "--cache must be warm or cold, got '" + cache + "'", hint);
+  }
+  if (!measure::timing_available()) {
+    err << "rsim: error: cannot measure: " << measure::timing_backend() << "\n";
+    return kConfig;
+  }
+  bool sets_ok = true;
+  auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
+  if (!sets_ok) return kUsage;
+  try {
+    Scenario s = load_scenario(vm["file"].as<std::string>());
+    apply_overrides(s, sets);
+    measure::use_platform(s, vm["platform"].as<std::string>());
+    // the roofs that bound the layer as it is timed: warm = the level that holds its working set
+    measure::set_memory_level(s, cache == "warm" ? "auto" : "");
+    measure::set_setting(s, "mac_count", "executed");  // a direct kernel skips the taps on padding: bound what it executes
+    Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    measure::TimingOptions topt;
+    topt.reps = reps;
+    topt.cold = cache == "cold";
+    Progress progress(isatty(2) && !vm.count("quiet"));
+    measure::MeasureResult m = measure::measure_scenario(s, catalog, opt, topt, [&](size_t d, size_t t) { progress.update(d, t); });
+    progress.finish();
+    fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / (s.name + "-measured");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    std::vector<plots::OutputFile> files = {{"measured.csv", measure::measured_csv(m, results_csv(m.run, s))}};
+    plots::Figure fig = measure::measured_roofline(m, s.name + ": measured beside the roofline (" + cache + " caches)");
+    for (plots::Format f : {plots::Format::PNG, plots::Format::SVG}) {
+      plots::CairoRenderer cr(f, 150);
+      plots::draw(fig, cr);
+      files.push_back({std::string("measured_roofline.") + plots::format_ext(f), cr.bytes()});
+    }
+    std::string findings;
+    for (const auto& f : m.findings) findings += "  " + f + "\n";
+    files.push_back({"findings.txt", findings.empty() ? "none: every measured layer took at least its roofline bound\n" : findings});
+    try {
+      for (const auto& f : files) write_file_atomic((dir / f.name).string(), f.bytes);
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+    // the share of layers at or above their bound, and the prediction error, theoretical and derated
+    size_t at_or_above = 0, n = 0, k = 0;
+    std::vector<double> err_t, err_d;
+    for (const auto& pr : m.run.results)
+      for (const Row& row : pr.rows) {
+        const auto& mr = m.rows[k++];
+        if (!mr.timing.ran || !(row.theoretical.time_s > 0)) continue;
+        ++n;
+        at_or_above += mr.measured_time_s >= row.theoretical.time_s * (1 - measure::kBoundSlack);
+        err_t.push_back(std::fabs(row.theoretical.time_s / mr.measured_time_s - 1));
+        err_d.push_back(std::fabs(row.derated.time_s / mr.measured_time_s - 1));
+      }
+    auto pct = [](std::vector<double> v, double q) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+    };
+    char buf[256];
+    if (!vm.count("quiet")) {
+      out << s.name << " on " << m.run.results.front().platforms.front().name << ": " << m.backend << ", " << cache << " caches, " << reps
+          << " timed repetitions per layer (median)\n";
+      out << "layers run: " << m.ran << ", not run: " << m.skipped << " (see measured_note in measured.csv)\n";
+      if (n) {
+        std::snprintf(buf, sizeof buf, "measured ≥ roofline bound (5 %% slack): %zu of %zu layers (%.1f %%)\n", at_or_above, n, 100.0 * static_cast<double>(at_or_above) / static_cast<double>(n));
+        out << buf;
+        std::snprintf(buf, sizeof buf, "|predicted/measured − 1|: theoretical median %.2f, p90 %.2f; derated median %.2f, p90 %.2f\n", pct(err_t, 0.5),
+                      pct(err_t, 0.9), pct(err_d, 0.5), pct(err_d, 0.9));
+        out << buf;
+      }
+    }
+    if (!m.findings.empty()) {
+      out << "findings (" << m.findings.size() << "):\n";
+      size_t shown = 0;
+      for (const auto& f : m.findings) {
+        if (++shown > 20) {
+          out << "  ... " << m.findings.size() - 20 << " more in findings.txt\n";
+          break;
+        }
+        out << "  " << f << "\n";
+      }
+    }
+    if (!vm.count("quiet")) out << "wrote " << dir.string() << "/: measured.csv, measured_roofline.png, measured_roofline.svg, findings.txt\n";
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
+}
+
+int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim calibrate options");
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv files (rsim measure)")(
+      "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
+      "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("files", -1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("calibrate")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("files")) return usage_error(err, "calibrate needs at least one measured.csv", "rsim calibrate out/resnet50-measured/measured.csv --platform p.yaml -o p_cal.yaml");
+  if (!vm.count("platform")) return usage_error(err, "calibrate needs --platform");
+  if (!vm.count("output")) return usage_error(err, "calibrate needs -o CALIBRATED.yaml");
+  std::string plat = vm["platform"].as<std::string>();
+  std::string path = plat;
+  if (plat.find('/') == std::string::npos && !(plat.size() > 5 && plat.substr(plat.size() - 5) == ".yaml"))
+    path = Catalog(find_hardware_dir(vm["hw-dir"].as<std::string>())).path_of(plat);
+  std::ifstream pin(path);
+  if (!pin) {
+    err << "rsim: error: cannot read platform file '" << path << "'\n";
+    return kConfig;
+  }
+  std::string ptext((std::istreambuf_iterator<char>(pin)), std::istreambuf_iterator<char>());
+  if (ptext.find("\ncalibration:") != std::string::npos) {
+    err << "rsim: error: " << path << " is already calibrated; calibrate the uncalibrated platform\n";
+    return kConfig;
+  }
+  std::vector<measure::Sample> samples;
+  std::string from;
+  try {
+    for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
+      std::ifstream in(f);
+      if (!in) {
+        err << "rsim: error: cannot read '" << f << "'\n";
+        return kConfig;
+      }
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto s = measure::read_measured_csv(text, f);
+      samples.insert(samples.end(), s.begin(), s.end());
+      from += (from.empty() ? "" : ", ") + fs::path(f).parent_path().filename().string() + "/" + fs::path(f).filename().string();
+    }
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  if (samples.empty()) {
+    err << "rsim: error: no measured layers in the given files\n";
+    return kConfig;
+  }
+  auto rules = measure::fit_calibration(samples);
+  std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
+  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from);
+  {  // the result must load as a platform
+    Diags d;
+    build_platform(parse_yaml(yaml, vm["output"].as<std::string>()), nullptr, d);
+    if (!d.empty()) {
+      err << ConfigError(d.list()).what();
+      return kConfig;
+    }
+  }
+  try {
+    write_file_atomic(vm["output"].as<std::string>(), yaml);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  char buf[256];
+  out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b per class (x: MACs for compute, bytes for bandwidth):\n";
+  for (const auto& r : rules) {
+    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f   bandwidth a %.4g b %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b, r.bandwidth.a, r.bandwidth.b);
+    out << buf;
+  }
+  auto cv = measure::cross_validate(samples);
+  if (cv.folds.empty()) {
+    out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
+  } else {
+    out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    for (const auto& f : cv.folds) {
+      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%\n",
+                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err);
+      out << buf;
+    }
+  }
+  out << "wrote " << vm["output"].as<std::string>() << "\n";
+  return kOk;
+}
+
 }  // namespace
+
+namespace {
+
+fs::path g_anchor;  // set_data_anchor: the folder of the binary that embeds rsim (the Python module)
+
+// The folder of the running executable (empty if /proc/self/exe cannot be read).
+fs::path exe_dir() {
+  if (!g_anchor.empty()) return g_anchor;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// The source tree, only when rsim runs from its build folder: CMake writes a marker file
+// `rsim-build-tree` (holding the source path) beside the binaries of a build tree. `cmake --install`
+// does not install it, so an installed rsim never looks into the sources.
+fs::path build_tree_source() {
+  fs::path dir = exe_dir();
+  if (dir.empty()) return {};
+  for (const fs::path& marker : {dir / "rsim-build-tree", dir.parent_path() / "rsim-build-tree"}) {
+    std::ifstream in(marker);
+    std::string src;
+    if (in && std::getline(in, src) && !src.empty()) return fs::path(src);
+  }
+  return {};
+}
+
+// <prefix>/share/rsim for an installed binary (<prefix>/bin/rsim).
+fs::path installed_data() {
+  fs::path dir = exe_dir();
+  return dir.empty() ? fs::path() : dir.parent_path() / "share" / "rsim";
+}
+
+}  // namespace
+
+void set_data_anchor(const std::string& dir) { g_anchor = dir; }
+
+RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
+  Scenario s = load_scenario(path);
+  apply_overrides(s, sets);
+  load_plot_specs(s);  // a bad `plots:` section fails here as it does in `rsim run`
+  Catalog catalog(find_hardware_dir(hw_dir));
+  ScriptSetup scripts = setup_scripts(s);
+  RunOptions opt;
+  opt.jobs = std::clamp(jobs, 1, 256);
+  opt.ops = &scripts.ops;
+  opt.make_hooks = scripts.make_hooks;
+  opt.make_evaluator = make_lua_evaluator;
+  opt.model_dirs = model_dirs();
+  RunResult r = run_scenario(s, catalog, opt);
+  return RunTables{results_csv(r, s), summary_csv(r, s), kernels_csv(r)};
+}
 
 // The model zoo shipped with rsim, for scenarios outside the source tree.
 std::vector<std::string> model_dirs() {
   std::vector<std::string> d;
   if (const char* env = std::getenv("RSIM_MODELS"); env && *env) d.push_back(env);
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (const fs::path& cand : {exe.parent_path().parent_path() / "scenarios" / "models", exe.parent_path().parent_path() / "share" / "rsim" / "models"})
-      if (fs::is_directory(cand, ec)) d.push_back(cand.string());
-#ifdef RSIM_SOURCE_DIR
-  d.push_back((fs::path(RSIM_SOURCE_DIR) / "scenarios" / "models").string());
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "models", ec)) d.push_back((data / "models").string());
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "scenarios" / "models", ec))
+    d.push_back((src / "scenarios" / "models").string());
   return d;
 }
 
@@ -771,15 +1075,8 @@ std::string find_hardware_dir(const std::string& given) {
   if (!given.empty()) return given;
   if (const char* env = std::getenv("RSIM_HARDWARE"); env && *env) return env;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const fs::path& cand : {exe.parent_path() / "hardware", exe.parent_path().parent_path() / "hardware",
-                                 exe.parent_path().parent_path() / "share" / "rsim" / "hardware"})
-      if (fs::is_directory(cand, ec)) return cand.string();
-  }
-#ifdef RSIM_SOURCE_DIR
-  if (fs::is_directory(fs::path(RSIM_SOURCE_DIR) / "hardware", ec)) return (fs::path(RSIM_SOURCE_DIR) / "hardware").string();
-#endif
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "hardware", ec)) return (data / "hardware").string();
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "hardware", ec)) return (src / "hardware").string();
   return "hardware";
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace rsim {
 
@@ -124,7 +125,13 @@ MapReader::MapReader(const CNode& node, std::string what, Diags& diags)
   }
 }
 
+MapReader::MapReader(const CNode& node, const keys::MapDef& def, std::string what, Diags& diags)
+    : MapReader(node, std::move(what), diags) {
+  def_ = &def;
+}
+
 const CNode* MapReader::get(const std::string& key) {
+  if (def_ && !def_->find(key)) throw std::logic_error("rsim: key '" + key + "' is read from " + what_ + " but missing from key table '" + def_->name + "'");
   known_.push_back(key);
   if (!ok_) return nullptr;
   return node_.find(key);
@@ -142,7 +149,7 @@ void MapReader::allow(const std::vector<std::string>& keys) {
 
 void MapReader::finish(const std::vector<std::string>& extra) {
   if (!ok_) return;
-  std::vector<std::string> all = known_;
+  std::vector<std::string> all = def_ ? def_->names() : known_;
   all.insert(all.end(), extra.begin(), extra.end());
   for (const auto& e : node_.entries) {
     if (std::find(all.begin(), all.end(), e.key) != all.end()) continue;

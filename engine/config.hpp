@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/diagnostics.hpp"
+#include "engine/keys.hpp"
 
 namespace rsim {
 
@@ -46,6 +47,11 @@ class MapReader {
  public:
   // `what` names the map in messages ("platform", "layer 'conv1'").
   MapReader(const CNode& node, std::string what, Diags& diags);
+  // A map described by a key table (engine/keys.hpp): it accepts exactly the table's keys, and
+  // reading a key the table lacks throws std::logic_error (the table and the loader disagree).
+  MapReader(const CNode& node, const keys::MapDef& def, std::string what, Diags& diags);
+  // Switch to another table (a plot's keys depend on its kind).
+  void use(const keys::MapDef& def) { def_ = &def; }
   bool ok() const { return ok_; }
   const CNode* get(const std::string& key);            // optional key
   const CNode* require(const std::string& key);        // error if missing
@@ -61,6 +67,7 @@ class MapReader {
   Diags& diags_;
   bool ok_ = true;
   std::vector<std::string> known_;
+  const keys::MapDef* def_ = nullptr;
 };
 
 // A value that may be written as one item or as a list of them: the items, in order.

@@ -82,7 +82,7 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   }
   if (!raw.is_map() || !raw.find("model")) return NetworkSource{raw, env};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
-  MapReader m(entry, "model use", d);
+  MapReader m(entry, keys::map("model_use"), "model use", d);
   const CNode* mn = m.require("model");
   const CNode* name = m.get("name");
   const CNode* args = m.get("args");
@@ -342,7 +342,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = out.platforms[pi];
-    const MemoryLevel* mem = out.settings.memory_level.empty() ? &pl.memory.front() : pl.level(out.settings.memory_level);
+    const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
+    const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
     if (!mem) {
       std::vector<std::string> names;
       for (const auto& m : pl.memory) names.push_back(m.name);
@@ -407,7 +408,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         }
         r.cost = L.cost;
         r.bytes = layer_bytes(L.cost, mm);
-        r.theoretical = roofline(r.cost.flops, r.bytes, roof->peak_flops_per_s, mem->bandwidth_bytes_per_s);
+        const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
+        if (full_rows) r.memory_level = lmem->name;
+        const double work = out.settings.executed_work ? r.cost.flops_executed : r.cost.flops;  // FLOPs the roofline bounds
+        r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
             r.efficiency = ctx.hooks->efficiency(r, L, pl);
@@ -415,9 +419,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             d.add(e);
             break;
           }
+        } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
+          r.efficiency.compute = cal->compute.at(r.cost.macs > 0 ? r.cost.macs : work);
+          r.efficiency.bandwidth = cal->bandwidth.at(r.bytes);
         }
-        r.derated = roofline(r.cost.flops, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
-                             mem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+        r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
+                             lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
         if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
           try {
             r.metrics = ctx.hooks->metrics(r, L);

@@ -8,9 +8,6 @@ namespace rsim {
 namespace {
 
 constexpr size_t kMaxLayers = 1'000'000;
-const std::vector<std::string> kLayerKeys = {"name",          "op",           "inputs",        "dtype",       "block", "args",
-                                             "repeat",        "when",         "weights_dtype", "kv_dtype",    "compute_dtype",
-                                             "quant_group",   "tied_weights"};
 
 std::optional<DType> read_dtype(const CNode& v, Diags& d, const std::string& key) {
   auto s = to_string(v, d, key);
@@ -196,11 +193,10 @@ class Builder {
     std::string where = "layer '" + full + "' (" + op->name + ")";
 
     // unknown keys: everything that is neither a layer key nor an attribute
-    std::vector<std::string> valid = kLayerKeys;
+    std::vector<std::string> valid = keys::map("layer").names();
     for (const auto& a : op->attrs) valid.push_back(a.name);
     for (const auto& e : item.entries) {
       if (std::find(valid.begin(), valid.end(), e.key) != valid.end()) continue;
-      if (e.key == "block" || e.key == "args" || e.key == "repeat") continue;
       std::string hint = did_you_mean(e.key, valid);
       std::string attrs;
       for (const auto& a : op->attrs) attrs += (attrs.empty() ? "" : ", ") + a.name;
@@ -271,7 +267,7 @@ class Builder {
   }
 
   void run_block(const CNode& item, const Env& env, std::vector<Scope>& scopes, TensorRef& prev, int depth) {
-    MapReader m(item, "block use", d_);
+    MapReader m(item, keys::map("block_use"), "block use", d_);
     auto bname = to_string(*m.get("block"), d_, "block");
     if (!bname) return;
     auto it = blocks.find(*bname);
@@ -407,7 +403,7 @@ void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
 
 Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt, Diags& d) {
   Network net;
-  MapReader m(raw, "network", d);
+  MapReader m(raw, keys::map("network"), "network", d);
   if (!m.ok()) return net;
   // substitute everything but the block templates (their parameters are bound on use)
   CNode node = raw;
@@ -456,7 +452,7 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
       for (const auto& e : bl->entries) {
         BlockDef def;
         def.loc = e.key_loc;
-        MapReader bm(e.value, "block '" + e.key + "'", d);
+        MapReader bm(e.value, keys::map("block"), "block '" + e.key + "'", d);
         if (const CNode* p = bm.get("params")) {
           if (!p->is_map()) d.error(p->loc, "params must map parameter names to defaults (~ for required)");
           else

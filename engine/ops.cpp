@@ -186,6 +186,8 @@ OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>&
   double wsize = dtype_bytes(wt), kvsize = dtype_bytes(args.kv_dtype());
   c.macs = w.macs;
   c.flops = flops_per_mac * w.macs + w.other_flops;
+  c.macs_executed = w.macs_executed >= 0 ? w.macs_executed : w.macs;
+  c.flops_executed = flops_per_mac * c.macs_executed + w.other_flops;
   c.params = w.params;
   c.active_params = w.active_params >= 0 ? w.active_params : w.params;
   long long group = args.precision.quant_group;
@@ -366,6 +368,32 @@ const AttrSpec kDilation{"dilation", AttrType::Pair, "1", "kernel dilation", {}}
 const AttrSpec kGroups{"groups", AttrType::Int, "1", "channel groups; must divide in and out channels", {}};
 const AttrSpec kBias{"bias", AttrType::Bool, "true", "add a learnable bias per output channel", {}};
 
+// Kernel taps that land inside the input along one axis, summed over the output positions: a
+// direct convolution skips the others (they multiply padding zeros).
+double taps_inside(long long in, long long out, long long k, long long s, long long d, const AttrValue& padding, int axis) {
+  long long begin;
+  if (padding.s == "same") begin = std::max<long long>(0, (out - 1) * s + d * (k - 1) + 1 - in) / 2;
+  else if (padding.s == "valid") begin = 0;
+  else begin = padding.ints[static_cast<size_t>(axis)];
+  double n = 0;
+  for (long long o = 0; o < out; ++o)
+    for (long long j = 0; j < k; ++j) {
+      long long i = o * s - begin + j * d;
+      n += i >= 0 && i < in;
+    }
+  return n;
+}
+
+double conv_macs_executed(const OpArgs& a, const Shape& y, double per_tap) {
+  const Shape& x = a.in[0];
+  const auto& k = a.attrs.ints("kernel");
+  const auto& s = a.attrs.ints("stride");
+  const auto& dl = a.attrs.ints("dilation");
+  const AttrValue& pad = a.attrs.at("padding");
+  return static_cast<double>(y[0] * y[1]) * per_tap * taps_inside(x[2], y[2], k[0], s[0], dl[0], pad, 0) *
+         taps_inside(x[3], y[3], k[1], s[1], dl[1], pad, 1);
+}
+
 void add_conv(OpRegistry& r) {
   OpDef conv;
   conv.name = "conv2d";
@@ -373,6 +401,7 @@ void add_conv(OpRegistry& r) {
   conv.formula =
       "Hout = floor((H + 2·ph − dh·(kh−1) − 1)/sh) + 1 (same for W); padding 'same' gives ceil(H/sh)\n"
       "MACs   = N · Cout · Hout · Wout · (Cin/groups) · kh · kw\n"
+      "MACs executed = N · Cout · (Cin/groups) · Σ taps inside the input along H · along W (taps on padding skipped)\n"
       "FLOPs  = 2 · MACs (bias add folded into the accumulator, not counted)\n"
       "params = kh · kw · (Cin/groups) · Cout  (+ Cout with bias); weights read = params";
   conv.attrs = {{"out_channels", AttrType::Int, "", "output channels Cout", {}}, kKernel, kStride, kPadding, kDilation, kGroups, kBias};
@@ -405,6 +434,7 @@ void add_conv(OpRegistry& r) {
     double cin_g = static_cast<double>(x[1] / a.attrs.i("groups"));
     OpWork w;
     w.macs = elements(y) * cin_g * static_cast<double>(k[0] * k[1]);
+    w.macs_executed = conv_macs_executed(a, y, cin_g);
     w.params = static_cast<double>(k[0] * k[1]) * cin_g * static_cast<double>(y[1]) + (a.attrs.b("bias") ? static_cast<double>(y[1]) : 0.0);
     w.weight_elems = w.params;
     w.quantized_elems = static_cast<double>(k[0] * k[1]) * cin_g * static_cast<double>(y[1]);
@@ -438,6 +468,7 @@ void add_conv(OpRegistry& r) {
     const auto& k = a.attrs.ints("kernel");
     OpWork w;
     w.macs = elements(out[0]) * static_cast<double>(k[0] * k[1]);
+    w.macs_executed = conv_macs_executed(a, out[0], 1);
     w.params = static_cast<double>(k[0] * k[1] * out[0][1]) + (a.attrs.b("bias") ? static_cast<double>(out[0][1]) : 0.0);
     w.weight_elems = w.params;
     w.quantized_elems = static_cast<double>(k[0] * k[1] * out[0][1]);

@@ -83,6 +83,7 @@ struct OpWork {
   double other_flops = 0;  // FLOPs that are not part of a MAC (compares, adds, exp...)
   double params = 0;       // learnable parameters (what frameworks count)
   double weight_elems = 0; // elements of constant data read per pass (params plus buffers)
+  double macs_executed = -1;  // MACs a direct kernel executes (taps on padding skipped); -1: = macs
   // Of weight_elems, the matrix weights: stored in the weights dtype (with quantization scales);
   // the rest (biases, norm scales, routers) stays in the activation dtype.
   double quantized_elems = 0;
@@ -115,6 +116,10 @@ struct OpDef {
 struct OpCost {
   double macs = 0;
   double flops = 0;
+  // What a direct kernel executes: a convolution skips the taps that fall on padding, which the
+  // conventional count (macs, flops) includes. Equal to macs/flops for every other operator.
+  double macs_executed = 0;
+  double flops_executed = 0;
   double params = 0;
   double weight_bytes = 0;
   std::vector<double> input_bytes;   // one per input tensor

@@ -129,7 +129,7 @@ void put_json_str(std::string& o, std::string_view s) {
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "layer", "op", "dtype", "compute_dtype", "weights_dtype", "kv_dtype", "input_shape", "output_shape",
-      "macs", "flops", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
+      "macs", "flops", "macs_executed", "flops_executed", "mac_count", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
       "efficiency_bandwidth", "flops_per_mac", "memory_model"};
@@ -211,7 +211,9 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
     out += ',';
     out += row.output_shapes;
     double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
-    for (double v : {row.cost.macs, row.cost.flops, row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
+    for (double v : {row.cost.macs, row.cost.flops, row.cost.macs_executed, row.cost.flops_executed}) out += ',', put_num(out, v);
+    out += pr.settings.executed_work ? ",executed" : ",conventional";
+    for (double v : {row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
                      row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
                      row.theoretical.intensity, mac_i})
       out += ',', put_num(out, v);

@@ -85,7 +85,7 @@ class Optimizer {
   void eliminate(Layer& l) {
     l.eliminated = true;
     l.kernel.clear();
-    l.cost.macs = l.cost.flops = l.cost.weight_bytes = l.cost.scale_bytes = 0;
+    l.cost.macs = l.cost.flops = l.cost.macs_executed = l.cost.flops_executed = l.cost.weight_bytes = l.cost.scale_bytes = 0;
     l.cost.kv_read_bytes = l.cost.kv_write_bytes = l.cost.scratch_bytes = l.cost.activation_bytes = 0;
     std::fill(l.cost.input_bytes.begin(), l.cost.input_bytes.end(), 0.0);
     std::fill(l.cost.output_bytes.begin(), l.cost.output_bytes.end(), 0.0);
@@ -154,7 +154,7 @@ class Optimizer {
             if (!conv.attrs.has("bias") || !conv.attrs.b("bias"))  // the folded shift becomes the conv's bias
               conv.cost.weight_bytes += static_cast<double>(conv.out_shapes[0][1]) * dtype_bytes(conv.dtype);
             join(p, c, static_cast<int>(slot));
-            C.cost.flops = 0;
+            C.cost.flops = C.cost.flops_executed = 0;
             C.cost.weight_bytes = 0;
             break;
           }

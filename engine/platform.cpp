@@ -16,6 +16,34 @@ const ComputeRoof* Platform::roof_for(DType t) const {
   return nullptr;
 }
 
+double PowerLaw::at(double x) const {
+  double e = x > 0 ? a * std::pow(x, b) : a;
+  return std::clamp(e, 0.001, 1.0);
+}
+
+const CalibrationRule* Platform::calibration_for(const std::string& op) const {
+  for (const auto& r : calibration)
+    if (std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end()) return &r;
+  return nullptr;
+}
+
+const MemoryLevel* Platform::level_for(double ws) const {
+  const MemoryLevel* best = nullptr;  // smallest sized level that holds ws
+  const MemoryLevel* unsized = nullptr;
+  const MemoryLevel* largest = nullptr;
+  for (const auto& m : memory) {
+    if (m.size_bytes <= 0) {
+      if (!unsized) unsized = &m;
+      continue;
+    }
+    if (!largest || m.size_bytes > largest->size_bytes) largest = &m;
+    if (m.size_bytes >= ws && (!best || m.size_bytes < best->size_bytes)) best = &m;
+  }
+  if (best) return best;
+  if (unsized) return unsized;
+  return largest ? largest : (memory.empty() ? nullptr : &memory.front());
+}
+
 const MemoryLevel* Platform::level(const std::string& n) const {
   for (const auto& m : memory)
     if (m.name == n) return &m;
@@ -130,7 +158,7 @@ struct Derating {
 Derating read_derating(const CNode* n, Diags& d) {
   Derating r;
   if (!n) return r;
-  MapReader m(*n, "derate", d);
+  MapReader m(*n, keys::map("derate"), "derate", d);
   r.vector_clock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
   r.compute_efficiency = fraction(m.get("compute_efficiency"), d, "compute_efficiency");
   r.bandwidth_fraction = fraction(m.get("bandwidth_fraction"), d, "bandwidth_fraction");
@@ -140,7 +168,7 @@ Derating read_derating(const CNode* n, Diags& d) {
 
 ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   ComputeRoof r;
-  MapReader m(n, "compute roof", d);
+  MapReader m(n, keys::map("compute_roof"), "compute roof", d);
   if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
   std::string what = "compute roof '" + r.name + "'";
   if (const CNode* v = m.require("dtypes")) {
@@ -169,7 +197,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
       r.derivation = "given: " + si6(*p, rate_unit(r));
     }
   } else if (derive) {
-    MapReader dm(*derive, "derive", d);
+    MapReader dm(*derive, keys::map("compute_derive"), "derive", d);
     auto units = count(dm.require("units"), d, "units");
     clock = quantity(dm.require("clock"), Dim::Frequency, d, "clock");
     auto lanes = count(dm.get("lanes"), d, "lanes");
@@ -249,7 +277,7 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
 
 MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   MemoryLevel r;
-  MapReader m(n, "memory level", d);
+  MapReader m(n, keys::map("memory_level"), "memory level", d);
   if (const CNode* v = m.require("name")) r.name = to_string(*v, d, "name").value_or("");
   std::string what = "memory level '" + r.name + "'";
   const CNode* bw = m.get("bandwidth");
@@ -262,7 +290,7 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
       r.derivation = "given: " + si6(*b, "B/s");
     }
   } else if (derive) {
-    MapReader dm(*derive, "derive", d);
+    MapReader dm(*derive, keys::map("memory_derive"), "derive", d);
     auto rate = quantity(dm.get("transfer_rate"), Dim::TransferRate, d, "transfer_rate");
     auto clk = quantity(dm.get("clock"), Dim::Frequency, d, "clock");
     auto ddr = count(dm.get("data_rate"), d, "data_rate");
@@ -348,7 +376,7 @@ CNode overlay(const CNode& base, const CNode& top) {
 Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   CNode merged = base && base->is_map() && node.is_map() ? overlay(*base, node) : node;
   Platform p;
-  MapReader m(merged, "platform", d);
+  MapReader m(merged, keys::map("platform"), "platform", d);
   if (!m.ok()) return p;
   m.allow({"base"});
   if (const CNode* v = m.require("name")) p.name = to_string(*v, d, "name").value_or("");
@@ -372,6 +400,34 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
     else
       for (const auto& item : c->items) p.compute.push_back(read_compute(item, der, d));
   }
+  if (const CNode* c = m.get("calibration")) {
+    if (!c->is_seq()) d.error(c->loc, "calibration must be a list of {class, ops, compute: [a, b], bandwidth: [a, b]} (rsim calibrate writes it)");
+    else
+      for (const auto& item : c->items) {
+        CalibrationRule rule;
+        MapReader cm(item, "calibration rule", d);
+        if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
+        if (const CNode* v = cm.require("ops"))
+          for (const CNode* o : as_list(*v))
+            if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
+        for (const char* key : {"compute", "bandwidth"}) {
+          const CNode* v = cm.require(key);
+          if (!v) continue;
+          if (!v->is_seq() || v->items.size() != 2) {
+            d.error(v->loc, std::string(key) + " must be [a, b]: efficiency = a · x^b");
+            continue;
+          }
+          auto a = to_number(v->items[0], d, "a");
+          auto b = to_number(v->items[1], d, "b");
+          if (a && !(*a > 0)) d.error(v->items[0].loc, "a must be positive");
+          PowerLaw& pl = std::string(key) == "compute" ? rule.compute : rule.bandwidth;
+          if (a && *a > 0) pl.a = *a;
+          if (b) pl.b = *b;
+        }
+        cm.finish();
+        p.calibration.push_back(rule);
+      }
+  }
   if (const CNode* c = m.require("memory")) {
     if (!c->is_seq() || c->items.empty())
       d.error(c->loc, "memory must be a list of levels (name, bandwidth or derive)");
@@ -381,7 +437,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
   // theoretical and derated alike, e.g. on a `base:` platform
   if (const CNode* sc = m.get("scale")) {
-    MapReader sm(*sc, "scale", d);
+    MapReader sm(*sc, keys::map("scale"), "scale", d);
     if (sm.ok()) {
       for (const char* key : {"compute", "bandwidth"}) {
         const CNode* v = sm.get(key);

@@ -28,6 +28,19 @@ struct MemoryLevel {
   std::string derated_derivation;
 };
 
+// A fitted efficiency model for a class of operators (written by `rsim calibrate`, applied by the
+// engine without scripts): efficiency = clamp(a · x^b, 0.001, 1) with x = the layer's MACs (compute;
+// FLOPs when it has none) or bytes moved (bandwidth).
+struct PowerLaw {
+  double a = 1, b = 0;
+  double at(double x) const;
+};
+struct CalibrationRule {
+  std::string name;               // op class, e.g. "conv"
+  std::vector<std::string> ops;   // operator names it covers
+  PowerLaw compute, bandwidth;
+};
+
 struct Platform {
   std::string name;   // catalog id, e.g. "rtx3080"
   std::string title;  // "NVIDIA GeForce RTX 3080"
@@ -36,9 +49,16 @@ struct Platform {
   std::vector<ComputeRoof> compute;
   std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
   double launch_overhead_s = 0;     // added per kernel (e.g. a GPU kernel launch)
+  std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
+
+  const CalibrationRule* calibration_for(const std::string& op) const;
 
   const ComputeRoof* roof_for(DType t) const;
   const MemoryLevel* level(const std::string& name) const;
+  // The cache-aware roofline (`memory_level: auto`): the smallest level whose size holds
+  // `working_set_bytes`; a level without a size (DRAM) holds anything; when every level has a
+  // size and none holds it, the largest.
+  const MemoryLevel* level_for(double working_set_bytes) const;
   std::vector<std::string> dtypes() const;  // every precision with a roof, in catalog order
 };
 

@@ -51,7 +51,7 @@ std::vector<std::string> read_values(const CNode& n, const std::string& name, Di
     d.error(n.loc, "sweep variable '" + name + "' needs a list of values or a range {from, to, step|factor|count}");
     return out;
   }
-  MapReader m(n, "range of '" + name + "'", d);
+  MapReader m(n, keys::map("range"), "range of '" + name + "'", d);
   // how figures name the variable: `label: Vector clock`, `unit: GHz` → "Vector clock [GHz]"
   for (auto [key, dst] : {std::pair<const char*, std::string*>{"label", meta ? &meta->label : nullptr}, {"unit", meta ? &meta->unit : nullptr}})
     if (const CNode* v = m.get(key)) {
@@ -154,7 +154,7 @@ void read_vars(const CNode& n, std::vector<SweepVar>& out, Diags& d, const std::
 Sweep read_sweep(const CNode& n, Diags& d) {
   Sweep s;
   s.loc = n.loc;
-  MapReader m(n, "sweep", d);
+  MapReader m(n, keys::map("sweep"), "sweep", d);
   if (!m.ok()) return s;
   if (const CNode* g = m.get("grid")) read_vars(*g, s.grid, d, "sweep.grid");
   if (const CNode* z = m.get("zip")) {
@@ -184,7 +184,7 @@ Sweep read_sweep(const CNode& n, Diags& d) {
 Settings read_settings(const CNode& node, Diags& d) {
   Settings s;
   if (node.is_null()) return s;
-  MapReader m(node, "settings", d);
+  MapReader m(node, keys::map("settings"), "settings", d);
   if (const CNode* v = m.get("dtype")) {
     if (auto t = to_string(*v, d, "dtype")) {
       if (auto dt = parse_dtype(*t)) s.dtype = *dt;
@@ -211,6 +211,15 @@ Settings read_settings(const CNode& node, Diags& d) {
     else if (f) s.flops_per_mac = *f;
   }
   if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
+  if (const CNode* v = m.get("mac_count")) {
+    if (auto t = to_string(*v, d, "mac_count")) {
+      if (*t == "executed") s.executed_work = true;
+      else if (*t != "conventional") {
+        std::string hint = did_you_mean(*t, {"conventional", "executed"});
+        d.error(v->loc, "unknown mac_count '" + *t + "'", {Note{{}, hint.empty() ? "choose conventional or executed" : hint}});
+      }
+    }
+  }
   read_precision_keys(node, s.precision, d);
   m.allow(kPrecisionKeys);
   m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
@@ -224,7 +233,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.path = path;
   s.hash = fnv1a_hex(text);
   Diags d;
-  MapReader m(root, "scenario", d);
+  MapReader m(root, keys::map("scenario"), "scenario", d);
   if (!m.ok()) d.throw_if_any();
   if (const CNode* v = m.require("name")) {
     s.name = to_string(*v, d, "name").value_or("");
@@ -294,7 +303,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     }
   }
   if (const CNode* v = m.get("limits")) {
-    MapReader lm(*v, "limits", d);
+    MapReader lm(*v, keys::map("limits"), "limits", d);
     if (const CNode* n = lm.get("instructions")) {
       auto x = to_number(*n, d, "instructions");
       if (x && (*x < 1e3 || *x > 1e10)) d.error(n->loc, "instructions must be between 1000 and 10000000000 per call");

@@ -19,7 +19,8 @@ struct Settings {
   DType dtype = DType::fp32;
   MemoryModel memory_model = MemoryModel::InputsWeightsOutputs;
   double flops_per_mac = 2;
-  std::string memory_level;  // "" = the platform's first level
+  std::string memory_level;  // "" = the platform's first level; "auto" = the smallest level holding each layer's working set
+  bool executed_work = false;  // mac_count: executed — roofline FLOPs skip the taps on padding
   Precision precision;       // weights_dtype, kv_dtype, compute_dtype, quant_group
 };
 

@@ -101,6 +101,22 @@ QuantityResult parse_quantity(const std::string& text, Dim dim) {
   return {std::nullopt, "unknown unit '" + unit + "' for " + dim_name(dim) + "; write e.g. '" + dim_example(dim) + "'"};
 }
 
+std::string quantity_pattern(Dim dim) {
+  auto escape = [](const std::string& t) {
+    std::string o;
+    for (char c : t) {
+      if (std::string("\\^$.|?*+()[]{}/").find(c) != std::string::npos) o += '\\';
+      o += c;
+    }
+    return o;
+  };
+  std::string prefixes, units;
+  for (const Prefix& p : kPrefixes)
+    if (*p.p) prefixes += (prefixes.empty() ? "" : "|") + escape(p.p);
+  for (const Unit& u : base_units(dim)) units += (units.empty() ? "" : "|") + escape(u.name);
+  return "^[ \\t]*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?[ \\t]*(" + prefixes + ")?(" + units + ")[ \\t]*$";
+}
+
 std::string si(double v, const std::string& unit, int digits) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

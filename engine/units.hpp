@@ -25,6 +25,9 @@ struct QuantityResult {
 };
 
 QuantityResult parse_quantity(const std::string& text, Dim dim);
+// A regular expression (ECMA 262, for JSON Schema) matching exactly the texts parse_quantity reads
+// for `dim`: a number, optional spaces, an optional prefix and a unit of the dimension.
+std::string quantity_pattern(Dim dim);
 
 // "29.8 T" style with an SI prefix and `unit` appended; 4 significant digits.
 std::string si(double v, const std::string& unit = "", int digits = 4);

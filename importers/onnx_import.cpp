@@ -1886,7 +1886,7 @@ class OnnxNetworkImporter : public NetworkImporter {
  public:
   CNode import(const CNode& entry, const OpRegistry& ops) override {
     Diags d;
-    MapReader m(entry, "ONNX network", d);
+    MapReader m(entry, keys::map("onnx_use"), "ONNX network", d);
     const CNode* file = m.require("onnx");
     const CNode* name = m.get("name");
     const CNode* inputs = m.get("inputs");

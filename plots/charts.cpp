@@ -1150,10 +1150,11 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
   for (const CNode& item : node.items) {
     PlotSpec p;
     p.loc = item.loc;
-    MapReader m(item, "plot", d);
+    MapReader m(item, keys::map("plot.roofline"), "plot", d);
     if (!m.ok()) continue;
     std::string kind;
     if (const CNode* k = m.require("kind")) kind = to_string(*k, d, "kind").value_or("");
+    if (kind == "roofline" || kind == "trend" || kind == "layers" || kind == "heatmap") m.use(keys::map("plot." + kind));
     if (kind == "roofline") p.kind = Kind::Roofline;
     else if (kind == "trend") p.kind = Kind::Trend;
     else if (kind == "layers") p.kind = Kind::Layers;
@@ -1163,6 +1164,8 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap" : hint}});
       continue;
     }
+    // the choices of a key, from the plot kind's key table (engine/keys.cpp), as `rsim schema` lists them
+    auto table_choices = [&](const char* key) { return keys::map("plot." + kind).find(key)->type.choices; };
     auto str = [&](const char* key, std::string& dst, std::vector<std::string> choices = {}) {
       if (const CNode* v = m.get(key)) {
         auto t = to_string(*v, d, key);
@@ -1208,11 +1211,11 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     };
     switch (p.kind) {
       case Kind::Roofline:
-        str("points", p.points, {"layers", "networks"});
-        str("color", p.color, {"bound", "network", "point", "op", "platform"});
-        str("marker", p.marker, {"op", "network", "point", "platform"});
-        str("labels", p.labels, {"auto", "all", "none"});
-        str("roofs", p.roofs, {"theoretical", "derated", "both"});
+        str("points", p.points, table_choices("points"));
+        str("color", p.color, table_choices("color"));
+        str("marker", p.marker, table_choices("marker"));
+        str("labels", p.labels, table_choices("labels"));
+        str("roofs", p.roofs, table_choices("roofs"));
         if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
         break;
       case Kind::Trend:
@@ -1228,13 +1231,13 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         }
         str("layer", p.layer);
         str("op", p.op);
-        str("xscale", p.xscale, {"auto", "linear", "log"});
-        str("yscale", p.yscale, {"auto", "linear", "log"});
+        str("xscale", p.xscale, table_choices("xscale"));
+        str("yscale", p.yscale, table_choices("yscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
         break;
       case Kind::Layers:
-        str("metric", p.metric, {"time_s", "flops", "macs", "bytes", "intensity", "params"});
-        str("xscale", p.xscale, {"auto", "linear", "log"});
+        str("metric", p.metric, table_choices("metric"));
+        str("xscale", p.xscale, table_choices("xscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
         break;
       case Kind::Heatmap:

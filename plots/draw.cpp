@@ -883,10 +883,14 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     obs.quads = rep.line_labels;
 
     // points (those marked `on_top`, like ridge points, last so data never hides them)
+    auto paint = [&](const Point& p) {
+      if (p.hollow) r.marker(T.to(p.at), p.marker, p.size, rgb(0xFFFFFF), p.fill);
+      else r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+    };
     for (const auto& p : f.points)
-      if (!p.on_top) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+      if (!p.on_top) paint(p);
     for (const auto& p : f.points)
-      if (p.on_top) r.marker(T.to(p.at), p.marker, p.size, p.fill, rgb(0x222222));
+      if (p.on_top) paint(p);
 
     // point labels: greedy, nearest free spot around the point, leader line when farther out
     bool need_key = false;

@@ -46,6 +46,7 @@ struct Point {
   std::string label;
   bool on_top = false;  // drawn after the others (ridge points)
   bool connect = true;  // trend: joined to its neighbours by the series line
+  bool hollow = false;  // an outline in `fill`'s colour on white (e.g. measured beside predicted)
 };
 
 // A vertical or horizontal reference (e.g. a ridge point), labelled.

@@ -4,7 +4,11 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboost-program-options-dev
           catch2 libbenchmark-dev libcairo2-dev libpng-dev fonts-dejavu-core libdnnl-dev
-          libonnx-dev libprotobuf-dev libonnx-testdata)
+          libonnx-dev libprotobuf-dev libonnx-testdata        # ONNX import (and its test models)
+          dpkg-dev                                    # cpack -G DEB: dpkg-shlibdeps computes Depends
+          python3-jsonschema python3-yaml             # the schema test validates scenarios with a real validator
+          python3-dev pybind11-dev                    # the Python module (make python)
+          clang-14 libclang-rt-14-dev)                # the clang build and the ThreadSanitizer run of CI
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

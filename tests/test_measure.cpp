@@ -13,6 +13,7 @@
 #include "measure/probe.hpp"
 #include "measure/probe_figures.hpp"
 #include "measure/probe_output.hpp"
+#include "helpers.hpp"
 
 using namespace rsim;
 using namespace rsim::measure;
@@ -286,4 +287,214 @@ TEST_CASE("measure: a short real probe (compute only) finds a saturating chain c
   CHECK(fp32->chains >= 1);
   // the rate never falls far when chains are added beyond the saturating count (registers suffice)
   CHECK(fp32->chain_sweep.size() >= 6);
+}
+
+// ---------------------------------------------------------------------------------------------
+// rsim measure on small layers
+#include "measure/layer_timing.hpp"
+#include "measure/measure_run.hpp"
+#include "scripting/lua_expr.hpp"
+
+TEST_CASE("measure: window padding for explicit, 'same' and unreached windows", "[measure]") {
+  // 7 → 7 with k 3, s 1, pad 1: total (7−1)·1 + 3 − 7 = 2 → (1, 1)
+  CHECK(window_padding(7, 7, 3, 1, 1, 1) == std::pair<long long, long long>{1, 1});
+  // 'same', 224 → 112 with k 7 s 2: total (112−1)·2 + 7 − 224 = 5 → (2, 3)
+  CHECK(window_padding(224, 112, 7, 2, 1, -1) == std::pair<long long, long long>{2, 3});
+  // 8 → 3 with k 3 s 3 no padding: total (3−1)·3 + 3 − 8 = 1, the last row is not reached... end 1
+  CHECK(window_padding(8, 3, 3, 3, 1, 0) == std::pair<long long, long long>{0, 1});
+  // 7 → 3 with k 3 s 2 pad 0: total (3−1)·2 + 3 − 7 = 0
+  CHECK(window_padding(7, 3, 3, 2, 1, 0) == std::pair<long long, long long>{0, 0});
+  // dilation 2: effective kernel 2·(3−1)+1 = 5; 9 → 9 with pad 2: total 8 + 5 − 9 = 4 → (2, 2)
+  CHECK(window_padding(9, 9, 3, 1, 2, 2) == std::pair<long long, long long>{2, 2});
+}
+
+TEST_CASE("measure: oneDNN runs the shapes rsim counted, for every kind of layer", "[measure]") {
+  if (!timing_available()) {
+    WARN("built without oneDNN: " << timing_backend());
+    return;
+  }
+  Scenario s = parse_scenario(R"(name: small
+platforms: [i5_6300u]
+networks:
+  - name: convs
+    input: [1, 8, 9, 9]
+    layers:
+      - {name: strided, op: conv2d, out_channels: 16, kernel: 3, stride: 2, padding: 1}
+      - {name: grouped, op: conv2d, out_channels: 16, kernel: 3, padding: same, groups: 4}
+      - {name: dilated, op: conv2d, out_channels: 8, kernel: 3, dilation: 2, padding: 2}
+      - {name: dw, op: depthwise_conv2d, kernel: 3, padding: 1}
+      - {name: up, op: conv_transpose2d, out_channels: 4, kernel: 2, stride: 2}
+      - {name: bn, op: batchnorm}
+      - {name: act, op: relu}
+      - {name: pool, op: max_pool2d, kernel: 3, stride: 2, padding: 1}
+      - {name: avg, op: avg_pool2d, kernel: 2}
+      - {name: gap, op: global_avg_pool}
+      - {name: flat, op: flatten}
+      - {name: fc, op: linear, out_features: 10}
+      - {name: sm, op: softmax}
+  - name: seq
+    input: [2, 6, 32]
+    layers:
+      - {name: ln, op: layernorm}
+      - {name: t, op: transpose}
+      - {name: g, op: gelu}
+      - {name: cat, op: concat, inputs: [g, g], axis: 1}
+)", "small.yaml");
+  Catalog cat(std::string(RSIM_SOURCE_DIR) + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  TimingOptions topt;
+  topt.reps = 2;
+  topt.warmup = 1;
+  MeasureResult m = measure_scenario(s, cat, opt, topt, {});
+  const auto& rows = m.run.results.front().rows;
+  REQUIRE(m.rows.size() == rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO(rows[i].layer << ": " << m.rows[i].timing.why_not);
+    if (rows[i].op == "flatten") {
+      CHECK_FALSE(m.rows[i].timing.ran);  // a view moves no data
+      continue;
+    }
+    CHECK(m.rows[i].timing.ran);
+    CHECK(m.rows[i].timing.reps == 2);
+    CHECK(m.rows[i].measured_time_s > 0);
+  }
+  // rsim's shapes, by hand: strided (9 + 2 − 3)/2 + 1 = 5; up (5 − 1)·2 + 2 = 10; pool (10 + 2 − 3)/2 + 1 = 5; avg 5/2 = 2
+  CHECK(m.rows[0].timing.out_shapes == std::vector<Shape>{{1, 16, 5, 5}});
+  CHECK(m.rows[4].timing.out_shapes == std::vector<Shape>{{1, 4, 10, 10}});
+  CHECK(m.rows[7].timing.out_shapes == std::vector<Shape>{{1, 4, 5, 5}});
+  CHECK(m.rows[8].timing.out_shapes == std::vector<Shape>{{1, 4, 2, 2}});
+  CHECK(m.rows[11].timing.out_shapes == std::vector<Shape>{{1, 10}});
+  // oneDNN agreed with every shape: no finding says otherwise
+  for (const auto& f : m.findings) CHECK(f.find("oneDNN computed output") == std::string::npos);
+  // measured.csv: the results columns, then the measured ones, one line per row
+  std::string csv = measured_csv(m, results_csv(m.run, s));
+  CHECK(csv.find(",memory_model,measured_time_s,measured_min_s,measured_max_s,measured_reps,measured_flops_per_s,measured_bytes_per_s,"
+                 "measured_over_bound,measured_primitive,measured_impl,measured_note\n") != std::string::npos);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(rows.size() + 1));
+  CHECK(csv.find(",a view: moves no data\n") != std::string::npos);
+}
+
+TEST_CASE("measure: memory_level auto picks the smallest level that holds a layer's working set", "[measure][platforms]") {
+  Diags d;
+  Platform p = build_platform(parse_yaml(R"(name: p
+compute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]
+memory:
+  - {name: DRAM, bandwidth: 10 GB/s}
+  - {name: L1, bandwidth: 400 GB/s, size: 64 KiB}
+  - {name: L2, bandwidth: 200 GB/s, size: 1 MiB}
+)", "p.yaml"), nullptr, d);
+  REQUIRE(d.empty());
+  CHECK(p.level_for(64 * 1024)->name == "L1");      // exactly fits
+  CHECK(p.level_for(64 * 1024 + 1)->name == "L2");
+  CHECK(p.level_for(2 * 1024 * 1024)->name == "DRAM");  // no size: holds anything
+  // through a scenario: a 1×16×8×8 relu reads and writes 2 × 1024 × 4 = 8 KiB → L1 at 400 GB/s:
+  // bound 8192 / 400e9 s; a 1×16×128×128 relu moves 2 × 262144 × 4 = 2 MiB → DRAM, 2097152 / 10e9 s
+  RunResult r = rsim::test::run_text(R"(name: auto
+settings: {memory_level: auto}
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]
+    memory:
+      - {name: DRAM, bandwidth: 10 GB/s}
+      - {name: L1, bandwidth: 400 GB/s, size: 64 KiB}
+networks:
+  - {name: small, input: [1, 16, 8, 8], layers: [{name: a, op: relu}]}
+  - {name: big, input: [1, 16, 128, 128], layers: [{name: a, op: relu}]}
+)");
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].memory_level == "L1");
+  CHECK(rows[0].theoretical.memory_time_s == Approx(8192 / 400e9));
+  CHECK(rows[1].memory_level == "DRAM");
+  CHECK(rows[1].theoretical.memory_time_s == Approx(2097152 / 10e9));
+}
+
+TEST_CASE("measure: executed MACs skip the kernel taps on padding", "[measure][ops]") {
+  RunResult r = rsim::test::run_text(R"(name: exec
+settings: {mac_count: executed}
+platforms: [i5_6300u]
+networks:
+  - name: n
+    input: [1, 512, 7, 7]
+    layers:
+      - {name: c3, op: conv2d, out_channels: 512, kernel: 3, padding: 1, bias: false}
+      - {name: dw, op: depthwise_conv2d, kernel: 3, padding: 1, stride: 2}
+      - {name: same, op: conv2d, out_channels: 8, kernel: 3, padding: same, dilation: 2}
+      - {name: valid, op: conv2d, out_channels: 8, kernel: 1}
+)");
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 4);
+  // 3×3, pad 1 on 7: outputs 0 and 6 keep 2 taps, outputs 1…5 keep 3 → 2 + 5·3 + 2 = 19 of 21 per axis
+  // conventional 512·512·49·9 = 115,605,504; executed 512·512·19·19 = 94,633,984 (18.1 % fewer)
+  CHECK(rows[0].cost.macs == 512.0 * 512 * 49 * 9);
+  CHECK(rows[0].cost.macs_executed == 512.0 * 512 * 19 * 19);
+  CHECK(rows[0].cost.flops_executed == 2 * 512.0 * 512 * 19 * 19);
+  CHECK(1 - rows[0].cost.macs_executed / rows[0].cost.macs == Approx(1 - 361.0 / 441).epsilon(1e-12));
+  // the roofline bounds the executed work (mac_count: executed): compute time = executed FLOPs / peak
+  CHECK(rows[0].theoretical.compute_time_s == Approx(2 * 512.0 * 512 * 361 / rows[0].theoretical.peak_flops_per_s));
+  // depthwise 3×3 stride 2 pad 1 on 7 → 4 outputs at input rows −1…1, 1…3, 3…5, 5…7: 2 + 3 + 3 + 2 = 10 taps per axis
+  CHECK(rows[1].cost.macs == 512.0 * 16 * 9);
+  CHECK(rows[1].cost.macs_executed == 512.0 * 10 * 10);
+  // 'same' with dilation 2 on the 4×4 output of dw: effective kernel 5, total pad 3 + 5 − 4 = 4, begin 2;
+  // output o reads o−2, o, o+2 of 0…3: two taps inside for every o → 8 per axis; Cin 512 per output channel
+  CHECK(rows[2].cost.macs_executed == 8.0 * 512 * 8 * 8);
+  CHECK(rows[2].cost.macs == 8.0 * 512 * 16 * 9);
+  // no padding: executed = conventional
+  CHECK(rows[3].cost.macs_executed == rows[3].cost.macs);
+}
+
+#include "measure/calibrate.hpp"
+
+TEST_CASE("measure: calibration recovers known efficiency laws from synthetic measurements", "[measure]") {
+  // conv: compute efficiency 0.02 · MACs^0.15 (MACs 1e6 → 0.02 · 10^0.9 = 0.159; 1e8 → 0.02 · 10^1.2 = 0.317);
+  // relu: bandwidth efficiency 0.5 · bytes^0.02. Times generated from the laws exactly.
+  std::vector<Sample> samples;
+  for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
+    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+    s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15));
+    samples.push_back(s);
+  }
+  for (double bytes : {1e5, 1e6, 1e7, 1e8}) {  // two sizes in each network, so each fold can fit b
+    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0};
+    s.measured_s = bytes / (s.bandwidth * 0.5 * std::pow(bytes, 0.02));
+    samples.push_back(s);
+  }
+  auto rules = fit_calibration(samples);
+  const CalibrationRule* conv = nullptr;
+  const CalibrationRule* elt = nullptr;
+  for (const auto& r : rules) {
+    if (r.name == "conv") conv = &r;
+    if (r.name == "elementwise") elt = &r;
+  }
+  REQUIRE(conv);
+  REQUIRE(elt);
+  CHECK(conv->compute.a == Approx(0.02).epsilon(1e-9));
+  CHECK(conv->compute.b == Approx(0.15).epsilon(1e-9));
+  CHECK(elt->bandwidth.a == Approx(0.5).epsilon(1e-9));
+  CHECK(elt->bandwidth.b == Approx(0.02).epsilon(1e-9));
+  // predictions reproduce the generating times; cross-validation over net0/net1 is exact too
+  for (const auto& s : samples) CHECK(predict_s(s, rules) == Approx(s.measured_s).epsilon(1e-9));
+  auto cv = cross_validate(samples);
+  REQUIRE(cv.folds.size() == 2);
+  for (const auto& f : cv.folds) {
+    CHECK(f.median_err < 1e-9);
+    CHECK(f.network_err < 1e-9);
+  }
+  // one distinct x: b = 0, a = the geometric mean of the efficiencies: √(0.2 · 0.8) = 0.4
+  PowerLaw p = fit_power_law({{5, 0.2}, {5, 0.8}});
+  CHECK(p.b == 0);
+  CHECK(p.a == Approx(0.4));
+  CHECK(p.at(1e9) == Approx(0.4));
+  // the calibrated platform loads and the engine applies it: derated compute = peak × a·MACs^b
+  std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\n", "cal", rules, "synthetic");
+  Diags d;
+  Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  CHECK(pl.name == "cal");
+  REQUIRE(pl.calibration_for("conv2d"));
+  CHECK(pl.calibration_for("conv2d")->compute.b == Approx(0.15).epsilon(1e-5));
+  CHECK(pl.calibration_for("layernorm") == nullptr);  // no normalisation samples: no rule
 }

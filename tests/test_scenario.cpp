@@ -161,7 +161,7 @@ networks:
   CHECK(r.results[1].rows[0].platform == "x_1.5");
 }
 
-TEST_CASE("two workers give byte-identical tables", "[scenarios]") {
+TEST_CASE("two workers give byte-identical tables", "[scenarios][parallel]") {
   Scenario s = load_scenario(src("scenarios/kernel_size_sweep.yaml"));
   RunResult a = run(s, 1), b = run(s, 2);
   CHECK(results_csv(a, s) == results_csv(b, s));

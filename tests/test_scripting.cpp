@@ -83,7 +83,7 @@ TEST_CASE("the efficiency model scales the derated roofs, metrics become columns
         std::string::npos);
 }
 
-TEST_CASE("one and two workers give byte-identical results with scripts", "[scripting]") {
+TEST_CASE("one and two workers give byte-identical results with scripts", "[scripting][parallel]") {
   Scenario s = load_scenario(src("scenarios/custom_ops.yaml"));
   CHECK(results_csv(run_scripted(s, 1), s) == results_csv(run_scripted(s, 2), s));
   Scenario e = load_scenario(src("scenarios/depthwise_efficiency.yaml"));

@@ -1,0 +1,55 @@
+# bash completion for rsim                                    -*- shell-script -*-
+# Commands, options per command, scenario files, platform names (from `rsim hw list`),
+# operator names (from `rsim ops`) and schema kinds.
+
+_rsim() {
+  local cur prev words cword
+  _init_completion 2>/dev/null || {
+    cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
+    words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+  }
+  local commands="run validate hw ops probe schema"
+  if [[ $cword -eq 1 ]]; then
+    COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+    return
+  fi
+  case $prev in
+    --hw-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --out|-o)
+      if [[ ${words[1]} == probe && $prev == -o ]]; then COMPREPLY=($(compgen -f -- "$cur")); else COMPREPLY=($(compgen -d -- "$cur")); fi
+      return ;;
+    --json) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --threads|--max-working-set) return ;;
+    --scenario) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "png svg pdf png,svg png,svg,pdf" -- "$cur")); return ;;
+    --jobs|-j|--rows|--dpi|--set) return ;;
+  esac
+  local cmd=${words[1]}
+  if [[ $cur == -* ]]; then
+    local opts="--help"
+    case $cmd in
+      run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots" ;;
+      validate) opts="--help --hw-dir" ;;
+      hw) opts="--help --scenario --hw-dir" ;;
+      probe) opts="--help --quick --threads --output --json --out --max-working-set" ;;
+      ops) opts="--help --scenario" ;;
+    esac
+    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    return
+  fi
+  case $cmd in
+    run|validate)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur")) ;;
+    hw)
+      if [[ $cword -eq 2 ]]; then
+        COMPREPLY=($(compgen -W "list show" -- "$cur"))
+      elif [[ ${words[2]} == show && $cword -eq 3 ]]; then
+        COMPREPLY=($(compgen -W "$(rsim hw list 2>/dev/null | awk 'NR > 1 && NF > 1 && $1 !~ /^compute/ {print $1}')" -- "$cur"))
+      fi ;;
+    ops)
+      [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W "$(rsim ops 2>/dev/null | awk '/^  / {print $1}')" -- "$cur")) ;;
+    schema)
+      [[ $cword -eq 2 ]] && COMPREPLY=($(compgen -W "scenario platform" -- "$cur")) ;;
+  esac
+} && complete -F _rsim rsim

@@ -1,0 +1,328 @@
+#include "engine/keys.hpp"
+
+#include <stdexcept>
+
+namespace rsim::keys {
+
+namespace {
+
+Type mk(T t) {
+  Type x;
+  x.t = t;
+  return x;
+}
+Type str() { return Type(); }
+Type num(double lo = 0, double hi = 0) {
+  Type t = mk(T::Number);
+  t.min = lo;
+  t.max = hi;
+  return t;
+}
+Type integer(double lo = 0, double hi = 0) {
+  Type t = mk(T::Integer);
+  t.min = lo;
+  t.max = hi;
+  return t;
+}
+Type boolean() { return mk(T::Bool); }
+Type fraction() { return mk(T::Fraction); }
+Type qty(Dim d) {
+  Type t = mk(T::Quantity);
+  t.dim = d;
+  return t;
+}
+Type choice(std::vector<std::string> c) {
+  Type t = mk(T::Enum);
+  t.choices = std::move(c);
+  return t;
+}
+Type choice_from(std::string from) {
+  Type t = mk(T::Enum);
+  t.choices_from = std::move(from);
+  return t;
+}
+Type map_of(std::string ref) {
+  Type t = mk(T::Map);
+  t.ref = std::move(ref);
+  return t;
+}
+Type list_of(std::string ref) {
+  Type t = mk(T::List);
+  t.ref = std::move(ref);
+  return t;
+}
+Type def(std::string ref) {
+  Type t = mk(T::Def);
+  t.ref = std::move(ref);
+  return t;
+}
+Type one_or_list(Type item) {
+  item.item = item.t;
+  item.t = T::OneOrList;
+  return item;
+}
+
+const std::vector<std::string> kScales = {"auto", "linear", "log"};
+
+std::vector<MapDef> build() {
+  std::vector<Key> plot_common = {
+      {"kind", choice({"roofline", "trend", "layers", "heatmap"}), true, "The chart: roofline, trend (a column against a sweep variable), layers (one bar per layer) or heatmap (two sweep variables)."},
+      {"name", str(), false, "File name of the figure (without extension); default from the kind."},
+      {"title", str(), false, "Title drawn above the chart."},
+      {"network", str(), false, "Only this network (default: every network)."},
+      {"platforms", one_or_list(str()), false, "Only these platforms (default: every platform of the scenario)."},
+      {"formats", one_or_list(choice({"png", "svg", "pdf"})), false, "Figure formats (default: those of `rsim run --format`)."},
+      {"width", num(200, 4000), false, "Canvas width in points (200 to 4000)."},
+      {"height", num(150, 6000), false, "Canvas height in points (150 to 6000)."},
+      {"dpi", num(36, 600), false, "PNG resolution (36 to 600; default 150)."},
+  };
+  auto plot = [&](std::string kind, std::string title, std::vector<Key> own) {
+    MapDef m{"plot." + kind, std::move(title), plot_common};
+    m.keys.insert(m.keys.end(), own.begin(), own.end());
+    return m;
+  };
+  return {
+      {"scenario", "An rsim scenario: networks evaluated on platforms over a sweep",
+       {
+           {"name", str(), true, "Scenario name, also the output folder out/NAME/ (letters, digits, '-', '_', '.')."},
+           {"description", str(), false, "One line on what the scenario shows."},
+           {"settings", map_of("settings"), false, "Precision, memory-traffic model and FLOP convention."},
+           {"vars", def("vars"), false, "Named values usable as ${name} anywhere below; `--set name=value` replaces one."},
+           {"sweep", map_of("sweep"), false, "Variables to sweep: one point per combination (grid) or per position (zip)."},
+           {"platforms", list_of("platform_ref"), true, "Catalog names (`rsim hw list`) or inline platforms (optionally `base: NAME`)."},
+           {"networks", list_of("network_item"), true, "Networks: layers written out, or `model: NAME` from the zoo."},
+           {"plots", list_of("plot"), false, "Figures to draw (default: a roofline per platform and a trend chart)."},
+           {"passes", def("passes"), false, "Graph passes (fusion, eliminations): each network is also evaluated optimized. `all`, `none` or a list."},
+           {"optimize", def("passes"), false, "Same as passes (give one of the two)."},
+           {"plugins", one_or_list(str()), false, "Lua files (relative to the scenario) defining operators, an efficiency model or metrics."},
+           {"lua", str(), false, "Inline Lua code, run after the plugins (lua: |)."},
+           {"limits", map_of("limits"), false, "Sandbox limits of the Lua scripts."},
+       }},
+      {"settings", "Evaluation settings",
+       {
+           {"dtype", choice_from("dtype"), false, "Precision of every tensor unless a network or layer says otherwise (default fp32)."},
+           {"memory_model", choice({"inputs+weights+outputs", "weights+outputs"}), false, "Which tensors count as memory traffic (default inputs+weights+outputs)."},
+           {"flops_per_mac", choice({"1", "2"}), false, "FLOPs per multiply-accumulate: 2 (default) or 1 (report MACs as FLOPs)."},
+           {"memory_level", str(), false, "The platforms' memory level rooflines use (default: each platform's first; auto: the smallest level holding each layer's working set)."},
+           {"mac_count", choice({"conventional", "executed"}), false, "Work the roofline bounds: conventional MACs (default) or executed (convolution taps on padding skipped)."},
+           {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
+           {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
+           {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
+           {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
+       }},
+      {"sweep", "The sweep: grid variables multiply, zip variables advance together",
+       {
+           {"grid", def("sweep_vars"), false, "Variables whose values combine as a cartesian product, the last varying fastest."},
+           {"zip", def("sweep_vars"), false, "Variables of equal length that advance together (one dimension)."},
+           {"max_points", num(1, 0), false, "Refuse sweeps with more points than this (default 1000000)."},
+       }},
+      {"range", "A range of values (from, to and exactly one of step, factor or count) or a list of values, with a label and unit for figures",
+       {
+           {"from", num(), false, "First value (with to and one of step, factor, count)."},
+           {"to", num(), false, "Last value (included when the steps reach it)."},
+           {"step", num(), false, "Linear step."},
+           {"factor", num(), false, "Geometric factor (from and to positive)."},
+           {"count", integer(1, 1e7), false, "Number of evenly spaced values."},
+           {"values", def("values"), false, "The values as a list (instead of a range), to give them a label and unit."},
+           {"label", str(), false, "How figures name the variable, e.g. 'Vector clock'."},
+           {"unit", str(), false, "The variable's unit in figures, e.g. 'GHz' (\"Vector clock [GHz]\")."},
+       }},
+      {"limits", "Sandbox limits of Lua scripts",
+       {
+           {"instructions", num(1e3, 1e10), false, "Lua instructions per call into a script (default 10000000)."},
+           {"memory", qty(Dim::Bytes), false, "Memory per Lua state, 1 MiB to 4 GiB (default 64 MiB)."},
+       }},
+      {"network", "A network: its input and its layers",
+       {
+           {"name", str(), true, "Network name (the network column of the results)."},
+           {"description", str(), false, "What the network is."},
+           {"params", def("params"), false, "A model's parameters with their defaults (~ = required), set with args: where it is used."},
+           {"dtype", choice_from("dtype"), false, "Precision of this network's tensors (default: settings.dtype)."},
+           {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
+           {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
+           {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
+           {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
+           {"input", def("shape"), false, "The input tensor's shape, e.g. [1, 3, 224, 224]."},
+           {"inputs", def("named_shapes"), false, "Named input tensors: {x: [1, 3, 224, 224], ...} (instead of input)."},
+           {"phase", choice({"prefill", "decode"}), false, "For language models: prefill (the prompt) or decode (one new token per sequence)."},
+           {"blocks", def("blocks"), false, "Parametrized groups of layers, used by `block: NAME` in layers."},
+           {"layers", list_of("layer_item"), true, "The layers in order: each takes the previous one's output unless `inputs` says otherwise."},
+       }},
+      {"block", "A block definition: parameters and layers",
+       {
+           {"params", def("params"), false, "Parameters with defaults (~ = required), available as ${name} in the layers."},
+           {"layers", list_of("layer_item"), true, "The block's layers; `input` names the block's input."},
+       }},
+      {"block_use", "A use of a block",
+       {
+           {"block", str(), true, "The block's name (under the network's blocks)."},
+           {"name", str(), false, "Prefix of the layer names (NAME.layer); default the block's name and a counter."},
+           {"repeat", integer(1, 1e6), false, "Repeat the block this many times in a chain (${repeat_index} counts from 0)."},
+           {"args", def("args"), false, "Values of the block's parameters."},
+           {"inputs", one_or_list(str()), false, "Input tensors: earlier layer names (NAME:K for output K), default the previous layer."},
+           {"when", boolean(), false, "Keep the block only where this holds, e.g. \"${repeat_index == 0}\"."},
+       }},
+      {"layer", "A layer: an operator and its attributes (see `rsim ops NAME`)",
+       {
+           {"name", str(), false, "Layer name (default: the operator and a counter)."},
+           {"op", str(), true, "The operator (`rsim ops` lists them; plugins add more)."},
+           {"inputs", one_or_list(str()), false, "Input tensors: earlier layer names (NAME:K for output K), default the previous layer."},
+           {"dtype", choice_from("dtype"), false, "Precision of this layer's tensors."},
+           {"when", boolean(), false, "Keep the layer only where this holds, e.g. \"${groups > 1}\"."},
+           {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
+           {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
+           {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
+           {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
+           {"tied_weights", boolean(), false, "The layer reuses another layer's weights (counted once)."},
+       }},
+      {"model_use", "A network from the model zoo",
+       {
+           {"model", str(), true, "The model's name: a file models/NAME.yaml beside the scenario, in $RSIM_MODELS or in the zoo."},
+           {"name", str(), false, "Network name (default the model's), to tell two configurations apart."},
+           {"description", str(), false, "What this configuration is (a zoo file that configures another model)."},
+           {"args", def("args"), false, "Values of the model's params, e.g. {batch: 8, size: 224}."},
+       }},
+      {"onnx_use", "A network imported from an ONNX file",
+       {
+           {"onnx", str(), true, "The .onnx file, relative to the scenario."},
+           {"name", str(), false, "Network name (default the file's stem)."},
+           {"description", str(), false, "What the network is."},
+           {"inputs", def("named_shapes"), false, "Shapes of the model's inputs, e.g. {input: [1, 3, 224, 224]}."},
+           {"dims", def("args"), false, "Sizes of symbolic dimensions, e.g. {batch: 1, seq: 128}."},
+           {"onnx_ops", def("args"), false, "ONNX op types mapped to operators (or ignore), e.g. {MyOp: my_lua_op}."},
+           {"dtype", choice_from("dtype"), false, "Precision of the network's tensors."},
+       }},
+      {"platform", "A hardware platform: compute roofs and memory levels",
+       {
+           {"name", str(), true, "Platform name (the platform column of the results)."},
+           {"base", str(), false, "Start from this catalog platform and replace the keys given here (derate merges key by key)."},
+           {"title", str(), false, "Full product name."},
+           {"kind", str(), false, "gpu, cpu, soc, ..."},
+           {"source", str(), false, "Where the figures come from (datasheet, paper)."},
+           {"notes", str(), false, "Free text."},
+           {"launch_overhead", qty(Dim::Time), false, "Time added per kernel launch, e.g. '5 us' (0 to 1 s)."},
+           {"derate", map_of("derate"), false, "Platform-wide derating of every roof."},
+           {"compute", list_of("compute_roof"), true, "Compute roofs, one per precision group."},
+           {"memory", list_of("memory_level"), true, "Memory levels; the first is the default of rooflines (settings.memory_level picks another)."},
+           {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
+           {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
+       }},
+      {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b",
+       {
+           {"class", str(), true, "Op class, e.g. conv."},
+           {"ops", one_or_list(str()), true, "Operators of the class."},
+           {"compute", one_or_list(num()), true, "[a, b] for compute efficiency, x = MACs (FLOPs without MACs)."},
+           {"bandwidth", one_or_list(num()), true, "[a, b] for bandwidth efficiency, x = bytes moved."},
+       }},
+      {"scale", "Factors applied to every roof of a platform",
+       {
+           {"compute", num(), false, "Factor on every compute roof (positive, at most 1e6)."},
+           {"bandwidth", num(), false, "Factor on every memory level's bandwidth (positive, at most 1e6)."},
+       }},
+      {"compute_roof", "A compute roof: peak given or derived",
+       {
+           {"name", str(), true, "Roof name, e.g. 'fp32 CUDA cores'."},
+           {"dtypes", one_or_list(choice_from("dtype")), true, "Precisions this roof serves."},
+           {"peak", qty(Dim::FlopRate), false, "Peak rate, e.g. '29.8 TFLOP/s' (or derive)."},
+           {"derive", map_of("compute_derive"), false, "Peak from units × clock × FLOP per cycle (or peak)."},
+           {"vector_clock", qty(Dim::Frequency), false, "Lower clock under this roof's instructions (e.g. AVX-512); needs derive."},
+           {"efficiency", fraction(), false, "Achievable fraction of the peak, in (0, 1]."},
+           {"measured", qty(Dim::FlopRate), false, "Measured peak (the derated roof; instead of vector_clock and efficiency), e.g. from `rsim probe`."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
+       }},
+      {"compute_derive", "Peak compute = units × clock × FLOP per cycle",
+       {
+           {"units", num(), true, "Cores, SMs or compute units."},
+           {"clock", qty(Dim::Frequency), true, "Clock, e.g. '1.71 GHz'."},
+           {"lanes", num(), false, "SIMD lanes per pipe (default 1)."},
+           {"fma_pipes", num(), false, "FMA pipes per unit (2 FLOPs each per lane)."},
+           {"add_pipes", num(), false, "Add pipes per unit."},
+           {"mul_pipes", num(), false, "Multiply pipes per unit."},
+           {"flops_per_cycle", num(), false, "FLOP per cycle per unit (instead of lanes and pipes)."},
+       }},
+      {"memory_level", "A memory level: bandwidth given or derived",
+       {
+           {"name", str(), true, "Level name, e.g. 'GDDR6X' or 'L2'."},
+           {"bandwidth", qty(Dim::ByteRate), false, "Bandwidth, e.g. '760.32 GB/s' (or derive)."},
+           {"derive", map_of("memory_derive"), false, "Bandwidth from transfer rate × bus width × channels × sockets (or bandwidth)."},
+           {"fraction", fraction(), false, "Achievable fraction of the bandwidth, in (0, 1]."},
+           {"measured", qty(Dim::ByteRate), false, "Measured bandwidth (instead of fraction)."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
+           {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
+       }},
+      {"memory_derive", "Bandwidth = transfer rate × bus width / 8 × channels × sockets",
+       {
+           {"transfer_rate", qty(Dim::TransferRate), false, "Transfers per second per pin, e.g. '2400 MT/s' (or clock and data_rate)."},
+           {"clock", qty(Dim::Frequency), false, "Memory clock (with data_rate)."},
+           {"data_rate", num(), false, "Transfers per clock (2 for DDR)."},
+           {"bus_width", qty(Dim::Bits), true, "Bus width per channel, e.g. '64 bit'."},
+           {"channels", num(), false, "Channels per socket (default 1)."},
+           {"sockets", num(), false, "Sockets (default 1)."},
+       }},
+      {"derate", "Platform-wide derating (wins over each roof's own)",
+       {
+           {"vector_clock", qty(Dim::Frequency), false, "Clock of every derived compute roof under load."},
+           {"compute_efficiency", fraction(), false, "Achievable fraction of every compute roof."},
+           {"bandwidth_fraction", fraction(), false, "Achievable fraction of every memory level's bandwidth."},
+       }},
+      plot("roofline", "A roofline chart per platform",
+           {
+               {"points", choice({"layers", "networks"}), false, "One point per layer (default) or per network."},
+               {"color", choice({"bound", "network", "point", "op", "platform"}), false, "What the colours tell apart."},
+               {"marker", choice({"op", "network", "point", "platform"}), false, "What the marker shapes tell apart."},
+               {"labels", choice({"auto", "all", "none"}), false, "Which points get a label."},
+               {"roofs", choice({"theoretical", "derated", "both"}), false, "Which roofs are drawn."},
+               {"overlay", boolean(), false, "All platforms in one chart."},
+           }),
+      plot("trend", "A column against a sweep variable",
+           {
+               {"x", str(), true, "A sweep variable, or layer, output_size or out_channels."},
+               {"y", choice_from("plot_column"), false, "A results column (default intensity)."},
+               {"series", str(), false, "One line per: auto, platform, network, layer or a sweep variable's values."},
+               {"layer", str(), false, "Only this layer."},
+               {"op", str(), false, "Only layers of this operator."},
+               {"xscale", choice(kScales), false, "Axis scale."},
+               {"yscale", choice(kScales), false, "Axis scale."},
+               {"point", integer(0, 0), false, "The sweep point (for x: layer)."},
+           }),
+      plot("layers", "One bar per layer",
+           {
+               {"metric", choice({"time_s", "flops", "macs", "bytes", "intensity", "params"}), false, "The bar length."},
+               {"xscale", choice(kScales), false, "Axis scale."},
+               {"point", integer(0, 0), false, "The sweep point shown."},
+           }),
+      plot("heatmap", "A column over two sweep variables",
+           {
+               {"x", str(), true, "A sweep variable for the columns."},
+               {"y", str(), true, "A sweep variable for the rows."},
+               {"value", choice_from("plot_column"), false, "A results column (default time_s)."},
+           }),
+  };
+}
+
+}  // namespace
+
+const Key* MapDef::find(std::string_view key) const {
+  for (const auto& k : keys)
+    if (k.name == key) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> MapDef::names() const {
+  std::vector<std::string> n;
+  for (const auto& k : keys) n.push_back(k.name);
+  return n;
+}
+
+const std::vector<MapDef>& all() {
+  static const std::vector<MapDef> v = build();
+  return v;
+}
+
+const MapDef& map(std::string_view name) {
+  for (const auto& m : all())
+    if (m.name == name) return m;
+  throw std::logic_error("rsim: no key table '" + std::string(name) + "'");
+}
+
+}  // namespace rsim::keys

@@ -1,0 +1,234 @@
+#include "measure/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+namespace rsim::measure {
+
+namespace {
+
+const std::vector<std::pair<std::string, std::vector<std::string>>>& classes() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> c = {
+      {"conv", {"conv2d", "conv_transpose2d"}},
+      {"depthwise_conv", {"depthwise_conv2d"}},
+      {"matmul", {"linear", "matmul"}},
+      {"pooling", {"max_pool2d", "avg_pool2d", "global_avg_pool", "adaptive_avg_pool2d"}},
+      {"normalization", {"batchnorm", "layernorm", "softmax"}},
+      {"copy", {"concat", "transpose", "permute", "reshape_copy", "slice", "split", "upsample"}},
+      {"elementwise", {"relu", "relu6", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "add", "sub", "mul", "div"}}};
+  return c;
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool q = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (q) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
+      else if (c == '"') q = false;
+      else cur += c;
+    } else if (c == '"') {
+      q = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+double to_d(const std::string& s) {
+  if (s.empty()) return 0;
+  try {
+    return std::stod(s);
+  } catch (...) {
+    return 0;
+  }
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+std::string op_class(const std::string& op) {
+  for (const auto& [c, ops] : classes())
+    if (std::find(ops.begin(), ops.end(), op) != ops.end()) return c;
+  return "other";
+}
+
+std::vector<std::string> class_ops(const std::string& cls) {
+  for (const auto& [c, ops] : classes())
+    if (c == cls) return ops;
+  return {};
+}
+
+std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name) {
+  std::vector<Sample> out;
+  size_t pos = 0;
+  std::vector<std::string> header;
+  std::map<std::string, size_t> col;
+  auto need = [&](const char* c) {
+    auto it = col.find(c);
+    if (it == col.end()) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured.csv written by rsim measure?)");
+    return it->second;
+  };
+  size_t i_net = 0, i_op = 0, i_flops = 0, i_fx = 0, i_macs = 0, i_mx = 0, i_count = 0, i_bytes = 0, i_peak = 0, i_bw = 0, i_bound = 0, i_t = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    auto cells = split_csv_line(line);
+    if (header.empty()) {
+      header = cells;
+      for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+      i_net = need("network"), i_op = need("op"), i_flops = need("flops"), i_fx = need("flops_executed"), i_macs = need("macs"),
+      i_mx = need("macs_executed"), i_count = need("mac_count"), i_bytes = need("bytes"), i_peak = need("derated_peak_flops_per_s"),
+      i_bw = need("derated_bandwidth_bytes_per_s"), i_bound = need("bound"), i_t = need("measured_time_s");
+      continue;
+    }
+    if (cells.size() < header.size()) continue;
+    Sample s;
+    s.network = cells[i_net];
+    s.op = cells[i_op];
+    bool executed = cells[i_count] == "executed";
+    s.work = to_d(cells[executed ? i_fx : i_flops]);
+    s.macs = to_d(cells[executed ? i_mx : i_macs]);
+    s.bytes = to_d(cells[i_bytes]);
+    s.peak = to_d(cells[i_peak]);
+    s.bandwidth = to_d(cells[i_bw]);
+    s.compute_bound = cells[i_bound] == "compute";
+    s.measured_s = to_d(cells[i_t]);
+    if (s.measured_s > 0 && s.peak > 0 && s.bandwidth > 0) out.push_back(s);
+  }
+  return out;
+}
+
+PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe) {
+  PowerLaw p;
+  std::vector<std::pair<double, double>> v;
+  for (const auto& [x, e] : xe)
+    if (x > 0 && e > 0 && std::isfinite(x) && std::isfinite(e)) v.emplace_back(std::log(x), std::log(e));
+  if (v.empty()) return p;
+  double n = static_cast<double>(v.size()), sx = 0, sy = 0;
+  for (const auto& [x, y] : v) sx += x, sy += y;
+  double mx = sx / n, my = sy / n, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : v) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+  p.b = sxx > 1e-12 ? sxy / sxx : 0;
+  p.a = std::exp(my - p.b * mx);
+  return p;
+}
+
+std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples) {
+  std::vector<CalibrationRule> rules;
+  std::set<std::string> seen;
+  for (const auto& s : samples) seen.insert(op_class(s.op));
+  for (const auto& [cls, ops] : classes()) {
+    if (!seen.count(cls)) continue;
+    std::vector<std::pair<double, double>> ce, be;
+    for (const auto& s : samples) {
+      if (op_class(s.op) != cls) continue;
+      if (s.compute_bound && s.work > 0) ce.emplace_back(s.macs > 0 ? s.macs : s.work, s.work / (s.peak * s.measured_s));
+      else if (!s.compute_bound && s.bytes > 0) be.emplace_back(s.bytes, s.bytes / (s.bandwidth * s.measured_s));
+    }
+    CalibrationRule r;
+    r.name = cls;
+    r.ops = ops;
+    r.compute = fit_power_law(ce);
+    r.bandwidth = fit_power_law(be);
+    rules.push_back(r);
+  }
+  return rules;
+}
+
+double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules) {
+  double ec = 1, eb = 1;
+  for (const auto& r : rules)
+    if (std::find(r.ops.begin(), r.ops.end(), s.op) != r.ops.end()) {
+      ec = r.compute.at(s.macs > 0 ? s.macs : s.work);
+      eb = r.bandwidth.at(s.bytes);
+    }
+  return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
+}
+
+CrossValidation cross_validate(const std::vector<Sample>& samples) {
+  CrossValidation cv;
+  std::vector<std::string> nets;
+  for (const auto& s : samples)
+    if (std::find(nets.begin(), nets.end(), s.network) == nets.end()) nets.push_back(s.network);
+  if (nets.size() < 2) return cv;
+  for (const auto& held : nets) {
+    std::vector<Sample> train, test;
+    for (const auto& s : samples) (s.network == held ? test : train).push_back(s);
+    auto rules = fit_calibration(train);
+    CrossValidation::Fold f;
+    f.network = held;
+    std::vector<double> err, before;
+    double sum_p = 0, sum_m = 0;
+    size_t flop_layers = 0, within = 0;
+    for (const auto& s : test) {
+      double p = predict_s(s, rules), p0 = predict_s(s, {});
+      err.push_back(std::fabs(p / s.measured_s - 1));
+      before.push_back(std::fabs(p0 / s.measured_s - 1));
+      sum_p += p, sum_m += s.measured_s;
+      if (s.work > 0) {
+        ++flop_layers;
+        double r = p / s.measured_s;
+        within += r <= 1.5 && r >= 1 / 1.5;
+      }
+    }
+    f.layers = test.size();
+    f.median_err = quantile(err, 0.5);
+    f.p90_err = quantile(err, 0.9);
+    f.median_err_before = quantile(before, 0.5);
+    f.within_1_5x = flop_layers ? static_cast<double>(within) / static_cast<double>(flop_layers) : 0;
+    f.network_err = sum_m > 0 ? std::fabs(sum_p / sum_m - 1) : 0;
+    cv.folds.push_back(f);
+  }
+  return cv;
+}
+
+std::string calibrated_platform_yaml(const std::string& text, const std::string& name, const std::vector<CalibrationRule>& rules,
+                                     const std::string& fitted_from) {
+  std::string out;
+  size_t pos = 0;
+  bool named = false;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!named && line.rfind("name:", 0) == 0) {
+      line = "name: " + name;
+      named = true;
+    }
+    out += line + "\n";
+  }
+  char buf[256];
+  out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class, efficiency = a · x^b (clamped to (0, 1]),\n";
+  out += "# x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth; derated_time_s carries it.\n";
+  out += "calibration:\n";
+  for (const auto& r : rules) {
+    std::string ops;
+    for (const auto& o : r.ops) ops += (ops.empty() ? "" : ", ") + o;
+    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g], bandwidth: [%.6g, %.6g]}\n", r.name.c_str(), ops.c_str(), r.compute.a,
+                  r.compute.b, r.bandwidth.a, r.bandwidth.b);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace rsim::measure

@@ -1,0 +1,58 @@
+// `rsim calibrate`: an efficiency model per op class fitted from measured.csv files, written into
+// a platform file as data (`calibration:`) that the engine applies without scripts.
+// Model: efficiency = a · x^b (clamped to (0, 1]) with x = MACs for compute-bound layers (FLOPs
+// when a layer has no MACs) and x = bytes moved for memory-bound layers; fitted by least squares
+// on log(efficiency) = log a + b · log x, per class.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/platform.hpp"
+
+namespace rsim::measure {
+
+// The op class a measured layer belongs to, and the operators of each class.
+std::string op_class(const std::string& op);
+std::vector<std::string> class_ops(const std::string& cls);
+
+struct Sample {
+  std::string network, op;
+  double work = 0;       // FLOPs the roofline bounds
+  double macs = 0;       // MACs (executed when mac_count is executed)
+  double bytes = 0;
+  double peak = 0, bandwidth = 0;  // derated roofs the layer was bounded on (without efficiency)
+  bool compute_bound = false;      // by the theoretical roofs
+  double measured_s = 0;
+};
+
+// Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
+// Throws std::runtime_error naming the file and the missing column.
+std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name);
+
+// Fits a·x^b to (x, efficiency) pairs; with one distinct x, b = 0 and a = their geometric mean.
+PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe);
+
+std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples);
+
+// Predicted time of a sample under rules (1, 1 efficiency for an op without a rule).
+double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules);
+
+struct CrossValidation {
+  struct Fold {
+    std::string network;
+    size_t layers = 0;
+    double median_err = 0, p90_err = 0;     // |predicted/measured − 1| per layer, calibrated
+    double median_err_before = 0;           // the same with the derated roofs alone
+    double within_1_5x = 0;                 // share of FLOP-carrying layers within 1.5× of measured
+    double network_err = 0;                 // |Σ predicted / Σ measured − 1|
+  };
+  std::vector<Fold> folds;  // one per network held out (empty with fewer than two networks)
+};
+CrossValidation cross_validate(const std::vector<Sample>& samples);
+
+// The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.
+std::string calibrated_platform_yaml(const std::string& platform_text, const std::string& name, const std::vector<CalibrationRule>& rules,
+                                     const std::string& fitted_from);
+
+}  // namespace rsim::measure

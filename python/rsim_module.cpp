@@ -1,0 +1,166 @@
+// The Python module `rsim`: rsim.run() evaluates a scenario with the C++ engine and returns its
+// tables as lists of dicts, with the columns and values of results.csv, summary.csv and
+// kernels.csv. No logic of its own beyond turning CSV text into Python values.
+#include <dlfcn.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <charconv>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/cli.hpp"
+#include "engine/diagnostics.hpp"
+#include "engine/schema.hpp"
+#include "plots/charts.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+// One CSV field as a Python value: int, float (inf included) or str.
+py::object cell(const std::string& f) {
+  if (f.empty()) return py::str("");
+  long long i = 0;
+  auto [pi, ei] = std::from_chars(f.data(), f.data() + f.size(), i);
+  if (ei == std::errc() && pi == f.data() + f.size()) return py::int_(i);
+  if (f == "inf" || f == "-inf") return py::float_(f == "inf" ? HUGE_VAL : -HUGE_VAL);
+  double d = 0;
+  auto [pd, ed] = std::from_chars(f.data(), f.data() + f.size(), d);
+  if (ed == std::errc() && pd == f.data() + f.size()) return py::float_(d);
+  return py::str(f);
+}
+
+// RFC 4180 fields of `text` (quoted fields may hold commas, quotes and newlines).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = any = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field)), field.clear();
+    } else if (c == '\n') {
+      row.push_back(std::move(field)), field.clear();
+      rows.push_back(std::move(row)), row.clear();
+      any = false;
+    } else if (c != '\r') {
+      field += c, any = true;
+    }
+  }
+  if (any || !field.empty() || !row.empty()) row.push_back(field), rows.push_back(row);
+  return rows;
+}
+
+py::list table(const std::string& csv) {
+  py::list out;
+  auto rows = parse_csv(csv);
+  if (rows.empty()) return out;
+  std::vector<py::str> header;
+  for (const auto& h : rows[0]) header.emplace_back(h);
+  for (size_t r = 1; r < rows.size(); ++r) {
+    py::dict d;
+    for (size_t c = 0; c < header.size() && c < rows[r].size(); ++c) d[header[c]] = cell(rows[r][c]);
+    out.append(std::move(d));
+  }
+  return out;
+}
+
+struct Result {
+  py::list rows, summary, kernels;
+  std::string scenario;
+  py::object to_pandas(const std::string& which) const {
+    py::object pd;
+    try {
+      pd = py::module_::import("pandas");
+    } catch (py::error_already_set&) {
+      throw py::import_error("Result.to_pandas() needs pandas (Debian: apt install python3-pandas); the tables are in .rows, .summary and .kernels");
+    }
+    if (which == "rows") return pd.attr("DataFrame")(rows);
+    if (which == "summary") return pd.attr("DataFrame")(summary);
+    if (which == "kernels") return pd.attr("DataFrame")(kernels);
+    throw py::value_error("to_pandas(table): table is 'rows', 'summary' or 'kernels', not '" + which + "'");
+  }
+};
+
+std::string text_of(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::float_>(v)) return py::repr(v).cast<std::string>();  // shortest round trip
+  return py::str(v).cast<std::string>();
+}
+
+// The folder of this module's .so: the catalog and the zoo are found relative to it.
+std::string module_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&module_dir), &info) && info.dli_fname) {
+    std::error_code ec;
+    auto p = std::filesystem::canonical(info.dli_fname, ec);
+    if (!ec) return p.parent_path().string();
+  }
+  return "";
+}
+
+}  // namespace
+
+PYBIND11_MODULE(rsim, m) {
+  m.doc() = "rsim, the roofline simulator: rsim.run('scenario.yaml', set={'groups': 4}) evaluates a scenario with the C++ engine.";
+  m.attr("__version__") = RSIM_VERSION;
+  rsim::set_data_anchor(module_dir());
+  static py::exception<rsim::ConfigError> error(m, "Error");
+  error.doc() = "A scenario or configuration error; str(e) is rsim's located message (file:line:col: error: ..., the line, a caret).";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const rsim::ConfigError& e) {
+      std::string msg = e.what();
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      error(msg.c_str());
+    }
+  });
+
+  py::class_<Result>(m, "Result", "The tables of one run: lists of dicts with the columns of results.csv, summary.csv and kernels.csv.")
+      .def_readonly("rows", &Result::rows, "per-layer rows (results.csv)")
+      .def_readonly("summary", &Result::summary, "network totals per point and platform (summary.csv)")
+      .def_readonly("kernels", &Result::kernels, "one row per kernel (kernels.csv)")
+      .def_readonly("scenario", &Result::scenario, "the scenario file")
+      .def("to_pandas", &Result::to_pandas, py::arg("table") = "rows", "A pandas DataFrame of 'rows', 'summary' or 'kernels'.")
+      .def("__repr__", [](const Result& r) {
+        return "<rsim.Result " + r.scenario + ": " + std::to_string(r.rows.size()) + " rows, " + std::to_string(r.summary.size()) + " summary rows>";
+      });
+
+  m.def(
+      "run",
+      [](const std::string& path, const py::dict& set, int jobs, const std::string& hw_dir) {
+        std::vector<std::pair<std::string, std::string>> sets;
+        for (const auto& [k, v] : set) sets.emplace_back(py::str(k).cast<std::string>(), text_of(v));
+        rsim::RunTables t;
+        {
+          py::gil_scoped_release unlocked;  // the engine runs without the interpreter
+          t = rsim::run_tables(path, sets, hw_dir, jobs);
+        }
+        Result r;
+        r.rows = table(t.results_csv);
+        r.summary = table(t.summary_csv);
+        r.kernels = table(t.kernels_csv);
+        r.scenario = path;
+        return r;
+      },
+      py::arg("path"), py::kw_only(), py::arg("set") = py::dict(), py::arg("jobs") = 1, py::arg("hw_dir") = "",
+      "Evaluate a scenario as `rsim run PATH --set NAME=VALUE ... --jobs N` does and return its tables.\n"
+      "Raises rsim.Error with the located message for a bad scenario.");
+  m.def(
+      "schema", [](const std::string& what) {
+        if (what == "platform") return rsim::platform_schema();
+        if (what != "scenario") throw py::value_error("schema(what): 'scenario' or 'platform'");
+        return rsim::scenario_schema(rsim::builtin_ops(), rsim::plots::plottable_columns());
+      },
+      py::arg("what") = "scenario", "The JSON Schema text of `rsim schema` / `rsim schema platform`.");
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The Python module: rsim.run() returns the tables as lists of dicts with the CSV's columns,
+checked against numbers derived by hand; errors raise rsim.Error with the located message.
+Run by ctest with PYTHONPATH=build/python and RSIM_TEST_SOURCE=<source dir>."""
+import math
+import os
+import tempfile
+import unittest
+
+import rsim
+
+SRC = os.environ["RSIM_TEST_SOURCE"]
+
+SCENARIO = """\
+name: py
+settings: {dtype: fp32, memory_model: inputs+weights+outputs}
+sweep:
+  grid:
+    groups: [32, 1]
+platforms: [rtx3080]
+networks:
+  - name: g
+    input: [1, 32, 56, 56]
+    layers:
+      - {name: conv, op: conv2d, out_channels: 32, kernel: 3, padding: same, groups: "${groups}", bias: false}
+"""
+
+
+class RunTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.dir.name, "py.yaml")
+        with open(cls.path, "w") as f:
+            f.write(SCENARIO)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_rows_are_dicts_with_the_csv_columns_and_hand_derived_values(self):
+        r = rsim.run(self.path)
+        self.assertEqual(len(r.rows), 2)  # 2 points × 1 platform × 1 layer
+        depthwise, dense = r.rows
+        self.assertEqual(list(depthwise)[:5], ["point", "groups", "platform", "network", "layer"])  # sweep variables after point
+        self.assertEqual((depthwise["point"], depthwise["groups"], dense["groups"]), (0, 32, 1))
+        self.assertEqual(depthwise["platform"], "rtx3080")
+        # 56×56 outputs, 32 channels; depthwise: 9 MACs per output, dense: 9 × 32
+        self.assertEqual(depthwise["macs"], 56 * 56 * 32 * 9)
+        self.assertEqual(dense["macs"], 56 * 56 * 32 * 9 * 32)
+        self.assertEqual(dense["flops"], 2 * 56 * 56 * 32 * 9 * 32)
+        self.assertEqual(depthwise["params"], 32 * 9)
+        # bytes, fp32, inputs + weights + outputs: 2 × 32×56×56 activations + weights
+        self.assertEqual(depthwise["bytes"], 4 * (2 * 32 * 56 * 56 + 32 * 9))
+        self.assertTrue(math.isclose(depthwise["intensity"], 2 * 56 * 56 * 32 * 9 / (4 * (2 * 32 * 56 * 56 + 32 * 9))))
+        # RTX 3080: 29.8 TFLOP/s, 760.32 GB/s: the depthwise conv is memory bound
+        self.assertEqual(depthwise["bound"], "memory")
+        self.assertTrue(math.isclose(depthwise["time_s"], depthwise["bytes"] / 760.32e9))
+        self.assertEqual(len(r.summary), 2)
+        self.assertEqual(r.summary[1]["macs"], 56 * 56 * 32 * 9 * 32)
+
+    def test_set_pins_a_sweep_variable(self):
+        r = rsim.run(self.path, set={"groups": 4})
+        self.assertEqual([row["groups"] for row in r.rows], [4])
+        self.assertEqual(r.rows[0]["macs"], 56 * 56 * 32 * 9 * 32 // 4)
+
+    def test_jobs_give_the_same_rows(self):
+        self.assertEqual(rsim.run(self.path, jobs=2).rows, rsim.run(self.path).rows)
+
+    def test_the_zoo_and_the_catalog_are_found(self):
+        r = rsim.run(os.path.join(SRC, "scenarios", "resnet50.yaml"))
+        self.assertTrue(any(s["params"] == 25557032 for s in r.summary))  # torchvision's ResNet-50
+
+    def test_errors_raise_rsim_error_with_the_located_message(self):
+        bad = os.path.join(self.dir.name, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("name: bad\nplatforms: [rtx3080]\nnetworks: [{model: resnet18}]\nsetings: {}\n")
+        with self.assertRaises(rsim.Error) as cm:
+            rsim.run(bad)
+        self.assertEqual(str(cm.exception),
+                         bad + ":4:1: error: unknown key 'setings' in scenario\n"
+                         "setings: {}\n"
+                         "^\n"
+                         "note: did you mean 'settings'?")
+        with self.assertRaises(rsim.Error) as cm:
+            rsim.run(self.path, set={"grups": 2})
+        self.assertIn("the scenario has no variable 'grups'", str(cm.exception))
+
+    def test_to_pandas(self):
+        r = rsim.run(self.path)
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            with self.assertRaises(ImportError) as cm:
+                r.to_pandas()
+            self.assertIn("needs pandas", str(cm.exception))
+            return
+        df = r.to_pandas()
+        self.assertEqual(list(df["macs"]), [56 * 56 * 32 * 9, 56 * 56 * 32 * 9 * 32])
+        self.assertEqual(len(r.to_pandas("summary")), 2)
+
+    def test_schema(self):
+        self.assertIn('"$schema": "https://json-schema.org/draft/2020-12/schema"', rsim.schema())
+        self.assertIn('"title": "rsim platform"', rsim.schema("platform"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
