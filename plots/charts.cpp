@@ -1123,7 +1123,7 @@ void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, 
   const CNode* fig = settings.is_map() ? settings.find("figures") : nullptr;
   if (!fig) return;
   PlotSpec def;
-  MapReader m(*fig, "settings.figures", d);
+  MapReader m(*fig, keys::map("figures"), "settings.figures", d);
   if (!m.ok()) return;
   read_style_keys(m, def, d);
   m.finish();

@@ -288,6 +288,18 @@ std::string truncate(const std::string& s, size_t max_chars) {
   return s;
 }
 
+// The text one code point or ~15 % shorter, ending in an ellipsis (always strictly shorter, so
+// loops that shorten until a text fits end).
+std::string shorten(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  if (n <= 2) return "…";
+  size_t keep = std::min(n - 2, static_cast<size_t>(static_cast<double>(n) * 0.85));
+  std::string t = s;
+  if (t.size() >= 3 && t.compare(t.size() - 3, 3, "…") == 0) t.resize(t.size() - 3);  // drop an earlier ellipsis
+  return truncate(t, keep);
+}
+
 void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e, const Sizes& z, double marker_scale) {
   double half = z.row > z.legend * 1.5 ? 11 * z.u : 6.5 * z.u;  // compact legends (print) draw shorter line samples
   if (e.has_line) r.polyline({{at.x - half, at.y}, {at.x + half, at.y}}, e.line);
@@ -329,7 +341,7 @@ double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
   if (title.empty()) return size;
   double w = r.measure(title, size, true).width;
   if (w > avail) size = std::max(6.0, size * avail / w);
-  while (r.measure(title, size, true).width > avail && title.size() > 4) title = truncate(title, static_cast<size_t>(static_cast<double>(title.size()) * 0.9));
+  while (r.measure(title, size, true).width > avail && title.size() > 4) title = shorten(title);
   return size;
 }
 
@@ -399,7 +411,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     }
     if (!line.empty()) sub_lines.push_back(line);
     for (auto& l : sub_lines)
-      while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = truncate(l, static_cast<size_t>(static_cast<double>(l.size()) * 0.9));
+      while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = shorten(l);
   }
   const double sub_step = r.measure("0", kSubtitle, false).ascent + 5;
 
@@ -497,7 +509,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
         for (auto& e : f.legend) {
           if (with_line > 1 && e.has_line && common.size() > 4 && e.text.compare(0, common.size(), common) == 0 && r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4)
             e.text = "…" + e.text.substr(common.size());
-          while (r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4 && e.text.size() > 4) e.text = truncate(e.text, static_cast<size_t>(static_cast<double>(e.text.size()) * 0.85));
+          while (r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4 && e.text.size() > 4) e.text = shorten(e.text);
         }
         rows = (f.legend.size() + 1) / 2;
       }

@@ -234,3 +234,36 @@ TEST_CASE("every example scenario's figures, screen and paper: text inside the c
       }
   }
 }
+
+TEST_CASE("titles, subtitles and legend entries of multi-byte text shorten until they fit (the loop ends)", "[plots][defects][print]") {
+  // The old loop cut a text to 90 % of its BYTE count, counted as code points: a text of
+  // two-byte characters (µ) or one ending in a three-byte ellipsis was never shortened, and the
+  // layout looped for ever. Each step must now drop at least one code point.
+  std::string mu;
+  for (int i = 0; i < 80; ++i) mu += "µ";
+  Figure f;
+  f.width = 88 / 25.4 * 72;
+  f.height = 66 / 25.4 * 72;
+  f.fixed_size = true;
+  f.font_size = 8;
+  f.title = mu;
+  f.subtitle = "…" + mu + "…";
+  f.x.min = 1;
+  f.x.max = 10;
+  f.y.min = 1;
+  f.y.max = 10;
+  for (int i = 0; i < 6; ++i) {
+    Line l;
+    l.pts = {{1, 1.0 + i}, {10, 2.0 + i}};
+    l.legend = "what-if variant with a long common prefix … " + mu + std::to_string(i);
+    f.lines.push_back(l);
+    f.legend.push_back(LegendEntry{l.legend, true, {}, false, Marker::Circle, {}});
+  }
+  RecordingRenderer rec;
+  DrawReport rep = draw(f, rec);
+  for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+  bool title_cut = false;
+  for (const auto& t : rec.texts)
+    if (t.s.rfind("µµ", 0) == 0 && t.s.size() > 3 && t.s.compare(t.s.size() - 3, 3, "…") == 0) title_cut = true;
+  CHECK(title_cut);
+}
