@@ -1,5 +1,9 @@
 #include "engine/config.hpp"
+#include "engine/names.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -66,6 +70,8 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
     case YAML::NodeType::Scalar:
       n.kind = CNode::Kind::Scalar;
       n.scalar = y.Scalar();
+      if (std::string why = text_problem(n.scalar, true); !why.empty())
+        d.error(n.loc, "this text " + why + (why.find("UTF-8") != std::string::npos ? ": YAML files are UTF-8 text" : ""));
       break;
     case YAML::NodeType::Sequence:
       n.kind = CNode::Kind::Seq;
@@ -81,6 +87,10 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
           continue;
         }
         e.key = kv.first.Scalar();
+        if (std::string why = text_problem(e.key); !why.empty()) {
+          d.error(e.key_loc, "this key " + why + (why.find("UTF-8") != std::string::npos ? ": YAML files are UTF-8 text" : ""));
+          continue;
+        }
         for (const auto& prev : n.entries)
           if (prev.key == e.key) d.error(e.key_loc, "duplicate key '" + e.key + "'", {Note{prev.key_loc, "first given here"}});
         e.value = convert(kv.second, f, d, budget);
@@ -109,12 +119,61 @@ CNode parse_yaml(const std::string& text, const std::string& path) {
   return n;
 }
 
+std::optional<std::string> read_regular_file(const std::string& path, size_t max_bytes, const std::string& what, std::string& why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) why = "it is a directory, not a file";
+  else if (S_ISFIFO(st.st_mode)) why = "it is a FIFO, not a regular file";
+  else if (S_ISCHR(st.st_mode)) why = "it is a character device, not a regular file";
+  else if (S_ISBLK(st.st_mode)) why = "it is a block device, not a regular file";
+  else if (S_ISSOCK(st.st_mode)) why = "it is a socket, not a regular file";
+  else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
+  if (!why.empty()) return std::nullopt;
+  auto too_big = [&](unsigned long long n) {
+    why = "it has " + std::to_string(n) + " bytes; a " + what + " may have at most " + format_number(static_cast<double>(max_bytes) / 1048576.0) +
+          " MiB (" + std::to_string(max_bytes) + " bytes)";
+    return std::nullopt;
+  };
+  if (static_cast<unsigned long long>(st.st_size) > max_bytes) return too_big(static_cast<unsigned long long>(st.st_size));
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (true) {  // the file may change while it is read: never read past max_bytes
+    if (got == out.size()) {
+      if (out.size() > max_bytes) return too_big(out.size());
+      out.resize(std::min(out.size() + 65536, max_bytes + 1));
+      if (got == out.size()) return too_big(got);
+    }
+    ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      why = std::strerror(errno);
+      return std::nullopt;
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got > max_bytes) return too_big(got);
+  out.resize(got);
+  return out;
+}
+
 CNode load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceLoc{}, "cannot read '" + path + "': " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_yaml(ss.str(), path);
+  std::string why;
+  auto text = read_regular_file(path, kMaxScenarioBytes, "YAML file", why);
+  if (!text) throw ConfigError(SourceLoc{}, "cannot read '" + path + "': " + why);
+  return parse_yaml(*text, path);
 }
 
 MapReader::MapReader(const CNode& node, std::string what, Diags& diags)

@@ -42,6 +42,14 @@ CNode parse_yaml(const std::string& text, const std::string& path);
 // Read and parse a file (error if it cannot be read).
 CNode load_yaml_file(const std::string& path);
 
+// The bytes of a regular file of at most `max_bytes`, opened without blocking: a directory, a
+// FIFO, a device or a socket is refused (never waited on, never read), and so is a bigger file.
+// nullopt + why ("it is a FIFO, not a regular file", "it has N bytes; a WHAT may have at most
+// ...", or the system's reason) on failure.
+std::optional<std::string> read_regular_file(const std::string& path, size_t max_bytes, const std::string& what, std::string& why);
+constexpr size_t kMaxScenarioBytes = 64u << 20;
+constexpr size_t kMaxPluginBytes = 1u << 20;
+
 // Reads a map's keys one by one, then reports every key nobody asked for, with a suggestion.
 class MapReader {
  public:

@@ -16,6 +16,36 @@
 
 namespace rsim {
 
+namespace {
+// The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
+// +inf is the legal value of a layer that moves no bytes.
+std::string nonfinite_field(const Row& r) {
+  auto bad = [](double v) { return !std::isfinite(v); };
+  auto what = [](const char* name, double v) { return std::string(name) + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
+  const std::pair<const char*, double> cost[] = {{"MACs", r.cost.macs},           {"FLOPs", r.cost.flops},     {"params", r.cost.params},
+                                                 {"weight bytes", r.cost.weight_bytes}, {"input bytes", r.cost.input_total()},
+                                                 {"output bytes", r.cost.output_total()}, {"bytes", r.bytes}};
+  for (const auto& [n, v] : cost)
+    if (bad(v)) return what(n, v);
+  for (const auto* rp : {&r.theoretical, &r.derated}) {
+    const char* pre = rp == &r.theoretical ? "" : "derated ";
+    const std::pair<std::string, double> roof[] = {{"peak", rp->peak_flops_per_s},
+                                                   {"bandwidth", rp->bandwidth_bytes_per_s},
+                                                   {"attainable FLOP/s", rp->attainable_flops_per_s},
+                                                   {"compute time", rp->compute_time_s},
+                                                   {"memory time", rp->memory_time_s},
+                                                   {"time", rp->time_s}};
+    for (const auto& [n, v] : roof)
+      if (bad(v)) return what((pre + n).c_str(), v);
+    if (std::isnan(rp->intensity) || (std::isinf(rp->intensity) && r.bytes != 0)) return what((std::string(pre) + "intensity").c_str(), rp->intensity);
+  }
+  if (bad(r.efficiency.compute) || bad(r.efficiency.bandwidth)) return "an efficiency is not finite";
+  for (double m : r.metrics)
+    if (bad(m)) return what("a metric", m);
+  return "";
+}
+}  // namespace
+
 std::shared_ptr<const CNode> PlatformCache::get(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(name);
@@ -432,6 +462,21 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             d.add(e);
             break;
           }
+        }
+        if (std::string bad = nonfinite_field(r); !bad.empty()) {
+          std::string ins;
+          for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+            if (k) ins += ';';
+            append_shape(ins, L.in_shapes[k]);
+          }
+          d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
+                  {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
+                                format_number(r.cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
+                                format_number(roof->peak_flops_per_s) + " FLOP/s (derated " + format_number(roof->derated_flops_per_s) +
+                                "), bandwidth " + format_number(mem->bandwidth_bytes_per_s) + " B/s (derated " +
+                                format_number(mem->derated_bandwidth_bytes_per_s) + ")"},
+                   Note{plat_nodes[pi]->loc, "platform used here"}});
+          break;
         }
         if (!L.kernel.empty()) {
           // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels

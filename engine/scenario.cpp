@@ -1,6 +1,7 @@
 #include "engine/scenario.hpp"
 
 #include "engine/graph.hpp"
+#include "engine/names.hpp"
 
 #include "engine/passes.hpp"
 #include "engine/units.hpp"
@@ -237,10 +238,10 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   if (!m.ok()) d.throw_if_any();
   if (const CNode* v = m.require("name")) {
     s.name = to_string(*v, d, "name").value_or("");
-    if (!s.name.empty() && !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+    if (!s.name.empty() && (!std::all_of(s.name.begin(), s.name.end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-        }))
-      d.error(v->loc, "scenario name '" + s.name + "' is used as a folder name: use letters, digits, '-', '_' and '.'");
+        }) || s.name.find_first_not_of('.') == std::string::npos))
+      d.error(v->loc, "scenario name '" + printable(s.name) + "' is used as a folder name: use letters, digits, '-', '_' and '.' (not only dots)");
   }
   if (const CNode* v = m.get("description")) s.description = to_string(*v, d, "description").value_or("");
   if (const CNode* v = m.get("settings")) s.settings = *v;
@@ -278,14 +279,13 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       // relative to the scenario file
       std::filesystem::path pp = std::filesystem::path(*rel).is_absolute() ? std::filesystem::path(*rel)
                                                                            : std::filesystem::path(path).parent_path() / *rel;
-      std::ifstream in(pp, std::ios::binary);
-      if (!in) {
-        d.error(i->loc, "cannot read plugin '" + pp.string() + "': " + std::strerror(errno));
+      std::string why;
+      auto code = read_regular_file(pp.string(), kMaxPluginBytes, "plugin", why);
+      if (!code) {
+        d.error(i->loc, "cannot read plugin '" + pp.string() + "': " + why);
         continue;
       }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      s.scripts.push_back(Script{pp.lexically_normal().string(), ss.str(), i->loc});
+      s.scripts.push_back(Script{pp.lexically_normal().string(), std::move(*code), i->loc});
     }
   }
   if (const CNode* v = m.get("lua")) {
@@ -329,11 +329,10 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
 }
 
 Scenario load_scenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "': " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scenario(ss.str(), path);
+  std::string why;
+  auto text = read_regular_file(path, kMaxScenarioBytes, "scenario", why);
+  if (!text) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "': " + why);
+  return parse_scenario(*text, path);
 }
 
 std::vector<std::string> sweep_names(const Sweep& s) {
@@ -346,6 +345,10 @@ std::vector<std::string> sweep_names(const Sweep& s) {
 void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::string>>& sets) {
   Diags d;
   for (const auto& [name, value] : sets) {
+    if (std::string why = text_problem(value); !why.empty()) {
+      d.error(SourceLoc{}, "--set " + name + "=" + printable(value) + ": the value " + why);
+      continue;
+    }
     bool done = false;
     for (auto& [vn, node] : s.vars)
       if (vn == name) {

@@ -95,7 +95,13 @@ QuantityResult parse_quantity(const std::string& text, Dim dim) {
   for (const Unit& u : base_units(dim)) {
     for (const Prefix& p : kPrefixes) {
       std::string full = std::string(p.p) + u.name;
-      if (unit == full) return {*v * p.f * u.factor, ""};
+      if (unit == full) {
+        double q = *v * p.f * u.factor;
+        if (!std::isfinite(q)) return {std::nullopt, "'" + text + "' is beyond the range of a number (about 1.8e308 in base units)"};
+        if (q != 0 && std::fabs(q) < 2.2250738585072014e-308)  // subnormal: a quotient by it is infinite
+          return {std::nullopt, "'" + text + "' is too small to compute with (below 2.2e-308 in base units)"};
+        return {q, ""};
+      }
     }
   }
   return {std::nullopt, "unknown unit '" + unit + "' for " + dim_name(dim) + "; write e.g. '" + dim_example(dim) + "'"};
@@ -110,11 +116,20 @@ std::string quantity_pattern(Dim dim) {
     }
     return o;
   };
+  // appended piece by piece: GCC 12 at -O3 misreports `"|" + std::string` as an overlapping memcpy
   std::string prefixes, units;
   for (const Prefix& p : kPrefixes)
-    if (*p.p) prefixes += (prefixes.empty() ? "" : "|") + escape(p.p);
-  for (const Unit& u : base_units(dim)) units += (units.empty() ? "" : "|") + escape(u.name);
-  return "^[ \\t]*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?[ \\t]*(" + prefixes + ")?(" + units + ")[ \\t]*$";
+    if (*p.p) {
+      if (!prefixes.empty()) prefixes.push_back('|');
+      prefixes.append(escape(p.p));
+    }
+  for (const Unit& u : base_units(dim)) {
+    if (!units.empty()) units.push_back('|');
+    units.append(escape(u.name));
+  }
+  std::string re = "^[ \\t]*[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?[ \\t]*(";
+  re.append(prefixes).append(")?(").append(units).append(")[ \\t]*$");
+  return re;
 }
 
 std::string si(double v, const std::string& unit, int digits) {

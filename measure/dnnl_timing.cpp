@@ -303,7 +303,8 @@ LayerTiming time_layer(const Layer& L, const TimingOptions& opt) {
   }
   for (const auto& md : p->dst_mds) {
     Shape s;
-    for (auto d : md.dims()) s.push_back(d);
+    // md.data, not md.dims(): GCC 12 -O2 misreports the temporary vector's delete (-Wfree-nonheap-object)
+    for (int i = 0; i < md.data.ndims; ++i) s.push_back(md.data.dims[i]);
     out.out_shapes.push_back(s);
   }
   // every execution argument the primitive declares, allocated and filled

@@ -1,5 +1,7 @@
 #include "plots/charts.hpp"
 
+#include "engine/names.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -1180,6 +1182,18 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       }
     };
     str("name", p.name);
+    if (!p.name.empty()) {
+      const CNode* nn = item.find("name");
+      bool chars = std::all_of(p.name.begin(), p.name.end(),
+                               [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+      if (!chars || p.name.find_first_not_of('.') == std::string::npos)
+        d.error(nn->loc, "plot name '" + printable(p.name) + "' names the figure's files: use letters, digits, '-', '_' and '.'");
+      else if (p.name == "results" || p.name == "summary" || p.name == "report")
+        d.error(nn->loc, "plot name '" + p.name + "' would overwrite the run's " + (p.name == "report" ? "report.md" : p.name + ".csv") + "; pick another");
+      else
+        for (const PlotSpec& o : specs)
+          if (o.name == p.name) d.error(nn->loc, "two plots are named '" + p.name + "': their files would overwrite each other", {Note{o.loc, "the other plot"}});
+    }
     str("title", p.title);
     str("network", p.network);
     if (const CNode* v = item.find("network")) p.network_loc = v->loc;

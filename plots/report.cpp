@@ -10,6 +10,7 @@ namespace rsim::plots {
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
                                        std::vector<std::pair<std::string, std::vector<Format>>>& figures, std::vector<std::string>* failures) {
   std::vector<OutputFile> files;
+  std::vector<std::pair<std::string, const PlotSpec*>> names;  // each figure's files are its own
   for (const PlotSpec& spec : specs) {
     std::vector<BuiltFigure> built;
     try {
@@ -22,6 +23,13 @@ std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, co
       continue;
     }
     for (BuiltFigure& b : built) {
+      for (const auto& [n, other] : names)
+        if (n == b.name)
+          throw ConfigError(spec.loc, "this plot's figure '" + b.name + "' has the name of another plot's figure: its files would overwrite that one's",
+                            {Note{other->loc, "the other plot"}, Note{{}, "give one of them a 'name:'"}});
+      if (b.name == "results" || b.name == "summary" || b.name == "report")
+        throw ConfigError(spec.loc, "this plot's figure '" + b.name + "' would overwrite the run's tables; give it another 'name:'");
+      names.emplace_back(b.name, &spec);
       std::vector<Format> formats = spec.formats.empty() ? opt.formats : spec.formats;
       double dpi = opt.dpi > 0 ? opt.dpi : resolved(spec).dpi;
       std::vector<OutputFile> mine;  // all of a figure's files, or none

@@ -11,6 +11,7 @@ extern "C" {
 #include <unordered_map>
 
 #include "engine/config.hpp"
+#include "engine/names.hpp"
 
 namespace rsim {
 
@@ -163,6 +164,10 @@ class LuaExprEvaluator : public ExprEvaluator {
       size_t len;
       const char* s = lua_tolstring(L_, -1, &len);
       out.assign(s, len);
+      if (std::string why = text_problem(out); !why.empty()) {
+        lua_settop(L_, 0);
+        throw ExprError("the result " + why);
+      }
     } else if (t == LUA_TBOOLEAN) {
       out = lua_toboolean(L_, -1) ? "true" : "false";
     } else {

@@ -24,10 +24,13 @@ echo "check-install: cmake --install prefix"
 bash "$src/tests/install_test.sh" --prefix "$tmp/prefix"
 
 echo "check-install: $(basename "$deb")"
-dpkg-deb -f "$deb" Depends | grep -q 'libyaml-cpp' || { echo "check-install: the .deb declares no library dependencies" >&2; exit 1; }
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "check-install: Depends: $depends"
+grep -q 'libyaml-cpp' <<<"$depends" || { echo "check-install: the .deb declares no library dependencies" >&2; exit 1; }
+dpkg-deb -c "$deb" > "$tmp/contents.txt"
 for f in usr/bin/rsim usr/share/rsim/hardware/rtx3080.yaml usr/share/rsim/models/resnet50.yaml usr/share/man/man1/rsim.1.gz \
          usr/share/bash-completion/completions/rsim; do
-  dpkg-deb -c "$deb" | grep -q " \./$f\$" || { echo "check-install: the .deb lacks /$f" >&2; exit 1; }
+  grep -q " \./$f\$" "$tmp/contents.txt" || { echo "check-install: the .deb lacks /$f" >&2; exit 1; }
 done
 dpkg-deb -x "$deb" "$tmp/deb"
 bash "$src/tests/install_test.sh" --prefix "$tmp/deb/usr"

@@ -1,5 +1,6 @@
 // The command line: exit codes, suggestions, and what each command prints.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,7 +83,22 @@ TEST_CASE("run writes the three tables into --out", "[cli]") {
   Out r = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--out", dir.string(), "--hw-dir", src("hardware"), "-q"});
   REQUIRE(r.code == 0);
   CHECK(r.out.empty());
-  for (const char* f : {"results.csv", "summary.csv", "results.json"}) CHECK(fs::file_size(dir / f) > 100);
+  // 6 values of groups × 2 platforms × 1 layer: 12 rows in each table, after the header
+  for (const char* f : {"results.csv", "summary.csv"}) {
+    std::ifstream in(dir / f);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) ++lines;
+    CHECK(lines == 1 + 12);
+  }
+  std::ifstream jf(dir / "results.json");
+  nlohmann::json j = nlohmann::json::parse(jf);  // a real parser: valid JSON and UTF-8
+  REQUIRE(j["points"].size() == 6);
+  const auto& p0 = j["points"][0];
+  CHECK(p0["bindings"]["groups"] == "32");
+  REQUIRE(p0["layers"].size() == 2);
+  // groups 32 on 32 channels: depthwise, 56·56 outputs × 32 channels × 1 input channel × 3·3
+  CHECK(p0["layers"][0]["macs"] == 56 * 56 * 32 * 1 * 9);
   for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().extension() != ".tmp");
   fs::remove_all(dir);
 }
