@@ -223,6 +223,7 @@ Settings read_settings(const CNode& node, Diags& d) {
   }
   read_precision_keys(node, s.precision, d);
   m.allow(kPrecisionKeys);
+  m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
   m.finish();
   return s;
 }

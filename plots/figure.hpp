@@ -92,6 +92,9 @@ struct Axis {
   std::string unit;  // tick labels get SI prefixes with this unit ("" = plain numbers)
   std::vector<std::string> categories;  // categorical axis (bars): one per integer position
   std::vector<double> ticks;             // explicit major ticks (e.g. the swept values); [] = automatic
+  // Set by the layout: tick labels are plain numbers in units of `divisor` (e.g. 1e12 with the
+  // title "Performance [TFLOP/s]"), one format for the whole axis; 0 = an SI prefix per tick.
+  double divisor = 0;
 };
 
 struct Figure {
@@ -107,6 +110,12 @@ struct Figure {
   bool grid = true;
   // When labels cannot all be placed: numbered markers and a key beside the chart.
   bool allow_key = true;
+  // Style: the base text size in points (ticks; titles and labels relative to it, never under
+  // 6 pt), factors on line widths and marker sizes, and whether width × height is a printed size
+  // the layout must keep exactly (no widening for a key, no growing with the layer count).
+  double font_size = 9;
+  double line_scale = 1, marker_scale = 1;
+  bool fixed_size = false;
 };
 
 }  // namespace rsim::plots
