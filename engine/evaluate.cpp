@@ -214,9 +214,13 @@ static bool tree_has_expr(const CNode& n) {
   return false;
 }
 
+// 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most)
 static std::string gib_text(double bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  if (bytes >= 1073741824.0) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  else if (bytes >= 1048576.0) std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   return buf;
 }
 
@@ -391,8 +395,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
       sum.phase = net.phase;
       if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      // the capacity is the largest level's, unless a level states no size (main memory of
+      // unknown size holds anything: no capacity check)
+      bool unbounded = false;
+      for (const auto& m : pl.memory) unbounded = unbounded || !(m.size_bytes > 0);
       for (const auto& m : pl.memory)
-        if (m.size_bytes > sum.memory_size_bytes) {
+        if (!unbounded && m.size_bytes > sum.memory_size_bytes) {
           sum.memory_size_bytes = m.size_bytes;
           sum.memory_name = m.name;
         }
