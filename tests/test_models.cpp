@@ -42,11 +42,15 @@ TEST_CASE("models are used by name, with arguments, and checked", "[models]") {
   CHECK(summary_of(b8, 0, "rtx3080").params == summary_of(b1, 0, "rtx3080").params);
   CHECK(summary_of(b8, 0, "rtx3080").network == "rn50_b8");
   std::string unknown = error_of([&] { run(scen("  - {model: resnet5}\n")); });
-  CHECK(unknown.find("scenarios/t.yaml:4:13: error: unknown model 'resnet5'") != std::string::npos);
-  CHECK(unknown.find("note: did you mean 'resnet50'?") != std::string::npos);
+  CHECK(unknown == src("scenarios/t.yaml:4:13: error: unknown model 'resnet5'\n"
+                       "  - {model: resnet5}\n"
+                       "            ^\n"
+                       "note: did you mean 'resnet50'?\n"));
   std::string arg = error_of([&] { run(scen("  - {model: resnet50, args: {batchsize: 8}}\n")); });
-  CHECK(arg.find("error: model 'resnet50' has no parameter 'batchsize'") != std::string::npos);
-  CHECK(arg.find("note: its parameters: batch, size") != std::string::npos);
+  CHECK(arg == src("scenarios/t.yaml:4:30: error: model 'resnet50' has no parameter 'batchsize'\n"
+                   "  - {model: resnet50, args: {batchsize: 8}}\n"
+                   "                             ^\n"
+                   "note: its parameters: batch, size\n"));
 }
 
 namespace {
