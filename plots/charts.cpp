@@ -47,15 +47,15 @@ const ColumnInfo kColumns[] = {
     {"derated_time_per_sample_s", "Time per sample, derated roofs [s]", "s", false},
     // transformers (networks with a phase)
     {"active_params", "Active parameters", "", true},
-    {"tokens_per_s", "Tokens per second", "", false},
-    {"derated_tokens_per_s", "Tokens per second, derated roofs", "", false},
+    {"tokens_per_s", "Throughput [tokens/s]", "", false},
+    {"derated_tokens_per_s", "Throughput, derated roofs [tokens/s]", "", false},
     {"time_per_output_token_s", "Time per output token [s]", "s", false},
     {"derated_time_per_output_token_s", "Time per output token, derated roofs [s]", "s", false},
     {"time_to_first_token_s", "Time to first token [s]", "s", false},
     {"derated_time_to_first_token_s", "Time to first token, derated roofs [s]", "s", false},
     {"weight_footprint_bytes", "Weights held in memory [B]", "B", true},
     {"kv_cache_bytes", "KV cache [B]", "B", true},
-    {"memory_footprint_bytes", "Memory footprint: weights + KV cache + activations [B]", "B", true},
+    {"memory_footprint_bytes", "Memory footprint (weights, KV cache, activations) [B]", "B", true},
 };
 
 const ColumnInfo* column(const std::string& n) {

@@ -104,6 +104,18 @@ std::string tick_label(double v, const Axis& a) {
     size_t i = static_cast<size_t>(std::llround(v));
     return i < a.categories.size() ? a.categories[i] : "";
   }
+  if (a.binary) {
+    static const struct {
+      double f;
+      const char* p;
+    } bin[] = {{1099511627776.0, " Ti"}, {1073741824.0, " Gi"}, {1048576.0, " Mi"}, {1024.0, " Ki"}, {1, ""}};
+    char b[40];
+    for (const auto& st : bin)
+      if (std::fabs(v) >= st.f || st.f == 1) {
+        std::snprintf(b, sizeof b, "%g%s", v / st.f, st.p);
+        return b;
+      }
+  }
   if (a.divisor > 0) {
     char b[32];
     double x = v / a.divisor;
@@ -318,6 +330,17 @@ void unit_in_title(Axis& a) {
   if (hi == 0) return;
   if (a.unit.empty()) {  // plain numbers when they stay short, never "1000" beside "10 k"
     if (hi < 1e5 && lo >= 1e-3) a.divisor = 1;
+    // ticks at the swept values are round as the user wrote them: whole numbers stay whole
+    // ("12288", never "12.288 k"), powers of two past 1024 read in binary multiples ("128 Ki")
+    bool whole = !a.ticks.empty(), all_binary = whole, all_decimal = whole;
+    for (double v : a.ticks) {
+      whole = whole && v == std::floor(v) && std::fabs(v) < 9e15;
+      if (!whole) break;
+      all_binary = all_binary && (std::fmod(std::fabs(v), 1024) == 0 || std::fabs(v) < 1024);
+      all_decimal = all_decimal && (std::fmod(std::fabs(v), 1000) == 0 || std::fabs(v) < 1000);
+    }
+    if (whole && hi >= 1e4 && all_binary && !all_decimal) a.binary = true;
+    else if (whole && hi < 1e7 && !all_decimal) a.divisor = 1;
     return;
   }
   static const struct {
@@ -355,6 +378,153 @@ Figure styled(const Figure& in) {
   for (auto& e : f.legend) e.line.width *= f.line_scale;
   for (auto& p : f.points) p.size *= f.marker_scale;
   return f;
+}
+
+// A text drawn and its box recorded in the report.
+void put_text(Renderer& r, DrawReport& rep, P at, const std::string& s, double size, const Color& c, double angle, Anchor a, bool bold) {
+  r.text(at, s, size, c, angle, a, bold);
+  rep.texts.push_back(text_rect(r, at, s, size, angle, a, bold));
+}
+
+// An axis title longer than its side shrinks (not under 6 pt), then loses words before its unit
+// ("Memory footprint: weights + KV… [GB]"): the unit always stays.
+double fit_axis_title(Renderer& r, std::string& t, double size, double avail) {
+  double len = r.measure(t, size, false).width;
+  if (len > avail) size = std::max(6.0, size * avail / len);
+  size_t k = t.rfind(" [");
+  std::string head = k == std::string::npos ? t : t.substr(0, k), unit = k == std::string::npos ? "" : t.substr(k);
+  while (r.measure(head + unit, size, false).width > avail && head.size() > 4) head = shorten(head);
+  t = head + unit;
+  return size;
+}
+
+// One number format for every value of a heatmap (cells and colour bar): three significant
+// digits, a k/M/G letter from a thousand on ("237", "1.03k", "12.4"), never an exponent.
+std::string heat_number(double x, int digits = 3) {
+  if (!std::isfinite(x)) return "–";
+  char b[32];
+  double ax = std::fabs(x);
+  if (ax == 0) return "0";
+  static const struct {
+    double f;
+    const char* p;
+  } steps[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& st : steps)
+    if (ax >= st.f * 0.9995) {
+      std::snprintf(b, sizeof b, "%.*g%s", digits, x / st.f, st.p);
+      return b;
+    }
+  std::snprintf(b, sizeof b, "%.*g", ax >= 0.01 ? digits : 2, x);
+  return b;
+}
+
+// A heatmap's colour scale: the value range, its axis (log or linear), one SI prefix for the
+// unit in the colour bar's title ("Time [ms]") so that bar ticks and cells are plain numbers
+// in it, and the tick and cell texts.
+struct HeatScale {
+  double lo = 1e300, hi = -1e300, divisor = 1;
+  Axis axis;
+  std::string title;
+  std::vector<double> ticks;
+  std::vector<std::string> tick_text;
+  double tick_w = 0;
+  double norm(double v) const {
+    if (!(hi > lo)) return 0.5;
+    if (axis.scale == Scale::Log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return (v - lo) / (hi - lo);
+  }
+};
+
+HeatScale heat_scale(const Heatmap& h, Renderer& r, double tick_size) {
+  HeatScale hs;
+  for (const auto& row : h.values)
+    for (double v : row)
+      if (std::isfinite(v) && (!h.log_colors || v > 0)) hs.lo = std::min(hs.lo, v), hs.hi = std::max(hs.hi, v);
+  if (hs.lo > hs.hi) hs.lo = 0, hs.hi = 1;
+  hs.axis.scale = h.log_colors ? Scale::Log : Scale::Linear;
+  hs.axis.min = hs.lo, hs.axis.max = hs.hi > hs.lo ? hs.hi : hs.lo * 1.0001 + 1e-300;
+  hs.title = h.value_label;
+  if (!h.value_unit.empty()) {
+    static const struct {
+      double f;
+      const char* p;
+    } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
+    double top = std::max(std::fabs(hs.lo), std::fabs(hs.hi));
+    for (const auto& st : steps)
+      if (top >= st.f * 0.9999 || st.f == 1e-12) {
+        hs.divisor = st.f;
+        std::string unit = std::string(st.p) + h.value_unit, bracket = "[" + h.value_unit + "]";
+        size_t k = hs.title.find(bracket);
+        if (k != std::string::npos) hs.title.replace(k, bracket.size(), "[" + unit + "]");
+        else hs.title += " [" + unit + "]";
+        break;
+      }
+  }
+  hs.ticks = major_ticks(hs.axis);
+  for (double v : hs.ticks) {
+    hs.tick_text.push_back(heat_number(v / hs.divisor));
+    hs.tick_w = std::max(hs.tick_w, r.measure(hs.tick_text.back(), tick_size, false).width);
+  }
+  return hs;
+}
+
+void paint_heatmap(Renderer& r, DrawReport& rep, const Heatmap& h, const HeatScale& hs, const Rect& plot, double canvas_h, const Sizes& Z) {
+  const Color kCellText = rgb(0x222222);
+  double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
+  // the cell texts, in one size that lets every one of them fit (not under 6 pt), three
+  // significant digits or, when those cannot fit, two; or no texts at all
+  std::vector<std::vector<std::string>> texts;
+  double size = Z.label;
+  bool annotate = false;
+  for (int digits : {3, 2}) {
+    texts.assign(h.ycats.size(), {});
+    double widest = 0, tall = 0;
+    for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+      for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
+        texts[yi].push_back(heat_number(h.values[yi][xi] / hs.divisor, digits));
+        TextBox b = r.measure(texts[yi].back(), Z.label, false);
+        widest = std::max(widest, b.width), tall = std::max(tall, b.ascent + b.descent);
+      }
+    size = widest > cw - 4 ? std::max(6.0, Z.label * (cw - 4) / widest) : Z.label;
+    annotate = h.annotate && widest * size / Z.label <= cw - 4 && tall * size / Z.label <= ch - 2;
+    if (annotate) break;
+  }
+  for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+    for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
+      double v = h.values[yi][xi];
+      Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
+      bool valid = std::isfinite(v) && (hs.axis.scale != Scale::Log || v > 0);
+      Color col = valid ? viridis(hs.norm(v)) : rgb(0xCCCCCC);
+      r.rect(c, col, nullptr);
+      if (!annotate) continue;
+      double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
+      TextBox b = r.measure(texts[yi][xi], size, false);
+      put_text(r, rep, {c.x + cw / 2, c.y + ch / 2 + b.ascent / 2 - 1}, texts[yi][xi], size, lum > 0.5 ? kCellText : rgb(0xFFFFFF), 0, Anchor::Center, false);
+    }
+  // colour bar, its ticks in the title's unit, the title beside them
+  Rect bar{plot.x + plot.w + 18, plot.y, 12, plot.h};
+  const int steps = 64;
+  for (int i = 0; i < steps; ++i) {
+    double t0 = static_cast<double>(i) / steps;
+    r.rect(Rect{bar.x, bar.y + bar.h * (1 - t0 - 1.0 / steps), bar.w, bar.h / steps + 0.3}, viridis(t0 + 0.5 / steps), nullptr);
+  }
+  LineStyle edge{rgb(0x555555), 0.6};
+  r.rect(bar, Color{0, 0, 0, 0}, &edge);
+  const double tick = Z.tick - 1;
+  for (size_t i = 0; i < hs.ticks.size(); ++i) {
+    double yy = bar.y + bar.h * (1 - Transform::frac(hs.axis, hs.ticks[i]));
+    r.polyline({{bar.x + bar.w, yy}, {bar.x + bar.w + 3, yy}}, edge);
+    put_text(r, rep, {bar.x + bar.w + 5, yy + r.measure("0", tick, false).ascent / 2}, hs.tick_text[i], tick, kCellText, 0, Anchor::Left, false);
+  }
+  if (!hs.title.empty()) {
+    std::string t = hs.title;
+    double ts = fit_axis_title(r, t, Z.tick, canvas_h - 10 - (plot.y - 4));
+    double half = r.measure(t, ts, false).width / 2;
+    P at{0, std::clamp(plot.y + plot.h / 2, plot.y - 4 + half, std::max(plot.y - 4 + half, canvas_h - 10 - half))};
+    Rect b = text_rect(r, at, t, ts, M_PI / 2, Anchor::Center, false);
+    at.x = bar.x + bar.w + 5 + hs.tick_w + 8 - b.x;
+    put_text(r, rep, at, t, ts, kCellText, M_PI / 2, Anchor::Center, false);
+  }
 }
 
 }  // namespace
@@ -414,6 +584,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
       while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = shorten(l);
   }
   const double sub_step = r.measure("0", kSubtitle, false).ascent + 5;
+  const HeatScale heat = has_heat ? heat_scale(*f.heatmap, r, kTick - 1) : HeatScale{};
 
   for (int pass = 0; pass < 4; ++pass) {
     rep = DrawReport{};
@@ -527,13 +698,33 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     } else if (legend_outside) {
       right += legend_w + 12;
     }
-    double cbar_w = has_heat ? 70 : 0;
+    double cbar_w = has_heat ? 18 + 12 + 5 + heat.tick_w + 8 + r.measure("0", kTick, false).ascent + 8 : 0;
     right += cbar_w;
     if (!f.fixed_size && W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
+    // at a printed size the plot keeps at least half the height: the subtitle's lines (details a
+    // caption carries; the plot data and report.md keep them) give way, the last first
+    while (f.fixed_size && !sub_lines.empty() && f.height - top - bottom < 0.5 * f.height) {
+      sub_lines.pop_back();
+      top -= sub_step + (sub_lines.empty() ? 3 : 0);
+    }
     rep.canvas = Rect{0, 0, W, f.height};
     Rect plot{left, top, W - left - right, f.height - top - bottom};
     rep.plot = plot;
     Transform T{plot, &f.x, &f.y};
+    // level tick labels that would touch their neighbour (a log axis crowds its right end) are
+    // thinned from the right, so the largest value keeps its label
+    if (!rotate_x && !has_heat && f.x.categories.empty() && xt.size() > 2) {
+      std::vector<double> kept;
+      double left_edge = 1e300;
+      for (size_t i = xt.size(); i-- > 0;) {
+        double w = r.measure(xlabel_text(xt[i]), kTick, false).width, x = T.tx(xt[i]);
+        if (x + w / 2 + 6 <= left_edge) {
+          kept.insert(kept.begin(), xt[i]);
+          left_edge = x - w / 2;
+        }
+      }
+      xt = kept;
+    }
     Axis hx, hy;  // heatmap axes: categorical
     if (has_heat) {
       hx.categories = f.heatmap->xcats;
@@ -589,75 +780,8 @@ DrawReport draw(const Figure& figure, Renderer& r) {
         for (double v : yt) r.polyline({{plot.x, T.ty(v)}, {plot.x + plot.w, T.ty(v)}}, LineStyle{kGrid, 0.7});
     }
 
-    // heatmap cells
-    std::vector<Rect> cell_rects;
-    if (has_heat) {
-      const Heatmap& h = *f.heatmap;
-      double lo = 1e300, hi = -1e300;
-      for (const auto& row : h.values)
-        for (double v : row)
-          if (std::isfinite(v) && (!h.log_colors || v > 0)) lo = std::min(lo, v), hi = std::max(hi, v);
-      auto norm = [&](double v) {
-        if (!(hi > lo)) return 0.5;
-        if (h.log_colors) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
-        return (v - lo) / (hi - lo);
-      };
-      double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
-      bool annotate = h.annotate && h.xcats.size() <= 12 && h.ycats.size() <= 12;
-      for (size_t yi = 0; yi < h.ycats.size(); ++yi)
-        for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
-          double v = h.values[yi][xi];
-          Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
-          Color col = std::isfinite(v) ? viridis(norm(v)) : rgb(0xCCCCCC);
-          r.rect(c, col, nullptr);
-          if (annotate) {
-            Axis va;
-            va.unit = h.value_unit;
-            std::string s = std::isfinite(v) ? tick_label(v, va) : "–";
-            char buf[32];
-            if (h.value_unit.empty() && std::isfinite(v)) {
-              std::snprintf(buf, sizeof buf, "%.3g", v);
-              s = buf;
-            } else if (std::isfinite(v)) {
-              // three significant digits with the SI prefix
-              static const struct {
-                double f;
-                const char* p;
-              } steps[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}};
-              for (const auto& st : steps)
-                if (std::fabs(v) >= st.f * 0.9999 || st.f == 1e-9) {
-                  std::snprintf(buf, sizeof buf, "%.3g %s%s", v / st.f, st.p, h.value_unit.c_str());
-                  s = buf;
-                  break;
-                }
-            }
-            double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
-            TextBox b = r.measure(s, kLabel, false);
-            if (b.width < cw - 4 && b.ascent + b.descent < ch - 2)
-              text({c.x + cw / 2, c.y + ch / 2 + b.ascent / 2 - 1}, s, kLabel, lum > 0.5 ? kText : rgb(0xFFFFFF), 0, Anchor::Center, false);
-          }
-        }
-      // colour bar
-      Rect bar{plot.x + plot.w + 18, plot.y, 12, plot.h};
-      int steps = 64;
-      for (int i = 0; i < steps; ++i) {
-        double t0 = static_cast<double>(i) / steps;
-        r.rect(Rect{bar.x, bar.y + bar.h * (1 - t0 - 1.0 / steps), bar.w, bar.h / steps + 0.3}, viridis(t0 + 0.5 / steps), nullptr);
-      }
-      LineStyle edge{kMuted, 0.6};
-      r.rect(bar, Color{0, 0, 0, 0}, &edge);
-      Axis ca;
-      ca.scale = h.log_colors ? Scale::Log : Scale::Linear;
-      ca.min = lo, ca.max = hi > lo ? hi : lo * 1.0001 + 1e-300;
-      ca.unit = h.value_unit;
-      for (double v : major_ticks(ca)) {
-        double yy = bar.y + bar.h * (1 - Transform::frac(ca, v));
-        r.polyline({{bar.x + bar.w, yy}, {bar.x + bar.w + 3, yy}}, edge);
-        text({bar.x + bar.w + 5, yy + 3}, tick_label(v, ca), kTick - 1, kText, 0, Anchor::Left, false);
-      }
-      if (!h.value_label.empty())
-        text({bar.x + bar.w + 52, plot.y + plot.h / 2}, h.value_label, kTick, kText, M_PI / 2, Anchor::Center, false);
-    }
+    // heatmap cells, their values (all or none, in one format) and the colour bar
+    if (has_heat) paint_heatmap(r, rep, *f.heatmap, heat, plot, f.height, Z);
 
     // bars
     if (!f.bars.empty()) {
@@ -725,11 +849,14 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     if (!f.x.title.empty())
       text({plot.x + plot.w / 2, f.height - 10 - below_h}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
     if (!f.y.title.empty()) {
-      // a title longer than a short plot shrinks (not under 6 pt) rather than run off the canvas
-      double size = kAxisTitle, len = r.measure(f.y.title, kAxisTitle, false).width;
-      if (len > plot.h + top + bottom - 20) size = std::max(6.0, kAxisTitle * (plot.h + top + bottom - 20) / len);
-      double y = std::clamp(plot.y + plot.h / 2, 10 + r.measure(f.y.title, size, false).width / 2, f.height - 10 - r.measure(f.y.title, size, false).width / 2);
-      text({10 + r.measure(f.y.title, kAxisTitle, false).ascent, y}, f.y.title, size, kText, M_PI / 2, Anchor::Center, false);
+      // beside the plot, from its top to the canvas bottom (never up into the title): a longer
+      // title shrinks, then shortens before its unit
+      std::string yt_text = f.y.title;
+      double lo_y = plot.y - 4, hi_y = f.height - 10 - below_h;
+      double size = fit_axis_title(r, yt_text, kAxisTitle, hi_y - lo_y);
+      double half = r.measure(yt_text, size, false).width / 2;
+      double y = std::clamp(plot.y + plot.h / 2, lo_y + half, std::max(lo_y + half, hi_y - half));
+      text({10 + r.measure(yt_text, kAxisTitle, false).ascent, y}, yt_text, size, kText, M_PI / 2, Anchor::Center, false);
     }
 
     // the frame as obstacle: labels must stay inside the plot, away from its edges
@@ -829,25 +956,30 @@ DrawReport draw(const Figure& figure, Renderer& r) {
                  {{x - 3, plot.y + plot.h - 6}, Anchor::Left}, {{x + 3 + asc, plot.y + plot.h - 6}, Anchor::Left}};
       } else {
         double y = T.ty(ref.value);
-        for (double fx : {1.0, 0.0, 0.75, 0.25, 0.5}) {
+        for (double fx : {1.0, 0.0, 0.75, 0.25, 0.5, 0.875, 0.125, 0.625, 0.375}) {
           double x = plot.x + 4 + (plot.w - 8) * fx;
           Anchor an = fx == 1.0 ? Anchor::Right : fx == 0.0 ? Anchor::Left : Anchor::Center;
           cands.push_back({{x, y - 3}, an});
           cands.push_back({{x, y + 3 + asc}, an});
         }
       }
+      // the first free spot; when none is, the least bad: over lines rather than over markers,
+      // over markers rather than over another label, never outside the plot
       size_t pick = 0;
-      for (size_t c = 0; c < cands.size(); ++c) {
+      int best = 1 << 30;
+      for (size_t c = 0; c < cands.size() && best > 0; ++c) {
         Quad q = text_quad(r, cands[c].at, ref.label, kLabel, ang, cands[c].anchor, false);
-        bool clash = !q.bounds().inside(inner);
-        for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
-        for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
-        if (!clash && !crosses_lines(q, segs)) {
-          pick = c;
-          break;
-        }
+        int bad = q.bounds().inside(inner) ? 0 : 1000;
+        for (const auto& pl : rep.line_labels) bad += quads_overlap(q, pl, 2) ? 100 : 0;
+        for (const auto& b2 : obs.boxes) bad += quad_overlaps(q, b2, 1) ? 10 : 0;
+        if (bad < best && crosses_lines(q, segs)) bad += 1;
+        if (bad < best) best = bad, pick = c;
       }
       Quad q = text_quad(r, cands[pick].at, ref.label, kLabel, ang, cands[pick].anchor, false);
+      if (best > 0) {  // over lines or markers: on a light backing so it stays readable
+        Rect hb = q.bounds();
+        r.rect(Rect{hb.x - 1, hb.y - 0.5, hb.w + 2, hb.h + 1}, rgb(0xFFFFFF, 0.8), nullptr);
+      }
       text(cands[pick].at, ref.label, kLabel, ref.style.color, ang, cands[pick].anchor, false);
       rep.line_labels.push_back(q);
     }
