@@ -104,6 +104,24 @@ std::string tick_label(double v, const Axis& a) {
     size_t i = static_cast<size_t>(std::llround(v));
     return i < a.categories.size() ? a.categories[i] : "";
   }
+  if (a.binary) {
+    static const struct {
+      double f;
+      const char* p;
+    } bin[] = {{1099511627776.0, " Ti"}, {1073741824.0, " Gi"}, {1048576.0, " Mi"}, {1024.0, " Ki"}, {1, ""}};
+    char b[40];
+    for (const auto& st : bin)
+      if (std::fabs(v) >= st.f || st.f == 1) {
+        std::snprintf(b, sizeof b, "%g%s", v / st.f, st.p);
+        return b;
+      }
+  }
+  if (a.divisor > 0) {
+    char b[32];
+    double x = v / a.divisor;
+    std::snprintf(b, sizeof b, "%g", std::fabs(x) < 1e-12 ? 0.0 : x);
+    return b;
+  }
   static const struct {
     double f;
     const char* p;
@@ -175,7 +193,26 @@ const Color kText = rgb(0x222222);
 const Color kMuted = rgb(0x555555);
 const Color kGrid = rgb(0xDDDDDD);
 const Color kGridMinor = rgb(0xEEEEEE);
-const double kTick = 9, kAxisTitle = 10.5, kTitle = 13, kSubtitle = 9, kLabel = 8, kLegend = 8.5;
+// Text sizes in points, from the figure's base size (9 pt on screen: ticks 9, axis titles 10.5,
+// title 13, labels 8); never under 6 pt. `row` is the legend's line pitch, `u` scales paddings.
+struct Sizes {
+  double tick, axis_title, title, subtitle, label, legend, row, u, line;
+};
+Sizes sizes_for(const Figure& f) {
+  double b = f.font_size;
+  auto at_least6 = [](double v) { return std::max(6.0, v); };
+  Sizes z;
+  z.tick = at_least6(b);
+  z.axis_title = at_least6(b * 10.5 / 9);
+  z.title = at_least6(b * 13 / 9);
+  z.subtitle = at_least6(f.fixed_size ? b * 0.8 : b);  // in print the caption carries the details
+  z.label = at_least6(b * 8 / 9);
+  z.legend = at_least6(b * 8.5 / 9);
+  z.row = f.fixed_size ? z.legend * 1.4 : z.legend * 14 / 8.5;
+  z.u = b / 9;
+  z.line = f.line_scale;
+  return z;
+}
 
 struct Transform {
   Rect plot;
@@ -263,16 +300,245 @@ std::string truncate(const std::string& s, size_t max_chars) {
   return s;
 }
 
-void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e) {
-  if (e.has_line) r.polyline({{at.x - 11, at.y}, {at.x + 11, at.y}}, e.line);
-  if (e.has_marker) r.marker(at, e.marker, 7, e.fill, rgb(0x222222));
+// The text one code point or ~15 % shorter, ending in an ellipsis (always strictly shorter, so
+// loops that shorten until a text fits end).
+std::string shorten(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  if (n <= 2) return "…";
+  size_t keep = std::min(n - 2, static_cast<size_t>(static_cast<double>(n) * 0.85));
+  std::string t = s;
+  if (t.size() >= 3 && t.compare(t.size() - 3, 3, "…") == 0) t.resize(t.size() - 3);  // drop an earlier ellipsis
+  return truncate(t, keep);
+}
+
+void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e, const Sizes& z, double marker_scale) {
+  double half = z.row > z.legend * 1.5 ? 11 * z.u : 6.5 * z.u;  // compact legends (print) draw shorter line samples
+  if (e.has_line) r.polyline({{at.x - half, at.y}, {at.x + half, at.y}}, e.line);
+  if (e.has_marker) r.marker(at, e.marker, 7 * marker_scale, e.fill, rgb(0x222222));
+}
+
+// One unit for a whole axis: the SI prefix of its largest tick goes into the title
+// ("Performance [TFLOP/s]", "Time [µs]") and the ticks are plain numbers in it (0.1, 1, 10), so
+// the title's unit is the ticks' unit. Kept per tick when that would need numbers under 1e-4.
+void unit_in_title(Axis& a) {
+  if (!a.categories.empty()) return;
+  std::vector<double> t = major_ticks(a);
+  double hi = 0, lo = 1e300;
+  for (double v : t)
+    if (v != 0) hi = std::max(hi, std::fabs(v)), lo = std::min(lo, std::fabs(v));
+  if (hi == 0) return;
+  if (a.unit.empty()) {  // plain numbers when they stay short, never "1000" beside "10 k"
+    if (hi < 1e5 && lo >= 1e-3) a.divisor = 1;
+    // ticks at the swept values are round as the user wrote them: whole numbers stay whole
+    // ("12288", never "12.288 k"), powers of two past 1024 read in binary multiples ("128 Ki")
+    bool whole = !a.ticks.empty(), all_binary = whole, all_decimal = whole;
+    for (double v : a.ticks) {
+      whole = whole && v == std::floor(v) && std::fabs(v) < 9e15;
+      if (!whole) break;
+      all_binary = all_binary && (std::fmod(std::fabs(v), 1024) == 0 || std::fabs(v) < 1024);
+      all_decimal = all_decimal && (std::fmod(std::fabs(v), 1000) == 0 || std::fabs(v) < 1000);
+    }
+    if (whole && hi >= 1e4 && all_binary && !all_decimal) a.binary = true;
+    else if (whole && hi < 1e7 && !all_decimal) a.divisor = 1;
+    return;
+  }
+  static const struct {
+    double f;
+    const char* p;
+  } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
+  for (const auto& st : steps)
+    if (hi >= st.f * 0.9999) {
+      if (lo / st.f < 1e-4 * 0.9999) return;
+      std::string unit = std::string(st.p) + a.unit;
+      std::string bracket = "[" + a.unit + "]";
+      size_t k = a.title.find(bracket);
+      if (k != std::string::npos) a.title.replace(k, bracket.size(), "[" + unit + "]");
+      else a.title += " [" + unit + "]";
+      a.divisor = st.f;
+      return;
+    }
+}
+
+double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
+  if (title.empty()) return size;
+  double w = r.measure(title, size, true).width;
+  if (w > avail) size = std::max(6.0, size * avail / w);
+  while (r.measure(title, size, true).width > avail && title.size() > 4) title = shorten(title);
+  return size;
+}
+
+// The figure with its style applied: line widths and marker sizes scaled, units in axis titles.
+Figure styled(const Figure& in) {
+  Figure f = in;
+  unit_in_title(f.x);
+  unit_in_title(f.y);
+  for (auto& l : f.lines) l.style.width *= f.line_scale;
+  for (auto& r : f.refs) r.style.width *= f.line_scale;
+  for (auto& e : f.legend) e.line.width *= f.line_scale;
+  for (auto& p : f.points) p.size *= f.marker_scale;
+  return f;
+}
+
+// A text drawn and its box recorded in the report.
+void put_text(Renderer& r, DrawReport& rep, P at, const std::string& s, double size, const Color& c, double angle, Anchor a, bool bold) {
+  r.text(at, s, size, c, angle, a, bold);
+  rep.texts.push_back(text_rect(r, at, s, size, angle, a, bold));
+}
+
+// An axis title longer than its side shrinks (not under 6 pt), then loses words before its unit
+// ("Memory footprint: weights + KV… [GB]"): the unit always stays.
+double fit_axis_title(Renderer& r, std::string& t, double size, double avail) {
+  double len = r.measure(t, size, false).width;
+  if (len > avail) size = std::max(6.0, size * avail / len);
+  size_t k = t.rfind(" [");
+  std::string head = k == std::string::npos ? t : t.substr(0, k), unit = k == std::string::npos ? "" : t.substr(k);
+  while (r.measure(head + unit, size, false).width > avail && head.size() > 4) head = shorten(head);
+  t = head + unit;
+  return size;
+}
+
+// One number format for every value of a heatmap (cells and colour bar): three significant
+// digits, a k/M/G letter from a thousand on ("237", "1.03k", "12.4"), never an exponent.
+std::string heat_number(double x, int digits = 3) {
+  if (!std::isfinite(x)) return "–";
+  char b[32];
+  double ax = std::fabs(x);
+  if (ax == 0) return "0";
+  static const struct {
+    double f;
+    const char* p;
+  } steps[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  for (const auto& st : steps)
+    if (ax >= st.f * 0.9995) {
+      std::snprintf(b, sizeof b, "%.*g%s", digits, x / st.f, st.p);
+      return b;
+    }
+  std::snprintf(b, sizeof b, "%.*g", ax >= 0.01 ? digits : 2, x);
+  return b;
+}
+
+// A heatmap's colour scale: the value range, its axis (log or linear), one SI prefix for the
+// unit in the colour bar's title ("Time [ms]") so that bar ticks and cells are plain numbers
+// in it, and the tick and cell texts.
+struct HeatScale {
+  double lo = 1e300, hi = -1e300, divisor = 1;
+  Axis axis;
+  std::string title;
+  std::vector<double> ticks;
+  std::vector<std::string> tick_text;
+  double tick_w = 0;
+  double norm(double v) const {
+    if (!(hi > lo)) return 0.5;
+    if (axis.scale == Scale::Log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return (v - lo) / (hi - lo);
+  }
+};
+
+HeatScale heat_scale(const Heatmap& h, Renderer& r, double tick_size) {
+  HeatScale hs;
+  for (const auto& row : h.values)
+    for (double v : row)
+      if (std::isfinite(v) && (!h.log_colors || v > 0)) hs.lo = std::min(hs.lo, v), hs.hi = std::max(hs.hi, v);
+  if (hs.lo > hs.hi) hs.lo = 0, hs.hi = 1;
+  hs.axis.scale = h.log_colors ? Scale::Log : Scale::Linear;
+  hs.axis.min = hs.lo, hs.axis.max = hs.hi > hs.lo ? hs.hi : hs.lo * 1.0001 + 1e-300;
+  hs.title = h.value_label;
+  if (!h.value_unit.empty()) {
+    static const struct {
+      double f;
+      const char* p;
+    } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
+    double top = std::max(std::fabs(hs.lo), std::fabs(hs.hi));
+    for (const auto& st : steps)
+      if (top >= st.f * 0.9999 || st.f == 1e-12) {
+        hs.divisor = st.f;
+        std::string unit = std::string(st.p) + h.value_unit, bracket = "[" + h.value_unit + "]";
+        size_t k = hs.title.find(bracket);
+        if (k != std::string::npos) hs.title.replace(k, bracket.size(), "[" + unit + "]");
+        else hs.title += " [" + unit + "]";
+        break;
+      }
+  }
+  hs.ticks = major_ticks(hs.axis);
+  for (double v : hs.ticks) {
+    hs.tick_text.push_back(heat_number(v / hs.divisor));
+    hs.tick_w = std::max(hs.tick_w, r.measure(hs.tick_text.back(), tick_size, false).width);
+  }
+  return hs;
+}
+
+void paint_heatmap(Renderer& r, DrawReport& rep, const Heatmap& h, const HeatScale& hs, const Rect& plot, double canvas_h, const Sizes& Z) {
+  const Color kCellText = rgb(0x222222);
+  double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
+  // the cell texts, in one size that lets every one of them fit (not under 6 pt), three
+  // significant digits or, when those cannot fit, two; or no texts at all
+  std::vector<std::vector<std::string>> texts;
+  double size = Z.label;
+  bool annotate = false;
+  for (int digits : {3, 2}) {
+    texts.assign(h.ycats.size(), {});
+    double widest = 0, tall = 0;
+    for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+      for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
+        texts[yi].push_back(heat_number(h.values[yi][xi] / hs.divisor, digits));
+        TextBox b = r.measure(texts[yi].back(), Z.label, false);
+        widest = std::max(widest, b.width), tall = std::max(tall, b.ascent + b.descent);
+      }
+    size = widest > cw - 4 ? std::max(6.0, Z.label * (cw - 4) / widest) : Z.label;
+    annotate = h.annotate && widest * size / Z.label <= cw - 4 && tall * size / Z.label <= ch - 2;
+    if (annotate) break;
+  }
+  for (size_t yi = 0; yi < h.ycats.size(); ++yi)
+    for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
+      double v = h.values[yi][xi];
+      Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
+      bool valid = std::isfinite(v) && (hs.axis.scale != Scale::Log || v > 0);
+      Color col = valid ? viridis(hs.norm(v)) : rgb(0xCCCCCC);
+      r.rect(c, col, nullptr);
+      if (!annotate) continue;
+      double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
+      TextBox b = r.measure(texts[yi][xi], size, false);
+      put_text(r, rep, {c.x + cw / 2, c.y + ch / 2 + b.ascent / 2 - 1}, texts[yi][xi], size, lum > 0.5 ? kCellText : rgb(0xFFFFFF), 0, Anchor::Center, false);
+    }
+  // colour bar, its ticks in the title's unit, the title beside them
+  Rect bar{plot.x + plot.w + 18, plot.y, 12, plot.h};
+  const int steps = 64;
+  for (int i = 0; i < steps; ++i) {
+    double t0 = static_cast<double>(i) / steps;
+    r.rect(Rect{bar.x, bar.y + bar.h * (1 - t0 - 1.0 / steps), bar.w, bar.h / steps + 0.3}, viridis(t0 + 0.5 / steps), nullptr);
+  }
+  LineStyle edge{rgb(0x555555), 0.6};
+  r.rect(bar, Color{0, 0, 0, 0}, &edge);
+  const double tick = Z.tick - 1;
+  for (size_t i = 0; i < hs.ticks.size(); ++i) {
+    double yy = bar.y + bar.h * (1 - Transform::frac(hs.axis, hs.ticks[i]));
+    r.polyline({{bar.x + bar.w, yy}, {bar.x + bar.w + 3, yy}}, edge);
+    put_text(r, rep, {bar.x + bar.w + 5, yy + r.measure("0", tick, false).ascent / 2}, hs.tick_text[i], tick, kCellText, 0, Anchor::Left, false);
+  }
+  if (!hs.title.empty()) {
+    std::string t = hs.title;
+    double ts = fit_axis_title(r, t, Z.tick, canvas_h - 10 - (plot.y - 4));
+    double half = r.measure(t, ts, false).width / 2;
+    P at{0, std::clamp(plot.y + plot.h / 2, plot.y - 4 + half, std::max(plot.y - 4 + half, canvas_h - 10 - half))};
+    Rect b = text_rect(r, at, t, ts, M_PI / 2, Anchor::Center, false);
+    at.x = bar.x + bar.w + 5 + hs.tick_w + 8 - b.x;
+    put_text(r, rep, at, t, ts, kCellText, M_PI / 2, Anchor::Center, false);
+  }
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------- draw
 
-DrawReport draw(const Figure& f, Renderer& r) {
+DrawReport draw(const Figure& figure, Renderer& r) {
+  Figure f = styled(figure);
+  const std::vector<LegendEntry> legend0 = f.legend;
+  // a title wider than the canvas shrinks (not under 6 pt), then ends in an ellipsis
+  std::string title = f.title;
+  const Sizes Z = sizes_for(f);
+  double title_size = Z_title_fit(r, title, Z.title, f.width - 20);
+  const double kTick = Z.tick, kAxisTitle = Z.axis_title, kSubtitle = Z.subtitle, kLabel = Z.label, kLegend = Z.legend;
   DrawReport rep;
   // the canvas widens when a legend and a key beside the chart would squeeze the plot
   double W = f.width;
@@ -288,6 +554,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
   if (key_mode)
     for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
   bool legend_outside = false;
+  bool no_key = false;  // a printed size with no room for a key: labels only where they fit
 
   // the subtitle wraps at " · " to the canvas width
   std::vector<std::string> sub_lines;
@@ -314,16 +581,18 @@ DrawReport draw(const Figure& f, Renderer& r) {
     }
     if (!line.empty()) sub_lines.push_back(line);
     for (auto& l : sub_lines)
-      while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = truncate(l, static_cast<size_t>(static_cast<double>(l.size()) * 0.9));
+      while (r.measure(l, kSubtitle, false).width > avail && l.size() > 4) l = shorten(l);
   }
   const double sub_step = r.measure("0", kSubtitle, false).ascent + 5;
+  const HeatScale heat = has_heat ? heat_scale(*f.heatmap, r, kTick - 1) : HeatScale{};
 
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < 4; ++pass) {
     rep = DrawReport{};
+    f.legend = legend0;
     rep.canvas = Rect{0, 0, W, f.height};
     // ---- margins
     double top = 10;
-    if (!f.title.empty()) top += r.measure(f.title, kTitle, true).ascent + 6;
+    if (!title.empty()) top += r.measure(title, title_size, true).ascent + 6;
     if (!sub_lines.empty()) top += sub_step * static_cast<double>(sub_lines.size()) + 3;
     top += 6;
     double ytick_w = 0;
@@ -344,8 +613,17 @@ DrawReport draw(const Figure& f, Renderer& r) {
     // x tick labels turn 45° when they would not fit side by side
     double xlabel_w = 0;
     for (double v : xt) xlabel_w = std::max(xlabel_w, r.measure(xlabel_text(v), kTick, false).width);
-    double approx_plot_w = W - 120;
+    double approx_plot_w = W - left - 16 - (f.legend.empty() ? 0 : 0.0);
     bool rotate_x = !xt.empty() && (xlabel_w + 6) * static_cast<double>(xt.size()) > approx_plot_w;
+    if (rotate_x && f.x.categories.empty() && !has_heat && xt.size() > 3) {
+      // numbers read better level than turned: label every other tick instead
+      std::vector<double> half;
+      for (size_t i = 0; i < xt.size(); i += 2) half.push_back(xt[i]);
+      if ((xlabel_w + 6) * static_cast<double>(half.size()) <= approx_plot_w) {
+        xt = half;
+        rotate_x = false;
+      }
+    }
     double xlabels_h = rotate_x ? xlabel_w * std::sin(M_PI / 4) + 8 : r.measure("0", kTick, false).ascent;
     double bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, kAxisTitle, false).ascent + 10);
     if (rotate_x) left = std::max(left, xlabel_w * std::cos(M_PI / 4) + 12);
@@ -356,22 +634,97 @@ DrawReport draw(const Figure& f, Renderer& r) {
       for (size_t i = 0; i < f.points.size(); ++i)
         if (number[i] > 0) key_lines.push_back(std::to_string(number[i]) + "  " + truncate(f.points[i].label, 40));
       for (const auto& k : key_lines) key_w = std::max(key_w, r.measure(k, kLabel, false).width);
+      // at a printed size the key must fit beside the plot, every line of it
+      double key_h = 8 + kLabel * 1.375 * static_cast<double>(key_lines.size() + 1);
+      if (f.fixed_size && (W - left - right - key_w - 14 < 0.5 * W || key_h > f.height - top) && pass < 3) {
+        no_key = true;
+        std::fill(number.begin(), number.end(), 0);
+        sub_lines.push_back("labels that do not fit: in the plot data CSV");
+        continue;
+      }
       right += key_w + 14;
     }
     double legend_w = 0, legend_h = 0;
     for (const auto& e : f.legend) legend_w = std::max(legend_w, r.measure(e.text, kLegend, false).width);
+    const double lg_marker = f.fixed_size ? 9 * Z.u : 17 * Z.u, lg_text = f.fixed_size ? 18 * Z.u : 32 * Z.u;
     if (!f.legend.empty()) {
-      legend_w += 38;
-      legend_h = 8 + 14.0 * static_cast<double>(f.legend.size());
+      legend_w += lg_text + 6 * Z.u;
+      legend_h = 8 * Z.u + Z.row * static_cast<double>(f.legend.size());
     }
-    if (legend_outside) right += legend_w + 12;
-    double cbar_w = has_heat ? 70 : 0;
+    // a legend that fits no inside corner goes to the right, or at a printed size without room
+    // there, under the plot in as many columns as fit
+    bool legend_below = legend_outside && f.fixed_size && W - left - right - legend_w - 12 < 0.55 * W;
+    size_t legend_cols = 1;
+    double below_h = 0;
+    if (legend_below) {
+      legend_cols = std::max<size_t>(1, std::min(f.legend.size(), static_cast<size_t>((W - 20) / legend_w)));
+      size_t rows = (f.legend.size() + legend_cols - 1) / legend_cols;
+      // at most a third of the height: two columns of shortened entries, then the first rows and
+      // a last entry that says where the rest is
+      double max_h = f.height / 4;
+      if (static_cast<double>(rows) * Z.row > max_h && legend_cols < 2 && f.legend.size() > 1) {
+        legend_cols = 2;
+        legend_w = (W - 20) / 2;
+        // what-if variants share a long name: drop the common part first ("…@2.2GHz: …"), so
+        // what tells the entries apart stays
+        std::string common;
+        size_t with_line = 0;
+        for (const auto& e : f.legend)
+          if (e.has_line) {
+            if (with_line++ == 0) common = e.text;
+            size_t k = 0;
+            while (k < common.size() && k < e.text.size() && common[k] == e.text[k]) ++k;
+            if (k > 4) common.resize(k);  // entries of another kind ("derated roof") share nothing
+          }
+        while (!common.empty() && (static_cast<unsigned char>(common.back()) & 0xC0) == 0x80) common.pop_back();
+        for (auto& e : f.legend) {
+          if (with_line > 1 && e.has_line && common.size() > 4 && e.text.compare(0, common.size(), common) == 0 && r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4)
+            e.text = "…" + e.text.substr(common.size());
+          while (r.measure(e.text, kLegend, false).width > legend_w - lg_text - 4 && e.text.size() > 4) e.text = shorten(e.text);
+        }
+        rows = (f.legend.size() + 1) / 2;
+      }
+      size_t max_rows = std::max<size_t>(1, static_cast<size_t>(max_h / Z.row));
+      if (rows > max_rows) {
+        size_t keep = max_rows * legend_cols - 1;
+        size_t more = f.legend.size() - keep;
+        f.legend.resize(keep);
+        f.legend.push_back(LegendEntry{"+" + std::to_string(more) + " more (plot data)", false, {}, false, {}, {}});
+        rows = max_rows;
+      }
+      legend_h = 4 * Z.u + Z.row * static_cast<double>(rows);
+      below_h = legend_h + 4;
+      bottom += below_h;
+    } else if (legend_outside) {
+      right += legend_w + 12;
+    }
+    double cbar_w = has_heat ? 18 + 12 + 5 + heat.tick_w + 8 + r.measure("0", kTick, false).ascent + 8 : 0;
     right += cbar_w;
-    if (W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
+    if (!f.fixed_size && W - left - right < 0.62 * f.width) W = left + right + 0.62 * f.width;
+    // at a printed size the plot keeps at least half the height: the subtitle's lines (details a
+    // caption carries; the plot data and report.md keep them) give way, the last first
+    while (f.fixed_size && !sub_lines.empty() && f.height - top - bottom < 0.5 * f.height) {
+      sub_lines.pop_back();
+      top -= sub_step + (sub_lines.empty() ? 3 : 0);
+    }
     rep.canvas = Rect{0, 0, W, f.height};
     Rect plot{left, top, W - left - right, f.height - top - bottom};
     rep.plot = plot;
     Transform T{plot, &f.x, &f.y};
+    // level tick labels that would touch their neighbour (a log axis crowds its right end) are
+    // thinned from the right, so the largest value keeps its label
+    if (!rotate_x && !has_heat && f.x.categories.empty() && xt.size() > 2) {
+      std::vector<double> kept;
+      double left_edge = 1e300;
+      for (size_t i = xt.size(); i-- > 0;) {
+        double w = r.measure(xlabel_text(xt[i]), kTick, false).width, x = T.tx(xt[i]);
+        if (x + w / 2 + 6 <= left_edge) {
+          kept.insert(kept.begin(), xt[i]);
+          left_edge = x - w / 2;
+        }
+      }
+      xt = kept;
+    }
     Axis hx, hy;  // heatmap axes: categorical
     if (has_heat) {
       hx.categories = f.heatmap->xcats;
@@ -406,8 +759,8 @@ DrawReport draw(const Figure& f, Renderer& r) {
     // title and subtitle
     double ty = 10;
     if (!f.title.empty()) {
-      ty += r.measure(f.title, kTitle, true).ascent;
-      text({std::max(10.0, std::min(plot.x, W - 10 - r.measure(f.title, kTitle, true).width)), ty}, f.title, kTitle, kText, 0, Anchor::Left, true);
+      ty += r.measure(title, title_size, true).ascent;
+      text({std::max(10.0, std::min(plot.x, W - 10 - r.measure(title, title_size, true).width)), ty}, title, title_size, kText, 0, Anchor::Left, true);
       ty += 6;
     }
     double sub_x = plot.x;
@@ -427,75 +780,8 @@ DrawReport draw(const Figure& f, Renderer& r) {
         for (double v : yt) r.polyline({{plot.x, T.ty(v)}, {plot.x + plot.w, T.ty(v)}}, LineStyle{kGrid, 0.7});
     }
 
-    // heatmap cells
-    std::vector<Rect> cell_rects;
-    if (has_heat) {
-      const Heatmap& h = *f.heatmap;
-      double lo = 1e300, hi = -1e300;
-      for (const auto& row : h.values)
-        for (double v : row)
-          if (std::isfinite(v) && (!h.log_colors || v > 0)) lo = std::min(lo, v), hi = std::max(hi, v);
-      auto norm = [&](double v) {
-        if (!(hi > lo)) return 0.5;
-        if (h.log_colors) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
-        return (v - lo) / (hi - lo);
-      };
-      double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
-      bool annotate = h.annotate && h.xcats.size() <= 12 && h.ycats.size() <= 12;
-      for (size_t yi = 0; yi < h.ycats.size(); ++yi)
-        for (size_t xi = 0; xi < h.xcats.size(); ++xi) {
-          double v = h.values[yi][xi];
-          Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
-          Color col = std::isfinite(v) ? viridis(norm(v)) : rgb(0xCCCCCC);
-          r.rect(c, col, nullptr);
-          if (annotate) {
-            Axis va;
-            va.unit = h.value_unit;
-            std::string s = std::isfinite(v) ? tick_label(v, va) : "–";
-            char buf[32];
-            if (h.value_unit.empty() && std::isfinite(v)) {
-              std::snprintf(buf, sizeof buf, "%.3g", v);
-              s = buf;
-            } else if (std::isfinite(v)) {
-              // three significant digits with the SI prefix
-              static const struct {
-                double f;
-                const char* p;
-              } steps[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}};
-              for (const auto& st : steps)
-                if (std::fabs(v) >= st.f * 0.9999 || st.f == 1e-9) {
-                  std::snprintf(buf, sizeof buf, "%.3g %s%s", v / st.f, st.p, h.value_unit.c_str());
-                  s = buf;
-                  break;
-                }
-            }
-            double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
-            TextBox b = r.measure(s, kLabel, false);
-            if (b.width < cw - 4 && b.ascent + b.descent < ch - 2)
-              text({c.x + cw / 2, c.y + ch / 2 + b.ascent / 2 - 1}, s, kLabel, lum > 0.5 ? kText : rgb(0xFFFFFF), 0, Anchor::Center, false);
-          }
-        }
-      // colour bar
-      Rect bar{plot.x + plot.w + 18, plot.y, 12, plot.h};
-      int steps = 64;
-      for (int i = 0; i < steps; ++i) {
-        double t0 = static_cast<double>(i) / steps;
-        r.rect(Rect{bar.x, bar.y + bar.h * (1 - t0 - 1.0 / steps), bar.w, bar.h / steps + 0.3}, viridis(t0 + 0.5 / steps), nullptr);
-      }
-      LineStyle edge{kMuted, 0.6};
-      r.rect(bar, Color{0, 0, 0, 0}, &edge);
-      Axis ca;
-      ca.scale = h.log_colors ? Scale::Log : Scale::Linear;
-      ca.min = lo, ca.max = hi > lo ? hi : lo * 1.0001 + 1e-300;
-      ca.unit = h.value_unit;
-      for (double v : major_ticks(ca)) {
-        double yy = bar.y + bar.h * (1 - Transform::frac(ca, v));
-        r.polyline({{bar.x + bar.w, yy}, {bar.x + bar.w + 3, yy}}, edge);
-        text({bar.x + bar.w + 5, yy + 3}, tick_label(v, ca), kTick - 1, kText, 0, Anchor::Left, false);
-      }
-      if (!h.value_label.empty())
-        text({bar.x + bar.w + 52, plot.y + plot.h / 2}, h.value_label, kTick, kText, M_PI / 2, Anchor::Center, false);
-    }
+    // heatmap cells, their values (all or none, in one format) and the colour bar
+    if (has_heat) paint_heatmap(r, rep, *f.heatmap, heat, plot, f.height, Z);
 
     // bars
     if (!f.bars.empty()) {
@@ -561,9 +847,17 @@ DrawReport draw(const Figure& f, Renderer& r) {
     rep.xticks = xt;
     rep.yticks = yt;
     if (!f.x.title.empty())
-      text({plot.x + plot.w / 2, f.height - 10}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
-    if (!f.y.title.empty())
-      text({10 + r.measure(f.y.title, kAxisTitle, false).ascent, plot.y + plot.h / 2}, f.y.title, kAxisTitle, kText, M_PI / 2, Anchor::Center, false);
+      text({plot.x + plot.w / 2, f.height - 10 - below_h}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
+    if (!f.y.title.empty()) {
+      // beside the plot, from its top to the canvas bottom (never up into the title): a longer
+      // title shrinks, then shortens before its unit
+      std::string yt_text = f.y.title;
+      double lo_y = plot.y - 4, hi_y = f.height - 10 - below_h;
+      double size = fit_axis_title(r, yt_text, kAxisTitle, hi_y - lo_y);
+      double half = r.measure(yt_text, size, false).width / 2;
+      double y = std::clamp(plot.y + plot.h / 2, lo_y + half, std::max(lo_y + half, hi_y - half));
+      text({10 + r.measure(yt_text, kAxisTitle, false).ascent, y}, yt_text, size, kText, M_PI / 2, Anchor::Center, false);
+    }
 
     // the frame as obstacle: labels must stay inside the plot, away from its edges
     Rect inner{frame_rect.x + 2, frame_rect.y + 2, frame_rect.w - 4, frame_rect.h - 4};
@@ -662,25 +956,30 @@ DrawReport draw(const Figure& f, Renderer& r) {
                  {{x - 3, plot.y + plot.h - 6}, Anchor::Left}, {{x + 3 + asc, plot.y + plot.h - 6}, Anchor::Left}};
       } else {
         double y = T.ty(ref.value);
-        for (double fx : {1.0, 0.0, 0.75, 0.25, 0.5}) {
+        for (double fx : {1.0, 0.0, 0.75, 0.25, 0.5, 0.875, 0.125, 0.625, 0.375}) {
           double x = plot.x + 4 + (plot.w - 8) * fx;
           Anchor an = fx == 1.0 ? Anchor::Right : fx == 0.0 ? Anchor::Left : Anchor::Center;
           cands.push_back({{x, y - 3}, an});
           cands.push_back({{x, y + 3 + asc}, an});
         }
       }
+      // the first free spot; when none is, the least bad: over lines rather than over markers,
+      // over markers rather than over another label, never outside the plot
       size_t pick = 0;
-      for (size_t c = 0; c < cands.size(); ++c) {
+      int best = 1 << 30;
+      for (size_t c = 0; c < cands.size() && best > 0; ++c) {
         Quad q = text_quad(r, cands[c].at, ref.label, kLabel, ang, cands[c].anchor, false);
-        bool clash = !q.bounds().inside(inner);
-        for (const auto& pl : rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
-        for (const auto& b2 : obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
-        if (!clash && !crosses_lines(q, segs)) {
-          pick = c;
-          break;
-        }
+        int bad = q.bounds().inside(inner) ? 0 : 1000;
+        for (const auto& pl : rep.line_labels) bad += quads_overlap(q, pl, 2) ? 100 : 0;
+        for (const auto& b2 : obs.boxes) bad += quad_overlaps(q, b2, 1) ? 10 : 0;
+        if (bad < best && crosses_lines(q, segs)) bad += 1;
+        if (bad < best) best = bad, pick = c;
       }
       Quad q = text_quad(r, cands[pick].at, ref.label, kLabel, ang, cands[pick].anchor, false);
+      if (best > 0) {  // over lines or markers: on a light backing so it stays readable
+        Rect hb = q.bounds();
+        r.rect(Rect{hb.x - 1, hb.y - 0.5, hb.w + 2, hb.h + 1}, rgb(0xFFFFFF, 0.8), nullptr);
+      }
       text(cands[pick].at, ref.label, kLabel, ref.style.color, ang, cands[pick].anchor, false);
       rep.line_labels.push_back(q);
     }
@@ -692,7 +991,10 @@ DrawReport draw(const Figure& f, Renderer& r) {
                                    {plot.x + plot.w - legend_w - 6, plot.y + 6, legend_w, legend_h},
                                    {plot.x + plot.w - legend_w - 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h},
                                    {plot.x + 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h}};
-      if (legend_outside) {
+      if (legend_below) {
+        double w = legend_w * static_cast<double>(legend_cols);
+        legend_box = Rect{std::max(4.0, std::min(plot.x + plot.w / 2 - w / 2, W - 4 - w)), f.height - legend_h - 4, w, legend_h};
+      } else if (legend_outside) {
         legend_box = Rect{plot.x + plot.w + 12 + cbar_w, plot.y, legend_w, legend_h};
       } else {
         for (const auto& c : corners) {
@@ -703,7 +1005,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
           }
         }
         if (legend_box.w == 0) {
-          if (pass < 2) {
+          if (pass < 3) {
             legend_outside = true;
             continue;  // relayout with room on the right
           }
@@ -713,9 +1015,11 @@ DrawReport draw(const Figure& f, Renderer& r) {
       LineStyle edge{rgb(0xBBBBBB), 0.6};
       r.rect(legend_box, rgb(0xFFFFFF, 0.92), &edge);
       for (size_t i = 0; i < f.legend.size(); ++i) {
-        double yy = legend_box.y + 11 + 14.0 * static_cast<double>(i);
-        draw_marker_outline_legend(r, {legend_box.x + 17, yy - 3}, f.legend[i]);
-        text({legend_box.x + 32, yy}, f.legend[i].text, kLegend, kText, 0, Anchor::Left, false);
+        double col = static_cast<double>(i % legend_cols), row = static_cast<double>(i / legend_cols);
+        double x0 = legend_box.x + col * legend_w;
+        double yy = legend_box.y + 2 * Z.u + Z.row * 0.5 + kLegend * 0.35 + Z.row * row;
+        draw_marker_outline_legend(r, {x0 + lg_marker, yy - kLegend * 0.35}, f.legend[i], Z, f.marker_scale);
+        text({x0 + lg_text, yy}, f.legend[i].text, kLegend, kText, 0, Anchor::Left, false);
       }
       rep.legend = legend_box;
       obs.boxes.push_back(legend_box);
@@ -741,7 +1045,13 @@ DrawReport draw(const Figure& f, Renderer& r) {
       TextBox tb = r.measure(label, kLabel, false);
       bool placed = false;
       double base = p.size / 2 + 2;
-      for (double dist : {base, base + 8, base + 18, base + 30}) {
+      // a number in the key must be drawn: farther out with a leader, then over lines and markers
+      // (never over another label) when the near spots are all taken
+      const bool must = number[idx] > 0;
+      for (int attempt = 0; attempt < (must ? 3 : 1) && !placed; ++attempt) {
+      const bool relaxed = attempt == 2;
+      std::vector<double> dists = attempt == 1 ? std::vector<double>{base + 45, base + 65, base + 90} : std::vector<double>{base, base + 8, base + 18, base + 30};
+      for (double dist : dists) {
         for (int k = 0; k < 8 && !placed; ++k) {
           static const double dirs[8][2] = {{1, 0}, {-1, 0}, {0, -1}, {0, 1}, {1, -1}, {-1, -1}, {1, 1}, {-1, 1}};
           double dx = dirs[k][0], dy = dirs[k][1];
@@ -755,8 +1065,14 @@ DrawReport draw(const Figure& f, Renderer& r) {
           for (const auto& b : obs.boxes)
             if (!(std::fabs(b.x + b.w / 2 - s.x) < 1e-9 && std::fabs(b.y + b.h / 2 - s.y) < 1e-9)) o.boxes.push_back(b);
           o.boxes.insert(o.boxes.end(), rep.point_labels.begin(), rep.point_labels.end());
-          if (!box.inside(inner) || o.hit(box, 2.5)) continue;
-          if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label
+          if (relaxed) {
+            o = Obstacles{};
+            o.boxes = rep.point_labels;
+            if (rep.legend.w > 0) o.boxes.push_back(rep.legend);
+            o.quads = rep.line_labels;
+          }
+          if (!box.inside(inner) || o.hit(box, relaxed ? 0.5 : 2.5)) continue;
+          if (dist > base && !relaxed) {  // leader line from the marker's edge to the label, crossing no other label
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);
             bool leader_clear = true;
@@ -775,9 +1091,10 @@ DrawReport draw(const Figure& f, Renderer& r) {
         }
         if (placed) break;
       }
+      }
       if (!placed && f.allow_key && number[idx] == 0) need_key = true;
     }
-    if (need_key && pass < 2) {
+    if (need_key && pass < 3 && !no_key) {
       // number every labelled point so the key reads in order, and lay out again with the key
       for (size_t k = 0; k < labelled.size(); ++k) number[labelled[k]] = static_cast<int>(k + 1);
       continue;
@@ -788,7 +1105,7 @@ DrawReport draw(const Figure& f, Renderer& r) {
       double ky = plot.y + 8;
       text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
       for (const auto& k : key_lines) {
-        ky += 11;
+        ky += kLabel * 1.375;
         if (ky > f.height - 8) break;
         text({kx, ky}, k, kLabel, kText, 0, Anchor::Left, false);
       }
