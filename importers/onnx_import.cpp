@@ -354,9 +354,10 @@ class Importer {
       if (it == vals_.end() || !it->second.known) fail("graph output '" + o.name() + "' is not produced by any node");
       res_.outputs.push_back(OnnxOutput{o.name(), it->second.shape, it->second.ref});
     }
-    if (opt_.record_shapes)
-      for (const auto& [name, v] : vals_)
-        if (v.known) res_.tensor_shapes[name] = v.shape;
+    if (opt_.record_shapes)  // every node output (not the inputs and initializers: nothing to infer there)
+      for (const auto& n : g.node())
+        for (const auto& o : n.output())
+          if (auto it = vals_.find(o); !o.empty() && it != vals_.end() && it->second.known) res_.tensor_shapes[o] = it->second.shape;
     // the network node
     CNode net;
     net.kind = CNode::Kind::Map;
