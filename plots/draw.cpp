@@ -696,15 +696,23 @@ void layout_legend(Pass& p, const Plan& plan) {
     p.legend_w = (W - 20) / 2;
     // what-if variants share a long name: drop the common part first ("…@2.2GHz: …"), so
     // what tells the entries apart stays
+    // the longest start that two or more line entries share (entries of another kind, like
+    // "derated roof", share nothing and are left out)
+    auto shared = [](const std::string& a, const std::string& b) {
+      size_t k = 0;
+      while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+      return k;
+    };
     std::string common;
     size_t with_line = 0;
+    for (size_t i = 0; i < f.legend.size(); ++i) {
+      if (!f.legend[i].has_line) continue;
+      ++with_line;
+      for (size_t j = i + 1; j < f.legend.size() && common.empty(); ++j)
+        if (f.legend[j].has_line && shared(f.legend[i].text, f.legend[j].text) > 4) common = f.legend[i].text.substr(0, shared(f.legend[i].text, f.legend[j].text));
+    }
     for (const auto& e : f.legend)
-      if (e.has_line) {
-        if (with_line++ == 0) common = e.text;
-        size_t k = 0;
-        while (k < common.size() && k < e.text.size() && common[k] == e.text[k]) ++k;
-        if (k > 4) common.resize(k);  // entries of another kind ("derated roof") share nothing
-      }
+      if (e.has_line && shared(common, e.text) > 4) common.resize(shared(common, e.text));
     while (!common.empty() && (static_cast<unsigned char>(common.back()) & 0xC0) == 0x80) common.pop_back();
     const double room = p.legend_w - p.lg_text - 4;
     for (auto& e : f.legend) {
