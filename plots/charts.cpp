@@ -380,7 +380,7 @@ Dash overlay_dash(size_t set_i) { return set_i == 0 ? Dash::Solid : set_i % 3 ==
 // One compute roof over one memory level, theoretical or derated: the slanted memory roof up to
 // the ridge, the flat compute roof from it (main memory only), each labelled with its value, and
 // the ridge point.
-void add_roof(Figure& f, const RoofSet& rs, size_t set_i, size_t ri, size_t mi, bool derated, bool overlay) {
+void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_t set_i, size_t ri, size_t mi, bool derated, bool overlay, bool theo_shared) {
   const Platform& p = *rs.p;
   const ComputeRoof& cr = *rs.roofs[ri];
   const MemoryLevel& m = p.memory[mi];
@@ -391,8 +391,11 @@ void add_roof(Figure& f, const RoofSet& rs, size_t set_i, size_t ri, size_t mi, 
   double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
   double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
   double ridge = peak / bw;
-  // on an overlay the theoretical roofs are shared: neutral grey
-  LineStyle st{derated || !overlay ? c : rgb(0x555555), derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
+  // on an overlay each platform's theoretical roof is its colour, lighter and dashed; one that
+  // every platform shares (what-if variants of one machine) is neutral grey
+  Color theo = c;
+  theo.a = 0.55;
+  LineStyle st{derated || !overlay ? c : theo_shared ? rgb(0x555555) : theo, derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
   if (overlay && derated) st.dash = overlay_dash(set_i);
   if (mi > 0) st.width *= 0.8;
   Line mem;  // slanted, up to the ridge
@@ -418,7 +421,8 @@ void add_roof(Figure& f, const RoofSet& rs, size_t set_i, size_t ri, size_t mi, 
   rp.fill = rgb(0xFFFFFF);
   char buf[64];
   std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
-  rp.label = buf;
+  // on an overlay a ridge says whose it is (unless every platform shares it)
+  rp.label = overlay && (derated || !theo_shared) ? short_name + " " + buf : std::string(buf);
   rp.on_top = true;
   bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
   if (!dup) f.points.push_back(rp);
@@ -426,8 +430,30 @@ void add_roof(Figure& f, const RoofSet& rs, size_t set_i, size_t ri, size_t mi, 
 
 // Every platform's roofs: theoretical first (dashed, under), then derated (solid); a roof that
 // derating leaves alone is drawn and labelled once. Returns whether any roof is derated.
-bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool show_der) {
+bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool show_der, bool print) {
   bool overlay = sets.size() > 1, any_derating = false;
+  // what-if variants of one platform share most of their names: their ridges say what differs
+  // ("@2.2GHz ridge 18.3"), from the last separator before it
+  std::vector<std::string> short_names;
+  std::string common = sets.empty() ? "" : sets.front().p->name;
+  for (const RoofSet& o : sets) {
+    size_t k = 0;
+    while (k < common.size() && k < o.p->name.size() && common[k] == o.p->name[k]) ++k;
+    common.resize(k);
+  }
+  size_t cut = 0;
+  for (size_t k = 0; k < common.size(); ++k)
+    if (common[k] == '@') cut = k;
+    else if (common[k] == '_' || common[k] == '-' || common[k] == ' ') cut = k + 1;
+  for (const RoofSet& o : sets) short_names.push_back(common.size() >= 5 && cut > 0 && cut < o.p->name.size() ? o.p->name.substr(cut) : o.p->name);
+  // the theoretical roofs are shared when every platform has the same peaks and bandwidths
+  bool theo_shared = true;
+  for (const RoofSet& o : sets) {
+    const RoofSet& a = sets.front();
+    theo_shared = theo_shared && o.roofs.size() == a.roofs.size() && o.p->memory.size() == a.p->memory.size();
+    for (size_t i = 0; theo_shared && i < o.roofs.size(); ++i) theo_shared = close_to(o.roofs[i]->peak_flops_per_s, a.roofs[i]->peak_flops_per_s);
+    for (size_t i = 0; theo_shared && i < o.p->memory.size(); ++i) theo_shared = close_to(o.p->memory[i].bandwidth_bytes_per_s, a.p->memory[i].bandwidth_bytes_per_s);
+  }
   for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
     const Platform& p = *sets[set_i].p;
     for (size_t ri = 0; ri < sets[set_i].roofs.size(); ++ri) {
@@ -439,15 +465,17 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
         for (int derated = 0; derated < 2; ++derated) {
           if (!derated && all_same) continue;
           if ((derated && !show_der && !all_same) || (!derated && !show_theo)) continue;
-          add_roof(f, sets[set_i], set_i, ri, mi, derated != 0, overlay);
+          add_roof(f, sets[set_i], short_names[set_i], set_i, ri, mi, derated != 0, overlay, theo_shared);
         }
       }
     }
   }
+  // each platform's legend entry gives its derated peak and bandwidth; at a printed size, where
+  // the legend shares the page with the plot, its name only (the values: plot data, report.md)
   if (overlay)
     for (size_t set_i = 0; set_i < sets.size(); ++set_i)
-      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
-                                         ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
+                                                                    ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4)),
                                      true, LineStyle{roof_color(set_i), 1.6, overlay_dash(set_i)}, false, {}, {}});
   return any_derating;
 }
@@ -503,7 +531,7 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
     if (std::find(marker_keys.begin(), marker_keys.end(), mk) == marker_keys.end()) marker_keys.push_back(mk);
     if (std::find(color_keys.begin(), color_keys.end(), ck) == color_keys.end()) color_keys.push_back(ck);
   }
-  const size_t max_shapes = style_preset(spec.style).fixed ? 4 : 8;
+  const size_t max_shapes = style_preset(spec.style).fixed || spec.physical ? 4 : 8;
   bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
   std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
   for (const auto& p : pts) {
@@ -552,7 +580,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
   roofline_axes(f, all_pts, sets);
   const bool overlay = sets.size() > 1;
-  const bool any_derating = add_roofs(f, sets, show_theo, show_der);
+  const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
   add_roofline_markers(f, spec, r, merge_coincident(all_pts));
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});

@@ -691,13 +691,18 @@ void layout_legend(Pass& p, const Plan& plan) {
   p.legend_cols = std::max<size_t>(1, std::min(f.legend.size(), static_cast<size_t>((W - 20) / p.legend_w)));
   size_t rows = (f.legend.size() + p.legend_cols - 1) / p.legend_cols;
   double max_h = f.height / 4;
-  if (static_cast<double>(rows) * Z.row > max_h && p.legend_cols < 2 && f.legend.size() > 1) {
-    p.legend_cols = 2;
-    p.legend_w = (W - 20) / 2;
+  size_t max_rows = std::max<size_t>(1, static_cast<size_t>(max_h / Z.row));
+  // more columns of shortened entries (at most three) before any entry is left out
+  const size_t natural_cols = p.legend_cols;
+  while (rows > max_rows && p.legend_cols < 3 && f.legend.size() > p.legend_cols) {
+    ++p.legend_cols;
+    rows = (f.legend.size() + p.legend_cols - 1) / p.legend_cols;
+  }
+  if (p.legend_cols > natural_cols) {
+    p.legend_w = (W - 20) / static_cast<double>(p.legend_cols);
     // what-if variants share a long name: drop the common part first ("…@2.2GHz: …"), so
-    // what tells the entries apart stays
-    // the longest start that two or more line entries share (entries of another kind, like
-    // "derated roof", share nothing and are left out)
+    // what tells the entries apart stays; the common start is the one two or more line entries
+    // share (entries of another kind, like "derated roof", share nothing and are left out)
     auto shared = [](const std::string& a, const std::string& b) {
       size_t k = 0;
       while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
@@ -720,9 +725,7 @@ void layout_legend(Pass& p, const Plan& plan) {
         e.text = "…" + e.text.substr(common.size());
       while (r.measure(e.text, Z.legend, false).width > room && e.text.size() > 4) e.text = shorten(e.text);
     }
-    rows = (f.legend.size() + 1) / 2;
   }
-  size_t max_rows = std::max<size_t>(1, static_cast<size_t>(max_h / Z.row));
   if (rows > max_rows) {
     size_t keep = max_rows * p.legend_cols - 1;
     size_t more = f.legend.size() - keep;

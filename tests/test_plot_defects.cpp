@@ -339,3 +339,41 @@ TEST_CASE("heatmap values: one format in every cell and on the colour bar, the b
   CHECK(has_text(rec2, "0.01"));   // a colour-bar tick: 1e-5 s = 0.01 ms
   for (const auto& x : rec2.texts) CHECK(x.s.find("µs") == std::string::npos);
 }
+
+TEST_CASE("overlay of platforms: theoretical roofs in each platform's colour, ridges say whose, a printed legend keeps every entry", "[plots][defects][print]") {
+  Scenario s = load_scenario(src("scenarios/study_platforms.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  REQUIRE(specs.size() == 1);
+  BuiltFigure b = build_one(specs[0], r, s);
+  // the h100_sxm's theoretical roof (3.35 TB/s, dashed) is drawn in its own colour, lighter:
+  // the same colour as its derated roof (solid), at 55 % opacity
+  const Line* theo = nullptr;
+  const Line* der = nullptr;
+  for (const Line& l : b.figure.lines) {
+    if (l.label.find("HBM3 3.35 TB/s") != std::string::npos) theo = &l;
+    if (l.label.find("derated 2.8475 TB/s") != std::string::npos) der = &l;
+  }
+  REQUIRE(theo);
+  REQUIRE(der);
+  CHECK(theo->style.dash == Dash::Dashed);
+  CHECK(theo->style.color.r == Approx(der->style.color.r));
+  CHECK(theo->style.color.g == Approx(der->style.color.g));
+  CHECK(theo->style.color.a == Approx(0.55));
+  // rtx3080: 29.8 TFLOP/s / 760.32 GB/s = 39.19 FLOP/byte, named on the overlay
+  bool named = false;
+  for (const plots::Point& p : b.figure.points) named = named || p.label == "rtx3080 ridge 39.2";
+  CHECK(named);
+  // at paper size all 11 legend entries stay (5 platforms, 2 bounds, 2 networks, 2 roof kinds)
+  PlotSpec paper = specs[0];
+  paper.style = "paper";
+  paper.given = {"style"};
+  BuiltFigure pb = build_one(paper, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(pb.figure, rec);
+  CHECK(pb.figure.legend.size() == 11);
+  for (const auto& t : rec.texts) CHECK(t.s.find("more (plot data)") == std::string::npos);
+  CHECK(rep.legend.w > 0);
+}
