@@ -480,6 +480,64 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
   return any_derating;
 }
 
+// Roofs of a script's efficiency model: layers whose derated peak or bandwidth differs from
+// every platform roof (an efficiency_compute or efficiency_bandwidth under 1) sit on roofs of
+// their own. Each distinct one (the four highest) is drawn dotted and labelled with its share of
+// the platform's derated roof ("efficiency 30 %: 8.94 TFLOP/s"). Returns whether any was drawn.
+bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const RunResult& r, const std::string& network) {
+  bool any = false;
+  const bool overlay = sets.size() > 1;
+  for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
+    const RoofSet& rs = sets[set_i];
+    if (rs.roofs.empty() || rs.p->memory.empty()) continue;
+    auto is_platform_roof = [&](double peak, double bw) {
+      for (const ComputeRoof* cr : rs.roofs)
+        for (const auto& m : rs.p->memory)
+          if (close_to(peak, cr->derated_flops_per_s) && close_to(bw, m.derated_bandwidth_bytes_per_s)) return true;
+      return false;
+    };
+    std::vector<std::pair<double, double>> own;  // (peak, bandwidth)
+    for (const auto& pr : r.results)
+      for (const auto& row : pr.rows) {
+        if (row.platform != rs.p->name || (!network.empty() && row.network != network)) continue;
+        double peak = row.derated.peak_flops_per_s, bw = row.derated.bandwidth_bytes_per_s;
+        if (!(peak > 0) || !(bw > 0) || is_platform_roof(peak, bw)) continue;
+        if (std::none_of(own.begin(), own.end(), [&](const auto& o) { return close_to(o.first, peak) && close_to(o.second, bw); })) own.emplace_back(peak, bw);
+      }
+    std::sort(own.begin(), own.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (own.size() > 4) own.resize(4);
+    const double base_peak = rs.roofs.front()->derated_flops_per_s, base_bw = rs.p->memory.front().derated_bandwidth_bytes_per_s;
+    for (const auto& [peak, bw] : own) {
+      LineStyle st{overlay ? roof_color(set_i) : rgb(0x777777), 0.9, Dash::Dotted};
+      double ridge = peak / bw;
+      char pct[64];
+      Line mem;
+      mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+      mem.style = st;
+      if (!close_to(bw, base_bw)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * bw / base_bw);
+        mem.label = pct + si(bw, "B/s", 3);
+      }
+      mem.label_at = 0.4;
+      mem.label_above = false;
+      add_line(f, mem);
+      Line comp;
+      comp.pts = {{ridge, peak}, {f.x.max, peak}};
+      comp.style = st;
+      if (!close_to(peak, base_peak)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * peak / base_peak);
+        comp.label = pct + si(peak, "FLOP/s", 3);
+      }
+      comp.label_at = 0.7;
+      comp.label_above = false;
+      add_line(f, comp);
+      any = true;
+    }
+  }
+  if (any) f.legend.push_back(LegendEntry{"efficiency-model roof", true, LineStyle{rgb(0x777777), 0.9, Dash::Dotted}, false, {}, {}});
+  return any;
+}
+
 // Points that coincide (the same layer at several sweep points, or on what-if variants that
 // leave it alone) become one marker, labelled with the first and how many more it stands for.
 // Each point joins the first earlier marker it coincides with. Markers are indexed by (bound,
@@ -581,6 +639,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   roofline_axes(f, all_pts, sets);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
+  const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
   add_roofline_markers(f, spec, r, merge_coincident(all_pts));
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
@@ -592,7 +651,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
-               (on_derated && any_derating ? " on derated roofs" : "");
+               (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
 
   out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});

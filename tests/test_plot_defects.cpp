@@ -437,3 +437,25 @@ TEST_CASE("a trend with more series than distinct styles labels its lines direct
   for (const Line& l : b.figure.lines) labelled += l.label.size() >= 2 && l.label[0] == 'n';
   CHECK(labelled == 10);
 }
+
+TEST_CASE("roofline: a script's efficiency model draws its roofs", "[plots][defects]") {
+  // scenarios/lua/efficiency_energy.lua: depthwise convolutions reach 30 % of the compute roof,
+  // small layers 60 %
+  Scenario s = load_scenario(src("scenarios/depthwise_efficiency.yaml"));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  BuiltFigure b = build_one(p, r, s);
+  bool dw = false, small = false;
+  for (const Line& l : b.figure.lines) {
+    if (l.style.dash != Dash::Dotted || l.pts.size() != 2 || l.pts[0].y != l.pts[1].y) continue;
+    dw = dw || (l.pts[0].y == Approx(0.3 * 29.8e12) && l.label == "efficiency 30 %: 8.94 TFLOP/s");
+    small = small || (l.pts[0].y == Approx(0.6 * 29.8e12) && l.label == "efficiency 60 %: 17.9 TFLOP/s");
+  }
+  CHECK(dw);
+  CHECK(small);
+  bool in_legend = false;
+  for (const auto& e : b.figure.legend) in_legend = in_legend || e.text == "efficiency-model roof";
+  CHECK(in_legend);
+}
