@@ -95,6 +95,9 @@ struct Axis {
   // Set by the layout: tick labels are plain numbers in units of `divisor` (e.g. 1e12 with the
   // title "Performance [TFLOP/s]"), one format for the whole axis; 0 = an SI prefix per tick.
   double divisor = 0;
+  // Set by the layout: the ticks are swept powers of two past 1024, labelled in binary multiples
+  // ("4 Ki", "128 Ki") rather than as decimal fractions ("131.072 k").
+  bool binary = false;
 };
 
 struct Figure {

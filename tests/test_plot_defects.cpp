@@ -267,3 +267,113 @@ TEST_CASE("titles, subtitles and legend entries of multi-byte text shorten until
     if (t.s.rfind("µµ", 0) == 0 && t.s.size() > 3 && t.s.compare(t.s.size() - 3, 3, "…") == 0) title_cut = true;
   CHECK(title_cut);
 }
+
+TEST_CASE("ticks at swept powers of two are round: binary multiples, never '16.384 k'", "[plots][defects]") {
+  Figure f;
+  f.x.scale = Scale::Log;
+  f.x.min = 800, f.x.max = 160000;
+  f.x.ticks = {1024, 4096, 16384, 65536, 131072};  // 2^10 … 2^17, as a sweep over context lengths gives
+  f.y.min = 0, f.y.max = 1;
+  f.lines.push_back(Line{{{1024, 0.1}, {131072, 0.9}}, {}, "", "", 0.85, true});
+  RecordingRenderer rec;
+  DrawReport rep = draw(f, rec);
+  CHECK(has_text(rec, "1 Ki"));    // 1024 = 1 × 1024
+  CHECK(has_text(rec, "16 Ki"));   // 16384 = 16 × 1024
+  CHECK(has_text(rec, "128 Ki"));  // 131072 = 128 × 1024
+  for (const auto& t : rec.texts) CHECK(t.s.find("16.384") == std::string::npos);
+  // whole numbers that are not powers of two stay whole: 12288 = 12 × 1024 but 3000 is not
+  Figure g = f;
+  g.x.ticks = {3000, 12288, 100000};
+  g.x.min = 2000;
+  RecordingRenderer rec2;
+  draw(g, rec2);
+  CHECK(has_text(rec2, "12288"));
+  CHECK(has_text(rec2, "100000"));
+  // x tick labels never touch: on the log axis 64 Ki and 128 Ki crowd the right end of a
+  // printed-size plot, and one of them gives way
+  f.width = 88 / 25.4 * 72, f.height = 66 / 25.4 * 72, f.fixed_size = true, f.font_size = 8;
+  RecordingRenderer rec3;
+  DrawReport r3 = draw(f, rec3);
+  std::vector<Rect> ticks;
+  for (size_t i = 0; i < rec3.texts.size(); ++i)
+    if (rec3.texts[i].s.find("Ki") != std::string::npos) ticks.push_back(r3.texts[i]);
+  REQUIRE(ticks.size() >= 2);
+  CHECK(has_text(rec3, "128 Ki"));  // the largest value keeps its label
+  for (size_t i = 0; i < ticks.size(); ++i)
+    for (size_t j = i + 1; j < ticks.size(); ++j) CHECK_FALSE(ticks[i].overlaps(ticks[j]));
+}
+
+TEST_CASE("heatmap values: one format in every cell and on the colour bar, the bar's unit matches its ticks", "[plots][defects]") {
+  Figure f;
+  Heatmap h;
+  h.xcats = {"1", "2"};
+  h.ycats = {"a", "b"};
+  h.values = {{237, 1030}, {12.5, 0.5}};
+  h.value_label = "Tokens";
+  f.heatmap = h;
+  f.grid = false;
+  RecordingRenderer rec;
+  draw(f, rec);
+  // three significant digits, a k from a thousand on: 1030 = 1.03 k
+  for (const char* s : {"237", "1.03k", "12.5", "0.5"}) {
+    INFO(s);
+    CHECK(has_text(rec, s));
+  }
+  for (const auto& t : rec.texts) CHECK(t.s.find("e+") == std::string::npos);
+  // a time in seconds from 3 µs to 2 ms: the bar's title says ms and its ticks are in ms
+  Figure g;
+  Heatmap t;
+  t.xcats = {"1", "2"};
+  t.ycats = {"a"};
+  t.values = {{3e-6, 2e-3}};
+  t.value_label = "Time [s]";
+  t.value_unit = "s";
+  t.log_colors = true;
+  g.heatmap = t;
+  g.grid = false;
+  RecordingRenderer rec2;
+  draw(g, rec2);
+  CHECK(has_text(rec2, "Time [ms]"));
+  CHECK(has_text(rec2, "0.003"));  // 3e-6 s = 0.003 ms
+  CHECK(has_text(rec2, "2"));      // 2e-3 s = 2 ms
+  CHECK(has_text(rec2, "0.01"));   // a colour-bar tick: 1e-5 s = 0.01 ms
+  for (const auto& x : rec2.texts) CHECK(x.s.find("µs") == std::string::npos);
+}
+
+TEST_CASE("overlay of platforms: theoretical roofs in each platform's colour, ridges say whose, a printed legend keeps every entry", "[plots][defects][print]") {
+  Scenario s = load_scenario(src("scenarios/study_platforms.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  REQUIRE(specs.size() == 1);
+  BuiltFigure b = build_one(specs[0], r, s);
+  // the h100_sxm's theoretical roof (3.35 TB/s, dashed) is drawn in its own colour, lighter:
+  // the same colour as its derated roof (solid), at 55 % opacity
+  const Line* theo = nullptr;
+  const Line* der = nullptr;
+  for (const Line& l : b.figure.lines) {
+    if (l.label.find("HBM3 3.35 TB/s") != std::string::npos) theo = &l;
+    if (l.label.find("derated 2.8475 TB/s") != std::string::npos) der = &l;
+  }
+  REQUIRE(theo);
+  REQUIRE(der);
+  CHECK(theo->style.dash == Dash::Dashed);
+  CHECK(theo->style.color.r == Approx(der->style.color.r));
+  CHECK(theo->style.color.g == Approx(der->style.color.g));
+  CHECK(theo->style.color.a == Approx(0.55));
+  // rtx3080: 29.8 TFLOP/s / 760.32 GB/s = 39.19 FLOP/byte, named on the overlay
+  bool named = false;
+  for (const plots::Point& p : b.figure.points) named = named || p.label == "rtx3080 ridge 39.2";
+  CHECK(named);
+  // at paper size all 11 legend entries stay (5 platforms, 2 bounds, 2 networks, 2 roof kinds)
+  PlotSpec paper = specs[0];
+  paper.style = "paper";
+  paper.given = {"style"};
+  BuiltFigure pb = build_one(paper, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(pb.figure, rec);
+  CHECK(pb.figure.legend.size() == 11);
+  for (const auto& t : rec.texts) CHECK(t.s.find("more (plot data)") == std::string::npos);
+  CHECK(rep.legend.w > 0);
+}
