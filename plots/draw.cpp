@@ -349,7 +349,14 @@ void unit_in_title(Axis& a) {
   } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
   for (const auto& st : steps)
     if (hi >= st.f * 0.9999) {
-      if (lo / st.f < 1e-4 * 0.9999) return;
+      if (lo / st.f < 1e-4 * 0.9999) {
+        // too wide for one prefix: each tick keeps its own ("10 MFLOP/s" … "1 TFLOP/s"), and the
+        // title does not repeat a bare unit beside them
+        std::string bracket = " [" + a.unit + "]";
+        size_t k = a.title.find(bracket);
+        if (k != std::string::npos) a.title.erase(k, bracket.size());
+        return;
+      }
       std::string unit = std::string(st.p) + a.unit;
       std::string bracket = "[" + a.unit + "]";
       size_t k = a.title.find(bracket);

@@ -377,3 +377,24 @@ TEST_CASE("overlay of platforms: theoretical roofs in each platform's colour, ri
   for (const auto& t : rec.texts) CHECK(t.s.find("more (plot data)") == std::string::npos);
   CHECK(rep.legend.w > 0);
 }
+
+TEST_CASE("an axis too wide for one prefix: ticks keep their own, the title no bare unit beside them", "[plots][defects]") {
+  Figure f;
+  f.x.min = 1, f.x.max = 10;
+  f.y.scale = Scale::Log;
+  f.y.min = 1e7, f.y.max = 1e12;  // 10 MFLOP/s … 1 TFLOP/s: 1e7 / 1e12 = 1e-5 of the top prefix
+  f.y.unit = "FLOP/s";
+  f.y.title = "Performance [FLOP/s]";
+  RecordingRenderer rec;
+  draw(f, rec);
+  CHECK(has_text(rec, "Performance"));
+  CHECK_FALSE(has_text(rec, "Performance [FLOP/s]"));
+  CHECK(has_text(rec, "10 MFLOP/s"));
+  CHECK(has_text(rec, "1 TFLOP/s"));
+  // one decade less (1e8 / 1e12 = 1e-4): one prefix, in the title
+  f.y.min = 1e8;
+  RecordingRenderer rec2;
+  draw(f, rec2);
+  CHECK(has_text(rec2, "Performance [TFLOP/s]"));
+  CHECK(has_text(rec2, "0.0001"));
+}
