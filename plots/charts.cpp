@@ -724,9 +724,41 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     for (const auto& p : sr.pts) xs.push_back(p.x), ys.push_back(p.y);
   // ridge references when y is intensity
   std::vector<Reference> refs;
+  std::vector<Line> ridge_lines;
+  // what-if variants (a platform per sweep point in one `platforms:` entry) each apply at their
+  // own points: their ridge is a line through those points, not a reference across every x
+  std::set<std::string> varying;
+  if (spec.y == "intensity" && !categorical) {
+    size_t slots = 0;
+    for (const auto& pr : r.results) slots = std::max(slots, pr.platforms.size());
+    for (size_t k = 0; k < slots; ++k) {
+      std::set<std::string> names;
+      Line L;
+      for (size_t pi = 0; pi < r.results.size(); ++pi) {
+        const PointResult& pr = r.results[pi];
+        if (k >= pr.platforms.size()) continue;
+        const Platform& pl = pr.platforms[k];
+        names.insert(pl.name);
+        const ComputeRoof* roof = pl.roof_for(set.dtype);
+        const std::string* v = env_find(r.points[pi].bindings, spec.x);
+        auto xv = v ? parse_double(*v) : std::nullopt;
+        if (roof && xv && !pl.memory.empty()) L.pts.push_back({*xv, roof->derated_flops_per_s / pl.memory.front().derated_bandwidth_bytes_per_s});
+      }
+      if (names.size() < 2 || L.pts.size() < 2) continue;
+      varying.insert(names.begin(), names.end());
+      std::stable_sort(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+      L.pts.erase(std::unique(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return close_to(a.x, b.x) && close_to(a.y, b.y); }), L.pts.end());
+      L.style = LineStyle{rgb(ridge_lines.size() % 2 ? 0x666666 : 0x333333), 1.0, ridge_lines.size() % 2 ? Dash::Dotted : Dash::Dashed};
+      L.label = slot_name(r, s, k) + " ridge";
+      L.label_at = 0.5;
+      for (const P& q : L.pts) ys.push_back(q.y);
+      ridge_lines.push_back(L);
+    }
+  }
   if (spec.y == "intensity") {
     size_t ci = 0;
     for (const auto& name : platform_names(r)) {
+      if (varying.count(name)) continue;
       const Platform* p = find_platform(r, name);
       if (!p) continue;
       const ComputeRoof* roof = p->roof_for(set.dtype);
@@ -776,6 +808,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     Line L;
     L.pts = series[i].pts;
     L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    // past the 8 colours and shapes a style repeats: the line carries its name too
+    if (series.size() > 8) {
+      L.label = series[i].name;
+      L.label_at = 0.9 - 0.6 * static_cast<double>(i % 8) / 8;
+    }
     if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
     for (const auto& p : series[i].pts) {
       Point q;
@@ -788,10 +825,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, true, marker_cycle(i), palette(i)});
   }
   for (auto& ref : refs) f.refs.push_back(ref);
+  for (auto& l : ridge_lines) f.lines.push_back(l);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
-  if (!refs.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
+  if (!refs.empty() || !ridge_lines.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
   if (categorical && cats.size() > 12) {

@@ -398,3 +398,42 @@ TEST_CASE("an axis too wide for one prefix: ticks keep their own, the title no b
   CHECK(has_text(rec2, "Performance [TFLOP/s]"));
   CHECK(has_text(rec2, "0.0001"));
 }
+
+TEST_CASE("what-if trend: each variant's ridge only where it applies, as one line through its points", "[plots][defects]") {
+  Scenario s = load_scenario(src("scenarios/avx512_clock_whatif.yaml"));
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "clock_ghz";
+  t.y = "intensity";
+  BuiltFigure b = build_one(t, r, s);
+  CHECK(b.figure.refs.empty());  // no horizontal line per variant across every clock
+  const Line* ridge = nullptr;
+  for (const Line& l : b.figure.lines)
+    if (l.label == "xeon_silver_4210_2s ridge") ridge = &l;
+  REQUIRE(ridge);
+  REQUIRE(ridge->pts.size() == 4);  // 1.5, 1.8, 2.0, 2.2 GHz
+  // 2 × 10 cores × clock × 32 fp32 FLOP per cycle (one AVX-512 FMA unit) over the 76.8 GB/s
+  // the variants keep: 1.5 GHz → 960 GFLOP/s / 76.8 GB/s = 12.5, 2.2 GHz → 1.408 TFLOP/s → 18.33
+  CHECK(ridge->pts.front().x == Approx(1.5));
+  CHECK(ridge->pts.front().y == Approx(20 * 1.5e9 * 32 / 76.8e9));
+  CHECK(ridge->pts.back().x == Approx(2.2));
+  CHECK(ridge->pts.back().y == Approx(20 * 2.2e9 * 32 / 76.8e9));
+}
+
+TEST_CASE("a trend with more series than distinct styles labels its lines directly", "[plots][defects]") {
+  std::string y = "name: many\nsweep: {grid: {batch: [1, 2, 4]}}\nplatforms: [rtx3080]\nnetworks:\n";
+  for (int i = 1; i <= 10; ++i)  // 10 networks: past the 8 colours, shapes and dashes repeat
+    y += "  - {name: n" + std::to_string(i) + ", input: [\"${batch}\", " + std::to_string(32 * i) + "], layers: [{name: fc, op: linear, out_features: 64}]}\n";
+  Scenario s = parse_scenario(y, "many.yaml");
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "batch";
+  t.y = "intensity";
+  t.series = "network";
+  BuiltFigure b = build_one(t, r, s);
+  size_t labelled = 0;
+  for (const Line& l : b.figure.lines) labelled += l.label.size() >= 2 && l.label[0] == 'n';
+  CHECK(labelled == 10);
+}
