@@ -129,7 +129,8 @@ std::string tick_label(double v, const Axis& a) {
   char buf[64];
   if (v == 0) return "0";
   double av = std::fabs(v);
-  bool si = !a.unit.empty() || av >= 1e4 || av < 1e-3;
+  // a prefix from 10 k on, or from 1 k on an axis that reaches 100 k (never "1000" beside "10 k")
+  bool si = !a.unit.empty() || av >= (a.max >= 1e5 * 0.9999 ? 1e3 * 0.9999 : 1e4) || av < 1e-3;
   if (!si) {
     std::snprintf(buf, sizeof buf, "%g", v);
     return buf;

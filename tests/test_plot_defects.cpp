@@ -459,3 +459,17 @@ TEST_CASE("roofline: a script's efficiency model draws its roofs", "[plots][defe
   for (const auto& e : b.figure.legend) in_legend = in_legend || e.text == "efficiency-model roof";
   CHECK(in_legend);
 }
+
+TEST_CASE("a unitless log axis up to 100 k: one format, never '1000' beside '10 k'", "[plots][defects]") {
+  Figure f;
+  f.x.min = 1, f.x.max = 10;
+  f.y.scale = Scale::Log;
+  f.y.min = 100, f.y.max = 1e5;  // tokens per second
+  RecordingRenderer rec;
+  draw(f, rec);
+  CHECK(has_text(rec, "100"));
+  CHECK(has_text(rec, "1 k"));  // 1000 = 1 × 10^3
+  CHECK(has_text(rec, "10 k"));
+  CHECK(has_text(rec, "100 k"));
+  CHECK_FALSE(has_text(rec, "1000"));
+}
