@@ -436,6 +436,15 @@ class Json {
     out_ += ':';
     fresh_ = true;
   }
+  // a key written in this file (a literal that needs no escape)
+  template <size_t N>
+  void key(const char (&k)[N]) {
+    comma();
+    out_ += '"';
+    out_.append(k, N - 1);
+    out_ += "\":";
+    fresh_ = true;
+  }
   void str(std::string_view v) {
     comma();
     put_json_str(out_, v);
