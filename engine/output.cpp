@@ -800,7 +800,9 @@ void PreviewSink::start(const RunHeader& h) {
 
 void PreviewSink::consume(PointResult&& pr, const Point& p) {
   size_t rows = pr.rows.size(), sums = pr.summary.size();
-  if (kept_rows_ < max_rows_ || kept_summary_ < max_summary_ || r_.results.empty()) {
+  // a point is kept while it adds rows the tables still show (a summary-only run has no layer
+  // rows: its points must not all be kept for the empty layer table)
+  if ((rows > 0 && kept_rows_ < max_rows_) || (sums > 0 && kept_summary_ < max_summary_) || r_.results.empty()) {
     kept_rows_ += rows;
     kept_summary_ += sums;
     r_.points.push_back(p);
