@@ -26,9 +26,9 @@ plots::Figure roofline_figure(const ProbeResult& r) {
   f.title = "Measured roofline: " + r.cpu;
   f.subtitle = std::to_string(r.threads) + " pinned thread" + (r.threads == 1 ? "" : "s") + ", clock " + si(r.clock_all_hz, "Hz") +
                "; ceilings = best FMA rate per ISA, diagonals = read-bandwidth plateaus";
-  f.x = plots::Axis{plots::Scale::Log, 1.0 / 64, 256, "arithmetic intensity (FLOP/byte)", "", {}, {}};
+  f.x = plots::Axis{plots::Scale::Log, 1.0 / 64, 256, "Arithmetic intensity [FLOP/byte]", "", {}, {}};
   f.y.scale = plots::Scale::Log;
-  f.y.title = "performance";
+  f.y.title = "Performance [FLOP/s]";
   f.y.unit = "FLOP/s";
   // the best ISA of each precision, and scalar fp64 as the floor
   std::vector<std::pair<std::string, double>> ceilings;
@@ -81,8 +81,8 @@ plots::Figure bandwidth_figure(const ProbeResult& r) {
     if (b.bytes_per_s > 0) bmin = std::min(bmin, b.bytes_per_s), bmax = std::max(bmax, b.bytes_per_s);
   }
   if (!(hi > 0)) lo = 1e4, hi = 1e9, bmin = 1e9, bmax = 1e12;
-  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "working set", "B", {}, {}};
-  f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(bmin / 1.5))), std::pow(10.0, std::ceil(std::log10(bmax * 1.5))), "bandwidth", "B/s", {}, {}};
+  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "Working set [B]", "B", {}, {}};
+  f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(bmin / 1.5))), std::pow(10.0, std::ceil(std::log10(bmax * 1.5))), "Bandwidth [B/s]", "B/s", {}, {}};
   const char* kernels[] = {"read", "write", "copy", "triad"};
   std::vector<int> tcs = {1};
   if (r.threads > 1) tcs.push_back(r.threads);

@@ -262,38 +262,42 @@ void add_line(Figure& f, Line L) {
   f.lines.push_back(L);
 }
 
-BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats) {
-  BuiltFigure out;
-  Figure& f = out.figure;
-  f.width = spec.width, f.height = spec.height;
-  const Settings& set = r.results.front().settings;
-  bool networks = spec.points == "networks";
-  bool show_theo = spec.roofs != "derated", show_der = spec.roofs != "theoretical";
-  bool on_derated = show_der;  // points sit on the derated roofs when those are drawn
-  std::string dtypes_text;
-  std::set<DType> dtypes_used;
+// ---------------------------------------------------------------- roofline
+
+// A point of a roofline: a layer (or a network total) at one sweep point on one platform.
+struct RoofPt {
+  double x, y;
+  std::string label, bound, op, network, platform;
+  size_t point;
+};
+
+// A platform on the chart and its compute roofs for the precisions the points use.
+struct RoofSet {
+  const Platform* p;
+  std::vector<const ComputeRoof*> roofs;
+};
+
+std::set<DType> dtypes_on(const RunResult& r, const std::vector<std::string>& plats) {
+  std::set<DType> used;
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows)
-      if (std::find(plats.begin(), plats.end(), row.platform) != plats.end()) dtypes_used.insert(row.dtype);
-  for (DType t : dtypes_used) dtypes_text += (dtypes_text.empty() ? "" : "/") + std::string(dtype_name(t));
+      if (std::find(plats.begin(), plats.end(), row.platform) != plats.end()) used.insert(row.dtype);
+  return used;
+}
 
-  // collect points
-  struct Pt {
-    double x, y;
-    std::string label, bound, op, network, platform;
-    size_t point;
-  };
-  std::vector<Pt> pts;
-  int hidden_zero = 0, hidden_inf = 0;
+// The points: each layer (or network total) of every sweep point on the chart's platforms, on
+// the derated roofs or the theoretical ones. Log axes cannot show 0 or ∞: such points are
+// counted in `hidden` (the subtitle says how many) instead.
+std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, const std::vector<std::string>& plats, bool on_derated, int& hidden) {
+  const bool networks = spec.points == "networks";
+  std::vector<RoofPt> pts;
   size_t npoints = r.points.size();
   std::set<std::string> layer_names;
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows)
       if (spec.network.empty() || row.network == spec.network) layer_names.insert(row.network + "/" + row.layer);
-  // log axes cannot show 0 or ∞: such points are counted in the subtitle instead
   auto drawable = [&](double x, double y) {
-    if (!(x > 0) || !(y > 0)) return ++hidden_zero, false;
-    if (!std::isfinite(x)) return ++hidden_inf, false;
+    if (!(x > 0) || !(y > 0) || !std::isfinite(x)) return ++hidden, false;
     return true;
   };
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
@@ -332,14 +336,10 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       pts.push_back({x, y, label, bound_name(rp.bound), row.op, row.network, row.platform, pi});
     }
   }
+  return pts;
+}
 
-  // roofs per platform
-  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-  for (const auto& p : pts) xmin = std::min(xmin, p.x / 4), xmax = std::max(xmax, p.x * 4), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
-  struct RoofSet {
-    const Platform* p;
-    std::vector<const ComputeRoof*> roofs;
-  };
+std::vector<RoofSet> roof_sets(const RunResult& r, const std::vector<std::string>& plats, const std::set<DType>& dtypes_used) {
   std::vector<RoofSet> sets;
   for (const auto& name : plats) {
     const Platform* p = find_platform(r, name);
@@ -348,8 +348,18 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     for (DType t : dtypes_used)
       if (const ComputeRoof* cr = p->roof_for(t); cr && std::find(rs.roofs.begin(), rs.roofs.end(), cr) == rs.roofs.end()) rs.roofs.push_back(cr);
     sets.push_back(rs);
+  }
+  return sets;
+}
+
+// Log–log axes wide enough for every point (a factor 4 beside it) and every ridge (50× left,
+// 10× right), from the lowest roof's 1/50 to the highest peak.
+void roofline_axes(Figure& f, const std::vector<RoofPt>& pts, const std::vector<RoofSet>& sets) {
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& p : pts) xmin = std::min(xmin, p.x / 4), xmax = std::max(xmax, p.x * 4), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
+  for (const RoofSet& rs : sets)
     for (const ComputeRoof* cr : rs.roofs)
-      for (const auto& m : p->memory) {
+      for (const auto& m : rs.p->memory) {
         double ridge = cr->peak_flops_per_s / m.bandwidth_bytes_per_s;
         double dridge = cr->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
         xmin = std::min({xmin, ridge / 50, dridge / 50});
@@ -357,118 +367,217 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
         ymax = std::max(ymax, cr->peak_flops_per_s);
         ymin = std::min(ymin, std::min(cr->peak_flops_per_s, cr->derated_flops_per_s) / 50);
       }
-  }
   log_range(f.x, xmin, xmax);
   log_range(f.y, ymin, ymax);
   f.x.title = "Arithmetic intensity [FLOP/byte]";
   f.y.title = "Performance [FLOP/s]";
   f.y.unit = "FLOP/s";
-  bool overlay = sets.size() > 1;
-  bool any_derating = false;
+}
+
+// The dash of a platform's derated roofs on an overlay (the colour tells them apart first).
+Dash overlay_dash(size_t set_i) { return set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid; }
+
+// One compute roof over one memory level, theoretical or derated: the slanted memory roof up to
+// the ridge, the flat compute roof from it (main memory only), each labelled with its value, and
+// the ridge point.
+void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_t set_i, size_t ri, size_t mi, bool derated, bool overlay, bool theo_shared) {
+  const Platform& p = *rs.p;
+  const ComputeRoof& cr = *rs.roofs[ri];
+  const MemoryLevel& m = p.memory[mi];
+  bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
+  bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
+  const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
+  Color c = overlay ? roof_color(set_i) : rgb(0x333333);
+  double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
+  double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
+  double ridge = peak / bw;
+  // on an overlay each platform's theoretical roof is its colour, lighter and dashed; one that
+  // every platform shares (what-if variants of one machine) is neutral grey
+  Color theo = c;
+  theo.a = 0.55;
+  LineStyle st{derated || !overlay ? c : theo_shared ? rgb(0x555555) : theo, derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
+  if (overlay && derated) st.dash = overlay_dash(set_i);
+  if (mi > 0) st.width *= 0.8;
+  Line mem;  // slanted, up to the ridge
+  mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+  mem.style = st;
+  bool label_mem = ri == 0 && (derated ? true : !mem_same);
+  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
+  mem.label_at = 0.55;
+  add_line(f, mem);
+  if (mi > 0) return;  // caches only add their slanted roof
+  Line comp;  // flat, from the ridge
+  comp.pts = {{ridge, peak}, {f.x.max, peak}};
+  comp.style = st;
+  // on an overlay the legend gives each variant's peak; the lines would be too close to label
+  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
+  comp.label_at = 0.78;
+  comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
+  add_line(f, comp);
+  Point rp;
+  rp.at = {ridge, peak};
+  rp.marker = Marker::Diamond;
+  rp.size = 6;
+  rp.fill = rgb(0xFFFFFF);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
+  // on an overlay a ridge says whose it is (unless every platform shares it)
+  rp.label = overlay && (derated || !theo_shared) ? short_name + " " + buf : std::string(buf);
+  rp.on_top = true;
+  bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
+  if (!dup) f.points.push_back(rp);
+}
+
+// Every platform's roofs: theoretical first (dashed, under), then derated (solid); a roof that
+// derating leaves alone is drawn and labelled once. Returns whether any roof is derated.
+bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool show_der, bool print) {
+  bool overlay = sets.size() > 1, any_derating = false;
+  // what-if variants of one platform share most of their names: their ridges say what differs
+  // ("@2.2GHz ridge 18.3"), from the last separator before it
+  std::vector<std::string> short_names;
+  std::string common = sets.empty() ? "" : sets.front().p->name;
+  for (const RoofSet& o : sets) {
+    size_t k = 0;
+    while (k < common.size() && k < o.p->name.size() && common[k] == o.p->name[k]) ++k;
+    common.resize(k);
+  }
+  size_t cut = 0;
+  for (size_t k = 0; k < common.size(); ++k)
+    if (common[k] == '@') cut = k;
+    else if (common[k] == '_' || common[k] == '-' || common[k] == ' ') cut = k + 1;
+  for (const RoofSet& o : sets) short_names.push_back(common.size() >= 5 && cut > 0 && cut < o.p->name.size() ? o.p->name.substr(cut) : o.p->name);
+  // the theoretical roofs are shared when every platform has the same peaks and bandwidths
+  bool theo_shared = true;
+  for (const RoofSet& o : sets) {
+    const RoofSet& a = sets.front();
+    theo_shared = theo_shared && o.roofs.size() == a.roofs.size() && o.p->memory.size() == a.p->memory.size();
+    for (size_t i = 0; theo_shared && i < o.roofs.size(); ++i) theo_shared = close_to(o.roofs[i]->peak_flops_per_s, a.roofs[i]->peak_flops_per_s);
+    for (size_t i = 0; theo_shared && i < o.p->memory.size(); ++i) theo_shared = close_to(o.p->memory[i].bandwidth_bytes_per_s, a.p->memory[i].bandwidth_bytes_per_s);
+  }
   for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
     const Platform& p = *sets[set_i].p;
-    Color c = overlay ? roof_color(set_i) : rgb(0x333333);
     for (size_t ri = 0; ri < sets[set_i].roofs.size(); ++ri) {
       const ComputeRoof& cr = *sets[set_i].roofs[ri];
       for (size_t mi = 0; mi < p.memory.size(); ++mi) {
         const MemoryLevel& m = p.memory[mi];
-        bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
-        bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
-        bool all_same = mem_same && comp_same;
+        bool all_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s && cr.derated_flops_per_s == cr.peak_flops_per_s;
         if (!all_same) any_derating = true;
-        const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
-        // theoretical first (dashed, under), then derated (solid); a roof that derating leaves
-        // alone is drawn and labelled once
         for (int derated = 0; derated < 2; ++derated) {
           if (!derated && all_same) continue;
           if ((derated && !show_der && !all_same) || (!derated && !show_theo)) continue;
-          double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
-          double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
-          double ridge = peak / bw;
-          // on an overlay the theoretical roofs are shared: neutral grey
-          LineStyle st{derated || !overlay ? c : rgb(0x555555), derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
-          if (overlay && derated) st.dash = set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid;
-          if (mi > 0) st.width *= 0.8;
-          Line mem;  // slanted, up to the ridge
-          mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
-          mem.style = st;
-          bool label_mem = ri == 0 && (derated ? true : !mem_same);
-          if (label_mem)
-            mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
-          mem.label_at = 0.55;
-          add_line(f, mem);
-          if (mi > 0) continue;  // caches only add their slanted roof
-          Line comp;  // flat, from the ridge
-          comp.pts = {{ridge, peak}, {f.x.max, peak}};
-          comp.style = st;
-          // on an overlay the legend gives each variant's peak; the lines would be too close to label
-          if ((derated || !comp_same) && !(overlay && derated))
-            comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
-          comp.label_at = 0.78;
-          comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
-          add_line(f, comp);
-          Point rp;
-          rp.at = {ridge, peak};
-          rp.marker = Marker::Diamond;
-          rp.size = 6;
-          rp.fill = rgb(0xFFFFFF);
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
-          rp.label = buf;
-          rp.on_top = true;
-          bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
-          if (!dup) f.points.push_back(rp);
+          add_roof(f, sets[set_i], short_names[set_i], set_i, ri, mi, derated != 0, overlay, theo_shared);
         }
       }
     }
   }
-
+  // each platform's legend entry gives its derated peak and bandwidth; at a printed size, where
+  // the legend shares the page with the plot, its name only (the values: plot data, report.md)
   if (overlay)
     for (size_t set_i = 0; set_i < sets.size(); ++set_i)
-      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
-                                         ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
-                                     true,
-                                     LineStyle{roof_color(set_i), 1.6, set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid},
-                                     false, {}, {}});
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
+                                                                    ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4)),
+                                     true, LineStyle{roof_color(set_i), 1.6, overlay_dash(set_i)}, false, {}, {}});
+  return any_derating;
+}
 
-  std::vector<Pt> all_pts = pts;  // the plot data keeps every point
-  // points that coincide (the same layer at several sweep points, or on what-if variants that
-  // leave it alone) become one marker, labelled with the first and how many more it stands for
-  {
-    // Each point joins the first earlier marker it coincides with. Markers are indexed by
-    // (bound, op) and then by x, so a point looks only at the markers within x's tolerance:
-    // linear in points (40k points would take seconds with a scan of every marker).
-    std::vector<Pt> merged;
-    std::vector<int> extra;
-    std::map<std::pair<std::string, std::string>, std::multimap<double, size_t>> index;
-    for (const auto& p : pts) {
-      size_t found = SIZE_MAX;
-      std::multimap<double, size_t>* by_x = nullptr;
-      if (std::isfinite(p.x) && std::isfinite(p.y)) {  // close_to never holds for inf or NaN
-        by_x = &index[{p.bound, p.op}];
-        double tol = 2e-9 * std::fabs(p.x);  // covers close_to's 1e-9 × max(|a|, |b|)
-        for (auto it = by_x->lower_bound(p.x - tol); it != by_x->end() && it->first <= p.x + tol; ++it) {
-          const Pt& m = merged[it->second];
-          if (it->second < found && close_to(m.x, p.x) && close_to(m.y, p.y)) found = it->second;
-        }
+// Roofs of a script's efficiency model: layers whose derated peak or bandwidth differs from
+// every platform roof (an efficiency_compute or efficiency_bandwidth under 1) sit on roofs of
+// their own. Each distinct one (the four highest) is drawn dotted and labelled with its share of
+// the platform's derated roof ("efficiency 30 %: 8.94 TFLOP/s"). Returns whether any was drawn.
+bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const RunResult& r, const std::string& network) {
+  bool any = false;
+  const bool overlay = sets.size() > 1;
+  for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
+    const RoofSet& rs = sets[set_i];
+    if (rs.roofs.empty() || rs.p->memory.empty()) continue;
+    auto is_platform_roof = [&](double peak, double bw) {
+      for (const ComputeRoof* cr : rs.roofs)
+        for (const auto& m : rs.p->memory)
+          if (close_to(peak, cr->derated_flops_per_s) && close_to(bw, m.derated_bandwidth_bytes_per_s)) return true;
+      return false;
+    };
+    std::vector<std::pair<double, double>> own;  // (peak, bandwidth)
+    for (const auto& pr : r.results)
+      for (const auto& row : pr.rows) {
+        if (row.platform != rs.p->name || (!network.empty() && row.network != network)) continue;
+        double peak = row.derated.peak_flops_per_s, bw = row.derated.bandwidth_bytes_per_s;
+        if (!(peak > 0) || !(bw > 0) || is_platform_roof(peak, bw)) continue;
+        if (std::none_of(own.begin(), own.end(), [&](const auto& o) { return close_to(o.first, peak) && close_to(o.second, bw); })) own.emplace_back(peak, bw);
       }
-      if (found != SIZE_MAX) {
-        if (p.label != merged[found].label) ++extra[found];
-        continue;
+    std::sort(own.begin(), own.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (own.size() > 4) own.resize(4);
+    const double base_peak = rs.roofs.front()->derated_flops_per_s, base_bw = rs.p->memory.front().derated_bandwidth_bytes_per_s;
+    for (const auto& [peak, bw] : own) {
+      LineStyle st{overlay ? roof_color(set_i) : rgb(0x777777), 0.9, Dash::Dotted};
+      double ridge = peak / bw;
+      char pct[64];
+      Line mem;
+      mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+      mem.style = st;
+      if (!close_to(bw, base_bw)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * bw / base_bw);
+        mem.label = pct + si(bw, "B/s", 3);
       }
-      if (by_x) by_x->emplace(p.x, merged.size());
-      merged.push_back(p);
-      extra.push_back(0);
+      mem.label_at = 0.4;
+      mem.label_above = false;
+      add_line(f, mem);
+      Line comp;
+      comp.pts = {{ridge, peak}, {f.x.max, peak}};
+      comp.style = st;
+      if (!close_to(peak, base_peak)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * peak / base_peak);
+        comp.label = pct + si(peak, "FLOP/s", 3);
+      }
+      comp.label_at = 0.7;
+      comp.label_above = false;
+      add_line(f, comp);
+      any = true;
     }
-    for (size_t k = 0; k < merged.size(); ++k)
-      if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
-    pts = merged;
   }
+  if (any) f.legend.push_back(LegendEntry{"efficiency-model roof", true, LineStyle{rgb(0x777777), 0.9, Dash::Dotted}, false, {}, {}});
+  return any;
+}
 
-  // points: marker by op/network/point, colour by bound/series
+// Points that coincide (the same layer at several sweep points, or on what-if variants that
+// leave it alone) become one marker, labelled with the first and how many more it stands for.
+// Each point joins the first earlier marker it coincides with. Markers are indexed by (bound,
+// op) and then by x, so a point looks only at the markers within x's tolerance: linear in
+// points (40k points would take seconds with a scan of every marker).
+std::vector<RoofPt> merge_coincident(const std::vector<RoofPt>& pts) {
+  std::vector<RoofPt> merged;
+  std::vector<int> extra;
+  std::map<std::pair<std::string, std::string>, std::multimap<double, size_t>> index;
+  for (const auto& p : pts) {
+    size_t found = SIZE_MAX;
+    std::multimap<double, size_t>* by_x = nullptr;
+    if (std::isfinite(p.x) && std::isfinite(p.y)) {  // close_to never holds for inf or NaN
+      by_x = &index[{p.bound, p.op}];
+      double tol = 2e-9 * std::fabs(p.x);  // covers close_to's 1e-9 × max(|a|, |b|)
+      for (auto it = by_x->lower_bound(p.x - tol); it != by_x->end() && it->first <= p.x + tol; ++it) {
+        const RoofPt& m = merged[it->second];
+        if (it->second < found && close_to(m.x, p.x) && close_to(m.y, p.y)) found = it->second;
+      }
+    }
+    if (found != SIZE_MAX) {
+      if (p.label != merged[found].label) ++extra[found];
+      continue;
+    }
+    if (by_x) by_x->emplace(p.x, merged.size());
+    merged.push_back(p);
+    extra.push_back(0);
+  }
+  for (size_t k = 0; k < merged.size(); ++k)
+    if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
+  return merged;
+}
+
+// The markers: shape by op (or network, point, platform), colour by bound (or a series), a label
+// per column of equal points; and their legend entries.
+void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts) {
+  const bool networks = spec.points == "networks";
   std::vector<std::string> marker_keys, color_keys;
   // network points have no op: their shape tells the network apart
-  auto key_of = [&](const Pt& p, const std::string& by) {
+  auto key_of = [&](const RoofPt& p, const std::string& by) {
     if (by == "op") return networks ? p.network : p.op;
     if (by == "network") return p.network;
     if (by == "point") return point_text(r, p.point);
@@ -480,7 +589,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     if (std::find(marker_keys.begin(), marker_keys.end(), mk) == marker_keys.end()) marker_keys.push_back(mk);
     if (std::find(color_keys.begin(), color_keys.end(), ck) == color_keys.end()) color_keys.push_back(ck);
   }
-  const size_t max_shapes = style_preset(spec.style).fixed ? 4 : 8;
+  const size_t max_shapes = style_preset(spec.style).fixed || spec.physical ? 4 : 8;
   bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
   std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
   for (const auto& p : pts) {
@@ -500,18 +609,38 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     f.points.push_back(q);
   }
   if (spec.labels == "auto" && pts.size() > 60) f.allow_key = false;
-  // legend
   if (spec.color == "bound") {
     for (const char* b : {"memory", "compute"}) {
-      bool present = std::any_of(pts.begin(), pts.end(), [&](const Pt& p) { return p.bound == b; });
+      bool present = std::any_of(pts.begin(), pts.end(), [&](const RoofPt& p) { return p.bound == b; });
       if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Circle, bound_color(b)});
     }
   } else {
     for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
   }
   if (marker_keys.size() <= max_shapes && (marker_keys.size() > 1 || spec.marker != "op"))
-    for (size_t i = 0; i < marker_keys.size(); ++i)
-      f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
+    for (size_t i = 0; i < marker_keys.size(); ++i) f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
+}
+
+BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  const Settings& set = r.results.front().settings;
+  const bool networks = spec.points == "networks";
+  const bool show_theo = spec.roofs != "derated", show_der = spec.roofs != "theoretical";
+  const bool on_derated = show_der;  // points sit on the derated roofs when those are drawn
+  const std::set<DType> dtypes_used = dtypes_on(r, plats);
+  std::string dtypes_text;
+  for (DType t : dtypes_used) dtypes_text += (dtypes_text.empty() ? "" : "/") + std::string(dtype_name(t));
+
+  int hidden = 0;
+  const std::vector<RoofPt> all_pts = roofline_points(spec, r, plats, on_derated, hidden);  // the plot data keeps every point
+  const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
+  roofline_axes(f, all_pts, sets);
+  const bool overlay = sets.size() > 1;
+  const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
+  const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
+  add_roofline_markers(f, spec, r, merge_coincident(all_pts));
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
     f.legend.push_back(LegendEntry{"derated roof", true, LineStyle{rgb(0x333333), 1.6, Dash::Solid}, false, {}, {}});
@@ -522,9 +651,8 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
-               (on_derated && any_derating ? " on derated roofs" : "");
-  if (hidden_zero + hidden_inf > 0)
-    f.subtitle += " · " + std::to_string(hidden_zero + hidden_inf) + " not drawn (0 FLOPs or 0 bytes)";
+               (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
+  if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
 
   out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
   for (const auto& p : all_pts)
@@ -655,9 +783,41 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     for (const auto& p : sr.pts) xs.push_back(p.x), ys.push_back(p.y);
   // ridge references when y is intensity
   std::vector<Reference> refs;
+  std::vector<Line> ridge_lines;
+  // what-if variants (a platform per sweep point in one `platforms:` entry) each apply at their
+  // own points: their ridge is a line through those points, not a reference across every x
+  std::set<std::string> varying;
+  if (spec.y == "intensity" && !categorical) {
+    size_t slots = 0;
+    for (const auto& pr : r.results) slots = std::max(slots, pr.platforms.size());
+    for (size_t k = 0; k < slots; ++k) {
+      std::set<std::string> names;
+      Line L;
+      for (size_t pi = 0; pi < r.results.size(); ++pi) {
+        const PointResult& pr = r.results[pi];
+        if (k >= pr.platforms.size()) continue;
+        const Platform& pl = pr.platforms[k];
+        names.insert(pl.name);
+        const ComputeRoof* roof = pl.roof_for(set.dtype);
+        const std::string* v = env_find(r.points[pi].bindings, spec.x);
+        auto xv = v ? parse_double(*v) : std::nullopt;
+        if (roof && xv && !pl.memory.empty()) L.pts.push_back({*xv, roof->derated_flops_per_s / pl.memory.front().derated_bandwidth_bytes_per_s});
+      }
+      if (names.size() < 2 || L.pts.size() < 2) continue;
+      varying.insert(names.begin(), names.end());
+      std::stable_sort(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+      L.pts.erase(std::unique(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return close_to(a.x, b.x) && close_to(a.y, b.y); }), L.pts.end());
+      L.style = LineStyle{rgb(ridge_lines.size() % 2 ? 0x666666 : 0x333333), 1.0, ridge_lines.size() % 2 ? Dash::Dotted : Dash::Dashed};
+      L.label = slot_name(r, s, k) + " ridge";
+      L.label_at = 0.5;
+      for (const P& q : L.pts) ys.push_back(q.y);
+      ridge_lines.push_back(L);
+    }
+  }
   if (spec.y == "intensity") {
     size_t ci = 0;
     for (const auto& name : platform_names(r)) {
+      if (varying.count(name)) continue;
       const Platform* p = find_platform(r, name);
       if (!p) continue;
       const ComputeRoof* roof = p->roof_for(set.dtype);
@@ -707,6 +867,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     Line L;
     L.pts = series[i].pts;
     L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    // past the 8 colours and shapes a style repeats: the line carries its name too
+    if (series.size() > 8) {
+      L.label = series[i].name;
+      L.label_at = 0.9 - 0.6 * static_cast<double>(i % 8) / 8;
+    }
     if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
     for (const auto& p : series[i].pts) {
       Point q;
@@ -719,10 +884,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, true, marker_cycle(i), palette(i)});
   }
   for (auto& ref : refs) f.refs.push_back(ref);
+  for (auto& l : ridge_lines) f.lines.push_back(l);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
-  if (!refs.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
+  if (!refs.empty() || !ridge_lines.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
   if (categorical && cats.size() > 12) {
