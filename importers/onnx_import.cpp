@@ -1027,9 +1027,11 @@ class Importer {
       std::vector<double> data;
       for (double o = 0; o < outer; ++o)
         for (double id : idx.data) {
+          // range-checked as a double first: a huge or NaN index must not reach the integer cast
+          if (!(id >= -static_cast<double>(n) && id < static_cast<double>(n)))
+            node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
           long long j = static_cast<long long>(id);
           if (j < 0) j += n;
-          if (j < 0 || j >= n) node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
           for (double k = 0; k < inner; ++k) data.push_back(d.data[static_cast<size_t>((o * static_cast<double>(n) + static_cast<double>(j)) * inner + k)]);
         }
       set_out(0, const_val(out, data, int_elem(d)));
