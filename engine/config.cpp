@@ -237,13 +237,11 @@ std::vector<const CNode*> as_list(const CNode& n) {
 }
 
 std::optional<double> parse_double(const std::string& s) {
-  std::string t = s;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
-  size_t b = 0;
-  while (b < t.size() && std::isspace(static_cast<unsigned char>(t[b]))) ++b;
-  t = t.substr(b);
+  std::string_view t = s;  // a view: called per sweep point, it allocates nothing
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
   if (t.empty()) return std::nullopt;
-  if (t[0] == '+') t = t.substr(1);
+  if (t[0] == '+') t.remove_prefix(1);
   double v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (ec != std::errc() || p != t.data() + t.size()) {
@@ -254,6 +252,12 @@ std::optional<double> parse_double(const std::string& s) {
 }
 
 std::optional<long long> parse_integer(const std::string& s) {
+  // plain decimal digits (the common case, e.g. a swept channel count): read as an integer
+  if (!s.empty() && s.size() <= 15 && std::isdigit(static_cast<unsigned char>(s.front()))) {
+    long long i = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+    if (ec == std::errc() && p == s.data() + s.size()) return i;  // < 10^15: within the 9e15 limit below
+  }
   auto v = parse_double(s);
   if (!v || !std::isfinite(*v) || std::floor(*v) != *v || std::fabs(*v) > 9.0e15) return std::nullopt;
   return static_cast<long long>(*v);

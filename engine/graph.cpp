@@ -152,6 +152,9 @@ class Builder {
       sl.value = flat(item.entries[k].value);
       sl.layer = net_.layers.size();
       sl.spec = spec;
+      const auto& all = L.attrs.all();
+      for (size_t i = 0; i < all.size(); ++i)
+        if (all[i].first == spec->name) sl.index = i;
       plan_->slots.push_back(std::move(sl));
     }
   }
@@ -658,20 +661,24 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
 namespace {
 
 // What a layer's shapes and cost depend on (besides flops_per_mac): a hash, and equality.
+// A hash of what same_work compares (equal work, equal hash). Run for every layer at every sweep
+// point: one multiply per value, and an attribute that is not set (most of an operator's) adds
+// only its position.
 size_t work_hash(const Layer& L, unsigned kv_inputs) {
-  size_t h = std::hash<const void*>()(L.op);
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  mix(static_cast<size_t>(L.dtype));
-  mix(kv_inputs);
-  mix(L.tied_weights);
+  size_t h = reinterpret_cast<size_t>(L.op);
+  auto mix = [&h](size_t v) { h = (h ^ v) * 0x9e3779b97f4a7c15ULL; h ^= h >> 29; };
+  mix(static_cast<size_t>(L.dtype) | static_cast<size_t>(kv_inputs) << 8 | static_cast<size_t>(L.tied_weights) << 40);
   for (const auto& sh : L.in_shapes) {
     mix(sh.size());
     for (auto d : sh) mix(static_cast<size_t>(d));
   }
+  size_t k = 0;
   for (const auto& [n, v] : L.attrs.all()) {
-    mix(static_cast<size_t>(v.i));
-    mix(std::hash<double>()(v.f));
-    mix(v.set + 2 * v.b);
+    ++k;
+    if (!v.set) continue;
+    mix(k);
+    mix(static_cast<size_t>(v.i) ^ static_cast<size_t>(v.b) << 63);
+    if (v.f != 0) mix(std::hash<double>()(v.f));
     if (!v.s.empty()) mix(std::hash<std::string>()(v.s));
     for (auto i : v.ints) mix(static_cast<size_t>(i));
   }
@@ -741,20 +748,27 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     std::string value;
   };
   std::vector<Seen> seen_texts;
+  seen_texts.reserve(8);  // pointers into it are kept below
+  std::optional<std::string> fresh;
   for (auto& sl : plan.slots) {
     const Env& e = env_of(sl.env, env_of);
     CNode tree;
-    std::optional<std::string> v;
-    const Seen* hit = nullptr;
+    const std::string* v = nullptr;  // the slot's text at this point
     if (sl.raw->is_scalar())
       for (const Seen& t : seen_texts)
-        if (t.env == sl.env && *t.text == sl.raw->scalar) hit = &t;
-    if (hit) {
-      v = hit->value;
-    } else {
-      v = slot_text(*sl.raw, e, opt.ev, &tree);
-      if (!v) return false;
-      if (sl.raw->is_scalar() && seen_texts.size() < 8) seen_texts.push_back(Seen{sl.env, &sl.raw->scalar, *v});
+        if (t.env == sl.env && t.text == &sl.raw->scalar) v = &t.value;  // the same node (a block's layers share theirs)
+    if (sl.raw->is_scalar() && !v)
+      for (const Seen& t : seen_texts)
+        if (t.env == sl.env && *t.text == sl.raw->scalar) v = &t.value;
+    if (!v) {
+      fresh = slot_text(*sl.raw, e, opt.ev, &tree);
+      if (!fresh) return false;
+      if (sl.raw->is_scalar() && seen_texts.size() < 8) {
+        seen_texts.push_back(Seen{sl.env, &sl.raw->scalar, std::move(*fresh)});
+        v = &seen_texts.back().value;
+      } else {
+        v = &*fresh;
+      }
     }
     if (*v == sl.value) continue;
     switch (sl.kind) {
@@ -773,7 +787,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
           if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
           if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return false;
         }
-        net.layers[sl.layer].attrs.put(sl.spec->name, std::move(av));
+        net.layers[sl.layer].attrs.put(sl.spec->name, std::move(av), sl.index);
         dirty[sl.layer] = 1;
         break;
       }
@@ -785,7 +799,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         break;
       }
     }
-    sl.value = std::move(*v);
+    sl.value = *v;
     any = true;
   }
   if (!any) return true;

@@ -44,6 +44,8 @@ struct AttrValue {
 class Attrs {
  public:
   void put(const std::string& name, AttrValue v);
+  // put() where the attribute is expected at position `hint` of all() (a re-bound sweep value)
+  void put(const std::string& name, AttrValue v, size_t hint);
   // Lookups take string_view so that rules written with literals allocate nothing.
   const AttrValue& at(std::string_view name) const;  // throws std::logic_error if unknown
   bool has(std::string_view name) const { return at(name).set; }
