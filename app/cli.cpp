@@ -431,9 +431,17 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
   int rc = kOk;
   for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
+    // every error of the file at once: the plots' and the evaluation's are collected together
+    // (a scenario that does not load, or scripts that do not compile, stop here)
+    Diags found;
     try {
       Scenario s = load_scenario(f);
-      std::vector<plots::PlotSpec> specs = load_plot_specs(s);
+      std::vector<plots::PlotSpec> specs;
+      try {
+        specs = load_plot_specs(s);
+      } catch (const ConfigError& e) {
+        found.add(e);
+      }
       ScriptSetup scripts = setup_scripts(s);
       RunOptions opt;
       opt.ops = &scripts.ops;
@@ -445,29 +453,51 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       // not every point: every value of every sweep variable, bound at least once
       opt.points = vm.count("all-points") ? std::vector<Point>{} : validation_points(s.sweep);
       size_t total = static_cast<size_t>(point_count(s.sweep));
-      RunResult r = run_scenario(s, catalog, opt);
-      // the figures' names (variables, metrics, platforms) checked on the evaluated points,
-      // numbered 0, 1, … as the charts expect; a plot's point is checked against the whole sweep
-      for (size_t i = 0; i < r.points.size(); ++i) {
-        r.points[i].index = i;
-        for (auto& row : r.results[i].rows) row.point = i;
-        for (auto& sm : r.results[i].summary) sm.point = i;
+      RunResult r;
+      try {
+        r = run_scenario(s, catalog, opt);
+      } catch (const ConfigError& e) {
+        found.add(e);
       }
-      for (auto spec : specs) {
-        if (spec.kind == plots::Kind::Layers) {
-          if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
-            throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
-          spec.point = 0;
+      if (found.empty()) {
+        // the figures' names (variables, metrics, platforms) checked on the evaluated points,
+        // numbered 0, 1, … as the charts expect; a plot's point is checked against the whole sweep
+        for (size_t i = 0; i < r.points.size(); ++i) {
+          r.points[i].index = i;
+          for (auto& row : r.results[i].rows) row.point = i;
+          for (auto& sm : r.results[i].summary) sm.point = i;
         }
-        plots::build_figures(spec, r, s);
+        for (auto spec : specs) {
+          if (spec.kind == plots::Kind::Layers) {
+            if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
+              throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
+            spec.point = 0;
+          }
+          plots::build_figures(spec, r, s);
+        }
+        size_t rows = 0;
+        for (const auto& pr : r.results) rows += pr.rows.size();
+        out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
+        if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
+        out << ", " << rows << " layer evaluations)\n";
       }
-      size_t rows = 0;
-      for (const auto& pr : r.results) rows += pr.rows.size();
-      out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
-      if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
-      out << ", " << rows << " layer evaluations)\n";
     } catch (const ConfigError& e) {
-      err << e.what();
+      found.add(e);
+    }
+    if (!found.empty()) {
+      // in file order: by file (first seen first), line and column
+      std::vector<Diagnostic> list = found.list();
+      std::vector<const SourceFile*> files;
+      auto rank = [&](const Diagnostic& dg) {
+        auto it = std::find(files.begin(), files.end(), dg.loc.file.get());
+        return static_cast<size_t>(it - files.begin());
+      };
+      for (const auto& dg : list)
+        if (std::find(files.begin(), files.end(), dg.loc.file.get()) == files.end()) files.push_back(dg.loc.file.get());
+      std::stable_sort(list.begin(), list.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+        return std::make_tuple(rank(a), a.loc.line, a.loc.col) < std::make_tuple(rank(b), b.loc.line, b.loc.col);
+      });
+      err << ConfigError(list).what();
       rc = kConfig;
     }
   }

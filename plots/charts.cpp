@@ -1331,6 +1331,8 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       std::string hint = did_you_mean(kind, {"roofline", "trend", "layers", "heatmap"});
       d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap" : hint}});
       continue;
+    } else {
+      continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
     }
     // the choices of a key, from the plot kind's key table (engine/keys.cpp), as `rsim schema` lists them
     auto table_choices = [&](const char* key) { return keys::map("plot." + kind).find(key)->type.choices; };

@@ -125,6 +125,44 @@ TEST_CASE("a failed run exits 1 and writes nothing", "[cli]") {
   CHECK(missing.err == "rsim: error: cannot read scenario '/nonexistent.yaml': No such file or directory\n");
 }
 
+TEST_CASE("validate reports the errors of plots, platforms and networks together, in file order", "[cli]") {
+  fs::path bad = fs::temp_directory_path() / ("rsim_many_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(bad) << "name: many\n"
+                        "platforms: [rtx3080, nosuchplat]\n"
+                        "networks:\n"
+                        "  - {name: n, input: [1, 3, 8, 8], layers: [{op: conv2d, out_channels: 4, kernal: 3}]}\n"
+                        "plots:\n"
+                        "  - {kind: roofline, nme: x}\n";
+  Out v = cli({"validate", bad.string(), "--hw-dir", src("hardware")});
+  CHECK(v.code == 1);
+  CHECK(v.out.empty());
+  // line 2 (the platform), line 4 (the layer: a missing key at its map, col 45; the misspelt key at col 75:
+  // "  - {" 1-5, "name: n, " 6-14, "input: [1, 3, 8, 8], " 15-35, "layers: [" 36-44, "{" 45, "op: conv2d, " 46-57,
+  // "out_channels: 4, " 58-74), line 6 (the plot)
+  const std::string f = bad.string();
+  CHECK(v.err == f + ":2:22: error: unknown platform 'nosuchplat'\n"
+                     "platforms: [rtx3080, nosuchplat]\n"
+                     "                     ^\n"
+                     "note: `rsim hw list` shows the catalog in " + src("hardware") + "\n" +
+                 f + ":4:45: error: layer 'conv2d_1' (conv2d) needs 'kernel' (kernel size (kh, kw))\n"
+                     "  - {name: n, input: [1, 3, 8, 8], layers: [{op: conv2d, out_channels: 4, kernal: 3}]}\n"
+                     "                                            ^\n" +
+                 f + ":4:75: error: unknown key 'kernal' in layer 'conv2d_1' (conv2d)\n"
+                     "  - {name: n, input: [1, 3, 8, 8], layers: [{op: conv2d, out_channels: 4, kernal: 3}]}\n"
+                     "                                                                          ^\n"
+                     "note: did you mean 'kernel'?\n" +
+                 f + ":6:22: error: unknown key 'nme' in plot\n"
+                     "  - {kind: roofline, nme: x}\n"
+                     "                     ^\n"
+                     "note: did you mean 'name'?\n");
+  // a plot without a kind is an error, not an internal failure
+  std::ofstream(bad) << "name: nokind\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 4], layers: [{op: relu}]}\nplots:\n  - {type: roofline}\n";
+  Out k = cli({"validate", bad.string(), "--hw-dir", src("hardware")});
+  CHECK(k.code == 1);
+  CHECK(k.err == f + ":6:5: error: plot needs 'kind'\n  - {type: roofline}\n    ^\n");
+  fs::remove(bad);
+}
+
 TEST_CASE("run --set pins a sweep variable from the command line", "[cli]") {
   fs::path dir = temp_dir("set");
   Out r = cli({"run", src("scenarios/group_conv_sweep.yaml"), "--set", "groups=4", "--out", dir.string(), "--hw-dir", src("hardware"), "-q"});
