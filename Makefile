@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e clean
 
 deps:
 	./scripts/install-deps.sh
@@ -75,6 +75,11 @@ check-install: $(STAMP)
 bench: build
 	./$(BUILD)/bench/rsim_bench
 	./$(BUILD)/bench/rsim_bench_onnx
+
+# `rsim probe` beside reference kernels (STREAM Copy/Triad, a hand-written FMA chain): about 2 minutes
+# (add ARGS=--quick for the quick probe only).
+bench-probe: build
+	./$(BUILD)/bench/rsim_bench_probe $(ARGS)
 
 # End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
 bench-e2e: build

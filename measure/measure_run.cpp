@@ -8,6 +8,7 @@
 
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::measure {
@@ -208,7 +209,7 @@ plots::Figure measured_roofline(const MeasureResult& m, const std::string& title
   f.x = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(xmin / 2))), std::pow(10.0, std::ceil(std::log10(xmax * 2))),
                     "arithmetic intensity (FLOP/byte, " + std::string(memory_model_name(pr.settings.memory_model)) + ")", "", {}, {}};
   f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(ymin / 2))), std::pow(10.0, std::ceil(std::log10(std::max(ymax, peak) * 1.5))),
-                    "performance", "FLOP/s", {}, {}};
+                    "performance (FLOP/s)", "FLOP/s", {}, {}};
   if (roof) {
     plots::Line l;
     l.pts = {{f.x.min, peak}, {f.x.max, peak}};
@@ -217,17 +218,20 @@ plots::Figure measured_roofline(const MeasureResult& m, const std::string& title
     l.label_at = 0.95;
     f.lines.push_back(l);
   }
-  size_t li = 0;
-  for (const auto& lv : pl.memory) {
-    double bw = lv.bandwidth_bytes_per_s;
+  std::vector<std::pair<std::string, double>> levels;
+  for (const auto& lv : pl.memory) levels.emplace_back(lv.name, lv.bandwidth_bytes_per_s);
+  std::vector<std::string> labels = diagonal_labels(levels);
+  size_t labelled = 0;
+  for (size_t li = 0; li < pl.memory.size(); ++li) {
+    double bw = levels[li].second;
     plots::Line l;
     double ridge = peak / bw;
     l.pts = {{f.x.min, bw * f.x.min}, {std::min(ridge, f.x.max), std::min(peak, bw * f.x.max)}};
     l.style = plots::LineStyle{plots::rgb(0x444444), li == 0 ? 1.8 : 1.0, li == 0 ? plots::Dash::Solid : plots::dash_cycle(li)};
-    l.label = lv.name + " " + si(bw, "B/s", 3);
-    l.label_at = 0.25 + 0.15 * static_cast<double>(li % 4);
+    l.label = labels[li];
+    l.label_at = 0.25 + 0.15 * static_cast<double>(labelled % 4);
+    if (!l.label.empty()) ++labelled;
     f.lines.push_back(l);
-    ++li;
   }
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     plots::LegendEntry e;
