@@ -62,4 +62,8 @@ extern const std::vector<std::string> kPrecisionKeys;
 // Config and shape errors are collected in `d` (building stops at the first shape error).
 Network build_network(const CNode& node, const Env& env, const BuildOptions& opt, Diags& d);
 
+// Input channels per group of a grouped operator (conv2d, conv_transpose2d: Cin / groups;
+// depthwise_conv2d: 1); 0 for an operator without channel groups. A variable of calibration.
+double channels_per_group(const Layer& L);
+
 }  // namespace rsim

@@ -89,6 +89,7 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
         mr.timing.why_not = "not in the network as written (made by a graph pass)";
       } else {
         const Layer& L = *it->second;
+        mr.channels_per_group = channels_per_group(L);
         mr.timing = time_layer(L, topt);
         if (mr.timing.ran && mr.timing.out_shapes != L.out_shapes) {
           std::string a, b;
@@ -125,7 +126,7 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
 const std::vector<std::string>& measured_columns() {
   static const std::vector<std::string> c = {"measured_time_s",      "measured_min_s",      "measured_max_s",      "measured_reps",
                                              "measured_flops_per_s", "measured_bytes_per_s", "measured_over_bound", "measured_primitive",
-                                             "measured_impl",        "measured_note"};
+                                             "measured_impl",        "measured_note",        "channels_per_group"};
   return c;
 }
 
@@ -148,7 +149,8 @@ std::string measured_csv(const MeasureResult& m, const std::string& text) {
       } else {
         line += ",,,,0,,,";
       }
-      line += "," + csv_escape(r.timing.primitive) + "," + csv_escape(r.timing.impl) + "," + csv_escape(r.timing.why_not);
+      line += "," + csv_escape(r.timing.primitive) + "," + csv_escape(r.timing.impl) + "," + csv_escape(r.timing.why_not) + "," +
+              num_text(r.channels_per_group);
     }
     out += line + "\n";
     ++line_no;
