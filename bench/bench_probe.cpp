@@ -11,7 +11,8 @@
 //   - the probe's wall time: --quick < 15 s, full < 90 s.
 // Run: make bench-probe (or build/bench/rsim_bench_probe [--quick]: the quick probe only).
 // On a shared machine every figure is a best-of; a loaded machine lowers both sides of a ratio,
-// but not always equally: run it on a quiet machine before trusting a miss.
+// but not always equally: run it on a quiet machine before trusting a miss. Each reference gets
+// the probe's sampling budget (samples × duration), so neither side is luckier by design.
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
@@ -102,22 +103,28 @@ REF_FMA_ZMM(ref_fma_avx512_fp32, "vfmadd231ps", 16)
 REF_FMA_ZMM(ref_fma_avx512_fp64, "vfmadd231pd", 8)
 #endif
 
-// Best FLOP/s over `samples` runs of ≈ 2 ms, each on `threads` threads (short samples, like the
-// probe's: on a shared machine a short undisturbed window is likelier than a long one).
-double ref_peak(double (*kernel)(long), int threads, int samples) {
+// The sampling budget is the probe's own (count × duration): on a shared machine the best of
+// more or longer samples is luckier, and the ratio must compare kernels, not luck.
+struct Budget {
+  int samples;
+  double sample_s;
+};
+
+// Best FLOP/s over the budget's runs, each on `threads` threads.
+double ref_peak(double (*kernel)(long), int threads, Budget b) {
   long iters = 1000;
   for (;;) {
     auto t0 = Clock::now();
     kernel(iters);
     double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (t > 0.001) {
-      iters = static_cast<long>(static_cast<double>(iters) * 0.002 / t) + 1;
+    if (t > b.sample_s / 2) {
+      iters = static_cast<long>(static_cast<double>(iters) * b.sample_s / t) + 1;
       break;
     }
     iters *= 4;
   }
   double best = 0;
-  for (int s = 0; s < samples; ++s) {
+  for (int s = 0; s < b.samples; ++s) {
     std::vector<double> flops(static_cast<size_t>(threads));
     double t = on_threads(threads, [&](int th) { flops[static_cast<size_t>(th)] = kernel(iters); });
     double f = 0;
@@ -143,7 +150,7 @@ struct FreeDeleter {
 
 // Best bytes/s of `kernel` ("copy" or "triad") with a working set of `ws_bytes` in total (split
 // evenly among `threads`, each thread's arrays first touched by that thread).
-double ref_stream(const std::string& kernel, int threads, double ws_bytes, int samples) {
+double ref_stream(const std::string& kernel, int threads, double ws_bytes, Budget b) {
   int arrays = kernel == "copy" ? 2 : 3;
   size_t n = std::max<size_t>(64, static_cast<size_t>(ws_bytes / threads / arrays / sizeof(double)) / 8 * 8);
   std::vector<std::unique_ptr<double, FreeDeleter>> mem(static_cast<size_t>(threads));
@@ -160,17 +167,17 @@ double ref_stream(const std::string& kernel, int threads, double ws_bytes, int s
       else stream_triad(a, a + n, a + 2 * n, 0.5, n);
     }
   };
-  long reps = 1;  // passes per sample: doubled until a sample takes 1 ms, then sized for 2 ms
+  long reps = 1;  // passes per sample: doubled until a sample takes half the budget's, then sized for it
   for (;;) {
     double t = on_threads(1, [&](int) { pass(0, reps); });
-    if (t >= 0.001) {
-      reps = std::max(1L, static_cast<long>(static_cast<double>(reps) * 0.002 / t));
+    if (t >= b.sample_s / 2) {
+      reps = std::max(1L, static_cast<long>(static_cast<double>(reps) * b.sample_s / t));
       break;
     }
     reps *= 2;
   }
   double best = 0;
-  for (int s = 0; s < samples; ++s) {
+  for (int s = 0; s < b.samples; ++s) {
     double t = on_threads(threads, [&](int th) { pass(th, reps); });
     best = std::max(best, bytes_per_pass * static_cast<double>(reps) / t);
   }
@@ -202,6 +209,11 @@ int main(int argc, char** argv) {
   std::printf("%s, %d threads, features %s; probe %s\n\n", r.cpu.c_str(), r.threads, features_text(r.features).c_str(),
               quick_only ? "--quick" : "full");
 
+  // the probe's budgets (measure/probe.cpp): peaks 5 × 2 ms (--quick) or 9 × 5 ms; bandwidth 3 × 2 ms or
+  // 9 × 5 ms, beyond 4 × the last cache 2 or 4 samples
+  const Budget peak_budget = quick_only ? Budget{5, 0.002} : Budget{9, 0.005};
+  const Budget bw_budget = quick_only ? Budget{3, 0.002} : Budget{9, 0.005};
+  const Budget dram_budget = quick_only ? Budget{2, 0.002} : Budget{4, 0.005};
   std::printf("  %-34s %18s %18s %8s %8s\n", "figure", "probe", "reference", "ratio", "target");
   // peaks: the widest ISA the CPU has
   double (*ref32)(long) = nullptr;
@@ -217,7 +229,7 @@ int main(int argc, char** argv) {
     for (int T : {1, r.threads}) {
       for (auto [prec, ref] : {std::pair{"fp32", ref32}, std::pair{"fp64", ref64}}) {
         const PeakResult* p = best_peak(r, prec, T);
-        double rv = ref_peak(ref, T, 60);
+        double rv = ref_peak(ref, T, peak_budget);
         row(std::string("peak ") + prec + " " + isa + ", " + std::to_string(T) + (T == 1 ? " thread" : " threads"), p ? p->flops_per_s : 0, rv,
             0.95, "GFLOP/s", 1e9);
       }
@@ -232,7 +244,7 @@ int main(int argc, char** argv) {
         const Plateau* pl = find_plateau(r, kernel, T, level);
         if (!pl) continue;
         double ws = std::string(level) == "DRAM" ? std::max(3 * 4 * last_cache, 3 * 80e6) : std::sqrt(pl->from_bytes * pl->to_bytes);
-        double rv = ref_stream(kernel, T, ws, std::string(level) == "DRAM" ? 8 : 60);
+        double rv = ref_stream(kernel, T, ws, std::string(level) == "DRAM" ? dram_budget : bw_budget);
         char what[96];
         std::snprintf(what, sizeof what, "%s %s %d thr (ws %.3g MB)", kernel, level, T, ws / 1e6);
         row(what, pl->bytes_per_s, rv, 0.90, "GB/s", 1e9);

@@ -228,9 +228,11 @@ double add_chain_cycles(long iters) {
   }                                                                                                  \
   __attribute__((target(TARGET), noinline)) double triad_##SUF(float* a, const float* b, const float* c, size_t n) { \
     VEC s = SET1(static_cast<float>(g_mul));                                                         \
-    for (size_t i = 0; i + 2 * W <= n; i += 2 * W) {                                                 \
+    for (size_t i = 0; i + 4 * W <= n; i += 4 * W) {                                                 \
       STORE(a + i, ADD(LOAD(b + i), MUL(s, LOAD(c + i))));                                           \
       STORE(a + i + W, ADD(LOAD(b + i + W), MUL(s, LOAD(c + i + W))));                               \
+      STORE(a + i + 2 * W, ADD(LOAD(b + i + 2 * W), MUL(s, LOAD(c + i + 2 * W))));                   \
+      STORE(a + i + 3 * W, ADD(LOAD(b + i + 3 * W), MUL(s, LOAD(c + i + 3 * W))));                   \
     }                                                                                                \
     return a[0];                                                                                     \
   }
@@ -495,8 +497,10 @@ ProbeResult run_probe(const ProbeOptions& opt) {
               for (long k = 0; k < passes; ++k) {
                 if (kn == "read") s += bk.read(a, n);
                 else if (kn == "write") s += bk.write(a, n);
-                else if (kn == "copy") s += bk.copy(a, a + n, n);
-                else s += bk.triad(a, a + n, a + 2 * n, n);
+                // the arrays 64 bytes apart beyond n: a + i and b + i never share their low 12
+                // address bits, whose match stalls a load behind an older store (4K aliasing)
+                else if (kn == "copy") s += bk.copy(a, a + n + 16, n);
+                else s += bk.triad(a, a + n + 16, a + 2 * n + 32, n);
               }
               if (s == 12345.678) g_sink = s;
             };

@@ -76,7 +76,9 @@ plots::Figure roofline_figure(const ProbeResult& r) {
 plots::Figure bandwidth_figure(const ProbeResult& r) {
   plots::Figure f;
   f.title = "Bandwidth versus working set: " + r.cpu;
-  f.subtitle = "STREAM counting (no write-allocate traffic); solid 1 thread, dashed " + std::to_string(r.threads) + " threads; bars: read plateaus";
+  f.subtitle = "STREAM counting (no write-allocate traffic); " +
+               (r.threads > 1 ? "solid 1 thread, dashed " + std::to_string(r.threads) + " threads" : std::string("1 thread")) +
+               "; bars: read plateaus";
   double lo = INFINITY, hi = 0, bmin = INFINITY, bmax = 0;
   for (const auto& b : r.bandwidth) {
     lo = std::min(lo, b.working_set_bytes);

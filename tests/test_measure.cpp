@@ -308,9 +308,28 @@ TEST_CASE("measure: window padding for explicit, 'same' and unreached windows", 
   CHECK(window_padding(9, 9, 3, 1, 2, 2) == std::pair<long long, long long>{2, 2});
 }
 
+#include "proc.hpp"
+
+TEST_CASE("measure: without oneDNN, rsim measure says what is missing and writes nothing", "[measure][cli]") {
+  if (timing_available()) {  // this build has oneDNN: the test below runs instead
+    SUCCEED("built with oneDNN: " << timing_backend());
+    return;
+  }
+  namespace fs = std::filesystem;
+  fs::path out = fs::temp_directory_path() / ("rsim_nodnnl_" + std::to_string(::getpid()));
+  auto p = rsim::test::run_exe({"measure", rsim::test::src("scenarios/fc_sweep.yaml"), "--platform", "i5_6300u", "--out", out.string()});
+  CHECK(p.exited);
+  CHECK(p.code == 1);
+  CHECK(p.out.empty());
+  CHECK(p.err ==
+        "rsim: error: cannot measure: rsim was built without oneDNN (configured with -DRSIM_DNNL=OFF, or libdnnl-dev was not found); "
+        "install it (Debian: apt-get install libdnnl-dev, or scripts/install-deps.sh) and reconfigure with cmake -DRSIM_DNNL=ON\n");
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("measure: oneDNN runs the shapes rsim counted, for every kind of layer", "[measure]") {
   if (!timing_available()) {
-    WARN("built without oneDNN: " << timing_backend());
+    SUCCEED("built without oneDNN: " << timing_backend());  // the test above checks what rsim measure says
     return;
   }
   Scenario s = parse_scenario(R"(name: small
