@@ -58,7 +58,7 @@ int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&)
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
-    {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet]",
+    {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--format png,svg,pdf] [--style STYLE]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
     {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
@@ -229,6 +229,7 @@ std::vector<plots::PlotSpec> load_plot_specs(const Scenario& s) {
   if (s.plots.is_null()) return {};
   Diags d;
   auto specs = plots::parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  plots::apply_figure_defaults(specs, s.settings, d);
   d.throw_if_any();
   return specs;
 }
@@ -243,7 +244,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal")(
       "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
       "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
-      "no-plots", "write the tables only");
+      "no-plots", "write the tables only")(
+      "style", po::value<std::string>(), "draw every figure in this style: screen, paper, paper-wide, slides (overrides the scenario's)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -289,9 +291,24 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       ropt.dpi = dpi;
     }
     bool want_plots = !vm.count("no-plots") && !ropt.formats.empty() && tables == Tables::All;
+    std::string style = vm.count("style") ? vm["style"].as<std::string>() : "";
+    if (!style.empty() && style != "screen" && style != "paper" && style != "paper-wide" && style != "slides") {
+      std::string hint = did_you_mean(style, {"screen", "paper", "paper-wide", "slides"});
+      return usage_error(err, "unknown style '" + style + "'", hint.empty() ? "styles: screen, paper, paper-wide, slides" : hint);
+    }
+    // --style: the style's own size, font and resolution for every figure
+    auto restyle = [&](std::vector<plots::PlotSpec>& v) {
+      if (style.empty()) return;
+      for (auto& sp : v) {
+        sp.style = style;
+        sp.given = {"style"};
+        sp.physical = false;
+      }
+    };
     Scenario s = load_scenario(vm["file"].as<std::string>());
     apply_overrides(s, sets);
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
+    restyle(specs);
     Catalog catalog(hw);
     Progress progress(isatty(2) && !vm.count("quiet"));
     ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
@@ -345,7 +362,13 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     try {
       std::vector<std::string> written = writer.finish();
       if (want_plots) {
-        if (specs.empty()) specs = plots::default_plot_specs(collected, s);
+        if (specs.empty()) {
+          specs = plots::default_plot_specs(collected, s);
+          Diags d;
+          plots::apply_figure_defaults(specs, s.settings, d);
+          d.throw_if_any();
+          restyle(specs);
+        }
         std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
         std::vector<plots::OutputFile> files = plots::render_figures(collected, s, specs, ropt, figures, &failures);
         files.push_back({"report.md", plots::report_markdown(collected, s, figures)});

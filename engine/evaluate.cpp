@@ -21,7 +21,7 @@ namespace {
 // +inf is the legal value of a layer that moves no bytes.
 std::string nonfinite_field(const Row& r) {
   auto bad = [](double v) { return !std::isfinite(v); };
-  auto what = [](const char* name, double v) { return std::string(name) + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
+  auto what = [](const std::string& name, double v) { return name + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
   const std::pair<const char*, double> cost[] = {{"MACs", r.cost.macs},           {"FLOPs", r.cost.flops},     {"params", r.cost.params},
                                                  {"weight bytes", r.cost.weight_bytes}, {"input bytes", r.cost.input_total()},
                                                  {"output bytes", r.cost.output_total()}, {"bytes", r.bytes}};
@@ -29,15 +29,15 @@ std::string nonfinite_field(const Row& r) {
     if (bad(v)) return what(n, v);
   for (const auto* rp : {&r.theoretical, &r.derated}) {
     const char* pre = rp == &r.theoretical ? "" : "derated ";
-    const std::pair<std::string, double> roof[] = {{"peak", rp->peak_flops_per_s},
+    const std::pair<const char*, double> roof[] = {{"peak", rp->peak_flops_per_s},
                                                    {"bandwidth", rp->bandwidth_bytes_per_s},
                                                    {"attainable FLOP/s", rp->attainable_flops_per_s},
                                                    {"compute time", rp->compute_time_s},
                                                    {"memory time", rp->memory_time_s},
                                                    {"time", rp->time_s}};
     for (const auto& [n, v] : roof)
-      if (bad(v)) return what((pre + n).c_str(), v);
-    if (std::isnan(rp->intensity) || (std::isinf(rp->intensity) && r.bytes != 0)) return what((std::string(pre) + "intensity").c_str(), rp->intensity);
+      if (bad(v)) return what(std::string(pre) + n, v);
+    if (std::isnan(rp->intensity) || (std::isinf(rp->intensity) && r.bytes != 0)) return what(std::string(pre) + "intensity", rp->intensity);
   }
   if (bad(r.efficiency.compute) || bad(r.efficiency.bandwidth)) return "an efficiency is not finite";
   for (double m : r.metrics)
@@ -214,9 +214,13 @@ static bool tree_has_expr(const CNode& n) {
   return false;
 }
 
+// 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most)
 static std::string gib_text(double bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  if (bytes >= 1073741824.0) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  else if (bytes >= 1048576.0) std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   return buf;
 }
 
@@ -320,31 +324,52 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   std::vector<std::shared_ptr<const Network>> nets;
   std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
+  auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
+    Network opt = apply_passes(net, s.passes);
+    opt.name += ".optimized";
+    return std::make_shared<const Network>(std::move(opt));
+  };
   for (const auto& raw : s.networks) {
-    // A plain network without `${…}` builds the same at every point with the same settings: built
-    // once per worker (not with scripts, whose operators run user code).
-    bool fixed = s.scripts.empty() && raw.is_map() && !raw.find("model") && !tree_has_expr(raw);
+    // A plain network is built once per worker and re-bound at each point: only its `${…}` are
+    // substituted again, and only layers whose attributes or input shapes change are re-inferred
+    // (not with scripts, whose operators run user code; not models, built from their files).
+    bool plain = s.scripts.empty() && raw.is_map() && !raw.find("model") && !raw.find("onnx");
     auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
     const Precision& pr = out.settings.precision;
     EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
     size_t first = nets.size();
-    if (auto it = fixed ? ctx.fixed_networks.find(key) : ctx.fixed_networks.end(); it != ctx.fixed_networks.end()) {
-      nets.insert(nets.end(), it->second.begin(), it->second.end());
-    } else {
+    bool bound = false;
+    if (auto it = plain ? ctx.networks.find(key) : ctx.networks.end(); it != ctx.networks.end()) {
+      EvalContext::NetworkCache& c = it->second;
+      if (c.net.use_count() > 1) c.net = std::make_shared<Network>(*c.net);  // an earlier point still holds it
+      bool changed = false;
+      if (rebind_network(c.plan, env, bo, *c.net, changed)) {
+        if (changed && !s.passes.empty()) c.optimized = optimized(*c.net);
+        nets.push_back(c.net);
+        if (c.optimized) nets.push_back(c.optimized);
+        bound = true;
+      } else {
+        ctx.networks.erase(it);  // the structure changed (or a value is wrong): built anew below
+      }
+    }
+    if (!bound) {
       Diags nd;  // each network reports its own errors even when an earlier part failed
       NetworkSource src = resolve_network(raw, env, ctx, nd);
       if (!nd.empty()) {
         d.merge(nd);
         continue;
       }
-      nets.push_back(std::make_shared<const Network>(build_network(src.node, src.env, bo, nd)));
+      NetworkPlan plan;
+      // a plain entry is built from the scenario's own node: the plan points into it
+      auto net = plain ? std::make_shared<Network>(build_network(raw, env, bo, nd, &plan)) : std::make_shared<Network>(build_network(src.node, src.env, bo, nd));
+      nets.push_back(net);
       d.merge(nd);
-      if (!s.passes.empty() && nd.empty()) {  // the same network after the passes, beside the original
-        Network opt = apply_passes(*nets.back(), s.passes);
-        opt.name += ".optimized";
-        nets.push_back(std::make_shared<const Network>(std::move(opt)));
+      std::shared_ptr<const Network> opt;
+      if (!s.passes.empty() && nd.empty()) nets.push_back(opt = optimized(*net));
+      if (plain && nd.empty()) {
+        if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
+        ctx.networks[key] = EvalContext::NetworkCache{std::move(plan), net, opt};
       }
-      if (fixed && nd.empty()) ctx.fixed_networks.emplace(key, std::vector<std::shared_ptr<const Network>>(nets.begin() + static_cast<long>(first), nets.end()));
     }
     net_locs.resize(nets.size(), raw.loc);
     for (size_t k = first; k < nets.size(); ++k)
@@ -391,8 +416,12 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
       sum.phase = net.phase;
       if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      // the capacity is the largest level's, unless a level states no size (main memory of
+      // unknown size holds anything: no capacity check)
+      bool unbounded = false;
+      for (const auto& m : pl.memory) unbounded = unbounded || !(m.size_bytes > 0);
       for (const auto& m : pl.memory)
-        if (m.size_bytes > sum.memory_size_bytes) {
+        if (!unbounded && m.size_bytes > sum.memory_size_bytes) {
           sum.memory_size_bytes = m.size_bytes;
           sum.memory_name = m.name;
         }

@@ -156,11 +156,18 @@ struct EvalContext {
   ModelLibrary* models = nullptr;
   NetworkImporter* importer = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
-  // Per worker: platforms and networks that no `${…}` changes, built once (see evaluate_point).
+  // Per worker: platforms that no `${…}` changes, resolved once (see evaluate_point).
   std::map<const CNode*, Platform> fixed_platforms{};
+  // Per worker: each plain network entry built once and re-bound per point (rebind_network):
+  // the plan, the network at the last point and its optimized copy (with passes).
+  struct NetworkCache {
+    NetworkPlan plan;
+    std::shared_ptr<Network> net;
+    std::shared_ptr<const Network> optimized;
+  };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
   using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;
-  std::map<NetKey, std::vector<std::shared_ptr<const Network>>> fixed_networks{};
+  std::map<NetKey, NetworkCache> networks{};
 };
 
 // Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic

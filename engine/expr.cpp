@@ -1,5 +1,10 @@
 #include "engine/expr.hpp"
 
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
 namespace rsim {
 
 const std::string* env_find(const Env& env, const std::string& name) {
@@ -24,6 +29,34 @@ static SourceLoc point_into(const SourceLoc& loc, const std::string& text, size_
   size_t start = static_cast<size_t>(loc.col - 1);
   int quote = (start < line.size() && (line[start] == '"' || line[start] == '\'')) ? 1 : 0;
   return loc.shifted(quote + static_cast<int>(off));
+}
+
+// `${NAME}` where NAME is a bound number written the way the evaluator prints it: its value,
+// without a call into the evaluator (the same text it would return). nullptr: ask the evaluator.
+static const std::string* plain_variable(std::string_view expr, const Env& env) {
+  while (!expr.empty() && expr.front() == ' ') expr.remove_prefix(1);
+  while (!expr.empty() && expr.back() == ' ') expr.remove_suffix(1);
+  if (expr.empty() || expr.size() > 64 || std::isdigit(static_cast<unsigned char>(expr.front()))) return nullptr;
+  for (char c : expr)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return nullptr;
+  static const char* const kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+                                          "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
+  for (const char* k : kKeywords)
+    if (expr == k) return nullptr;
+  const std::string* v = nullptr;
+  for (auto it = env.rbegin(); it != env.rend() && !v; ++it)
+    if (it->first == expr) v = &it->second;
+  if (!v || v->empty()) return nullptr;
+  // an integer (Lua integer: printed in decimal) or a finite float printed as format_number does
+  if (v->find_first_of(".eE") == std::string::npos) {
+    long long i = 0;
+    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), i);
+    if (ec == std::errc() && ptr == v->data() + v->size() && std::to_string(i) == *v) return v;
+    return nullptr;
+  }
+  auto d = parse_double(*v);
+  if (d && std::isfinite(*d) && format_number(*d) == *v) return v;
+  return nullptr;
 }
 
 std::string substitute(const std::string& text, const Env& env, ExprEvaluator& ev, const SourceLoc& loc) {
@@ -53,6 +86,11 @@ std::string substitute(const std::string& text, const Env& env, ExprEvaluator& e
     if (close == std::string::npos)
       throw ConfigError(point_into(loc, text, open), "unterminated '${' in '" + text + "'", {Note{{}, "close the expression with '}'"}});
     std::string expr = text.substr(open + 2, close - open - 2);
+    if (const std::string* v = plain_variable(std::string_view(text).substr(open + 2, close - open - 2), env)) {
+      out += *v;
+      i = close + 1;
+      continue;
+    }
     try {
       out += ev.eval(expr, env);
     } catch (const ExprError& e) {

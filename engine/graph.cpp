@@ -1,7 +1,9 @@
 #include "engine/graph.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <unordered_map>
 
 namespace rsim {
 
@@ -18,6 +20,44 @@ std::optional<DType> read_dtype(const CNode& v, Diags& d, const std::string& key
   return std::nullopt;
 }
 
+// Whether any scalar of a tree has a `${…}` (keys are never substituted).
+bool tree_has_expr(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::Scalar: return has_expr(n.scalar);
+    case CNode::Kind::Seq:
+      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
+    case CNode::Kind::Map:
+      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
+    case CNode::Kind::Null: break;
+  }
+  return false;
+}
+
+// A substituted node as one text (a scalar: itself), to compare a slot's values between points.
+void flatten(const CNode& n, std::string& out) {
+  switch (n.kind) {
+    case CNode::Kind::Null: out += '\x1e'; break;
+    case CNode::Kind::Scalar: out += n.scalar; break;
+    case CNode::Kind::Seq:
+      out += "\x1d[";
+      for (const auto& i : n.items) flatten(i, out), out += '\x1f';
+      out += ']';
+      break;
+    case CNode::Kind::Map:
+      out += "\x1d{";
+      for (const auto& e : n.entries) out += e.key, out += '\x1c', flatten(e.value, out), out += '\x1f';
+      out += '}';
+      break;
+  }
+}
+
+std::string flat(const CNode& n) {
+  if (n.is_scalar()) return n.scalar;
+  std::string s;
+  flatten(n, s);
+  return s;
+}
+
 struct BlockDef {
   std::vector<std::pair<std::string, std::optional<std::string>>> params;  // name, default
   const CNode* layers = nullptr;
@@ -26,7 +66,7 @@ struct BlockDef {
 
 class Builder {
  public:
-  Builder(const BuildOptions& opt, Diags& d, Network& net) : opt_(opt), d_(d), net_(net) {}
+  Builder(const BuildOptions& opt, Diags& d, Network& net, NetworkPlan* plan) : opt_(opt), d_(d), net_(net), plan_(plan) {}
 
   std::map<std::string, BlockDef> blocks;
   DType dtype = DType::fp32;
@@ -58,6 +98,7 @@ class Builder {
         continue;
       }
       if (const CNode* when = item.find("when")) {
+        if (const CNode* rw = raw.is_map() ? raw.find("when") : nullptr) guard(*rw, *when);
         // `when: ${expr}` keeps the layer (or block) only where the condition holds
         auto keep = to_bool(*when, d_, "when");
         if (!keep) {
@@ -66,8 +107,8 @@ class Builder {
         }
         if (!*keep) continue;
       }
-      if (item.find("block")) run_block(item, env, scopes, prev, depth);
-      else run_layer(item, scopes, prev);
+      if (item.find("block")) run_block(item, raw, env, scopes, prev, depth);
+      else run_layer(item, raw, scopes, prev);
     }
   }
 
@@ -75,7 +116,45 @@ class Builder {
   const BuildOptions& opt_;
   Diags& d_;
   Network& net_;
+  NetworkPlan* plan_ = nullptr;
+  int env_id_ = 0;  // the plan's EnvDef of the bindings in use
   int auto_index_ = 0;
+
+  // A `${…}` that must keep its value for the plan to be re-bound (a name, an op, inputs...).
+  void guard(const CNode& raw, const CNode& sub) {
+    if (!plan_ || !tree_has_expr(raw)) return;
+    NetworkPlan::Slot sl;
+    sl.kind = NetworkPlan::SlotKind::Guard;
+    sl.raw = &raw;
+    sl.env = env_id_;
+    sl.value = flat(sub);
+    plan_->slots.push_back(std::move(sl));
+  }
+
+  // The plan's record of a layer about to be added: its attributes' `${…}` are values, any other
+  // key's `${…}` a guard (`when` was recorded by run_layers).
+  void record_layer(const CNode& item, const CNode& raw, const Layer& L) {
+    if (!plan_ || !raw.is_map() || raw.entries.size() != item.entries.size()) return;
+    for (size_t k = 0; k < raw.entries.size(); ++k) {
+      const CEntry& e = raw.entries[k];
+      if (e.key == "when" || !tree_has_expr(e.value)) continue;
+      const AttrSpec* spec = nullptr;
+      for (const auto& a : L.op->attrs)
+        if (a.name == e.key) spec = &a;
+      if (!spec) {
+        guard(e.value, item.entries[k].value);
+        continue;
+      }
+      NetworkPlan::Slot sl;
+      sl.kind = NetworkPlan::SlotKind::Attr;
+      sl.raw = &e.value;
+      sl.env = env_id_;
+      sl.value = flat(item.entries[k].value);
+      sl.layer = net_.layers.size();
+      sl.spec = spec;
+      plan_->slots.push_back(std::move(sl));
+    }
+  }
 
   std::vector<std::string> visible_names(const std::vector<Scope>& scopes) const {
     std::vector<std::string> n;
@@ -168,7 +247,7 @@ class Builder {
     s.names[local] = ref;
   }
 
-  void run_layer(const CNode& item, std::vector<Scope>& scopes, TensorRef& prev) {
+  void run_layer(const CNode& item, const CNode& raw, std::vector<Scope>& scopes, TensorRef& prev) {
     const CNode* opn = item.find("op");
     if (!opn) {
       d_.error(item.loc, "a layer needs 'op' (an operator, see `rsim ops`) or 'block'");
@@ -262,11 +341,12 @@ class Builder {
     TensorRef ref{static_cast<int>(net_.layers.size()), 0};
     define(scopes, local, item.loc, ref);
     if (!op->view) L.kernel = L.name;  // one kernel per layer until passes fuse them
+    record_layer(item, raw, L);
     net_.layers.push_back(std::move(L));
     prev = ref;
   }
 
-  void run_block(const CNode& item, const Env& env, std::vector<Scope>& scopes, TensorRef& prev, int depth) {
+  void run_block(const CNode& item, const CNode& raw, const Env& env, std::vector<Scope>& scopes, TensorRef& prev, int depth) {
     MapReader m(item, keys::map("block_use"), "block use", d_);
     auto bname = to_string(*m.get("block"), d_, "block");
     if (!bname) return;
@@ -328,6 +408,38 @@ class Builder {
       failed = true;
       return;
     }
+    // the plan: block arguments with `${…}` are values that bind the block's parameters; any other
+    // key's `${…}` is a guard
+    const int outer_env = env_id_;
+    int block_env = 0;
+    if (plan_ && raw.is_map() && raw.entries.size() == item.entries.size()) {
+      for (size_t k = 0; k < raw.entries.size(); ++k)
+        if (raw.entries[k].key != "when" && raw.entries[k].key != "args") guard(raw.entries[k].value, item.entries[k].value);
+      NetworkPlan::EnvDef def_env;
+      def_env.parent = outer_env;
+      const CNode* rargs = raw.find("args");
+      for (const auto& [p, dv] : def.params) {
+        const CNode* given = args && args->is_map() ? args->find(p) : nullptr;
+        const CNode* rgiven = rargs && rargs->is_map() ? rargs->find(p) : nullptr;
+        NetworkPlan::EnvAdd add;
+        add.name = p;
+        if (given && rgiven && has_expr(rgiven->scalar) && rgiven->is_scalar()) {
+          NetworkPlan::Slot sl;
+          sl.kind = NetworkPlan::SlotKind::Env;
+          sl.raw = rgiven;
+          sl.env = outer_env;
+          sl.value = given->scalar;
+          add.slot = static_cast<int>(plan_->slots.size());
+          plan_->slots.push_back(std::move(sl));
+        } else {
+          if (rgiven) guard(*rgiven, *given);
+          add.value = given ? given->scalar : dv.value_or("");
+        }
+        def_env.adds.push_back(std::move(add));
+      }
+      block_env = static_cast<int>(plan_->envs.size());
+      plan_->envs.push_back(std::move(def_env));
+    }
     TensorRef in = prev;
     if (const CNode* inn = item.find("inputs")) {
       std::vector<TensorRef> refs;
@@ -346,7 +458,15 @@ class Builder {
       s.names["input"] = in;
       scopes.push_back(s);
       TensorRef p = in;
+      if (plan_) {
+        NetworkPlan::EnvDef rep_env;
+        rep_env.parent = block_env;
+        rep_env.adds.push_back(NetworkPlan::EnvAdd{"repeat_index", std::to_string(r), -1});
+        env_id_ = static_cast<int>(plan_->envs.size());
+        plan_->envs.push_back(std::move(rep_env));
+      }
       run_layers(*def.layers, renv, scopes, p, depth + 1);
+      env_id_ = outer_env;
       scopes.pop_back();
       in = p;
     }
@@ -401,7 +521,7 @@ void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
   }
 }
 
-Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt, Diags& d) {
+Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt, Diags& d, NetworkPlan* plan) {
   Network net;
   MapReader m(raw, keys::map("network"), "network", d);
   if (!m.ok()) return net;
@@ -412,7 +532,45 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
     if (e.key == "blocks" || e.key == "layers" || e.key == "params") node.entries.push_back(e);
     else node.entries.push_back(CEntry{e.key, e.key_loc, substitute_tree(e.value, env, opt.ev, d)});
   }
-  Builder b(opt, d, net);
+  if (plan) {
+    *plan = NetworkPlan{};
+    plan->envs.emplace_back();
+    // the network's own keys: input dimensions are values, anything else a guard
+    for (size_t k = 0; k < raw.entries.size(); ++k) {
+      const CEntry& e = raw.entries[k];
+      const CNode& sub = node.entries[k].value;
+      if (e.key == "blocks" || e.key == "layers" || e.key == "params" || !tree_has_expr(e.value)) continue;
+      auto dims = [&](const CNode& rshape, const CNode& sshape, size_t input) {
+        if (!rshape.is_seq() || !sshape.is_seq() || rshape.items.size() != sshape.items.size()) return false;
+        for (size_t i = 0; i < rshape.items.size(); ++i) {
+          const CNode& r = rshape.items[i];
+          if (!tree_has_expr(r)) continue;
+          if (!r.is_scalar()) return false;
+          NetworkPlan::Slot sl;
+          sl.kind = NetworkPlan::SlotKind::InputDim;
+          sl.raw = &r;
+          sl.value = sshape.items[i].scalar;
+          sl.layer = input;
+          sl.index = i;
+          plan->slots.push_back(std::move(sl));
+        }
+        return true;
+      };
+      bool ok = false;
+      if (e.key == "input") ok = dims(e.value, sub, 0);
+      else if (e.key == "inputs" && e.value.is_map() && sub.is_map() && e.value.entries.size() == sub.entries.size()) {
+        ok = true;
+        for (size_t i = 0; i < e.value.entries.size() && ok; ++i) ok = dims(e.value.entries[i].value, sub.entries[i].value, i);
+      }
+      if (!ok) {
+        NetworkPlan::Slot sl;
+        sl.raw = &e.value;
+        sl.value = flat(sub);
+        plan->slots.push_back(std::move(sl));
+      }
+    }
+  }
+  Builder b(opt, d, net, plan);
   b.dtype = opt.dtype;
   if (m.require("name")) net.name = to_string(*node.find("name"), d, "network name").value_or("");
   m.get("description");
@@ -486,6 +644,183 @@ double channels_per_group(const Layer& L) {
       return g > 0 ? static_cast<double>(L.in_shapes[0][1]) / static_cast<double>(g) : 0;
     }
   return 0;
+}
+
+namespace {
+
+// What a layer's shapes and cost depend on (besides flops_per_mac): a hash, and equality.
+size_t work_hash(const Layer& L, unsigned kv_inputs) {
+  size_t h = std::hash<const void*>()(L.op);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  mix(static_cast<size_t>(L.dtype));
+  mix(kv_inputs);
+  mix(L.tied_weights);
+  for (const auto& sh : L.in_shapes) {
+    mix(sh.size());
+    for (auto d : sh) mix(static_cast<size_t>(d));
+  }
+  for (const auto& [n, v] : L.attrs.all()) {
+    mix(static_cast<size_t>(v.i));
+    mix(std::hash<double>()(v.f));
+    mix(v.set + 2 * v.b);
+    if (!v.s.empty()) mix(std::hash<std::string>()(v.s));
+    for (auto i : v.ints) mix(static_cast<size_t>(i));
+  }
+  return h;
+}
+
+bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
+  auto dt = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
+  if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes != b.in_shapes) return false;
+  if (dt(a.precision.weights) != dt(b.precision.weights) || dt(a.precision.kv) != dt(b.precision.kv) ||
+      dt(a.precision.compute) != dt(b.precision.compute) || a.precision.quant_group != b.precision.quant_group)
+    return false;
+  const auto& x = a.attrs.all();
+  const auto& y = b.attrs.all();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const AttrValue& u = x[i].second;
+    const AttrValue& v = y[i].second;
+    if (x[i].first != y[i].first || u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s != v.s ||
+        u.ints != v.ints)
+      return false;
+  }
+  return true;
+}
+
+// The text of a slot at new bindings; nullopt when substituting fails.
+std::optional<std::string> slot_text(const CNode& raw, const Env& env, ExprEvaluator& ev, CNode* tree) {
+  if (raw.is_scalar()) {
+    try {
+      return substitute(raw.scalar, env, ev, raw.loc);
+    } catch (const ConfigError&) {
+      return std::nullopt;
+    }
+  }
+  Diags d;
+  CNode t = substitute_tree(raw, env, ev, d);
+  if (!d.empty()) return std::nullopt;
+  std::string f = flat(t);
+  if (tree) *tree = std::move(t);
+  return f;
+}
+
+}  // namespace
+
+bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed) {
+  changed = false;
+  // the bindings of each EnvDef, made when a slot first needs them (after the Env slots they use)
+  std::vector<Env> envs(plan.envs.size());
+  std::vector<char> made(plan.envs.size(), 0);
+  auto env_of = [&](int k, auto& self) -> const Env& {
+    if (k == 0) return env;
+    size_t u = static_cast<size_t>(k);
+    if (!made[u]) {
+      const NetworkPlan::EnvDef& def = plan.envs[u];
+      envs[u] = self(def.parent, self);
+      for (const auto& a : def.adds) envs[u].emplace_back(a.name, a.slot < 0 ? a.value : plan.slots[static_cast<size_t>(a.slot)].value);
+      made[u] = 1;
+    }
+    return envs[u];
+  };
+  std::vector<char> dirty(net.layers.size(), 0);
+  bool any = false;
+  for (auto& sl : plan.slots) {
+    const Env& e = env_of(sl.env, env_of);
+    CNode tree;
+    std::optional<std::string> v = slot_text(*sl.raw, e, opt.ev, &tree);
+    if (!v) return false;
+    if (*v == sl.value) continue;
+    switch (sl.kind) {
+      case NetworkPlan::SlotKind::Guard: return false;
+      case NetworkPlan::SlotKind::Env: break;
+      case NetworkPlan::SlotKind::Attr: {
+        if (sl.layer >= net.layers.size()) return false;
+        Diags d;
+        AttrValue av;
+        if (sl.spec->type == AttrType::Int && sl.raw->is_scalar()) {  // the common case, as parse_attr reads it
+          auto iv = parse_integer(*v);
+          if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;
+          av.i = *iv;
+          av.set = true;
+        } else {
+          if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
+          if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return false;
+        }
+        net.layers[sl.layer].attrs.put(sl.spec->name, std::move(av));
+        dirty[sl.layer] = 1;
+        break;
+      }
+      case NetworkPlan::SlotKind::InputDim: {
+        Diags d;
+        auto dim = to_integer(CNode::make_scalar(*v, sl.raw->loc), d, "");
+        if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return false;
+        net.inputs[sl.layer].second[sl.index] = *dim;
+        break;
+      }
+    }
+    sl.value = std::move(*v);
+    any = true;
+  }
+  if (!any) return true;
+  changed = true;
+  // shapes and costs, in layer order: only where attributes or input shapes changed; a layer
+  // that does the same work as an earlier one (the same operator, attributes, input shapes and
+  // precisions: a repeated block) takes its shapes and cost instead of inferring them again
+  std::vector<unsigned> kv(net.layers.size(), 0);
+  std::unordered_multimap<size_t, size_t> seen;
+  seen.reserve(net.layers.size());
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    Layer& L = net.layers[i];
+    bool same = !dirty[i];
+    unsigned kv_inputs = 0;
+    if (L.in_shapes.size() != L.inputs.size()) return false;
+    for (size_t k = 0; k < L.inputs.size(); ++k) {
+      const TensorRef& r = L.inputs[k];
+      const Shape* sh = nullptr;
+      if (r.layer < 0) {
+        if (static_cast<size_t>(r.output) >= net.inputs.size()) return false;
+        sh = &net.inputs[static_cast<size_t>(r.output)].second;
+      } else {
+        const Layer& src = net.layers[static_cast<size_t>(r.layer)];
+        if (static_cast<size_t>(r.output) >= src.out_shapes.size()) return false;
+        sh = &src.out_shapes[static_cast<size_t>(r.output)];
+        if (src.op->kv_outputs && k < 32) kv_inputs |= 1u << k;
+      }
+      if (L.in_shapes[k] != *sh) {
+        L.in_shapes[k] = *sh;
+        same = false;
+      }
+    }
+    kv[i] = kv_inputs;
+    size_t h = work_hash(L, kv_inputs);
+    if (!same) {
+      auto [lo, hi] = seen.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (const Layer& E = net.layers[it->second]; same_work(L, kv_inputs, E, kv[it->second])) {
+          L.out_shapes = E.out_shapes;
+          L.cost = E.cost;
+          same = true;
+          break;
+        }
+    }
+    seen.emplace(h, i);
+    if (same) continue;
+    OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
+    try {
+      L.out_shapes = L.op->infer(args);
+      for (const auto& sh : L.out_shapes)
+        for (auto dim : sh)
+          if (dim <= 0 || dim > 1000000000000LL) return false;
+      L.cost = layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac);
+      if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
+    } catch (const ShapeError&) {
+      return false;
+    } catch (const ConfigError&) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace rsim

@@ -58,9 +58,46 @@ struct BuildOptions {
 void read_precision_keys(const CNode& map, Precision& p, Diags& d);
 extern const std::vector<std::string> kPrecisionKeys;
 
+// A network entry's `${…}` compiled once: recorded while build_network builds it at one point,
+// then re-bound at other points by rebind_network without re-reading the YAML. Each `${…}` of the
+// entry is a slot: a value (an operator attribute, an input dimension, a block argument) that
+// may change from point to point, or a guard (a name, an op, inputs, `when`, `repeat`, a dtype)
+// that must keep its value, or the network's structure would change.
+struct NetworkPlan {
+  enum class SlotKind { Guard, Env, Attr, InputDim };
+  struct Slot {
+    SlotKind kind = SlotKind::Guard;
+    const CNode* raw = nullptr;  // the entry's node (scalar or subtree) holding the `${…}`
+    int env = 0;                 // the bindings it is substituted with (index into envs)
+    std::string value;           // its text at the last binding (a subtree's scalars joined)
+    size_t layer = 0, index = 0;  // Attr: the layer and the attribute's position; InputDim: input, dimension
+    const AttrSpec* spec = nullptr;  // Attr
+  };
+  // The bindings of a block's layers: its parent's, then the block's parameters (a constant, or
+  // the value of an Env slot), then repeat_index.
+  struct EnvAdd {
+    std::string name, value;  // value: a constant, when slot < 0
+    int slot = -1;            // an Env slot
+  };
+  struct EnvDef {
+    int parent = -1;  // -1: none (envs[0], the network's own bindings)
+    std::vector<EnvAdd> adds;
+  };
+  std::vector<EnvDef> envs;  // envs[0]: the network's own bindings
+  std::vector<Slot> slots;   // in build order (a block argument before the block's layers)
+};
+
 // Builds one network from its scenario entry with the point's bindings.
 // Config and shape errors are collected in `d` (building stops at the first shape error).
-Network build_network(const CNode& node, const Env& env, const BuildOptions& opt, Diags& d);
+// `plan` (optional) records the entry's `${…}` for rebind_network.
+Network build_network(const CNode& node, const Env& env, const BuildOptions& opt, Diags& d, NetworkPlan* plan = nullptr);
+
+// Re-binds `net` (built with `plan`, or re-bound since) to new bindings: substitutes only the
+// plan's slots, re-reads the attributes and input dimensions whose text changed, and re-infers
+// shapes and costs of the layers whose attributes or input shapes changed. `changed` tells
+// whether any layer or input changed. Returns false when a guard changed or a value or shape is
+// invalid: `net` is then unusable and the caller builds the network anew (which reports errors).
+bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed);
 
 // Input channels per group of a grouped operator (conv2d, conv_transpose2d: Cin / groups;
 // depthwise_conv2d: 1); 0 for an operator without channel groups. A variable of calibration.

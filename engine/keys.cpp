@@ -72,10 +72,13 @@ std::vector<MapDef> build() {
       {"network", str(), false, "Only this network (default: every network)."},
       {"platforms", one_or_list(str()), false, "Only these platforms (default: every platform of the scenario)."},
       {"formats", one_or_list(choice({"png", "svg", "pdf"})), false, "Figure formats (default: those of `rsim run --format`)."},
-      {"width", num(200, 4000), false, "Canvas width in points (200 to 4000)."},
-      {"height", num(150, 6000), false, "Canvas height in points (150 to 6000)."},
-      {"dpi", num(36, 600), false, "PNG resolution (36 to 600; default 150)."},
+      {"style", choice({"screen", "paper", "paper-wide", "slides"}), false, "Print style: screen (9 x 6 in, default), paper (88 x 66 mm), paper-wide (180 x 80 mm), slides (16:9)."},
+      {"width", str(), false, "Canvas width: '88 mm', '3.5 in', '2.5 cm', '250 pt', '1600 px' or a number of points (1 in to 6000 pt)."},
+      {"height", str(), false, "Canvas height, as width."},
+      {"font_size", str(), false, "Tick text size, e.g. '8 pt' (6 to 40); titles and labels follow it."},
+      {"dpi", num(36, 600), false, "PNG resolution (36 to 600; default 150, 300 for paper styles)."},
   };
+  std::vector<Key> figure_keys(plot_common.begin() + 6, plot_common.end());  // style, width, height, font_size, dpi
   auto plot = [&](std::string kind, std::string title, std::vector<Key> own) {
     MapDef m{"plot." + kind, std::move(title), plot_common};
     m.keys.insert(m.keys.end(), own.begin(), own.end());
@@ -109,7 +112,9 @@ std::vector<MapDef> build() {
            {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
            {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
            {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
+           {"figures", map_of("figures"), false, "Defaults for every figure: style, width, height, font_size, dpi."},
        }},
+      {"figures", "Figure defaults (a plot's own keys win)", figure_keys},
       {"sweep", "The sweep: grid variables multiply, zip variables advance together",
        {
            {"grid", def("sweep_vars"), false, "Variables whose values combine as a cartesian product, the last varying fastest."},

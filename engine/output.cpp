@@ -124,6 +124,77 @@ void put_json_str(std::string& o, std::string_view s) {
   o += '"';
 }
 
+// Writes a row through a raw pointer into a string grown once by the row's upper bound (no
+// per-character capacity checks); the string is cut to what was written when the Buf ends.
+// The same text as the put_* functions above.
+class Buf {
+ public:
+  Buf(std::string& s, size_t bound) : s_(s) {
+    size_t base = s.size();
+    if (s.capacity() < base + bound) s.reserve(std::max(base + bound, 2 * s.capacity()));
+    s.resize(base + bound);
+    p_ = s.data() + base;
+  }
+  ~Buf() { s_.resize(static_cast<size_t>(p_ - s_.data())); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  static constexpr size_t kNum = 32;  // the longest number text (to_chars of a double: 24)
+  static size_t csv_bound(std::string_view v) { return 2 * v.size() + 2; }
+  static size_t json_bound(std::string_view v) { return 6 * v.size() + 2; }
+
+  void ch(char c) { *p_++ = c; }
+  void lit(std::string_view v) {
+    std::memcpy(p_, v.data(), v.size());
+    p_ += v.size();
+  }
+  void num(double v) {
+    if (std::isnan(v)) return lit("nan");
+    if (std::isinf(v)) return lit(v > 0 ? "inf" : "-inf");
+    if (std::floor(v) == v && std::fabs(v) < 1e15) p_ = std::to_chars(p_, p_ + kNum, static_cast<long long>(v)).ptr;
+    else p_ = std::to_chars(p_, p_ + kNum, v).ptr;
+  }
+  void json_num(double v) {
+    if (!std::isfinite(v)) return lit("null");
+    num(v);
+  }
+  void csv(std::string_view v) {
+    if (v.find_first_of(",\"\n\r") == std::string_view::npos) return lit(v);
+    ch('"');
+    for (char c : v) {
+      if (c == '"') ch('"');
+      ch(c);
+    }
+    ch('"');
+  }
+  void json_str(std::string_view v) {
+    ch('"');
+    for (char c : v) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && c != '"' && c != '\\') {
+        ch(c);
+        continue;
+      }
+      switch (c) {
+        case '"': lit("\\\""); break;
+        case '\\': lit("\\\\"); break;
+        case '\n': lit("\\n"); break;
+        case '\r': lit("\\r"); break;
+        case '\t': lit("\\t"); break;
+        default: {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", u);
+          lit(b);
+        }
+      }
+    }
+    ch('"');
+  }
+
+ private:
+  std::string& s_;
+  char* p_;
+};
+
 }  // namespace
 
 const std::vector<std::string>& results_columns() {
@@ -195,41 +266,47 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
   put_num(conv, pr.settings.flops_per_mac);
   conv += ',';
   conv += memory_model_name(pr.settings.memory_model);
+  const std::string_view work = pr.settings.executed_work ? ",executed" : ",conventional";
   for (const Row& row : pr.rows) {
-    out += lead;
-    for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) out += ',', put_csv(out, *s);
-    out += ',';
-    out += dtype_name(row.dtype);
-    out += ',';
-    out += dtype_name(row.compute_dtype);
-    out += ',';
-    if (row.has_weights) out += dtype_name(row.weights_dtype);
-    out += ',';
-    if (row.touches_kv) out += dtype_name(row.kv_dtype);
-    out += ',';
-    out += row.input_shapes;
-    out += ',';
-    out += row.output_shapes;
+    size_t bound = lead.size() + conv.size() + 256 + (32 + row.metrics.size()) * (Buf::kNum + 1);
+    for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
+                                 &row.memory_level, &row.kernel})
+      bound += Buf::csv_bound(*s) + 1;
+    Buf b(out, bound);
+    b.lit(lead);
+    for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) b.ch(','), b.csv(*s);
+    b.ch(',');
+    b.lit(dtype_name(row.dtype));
+    b.ch(',');
+    b.lit(dtype_name(row.compute_dtype));
+    b.ch(',');
+    if (row.has_weights) b.lit(dtype_name(row.weights_dtype));
+    b.ch(',');
+    if (row.touches_kv) b.lit(dtype_name(row.kv_dtype));
+    b.ch(',');
+    b.lit(row.input_shapes);
+    b.ch(',');
+    b.lit(row.output_shapes);
     double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
-    for (double v : {row.cost.macs, row.cost.flops, row.cost.macs_executed, row.cost.flops_executed}) out += ',', put_num(out, v);
-    out += pr.settings.executed_work ? ",executed" : ",conventional";
+    for (double v : {row.cost.macs, row.cost.flops, row.cost.macs_executed, row.cost.flops_executed}) b.ch(','), b.num(v);
+    b.lit(work);
     for (double v : {row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
                      row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
                      row.theoretical.intensity, mac_i})
-      out += ',', put_num(out, v);
-    out += ',', put_csv(out, row.compute_roof);
-    out += ',', put_csv(out, row.memory_level);
+      b.ch(','), b.num(v);
+    b.ch(','), b.csv(row.compute_roof);
+    b.ch(','), b.csv(row.memory_level);
     for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
-      for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s}) out += ',', put_num(out, v);
-      out += ',';
-      out += bound_name(rp->bound);
+      for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s}) b.ch(','), b.num(v);
+      b.ch(',');
+      b.lit(bound_name(rp->bound));
     }
-    out += ',', put_csv(out, row.kernel);
-    out += ',', put_num(out, row.efficiency.compute);
-    out += ',', put_num(out, row.efficiency.bandwidth);
-    out += conv;
-    for (double m : row.metrics) out += ',', put_num(out, m);
-    out += '\n';
+    b.ch(','), b.csv(row.kernel);
+    b.ch(','), b.num(row.efficiency.compute);
+    b.ch(','), b.num(row.efficiency.bandwidth);
+    b.lit(conv);
+    for (double m : row.metrics) b.ch(','), b.num(m);
+    b.ch('\n');
   }
 }
 
@@ -427,19 +504,6 @@ void platform_json(Json& j, const Platform& p) {
   j.close('}');
 }
 
-void roof_json(Json& j, const char* name, const RoofPoint& r) {
-  j.key(name);
-  j.open('{');
-  j.key("peak_flops_per_s"), j.num(r.peak_flops_per_s);
-  j.key("bandwidth_bytes_per_s"), j.num(r.bandwidth_bytes_per_s);
-  j.key("attainable_flops_per_s"), j.num(r.attainable_flops_per_s);
-  j.key("compute_time_s"), j.num(r.compute_time_s);
-  j.key("memory_time_s"), j.num(r.memory_time_s);
-  j.key("time_s"), j.num(r.time_s);
-  j.key("bound"), j.str(bound_name(r.bound));
-  j.close('}');
-}
-
 }  // namespace
 
 std::string results_json_head(const RunHeader& h, const RunInfo& info) {
@@ -558,55 +622,70 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   if (layers) {
     j.key("layers");
     j.open('[');
-    for (const auto& row : pr.rows) {
-      j.open('{');
-      j.key("platform"), j.str(row.platform);
-      j.key("network"), j.str(row.network);
-      j.key("layer"), j.str(row.layer);
-      j.key("op"), j.str(row.op);
-      j.key("dtype"), j.str(dtype_name(row.dtype));
-      j.key("compute_dtype"), j.str(dtype_name(row.compute_dtype));
-      if (row.has_weights) j.key("weights_dtype"), j.str(dtype_name(row.weights_dtype));
-      if (row.touches_kv) j.key("kv_dtype"), j.str(dtype_name(row.kv_dtype));
-      j.key("input_shape"), j.str(row.input_shapes);
-      j.key("output_shape"), j.str(row.output_shapes);
-      j.key("macs"), j.num(row.cost.macs);
-      j.key("flops"), j.num(row.cost.flops);
-      j.key("params"), j.num(row.cost.params);
-      j.key("weight_bytes"), j.num(row.cost.weight_bytes);
-      j.key("input_bytes");
-      j.open('[');
-      for (double b : row.cost.input_bytes) j.num(b);
-      j.close(']');
-      j.key("output_bytes");
-      j.open('[');
-      for (double b : row.cost.output_bytes) j.num(b);
-      j.close(']');
-      j.key("quant_scale_bytes"), j.num(row.cost.scale_bytes);
-      j.key("kv_read_bytes"), j.num(row.cost.kv_read_bytes);
-      j.key("kv_write_bytes"), j.num(row.cost.kv_write_bytes);
-      j.key("scratch_bytes"), j.num(row.cost.scratch_bytes);
-      j.key("resident_weight_bytes"), j.num(row.cost.resident_weight_bytes);
-      j.key("kv_cache_bytes"), j.num(row.cost.kv_cache_bytes);
-      j.key("bytes"), j.num(row.bytes);
-      j.key("intensity"), j.num(row.theoretical.intensity);
-      j.key("kernel"), j.str(row.kernel);
-      j.key("compute_roof"), j.str(row.compute_roof);
-      j.key("memory_level"), j.str(row.memory_level);
-      roof_json(j, "theoretical", row.theoretical);
-      roof_json(j, "derated", row.derated);
-      j.key("efficiency");
-      j.open('{');
-      j.key("compute"), j.num(row.efficiency.compute);
-      j.key("bandwidth"), j.num(row.efficiency.bandwidth);
-      j.close('}');
-      if (!row.metrics.empty()) {
-        j.key("metrics");
-        j.open('{');
-        for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) j.key(h.metric_names[k]), j.num(row.metrics[k]);
-        j.close('}');
+    for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
+      const Row& row = pr.rows[ri];
+      size_t bound = 1200 + (row.cost.input_bytes.size() + row.cost.output_bytes.size() + 40) * (Buf::kNum + 1);
+      for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
+                                   &row.memory_level, &row.kernel})
+        bound += Buf::json_bound(*s);
+      for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) bound += Buf::json_bound(h.metric_names[k]) + Buf::kNum + 2;
+      Buf b(out, bound);
+      b.lit(ri ? ",{\"platform\":" : "{\"platform\":"), b.json_str(row.platform);
+      b.lit(",\"network\":"), b.json_str(row.network);
+      b.lit(",\"layer\":"), b.json_str(row.layer);
+      b.lit(",\"op\":"), b.json_str(row.op);
+      b.lit(",\"dtype\":\""), b.lit(dtype_name(row.dtype));
+      b.lit("\",\"compute_dtype\":\""), b.lit(dtype_name(row.compute_dtype)), b.ch('"');
+      if (row.has_weights) b.lit(",\"weights_dtype\":\""), b.lit(dtype_name(row.weights_dtype)), b.ch('"');
+      if (row.touches_kv) b.lit(",\"kv_dtype\":\""), b.lit(dtype_name(row.kv_dtype)), b.ch('"');
+      b.lit(",\"input_shape\":"), b.json_str(row.input_shapes);
+      b.lit(",\"output_shape\":"), b.json_str(row.output_shapes);
+      b.lit(",\"macs\":"), b.json_num(row.cost.macs);
+      b.lit(",\"flops\":"), b.json_num(row.cost.flops);
+      b.lit(",\"params\":"), b.json_num(row.cost.params);
+      b.lit(",\"weight_bytes\":"), b.json_num(row.cost.weight_bytes);
+      b.lit(",\"input_bytes\":[");
+      for (size_t k = 0; k < row.cost.input_bytes.size(); ++k) {
+        if (k) b.ch(',');
+        b.json_num(row.cost.input_bytes[k]);
       }
-      j.close('}');
+      b.lit("],\"output_bytes\":[");
+      for (size_t k = 0; k < row.cost.output_bytes.size(); ++k) {
+        if (k) b.ch(',');
+        b.json_num(row.cost.output_bytes[k]);
+      }
+      b.lit("],\"quant_scale_bytes\":"), b.json_num(row.cost.scale_bytes);
+      b.lit(",\"kv_read_bytes\":"), b.json_num(row.cost.kv_read_bytes);
+      b.lit(",\"kv_write_bytes\":"), b.json_num(row.cost.kv_write_bytes);
+      b.lit(",\"scratch_bytes\":"), b.json_num(row.cost.scratch_bytes);
+      b.lit(",\"resident_weight_bytes\":"), b.json_num(row.cost.resident_weight_bytes);
+      b.lit(",\"kv_cache_bytes\":"), b.json_num(row.cost.kv_cache_bytes);
+      b.lit(",\"bytes\":"), b.json_num(row.bytes);
+      b.lit(",\"intensity\":"), b.json_num(row.theoretical.intensity);
+      b.lit(",\"kernel\":"), b.json_str(row.kernel);
+      b.lit(",\"compute_roof\":"), b.json_str(row.compute_roof);
+      b.lit(",\"memory_level\":"), b.json_str(row.memory_level);
+      for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
+        b.lit(rp == &row.theoretical ? ",\"theoretical\":{\"peak_flops_per_s\":" : ",\"derated\":{\"peak_flops_per_s\":");
+        b.json_num(rp->peak_flops_per_s);
+        b.lit(",\"bandwidth_bytes_per_s\":"), b.json_num(rp->bandwidth_bytes_per_s);
+        b.lit(",\"attainable_flops_per_s\":"), b.json_num(rp->attainable_flops_per_s);
+        b.lit(",\"compute_time_s\":"), b.json_num(rp->compute_time_s);
+        b.lit(",\"memory_time_s\":"), b.json_num(rp->memory_time_s);
+        b.lit(",\"time_s\":"), b.json_num(rp->time_s);
+        b.lit(",\"bound\":\""), b.lit(bound_name(rp->bound)), b.lit("\"}");
+      }
+      b.lit(",\"efficiency\":{\"compute\":"), b.json_num(row.efficiency.compute);
+      b.lit(",\"bandwidth\":"), b.json_num(row.efficiency.bandwidth), b.ch('}');
+      if (!row.metrics.empty()) {
+        b.lit(",\"metrics\":{");
+        for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) {
+          if (k) b.ch(',');
+          b.json_str(h.metric_names[k]), b.ch(':'), b.json_num(row.metrics[k]);
+        }
+        b.ch('}');
+      }
+      b.ch('}');
     }
     j.close(']');
   }

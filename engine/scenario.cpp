@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 #include <filesystem>
 #include <cstring>
@@ -223,6 +224,7 @@ Settings read_settings(const CNode& node, Diags& d) {
   }
   read_precision_keys(node, s.precision, d);
   m.allow(kPrecisionKeys);
+  m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
   m.finish();
   return s;
 }
@@ -359,11 +361,31 @@ void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::
         v.values = {value};
         done = true;
       }
-    for (auto& v : s.sweep.zip)
-      if (v.name == name) {
-        std::fill(v.values.begin(), v.values.end(), value);  // zipped partners keep their lengths
-        done = true;
+    // a zipped variable is pinned to one of its values: its partners keep theirs at that index
+    for (size_t zi = 0; zi < s.sweep.zip.size() && !done; ++zi) {
+      const SweepVar& v = s.sweep.zip[zi];
+      if (v.name != name) continue;
+      done = true;
+      auto same = [&](const std::string& a) {
+        if (a == value) return true;
+        char *ea = nullptr, *eb = nullptr;
+        double x = std::strtod(a.c_str(), &ea), y = std::strtod(value.c_str(), &eb);
+        return !a.empty() && !value.empty() && *ea == '\0' && *eb == '\0' && x == y;
+      };
+      auto at = std::find_if(v.values.begin(), v.values.end(), same);
+      if (at == v.values.end()) {
+        std::string listed;
+        for (const auto& x : v.values) listed += (listed.empty() ? "" : ", ") + x;
+        std::string partners;
+        for (const auto& o : s.sweep.zip)
+          if (o.name != name) partners += (partners.empty() ? "" : ", ") + o.name;
+        d.error(SourceLoc{}, "--set " + name + "=" + value + ": '" + name + "' is a zipped variable and " + value + " is not one of its values",
+                {Note{{}, "its values: " + listed + (partners.empty() ? "" : "; pinning one of them pins " + partners + " to the value beside it")}});
+        break;
       }
+      size_t index = static_cast<size_t>(at - v.values.begin());
+      for (auto& o : s.sweep.zip) o.values = {o.values[index]};
+    }
     if (!done) {
       std::vector<std::string> names = sweep_names(s.sweep);
       for (const auto& [vn, node] : s.vars) names.push_back(vn);

@@ -1,7 +1,8 @@
 #include "plots/cairo_renderer.hpp"
 
+#include "plots/svg_writer.hpp"
+
 #include <cairo-pdf.h>
-#include <cairo-svg.h>
 #include <cairo.h>
 #include <png.h>
 
@@ -28,6 +29,7 @@ struct CairoRenderer::Impl {
   cairo_surface_t* surface = nullptr;
   cairo_t* cr = nullptr;
   std::string* sink = nullptr;
+  SvgWriter svg;  // SVG is written element by element: text stays <text>
 };
 
 static cairo_status_t write_to_string(void* closure, const unsigned char* data, unsigned int length) {
@@ -89,6 +91,11 @@ CairoRenderer::~CairoRenderer() {
 }
 
 void CairoRenderer::begin(double width, double height) {
+  if (format_ == Format::SVG) {
+    out_.clear();
+    impl_->svg.begin(width, height);
+    return;
+  }
   if (impl_->cr) cairo_destroy(impl_->cr);
   if (impl_->surface) cairo_surface_destroy(impl_->surface);
   impl_->cr = nullptr;
@@ -104,11 +111,7 @@ void CairoRenderer::begin(double width, double height) {
       cairo_scale(impl_->cr, s, s);
       break;
     }
-    case Format::SVG:
-      impl_->surface = cairo_svg_surface_create_for_stream(write_to_string, &out_, width, height);
-      cairo_svg_surface_set_document_unit(impl_->surface, CAIRO_SVG_UNIT_PT);
-      impl_->cr = cairo_create(impl_->surface);
-      break;
+    case Format::SVG: break;
     case Format::PDF:
       impl_->surface = cairo_pdf_surface_create_for_stream(write_to_string, &out_, width, height);
       // a fixed date keeps the file byte-identical from run to run
@@ -122,6 +125,10 @@ void CairoRenderer::begin(double width, double height) {
 }
 
 void CairoRenderer::end() {
+  if (format_ == Format::SVG) {
+    out_ = impl_->svg.end();
+    return;
+  }
   cairo_t* cr = impl_->cr;
   if (format_ == Format::PNG) {
     cairo_surface_flush(impl_->surface);
@@ -129,34 +136,6 @@ void CairoRenderer::end() {
   } else {
     cairo_show_page(cr);
     cairo_surface_finish(impl_->surface);
-    if (format_ == Format::SVG) {
-      // cairo numbers SVG surfaces with a process-wide counter ("surface8"): renumber from 1 so
-      // the same figure gives the same bytes whatever was drawn before it
-      std::string out;
-      std::map<std::string, std::string> ids;
-      size_t i = 0;
-      const std::string key = "surface";
-      while (i < out_.size()) {
-        size_t k = out_.find(key, i);
-        if (k == std::string::npos) {
-          out += out_.substr(i);
-          break;
-        }
-        size_t e = k + key.size();
-        while (e < out_.size() && std::isdigit(static_cast<unsigned char>(out_[e]))) ++e;
-        out += out_.substr(i, k - i);
-        std::string id = out_.substr(k, e - k);
-        if (e > k + key.size()) {
-          auto it = ids.find(id);
-          if (it == ids.end()) it = ids.emplace(id, key + std::to_string(ids.size() + 1)).first;
-          out += it->second;
-        } else {
-          out += id;
-        }
-        i = e;
-      }
-      out_ = out;
-    }
   }
   cairo_destroy(cr);
   cairo_surface_destroy(impl_->surface);
@@ -192,6 +171,7 @@ static void set_line(cairo_t* cr, const LineStyle& s) {
 }
 
 void CairoRenderer::polyline(const std::vector<P>& pts, const LineStyle& style) {
+  if (format_ == Format::SVG) return impl_->svg.polyline(pts, style);
   if (pts.size() < 2) return;
   cairo_t* cr = impl_->cr;
   set_line(cr, style);
@@ -201,6 +181,7 @@ void CairoRenderer::polyline(const std::vector<P>& pts, const LineStyle& style) 
 }
 
 void CairoRenderer::rect(const Rect& r, const Color& fill, const LineStyle* stroke) {
+  if (format_ == Format::SVG) return impl_->svg.rect(r, fill, stroke);
   cairo_t* cr = impl_->cr;
   cairo_rectangle(cr, r.x, r.y, r.w, r.h);
   if (fill.a > 0) {
@@ -217,6 +198,7 @@ void CairoRenderer::rect(const Rect& r, const Color& fill, const LineStyle* stro
 }
 
 void CairoRenderer::hatch(const Rect& r, const Color& color) {
+  if (format_ == Format::SVG) return impl_->svg.hatch(r, color);
   cairo_t* cr = impl_->cr;
   cairo_save(cr);
   cairo_rectangle(cr, r.x, r.y, r.w, r.h);
@@ -231,6 +213,7 @@ void CairoRenderer::hatch(const Rect& r, const Color& color) {
 }
 
 void CairoRenderer::marker(P at, Marker m, double size, const Color& fill, const Color& edge) {
+  if (format_ == Format::SVG) return impl_->svg.marker(at, m, size, fill, edge);
   cairo_t* cr = impl_->cr;
   double h = size / 2;
   auto poly = [&](int n, double rot, double radius) {
@@ -266,6 +249,7 @@ void CairoRenderer::marker(P at, Marker m, double size, const Color& fill, const
 }
 
 void CairoRenderer::text(P at, const std::string& s, double size, const Color& c, double angle, Anchor anchor, bool bold) {
+  if (format_ == Format::SVG) return impl_->svg.text(at, s, size, c, angle, anchor, bold);
   cairo_t* cr = impl_->cr;
   set_font(cr, size, bold);
   cairo_text_extents_t e;
@@ -292,11 +276,15 @@ TextBox CairoRenderer::measure(const std::string& s, double size, bool bold) {
 }
 
 void CairoRenderer::clip(const Rect& r) {
+  if (format_ == Format::SVG) return impl_->svg.clip(r);
   cairo_save(impl_->cr);
   cairo_rectangle(impl_->cr, r.x, r.y, r.w, r.h);
   cairo_clip(impl_->cr);
 }
 
-void CairoRenderer::unclip() { cairo_restore(impl_->cr); }
+void CairoRenderer::unclip() {
+  if (format_ == Format::SVG) return impl_->svg.unclip();
+  cairo_restore(impl_->cr);
+}
 
 }  // namespace rsim::plots

@@ -1,4 +1,5 @@
-// The cairo renderer: one drawing path for PNG, SVG and PDF; text in DejaVu Sans.
+// The renderer for files: cairo draws PNG and PDF (fonts embedded); SVG is written element by
+// element (svg_writer.hpp) so its text stays text. Text in DejaVu Sans; text is measured with cairo.
 #pragma once
 #include <memory>
 #include <string>

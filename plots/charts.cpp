@@ -47,15 +47,15 @@ const ColumnInfo kColumns[] = {
     {"derated_time_per_sample_s", "Time per sample, derated roofs [s]", "s", false},
     // transformers (networks with a phase)
     {"active_params", "Active parameters", "", true},
-    {"tokens_per_s", "Tokens per second", "", false},
-    {"derated_tokens_per_s", "Tokens per second, derated roofs", "", false},
+    {"tokens_per_s", "Throughput [tokens/s]", "", false},
+    {"derated_tokens_per_s", "Throughput, derated roofs [tokens/s]", "", false},
     {"time_per_output_token_s", "Time per output token [s]", "s", false},
     {"derated_time_per_output_token_s", "Time per output token, derated roofs [s]", "s", false},
     {"time_to_first_token_s", "Time to first token [s]", "s", false},
     {"derated_time_to_first_token_s", "Time to first token, derated roofs [s]", "s", false},
     {"weight_footprint_bytes", "Weights held in memory [B]", "B", true},
     {"kv_cache_bytes", "KV cache [B]", "B", true},
-    {"memory_footprint_bytes", "Memory footprint: weights + KV cache + activations [B]", "B", true},
+    {"memory_footprint_bytes", "Memory footprint (weights, KV cache, activations) [B]", "B", true},
 };
 
 const ColumnInfo* column(const std::string& n) {
@@ -132,6 +132,53 @@ const Platform* find_platform(const RunResult& r, const std::string& name) {
     for (const auto& p : pr.platforms)
       if (p.name == name) return &p;
   return nullptr;
+}
+
+// An axis title for a sweep variable: its `label:` and `unit:` ("Vector clock [GHz]"), or its name.
+std::string var_title(const Scenario& s, const std::string& name) {
+  for (const auto* list : {&s.sweep.zip, &s.sweep.grid})
+    for (const SweepVar& v : *list)
+      if (v.name == name) return (v.label.empty() ? name : v.label) + (v.unit.empty() ? "" : " [" + v.unit + "]");
+  return name;
+}
+
+std::vector<std::string> network_names(const RunResult& r) {
+  std::vector<std::string> n;
+  for (const auto& pr : r.results)
+    for (const auto& sm : pr.summary)
+      if (std::find(n.begin(), n.end(), sm.network) == n.end()) n.push_back(sm.network);
+  return n;
+}
+
+// A scenario's `platforms:` entry k resolves to one platform per point; what-if variants get a
+// name per point ("x@2.2GHz", or any name of their own). The slot of a platform name: the entry
+// whose platform has that name (or that prefix before '@') at some point; SIZE_MAX when none.
+size_t platform_slot(const RunResult& r, const std::string& name) {
+  for (const auto& pr : r.results)
+    for (size_t k = 0; k < pr.platforms.size(); ++k)
+      if (pr.platforms[k].name == name || pr.platforms[k].name.substr(0, pr.platforms[k].name.find('@')) == name) return k;
+  return SIZE_MAX;
+}
+
+// What a slot is called on a chart: its one name, the common part before '@' of its variants, or
+// the `base:` of a what-if entry.
+std::string slot_name(const RunResult& r, const Scenario& s, size_t k) {
+  std::vector<std::string> names;
+  for (const auto& pr : r.results)
+    if (k < pr.platforms.size() && std::find(names.begin(), names.end(), pr.platforms[k].name) == names.end()) names.push_back(pr.platforms[k].name);
+  if (names.empty()) return "?";
+  if (names.size() == 1) return names[0];
+  std::string prefix = names[0].substr(0, names[0].find('@'));
+  if (std::all_of(names.begin(), names.end(), [&](const std::string& n) { return n.substr(0, n.find('@')) == prefix; })) return prefix;
+  if (k < s.platforms.size() && s.platforms[k].is_map())
+    if (const CNode* b = s.platforms[k].find("base"); b && b->is_scalar()) return b->scalar + " (what-if)";
+  return names[0];
+}
+
+size_t slot_at(const PointResult& pr, const std::string& platform) {
+  for (size_t k = 0; k < pr.platforms.size(); ++k)
+    if (pr.platforms[k].name == platform) return k;
+  return 0;
 }
 
 std::string first_network(const RunResult& r) {
@@ -215,37 +262,42 @@ void add_line(Figure& f, Line L) {
   f.lines.push_back(L);
 }
 
-BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats) {
-  BuiltFigure out;
-  Figure& f = out.figure;
-  f.width = spec.width, f.height = spec.height;
-  const Settings& set = r.results.front().settings;
-  bool networks = spec.points == "networks";
-  bool show_theo = spec.roofs != "derated", show_der = spec.roofs != "theoretical";
-  bool on_derated = show_der;  // points sit on the derated roofs when those are drawn
-  std::string dtypes_text;
-  std::set<DType> dtypes_used;
+// ---------------------------------------------------------------- roofline
+
+// A point of a roofline: a layer (or a network total) at one sweep point on one platform.
+struct RoofPt {
+  double x, y;
+  std::string label, bound, op, network, platform;
+  size_t point;
+};
+
+// A platform on the chart and its compute roofs for the precisions the points use.
+struct RoofSet {
+  const Platform* p;
+  std::vector<const ComputeRoof*> roofs;
+};
+
+std::set<DType> dtypes_on(const RunResult& r, const std::vector<std::string>& plats) {
+  std::set<DType> used;
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows)
-      if (std::find(plats.begin(), plats.end(), row.platform) != plats.end()) dtypes_used.insert(row.dtype);
-  for (DType t : dtypes_used) dtypes_text += (dtypes_text.empty() ? "" : "/") + std::string(dtype_name(t));
+      if (std::find(plats.begin(), plats.end(), row.platform) != plats.end()) used.insert(row.dtype);
+  return used;
+}
 
-  // collect points
-  struct Pt {
-    double x, y;
-    std::string label, bound, op, network, platform;
-    size_t point;
-  };
-  std::vector<Pt> pts;
-  int hidden_zero = 0, hidden_inf = 0;
+// The points: each layer (or network total) of every sweep point on the chart's platforms, on
+// the derated roofs or the theoretical ones. Log axes cannot show 0 or ∞: such points are
+// counted in `hidden` (the subtitle says how many) instead.
+std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, const std::vector<std::string>& plats, bool on_derated, int& hidden) {
+  const bool networks = spec.points == "networks";
+  std::vector<RoofPt> pts;
   size_t npoints = r.points.size();
   std::set<std::string> layer_names;
   for (const auto& pr : r.results)
-    for (const auto& row : pr.rows) layer_names.insert(row.network + "/" + row.layer);
-  // log axes cannot show 0 or ∞: such points are counted in the subtitle instead
+    for (const auto& row : pr.rows)
+      if (spec.network.empty() || row.network == spec.network) layer_names.insert(row.network + "/" + row.layer);
   auto drawable = [&](double x, double y) {
-    if (!(x > 0) || !(y > 0)) return ++hidden_zero, false;
-    if (!std::isfinite(x)) return ++hidden_inf, false;
+    if (!(x > 0) || !(y > 0) || !std::isfinite(x)) return ++hidden, false;
     return true;
   };
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
@@ -253,6 +305,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     if (networks) {
       for (const auto& sm : pr.summary) {
         if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
+        if (!spec.network.empty() && sm.network != spec.network) continue;
         double x = sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
         std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
@@ -270,6 +323,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     }
     for (const auto& row : pr.rows) {
       if (std::find(plats.begin(), plats.end(), row.platform) == plats.end()) continue;
+      if (!spec.network.empty() && row.network != spec.network) continue;
       const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
       double x = rp.intensity, y = rp.attainable_flops_per_s;
       if (!drawable(x, y)) continue;
@@ -282,14 +336,10 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       pts.push_back({x, y, label, bound_name(rp.bound), row.op, row.network, row.platform, pi});
     }
   }
+  return pts;
+}
 
-  // roofs per platform
-  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-  for (const auto& p : pts) xmin = std::min(xmin, p.x / 4), xmax = std::max(xmax, p.x * 4), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
-  struct RoofSet {
-    const Platform* p;
-    std::vector<const ComputeRoof*> roofs;
-  };
+std::vector<RoofSet> roof_sets(const RunResult& r, const std::vector<std::string>& plats, const std::set<DType>& dtypes_used) {
   std::vector<RoofSet> sets;
   for (const auto& name : plats) {
     const Platform* p = find_platform(r, name);
@@ -298,8 +348,18 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     for (DType t : dtypes_used)
       if (const ComputeRoof* cr = p->roof_for(t); cr && std::find(rs.roofs.begin(), rs.roofs.end(), cr) == rs.roofs.end()) rs.roofs.push_back(cr);
     sets.push_back(rs);
+  }
+  return sets;
+}
+
+// Log–log axes wide enough for every point (a factor 4 beside it) and every ridge (50× left,
+// 10× right), from the lowest roof's 1/50 to the highest peak.
+void roofline_axes(Figure& f, const std::vector<RoofPt>& pts, const std::vector<RoofSet>& sets) {
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& p : pts) xmin = std::min(xmin, p.x / 4), xmax = std::max(xmax, p.x * 4), ymin = std::min(ymin, p.y), ymax = std::max(ymax, p.y);
+  for (const RoofSet& rs : sets)
     for (const ComputeRoof* cr : rs.roofs)
-      for (const auto& m : p->memory) {
+      for (const auto& m : rs.p->memory) {
         double ridge = cr->peak_flops_per_s / m.bandwidth_bytes_per_s;
         double dridge = cr->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
         xmin = std::min({xmin, ridge / 50, dridge / 50});
@@ -307,118 +367,159 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
         ymax = std::max(ymax, cr->peak_flops_per_s);
         ymin = std::min(ymin, std::min(cr->peak_flops_per_s, cr->derated_flops_per_s) / 50);
       }
-  }
   log_range(f.x, xmin, xmax);
   log_range(f.y, ymin, ymax);
   f.x.title = "Arithmetic intensity [FLOP/byte]";
   f.y.title = "Performance [FLOP/s]";
   f.y.unit = "FLOP/s";
-  bool overlay = sets.size() > 1;
-  bool any_derating = false;
+}
+
+// The dash of a platform's derated roofs on an overlay (the colour tells them apart first).
+Dash overlay_dash(size_t set_i) { return set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid; }
+
+// One compute roof over one memory level, theoretical or derated: the slanted memory roof up to
+// the ridge, the flat compute roof from it (main memory only), each labelled with its value, and
+// the ridge point.
+void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_t set_i, size_t ri, size_t mi, bool derated, bool overlay, bool theo_shared) {
+  const Platform& p = *rs.p;
+  const ComputeRoof& cr = *rs.roofs[ri];
+  const MemoryLevel& m = p.memory[mi];
+  bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
+  bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
+  const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
+  Color c = overlay ? roof_color(set_i) : rgb(0x333333);
+  double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
+  double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
+  double ridge = peak / bw;
+  // on an overlay each platform's theoretical roof is its colour, lighter and dashed; one that
+  // every platform shares (what-if variants of one machine) is neutral grey
+  Color theo = c;
+  theo.a = 0.55;
+  LineStyle st{derated || !overlay ? c : theo_shared ? rgb(0x555555) : theo, derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
+  if (overlay && derated) st.dash = overlay_dash(set_i);
+  if (mi > 0) st.width *= 0.8;
+  Line mem;  // slanted, up to the ridge
+  mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+  mem.style = st;
+  bool label_mem = ri == 0 && (derated ? true : !mem_same);
+  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
+  mem.label_at = 0.55;
+  add_line(f, mem);
+  if (mi > 0) return;  // caches only add their slanted roof
+  Line comp;  // flat, from the ridge
+  comp.pts = {{ridge, peak}, {f.x.max, peak}};
+  comp.style = st;
+  // on an overlay the legend gives each variant's peak; the lines would be too close to label
+  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
+  comp.label_at = 0.78;
+  comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
+  add_line(f, comp);
+  Point rp;
+  rp.at = {ridge, peak};
+  rp.marker = Marker::Diamond;
+  rp.size = 6;
+  rp.fill = rgb(0xFFFFFF);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
+  // on an overlay a ridge says whose it is (unless every platform shares it)
+  rp.label = overlay && (derated || !theo_shared) ? short_name + " " + buf : std::string(buf);
+  rp.on_top = true;
+  bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
+  if (!dup) f.points.push_back(rp);
+}
+
+// Every platform's roofs: theoretical first (dashed, under), then derated (solid); a roof that
+// derating leaves alone is drawn and labelled once. Returns whether any roof is derated.
+bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool show_der, bool print) {
+  bool overlay = sets.size() > 1, any_derating = false;
+  // what-if variants of one platform share most of their names: their ridges say what differs
+  // ("@2.2GHz ridge 18.3"), from the last separator before it
+  std::vector<std::string> short_names;
+  std::string common = sets.empty() ? "" : sets.front().p->name;
+  for (const RoofSet& o : sets) {
+    size_t k = 0;
+    while (k < common.size() && k < o.p->name.size() && common[k] == o.p->name[k]) ++k;
+    common.resize(k);
+  }
+  size_t cut = 0;
+  for (size_t k = 0; k < common.size(); ++k)
+    if (common[k] == '@') cut = k;
+    else if (common[k] == '_' || common[k] == '-' || common[k] == ' ') cut = k + 1;
+  for (const RoofSet& o : sets) short_names.push_back(common.size() >= 5 && cut > 0 && cut < o.p->name.size() ? o.p->name.substr(cut) : o.p->name);
+  // the theoretical roofs are shared when every platform has the same peaks and bandwidths
+  bool theo_shared = true;
+  for (const RoofSet& o : sets) {
+    const RoofSet& a = sets.front();
+    theo_shared = theo_shared && o.roofs.size() == a.roofs.size() && o.p->memory.size() == a.p->memory.size();
+    for (size_t i = 0; theo_shared && i < o.roofs.size(); ++i) theo_shared = close_to(o.roofs[i]->peak_flops_per_s, a.roofs[i]->peak_flops_per_s);
+    for (size_t i = 0; theo_shared && i < o.p->memory.size(); ++i) theo_shared = close_to(o.p->memory[i].bandwidth_bytes_per_s, a.p->memory[i].bandwidth_bytes_per_s);
+  }
   for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
     const Platform& p = *sets[set_i].p;
-    Color c = overlay ? roof_color(set_i) : rgb(0x333333);
     for (size_t ri = 0; ri < sets[set_i].roofs.size(); ++ri) {
       const ComputeRoof& cr = *sets[set_i].roofs[ri];
       for (size_t mi = 0; mi < p.memory.size(); ++mi) {
         const MemoryLevel& m = p.memory[mi];
-        bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
-        bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
-        bool all_same = mem_same && comp_same;
+        bool all_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s && cr.derated_flops_per_s == cr.peak_flops_per_s;
         if (!all_same) any_derating = true;
-        const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
-        // theoretical first (dashed, under), then derated (solid); a roof that derating leaves
-        // alone is drawn and labelled once
         for (int derated = 0; derated < 2; ++derated) {
           if (!derated && all_same) continue;
           if ((derated && !show_der && !all_same) || (!derated && !show_theo)) continue;
-          double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
-          double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
-          double ridge = peak / bw;
-          // on an overlay the theoretical roofs are shared: neutral grey
-          LineStyle st{derated || !overlay ? c : rgb(0x555555), derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
-          if (overlay && derated) st.dash = set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid;
-          if (mi > 0) st.width *= 0.8;
-          Line mem;  // slanted, up to the ridge
-          mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
-          mem.style = st;
-          bool label_mem = ri == 0 && (derated ? true : !mem_same);
-          if (label_mem)
-            mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
-          mem.label_at = 0.55;
-          add_line(f, mem);
-          if (mi > 0) continue;  // caches only add their slanted roof
-          Line comp;  // flat, from the ridge
-          comp.pts = {{ridge, peak}, {f.x.max, peak}};
-          comp.style = st;
-          // on an overlay the legend gives each variant's peak; the lines would be too close to label
-          if ((derated || !comp_same) && !(overlay && derated))
-            comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
-          comp.label_at = 0.78;
-          comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
-          add_line(f, comp);
-          Point rp;
-          rp.at = {ridge, peak};
-          rp.marker = Marker::Diamond;
-          rp.size = 6;
-          rp.fill = rgb(0xFFFFFF);
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "ridge %.3g", ridge);
-          rp.label = buf;
-          rp.on_top = true;
-          bool dup = std::any_of(f.points.begin(), f.points.end(), [&](const Point& o) { return close_to(o.at.x, ridge) && close_to(o.at.y, peak); });
-          if (!dup) f.points.push_back(rp);
+          add_roof(f, sets[set_i], short_names[set_i], set_i, ri, mi, derated != 0, overlay, theo_shared);
         }
       }
     }
   }
-
+  // each platform's legend entry gives its derated peak and bandwidth; at a printed size, where
+  // the legend shares the page with the plot, its name only (the values: plot data, report.md)
   if (overlay)
     for (size_t set_i = 0; set_i < sets.size(); ++set_i)
-      f.legend.push_back(LegendEntry{sets[set_i].p->name + (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
-                                         ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4),
-                                     true,
-                                     LineStyle{roof_color(set_i), 1.6, set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid},
-                                     false, {}, {}});
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
+                                                                    ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4)),
+                                     true, LineStyle{roof_color(set_i), 1.6, overlay_dash(set_i)}, false, {}, {}});
+  return any_derating;
+}
 
-  std::vector<Pt> all_pts = pts;  // the plot data keeps every point
-  // points that coincide (the same layer at several sweep points, or on what-if variants that
-  // leave it alone) become one marker, labelled with the first and how many more it stands for
-  {
-    // Each point joins the first earlier marker it coincides with. Markers are indexed by
-    // (bound, op) and then by x, so a point looks only at the markers within x's tolerance:
-    // linear in points (40k points would take seconds with a scan of every marker).
-    std::vector<Pt> merged;
-    std::vector<int> extra;
-    std::map<std::pair<std::string, std::string>, std::multimap<double, size_t>> index;
-    for (const auto& p : pts) {
-      size_t found = SIZE_MAX;
-      std::multimap<double, size_t>* by_x = nullptr;
-      if (std::isfinite(p.x) && std::isfinite(p.y)) {  // close_to never holds for inf or NaN
-        by_x = &index[{p.bound, p.op}];
-        double tol = 2e-9 * std::fabs(p.x);  // covers close_to's 1e-9 × max(|a|, |b|)
-        for (auto it = by_x->lower_bound(p.x - tol); it != by_x->end() && it->first <= p.x + tol; ++it) {
-          const Pt& m = merged[it->second];
-          if (it->second < found && close_to(m.x, p.x) && close_to(m.y, p.y)) found = it->second;
-        }
+// Points that coincide (the same layer at several sweep points, or on what-if variants that
+// leave it alone) become one marker, labelled with the first and how many more it stands for.
+// Each point joins the first earlier marker it coincides with. Markers are indexed by (bound,
+// op) and then by x, so a point looks only at the markers within x's tolerance: linear in
+// points (40k points would take seconds with a scan of every marker).
+std::vector<RoofPt> merge_coincident(const std::vector<RoofPt>& pts) {
+  std::vector<RoofPt> merged;
+  std::vector<int> extra;
+  std::map<std::pair<std::string, std::string>, std::multimap<double, size_t>> index;
+  for (const auto& p : pts) {
+    size_t found = SIZE_MAX;
+    std::multimap<double, size_t>* by_x = nullptr;
+    if (std::isfinite(p.x) && std::isfinite(p.y)) {  // close_to never holds for inf or NaN
+      by_x = &index[{p.bound, p.op}];
+      double tol = 2e-9 * std::fabs(p.x);  // covers close_to's 1e-9 × max(|a|, |b|)
+      for (auto it = by_x->lower_bound(p.x - tol); it != by_x->end() && it->first <= p.x + tol; ++it) {
+        const RoofPt& m = merged[it->second];
+        if (it->second < found && close_to(m.x, p.x) && close_to(m.y, p.y)) found = it->second;
       }
-      if (found != SIZE_MAX) {
-        if (p.label != merged[found].label) ++extra[found];
-        continue;
-      }
-      if (by_x) by_x->emplace(p.x, merged.size());
-      merged.push_back(p);
-      extra.push_back(0);
     }
-    for (size_t k = 0; k < merged.size(); ++k)
-      if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
-    pts = merged;
+    if (found != SIZE_MAX) {
+      if (p.label != merged[found].label) ++extra[found];
+      continue;
+    }
+    if (by_x) by_x->emplace(p.x, merged.size());
+    merged.push_back(p);
+    extra.push_back(0);
   }
+  for (size_t k = 0; k < merged.size(); ++k)
+    if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
+  return merged;
+}
 
-  // points: marker by op/network/point, colour by bound/series
+// The markers: shape by op (or network, point, platform), colour by bound (or a series), a label
+// per column of equal points; and their legend entries.
+void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts) {
+  const bool networks = spec.points == "networks";
   std::vector<std::string> marker_keys, color_keys;
   // network points have no op: their shape tells the network apart
-  auto key_of = [&](const Pt& p, const std::string& by) {
+  auto key_of = [&](const RoofPt& p, const std::string& by) {
     if (by == "op") return networks ? p.network : p.op;
     if (by == "network") return p.network;
     if (by == "point") return point_text(r, p.point);
@@ -430,6 +531,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     if (std::find(marker_keys.begin(), marker_keys.end(), mk) == marker_keys.end()) marker_keys.push_back(mk);
     if (std::find(color_keys.begin(), color_keys.end(), ck) == color_keys.end()) color_keys.push_back(ck);
   }
+  const size_t max_shapes = style_preset(spec.style).fixed || spec.physical ? 4 : 8;
   bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
   std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
   for (const auto& p : pts) {
@@ -437,7 +539,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     q.at = {p.x, p.y};
     size_t mi = static_cast<size_t>(std::find(marker_keys.begin(), marker_keys.end(), key_of(p, spec.marker)) - marker_keys.begin());
     size_t ci = static_cast<size_t>(std::find(color_keys.begin(), color_keys.end(), key_of(p, spec.color)) - color_keys.begin());
-    q.marker = marker_keys.size() <= 8 ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat: use one
+    q.marker = marker_keys.size() <= max_shapes ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat (4 in print, where the legend is small): use one
     q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
     q.fill.a = 0.9;
     q.size = pts.size() > 500 ? 4 : 7;
@@ -449,18 +551,37 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
     f.points.push_back(q);
   }
   if (spec.labels == "auto" && pts.size() > 60) f.allow_key = false;
-  // legend
   if (spec.color == "bound") {
     for (const char* b : {"memory", "compute"}) {
-      bool present = std::any_of(pts.begin(), pts.end(), [&](const Pt& p) { return p.bound == b; });
+      bool present = std::any_of(pts.begin(), pts.end(), [&](const RoofPt& p) { return p.bound == b; });
       if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Circle, bound_color(b)});
     }
   } else {
     for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
   }
-  if (marker_keys.size() <= 8 && (marker_keys.size() > 1 || spec.marker != "op"))
-    for (size_t i = 0; i < marker_keys.size(); ++i)
-      f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
+  if (marker_keys.size() <= max_shapes && (marker_keys.size() > 1 || spec.marker != "op"))
+    for (size_t i = 0; i < marker_keys.size(); ++i) f.legend.push_back(LegendEntry{marker_keys[i], false, {}, true, marker_cycle(i), rgb(0xBBBBBB)});
+}
+
+BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  const Settings& set = r.results.front().settings;
+  const bool networks = spec.points == "networks";
+  const bool show_theo = spec.roofs != "derated", show_der = spec.roofs != "theoretical";
+  const bool on_derated = show_der;  // points sit on the derated roofs when those are drawn
+  const std::set<DType> dtypes_used = dtypes_on(r, plats);
+  std::string dtypes_text;
+  for (DType t : dtypes_used) dtypes_text += (dtypes_text.empty() ? "" : "/") + std::string(dtype_name(t));
+
+  int hidden = 0;
+  const std::vector<RoofPt> all_pts = roofline_points(spec, r, plats, on_derated, hidden);  // the plot data keeps every point
+  const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
+  roofline_axes(f, all_pts, sets);
+  const bool overlay = sets.size() > 1;
+  const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
+  add_roofline_markers(f, spec, r, merge_coincident(all_pts));
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
     f.legend.push_back(LegendEntry{"derated roof", true, LineStyle{rgb(0x333333), 1.6, Dash::Solid}, false, {}, {}});
@@ -470,10 +591,9 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   for (const auto& n : plats) plat_text += (plat_text.empty() ? "" : ", ") + n;
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
-  f.subtitle = plat_text + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
+  f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && any_derating ? " on derated roofs" : "");
-  if (hidden_zero + hidden_inf > 0)
-    f.subtitle += " · " + std::to_string(hidden_zero + hidden_inf) + " not drawn (0 FLOPs or 0 bytes)";
+  if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
 
   out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
   for (const auto& p : all_pts)
@@ -536,6 +656,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     return series.back();
   };
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  const size_t nets_shown = network_names(r).size();
   int skipped_zero = 0;
   bool x_non_numeric = false;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
@@ -559,6 +680,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels") {
       for (const auto& row : pr.rows) {
         if (!spec.layer.empty() && row.layer != spec.layer) continue;
+        if (!spec.network.empty() && row.network != spec.network) continue;
         if (!spec.op.empty() && row.op != spec.op) continue;
         if (platform_free && row.platform != pr.platforms.front().name) continue;
         bool ok;
@@ -574,10 +696,14 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     }
     for (const auto& sm : pr.summary) {
       if (platform_free && sm.platform != pr.platforms.front().name) continue;
-      // what-if variants ("x@2.2GHz") are one platform swept: one series
-      std::string key = series_by == "platform" ? sm.platform.substr(0, sm.platform.find('@')) : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
+      if (!spec.network.empty() && sm.network != spec.network) continue;
+      // what-if variants (one `platforms:` entry, a name per point) are one platform swept: one series
+      std::string plat = slot_name(r, s, slot_at(pr, sm.platform));
+      std::string key = series_by == "platform" ? plat : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
       // a platform-dependent value split by something else needs one line per platform too
-      if (!platform_free && series_by != "platform" && platform_names(r).size() > 1) key += " · " + sm.platform.substr(0, sm.platform.find('@'));
+      if (!platform_free && series_by != "platform" && pr.platforms.size() > 1) key += " · " + plat;
+      // and totals of several networks are never joined into one line
+      if (series_by != "network" && spec.network.empty() && nets_shown > 1) key += " · " + sm.network;
       const std::string* v = env_find(r.points[pi].bindings, spec.x);
       auto xv = v ? parse_double(*v) : std::nullopt;
       if (!xv) {
@@ -643,7 +769,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (distinct.size() <= 12) f.x.ticks = distinct;  // label the swept values themselves
   }
   auto_range(f.y, ys, spec.yscale, true);
-  f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : spec.x;
+  f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : var_title(s, spec.x);
   f.y.title = yc->title;
   f.y.unit = yc->unit;
   for (size_t i = 0; i < series.size(); ++i) {
@@ -691,6 +817,29 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   for (const auto& row : pr.rows)
     if (row.platform == platform && row.network == net) rows.push_back(&row);
   bool time = spec.metric == "time_s";
+  // hundreds of layers: the largest ones and an "others" bar, so the chart fits a page
+  size_t keep = rows.size();
+  {
+    bool derated_bars = time && std::any_of(rows.begin(), rows.end(), [](const Row* row) { return row->derated.time_s != row->theoretical.time_s; });
+    double pitch = spec.font_size * 1.45 * (derated_bars ? 1.5 : 1);
+    if (style_preset(spec.style).fixed || spec.physical) keep = std::max<size_t>(4, static_cast<size_t>((spec.height - 8 * spec.font_size) / pitch));
+    else if (rows.size() > 60) keep = 40;
+  }
+  double others_theo = 0, others_der = 0;
+  size_t others = 0;
+  const std::vector<const Row*> all_rows = rows;  // the plot data keeps every layer
+  if (rows.size() > keep) {
+    auto value = [&](const Row* row) { return time ? row->theoretical.time_s : row_value(*row, spec.metric); };
+    std::vector<const Row*> sorted = rows;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const Row* a, const Row* b) { return value(a) > value(b); });
+    for (size_t i = keep - 1; i < sorted.size(); ++i) {
+      others_theo += value(sorted[i]);
+      others_der += time ? sorted[i]->derated.time_s : 0;
+      ++others;
+    }
+    sorted.resize(keep - 1);
+    rows = sorted;  // largest first
+  }
   BarSeries theo, der;
   theo.legend = time ? "theoretical roofs" : spec.metric;
   der.legend = "derated roofs";
@@ -707,12 +856,22 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
       theo.colors.push_back(bound_color(bound_name(row->theoretical.bound)));
     }
   }
+  if (others > 0) {
+    // the sum of the rest can dwarf the largest layers: its value is written in its label, and
+    // the axis is scaled to the layers shown (the bar runs to the edge when longer)
+    f.y.categories.push_back("others (" + std::to_string(others) + " layers" + (time ? ", " + si(others_theo, "s", 3) : "") + ")");
+    theo.values.push_back(others_theo);
+    theo.colors.push_back(bound_color("none"));
+    der.values.push_back(others_der);
+    der.colors.push_back(bound_color("none"));
+  }
   f.bars.push_back(theo);
   bool any_derated = time && std::any_of(rows.begin(), rows.end(), [](const Row* row) { return row->derated.time_s != row->theoretical.time_s; });
   if (any_derated) f.bars.push_back(der);
-  size_t n = rows.size();
+  size_t n = f.y.categories.size();
   f.width = spec.width;
-  f.height = std::max(spec.height, 110.0 + static_cast<double>(n) * (any_derated ? 17.0 : 12.0));
+  bool fixed = style_preset(spec.style).fixed || spec.physical;
+  f.height = fixed ? spec.height : std::max(spec.height, 110.0 + static_cast<double>(n) * (any_derated ? 17.0 : 12.0));
   f.y.min = -0.5;
   f.y.max = static_cast<double>(n) - 0.5;
   // categories top to bottom: flip by reversing the axis direction
@@ -723,10 +882,12 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   }
   std::vector<double> vals;
   for (const auto& b : f.bars)
-    for (double v : b.values)
-      if (v > 0) vals.push_back(v);
+    for (size_t i = others > 0 ? 1 : 0; i < b.values.size(); ++i)  // after the flip, "others" is first
+      if (b.values[i] > 0) vals.push_back(b.values[i]);
   // bars start at zero: linear unless asked for log (a log axis has no zero to start from)
-  auto_range(f.x, vals, spec.xscale == "auto" ? "linear" : spec.xscale, true);
+  // linear unless the values span more than 100× (then small bars would vanish): log
+  double vlo = vals.empty() ? 1 : *std::min_element(vals.begin(), vals.end()), vhi = vals.empty() ? 1 : *std::max_element(vals.begin(), vals.end());
+  auto_range(f.x, vals, spec.xscale == "auto" ? (vhi > 100 * vlo ? "log" : "linear") : spec.xscale, true);
   if (f.x.scale == Scale::Linear) f.x.min = 0;
   const ColumnInfo* c = column(spec.metric);
   f.x.title = c ? c->title : spec.metric;
@@ -745,7 +906,7 @@ BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, 
   f.subtitle = s.name + " · " + net + (r.points.size() > 1 ? " · " + point_text(r, pi) : "") + " · " + dtype_name(pr.settings.dtype) + " · " +
                conventions(pr.settings);
   out.data_csv = csv_line({"layer", "op", spec.metric, "bound", time ? "derated_time_s" : "", time ? "derated_bound" : ""});
-  for (const Row* row : rows)
+  for (const Row* row : all_rows)
     out.data_csv += csv_line({row->layer, row->op, format_number(time ? row->theoretical.time_s : row_value(*row, spec.metric)), bound_name(row->theoretical.bound),
                               time ? format_number(row->derated.time_s) : "", time ? bound_name(row->derated.bound) : ""});
   return out;
@@ -760,6 +921,7 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   Heatmap h;
   std::string xv = spec.x, yv = spec.layer;  // heatmap: x and y are sweep variables (y stored in `layer`)
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  size_t slot = platform_slot(r, platform);
   std::map<std::pair<std::string, std::string>, double> cell;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const std::string* a = env_find(r.points[pi].bindings, xv);
@@ -767,11 +929,11 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
     if (!a || !b) continue;
     if (std::find(h.xcats.begin(), h.xcats.end(), *a) == h.xcats.end()) h.xcats.push_back(*a);
     if (std::find(h.ycats.begin(), h.ycats.end(), *b) == h.ycats.end()) h.ycats.push_back(*b);
-    for (const auto& sm : r.results[pi].summary) {
-      // what-if platforms get a name per point: match the catalog name or the prefix before '@'
-      std::string base = sm.platform.substr(0, sm.platform.find('@'));
-      if ((sm.platform == platform || base == platform) && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
-    }
+    // what-if platforms get a name per point: take the one in the same `platforms:` entry
+    const PointResult& pr = r.results[pi];
+    if (slot >= pr.platforms.size()) continue;
+    for (const auto& sm : pr.summary)
+      if (sm.platform == pr.platforms[slot].name && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
   }
   auto numeric_sort = [](std::vector<std::string>& v) {
     if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return parse_double(x).has_value(); }))
@@ -797,8 +959,8 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   h.log_colors = hi / lo > 30;
   f.heatmap = h;
   f.grid = false;
-  f.x.title = xv;
-  f.y.title = yv;
+  f.x.title = var_title(s, xv);
+  f.y.title = var_title(s, yv);
   f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
   f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
   out.data_csv = csv_line({xv, yv, spec.value});
@@ -824,19 +986,49 @@ const std::vector<std::string>& plottable_columns() {
   return v;
 }
 
-std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+namespace {
+std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s);
+}
+
+std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResult& r, const Scenario& s) {
+  std::vector<BuiltFigure> out = build_figures_as_given(resolved(given_spec), r, s);
+  StylePreset st = style_preset(given_spec.style);
+  for (BuiltFigure& b : out) {
+    b.spec = &given_spec;
+    Figure& f = b.figure;
+    f.font_size = resolved(given_spec).font_size;
+    f.line_scale = st.line_scale;
+    f.marker_scale = st.marker_scale;
+    f.fixed_size = st.fixed || given_spec.physical;
+    if (!st.title && given_spec.title.empty()) f.title.clear();  // a paper figure's title is its caption
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   std::vector<BuiltFigure> out;
   std::vector<std::string> all = platform_names(r);
   std::vector<std::string> plats = spec.platforms.empty() ? all : spec.platforms;
   for (const auto& p : plats)
     if (std::find(all.begin(), all.end(), p) == all.end()) {
       // what-if platforms are named per point ("x@2.2GHz"): accept the base name for heatmaps
-      bool prefix = std::any_of(all.begin(), all.end(), [&](const std::string& a) { return a.substr(0, a.find('@')) == p; });
+      bool prefix = platform_slot(r, p) != SIZE_MAX;
       if (!(spec.kind == Kind::Heatmap && prefix)) {
         std::string hint = did_you_mean(p, all);
         throw ConfigError(spec.loc, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
       }
     }
+  if (!spec.network.empty()) {
+    std::vector<std::string> nets = network_names(r);
+    if (std::find(nets.begin(), nets.end(), spec.network) == nets.end()) {
+      std::string hint = did_you_mean(spec.network, nets), list;
+      for (const auto& n : nets) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError(spec.network_loc.known() ? spec.network_loc : spec.loc, "plot names network '" + spec.network + "', which this run does not evaluate",
+                        {Note{{}, hint.empty() ? "networks here: " + list : hint}});
+    }
+  }
   if (spec.kind == Kind::Layers && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
     throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(r.points.size()) + " points");
   auto named = [&](BuiltFigure b, const std::string& def) {
@@ -856,12 +1048,19 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r,
         out.push_back(named(layers(spec, r, s, p), "layers_" + p));
       break;
     case Kind::Heatmap:
-      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front().substr(0, all.front().find('@'))} : plats)
-        out.push_back(named(heatmap(spec, r, s, p), "heatmap_" + p));
+      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front().name} : plats) {
+        std::string shown = slot_name(r, s, platform_slot(r, p));
+        BuiltFigure b = heatmap(spec, r, s, p);
+        if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;
+        std::string stem = shown.substr(0, shown.find(" (what-if)"));
+        out.push_back(named(std::move(b), "heatmap_" + stem));
+      }
       break;
   }
   return out;
 }
+
+}  // namespace
 
 std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
   std::vector<PlotSpec> specs;
@@ -896,6 +1095,121 @@ std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
     specs.push_back(l);
   }
   return specs;
+}
+
+StylePreset style_preset(const std::string& style) {
+  const double mm = 72 / 25.4;
+  if (style == "paper") return {88 * mm, 66 * mm, 8, 0.75, 0.8, 300, true, false};
+  if (style == "paper-wide") return {180 * mm, 80 * mm, 8, 0.75, 0.8, 300, true, false};
+  if (style == "slides") return {720, 405, 14, 1.5, 1.5, 150, true, true};
+  return {648, 432, 9, 1, 1, 150, false, true};
+}
+
+namespace {
+
+bool given(const PlotSpec& p, const std::string& key) { return std::find(p.given.begin(), p.given.end(), key) != p.given.end(); }
+
+// A length: "88 mm", "3.5 in", "2.5 cm", "250 pt", "1600 px" (pixels of the PNG at the plot's dpi),
+// or a plain number of points. Returns points; `physical` says whether it was a printed length.
+std::optional<double> parse_length(const CNode& v, const std::string& key, double dpi, bool& physical, Diags& d) {
+  auto t = to_string(v, d, key);
+  if (!t) return std::nullopt;
+  std::string s = *t;
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == 'e' || s[i] == 'E' || s[i] == '+' || s[i] == '-')) ++i;
+  auto num = parse_double(s.substr(0, i));
+  std::string unit = s.substr(i);
+  unit.erase(0, unit.find_first_not_of(' '));
+  static const std::vector<std::string> units = {"mm", "cm", "in", "pt", "px"};
+  if (!num || (!unit.empty() && std::find(units.begin(), units.end(), unit) == units.end())) {
+    std::string hint = unit.empty() ? "" : did_you_mean(unit, units);
+    d.error(v.loc, key + " must be a length such as '88 mm', '3.5 in' or '1600 px', got '" + s + "'", {Note{{}, hint.empty() ? "units: mm, cm, in, pt, px" : hint}});
+    return std::nullopt;
+  }
+  double pts = *num;
+  physical = unit != "px" && !unit.empty();
+  if (unit == "mm") pts = *num * 72 / 25.4;
+  else if (unit == "cm") pts = *num * 72 / 2.54;
+  else if (unit == "in") pts = *num * 72;
+  else if (unit == "px") pts = *num * 72 / dpi;
+  if (pts < 72 || pts > 6000) {
+    d.error(v.loc, key + " must be between 1 in (25.4 mm, 72 pt) and 6000 pt, got '" + s + "'");
+    return std::nullopt;
+  }
+  return pts;
+}
+
+// style, width, height, font_size, dpi: in a plot or in `settings.figures`
+void read_style_keys(MapReader& m, PlotSpec& p, Diags& d) {
+  if (const CNode* v = m.get("style")) {
+    static const std::vector<std::string> styles = {"screen", "paper", "paper-wide", "slides"};
+    auto t = to_string(*v, d, "style");
+    if (t && std::find(styles.begin(), styles.end(), *t) == styles.end()) {
+      std::string hint = did_you_mean(*t, styles);
+      d.error(v->loc, "style cannot be '" + *t + "'", {Note{{}, hint.empty() ? "choose one of: screen, paper, paper-wide, slides" : hint}});
+    } else if (t) {
+      p.style = *t;
+      p.given.push_back("style");
+    }
+  }
+  if (const CNode* v = m.get("dpi")) {
+    auto x = to_number(*v, d, "dpi");
+    if (x && (*x < 36 || *x > 600)) d.error(v->loc, "dpi must be between 36 and 600");
+    else if (x) p.dpi = *x, p.given.push_back("dpi");
+  }
+  double dpi = given(p, "dpi") ? p.dpi : style_preset(p.style).dpi;
+  for (auto [key, dst] : {std::pair<const char*, double*>{"width", &p.width}, {"height", &p.height}})
+    if (const CNode* v = m.get(key)) {
+      bool phys = false;
+      if (auto x = parse_length(*v, key, dpi, phys, d)) {
+        *dst = *x;
+        p.given.push_back(key);
+        p.physical = p.physical || phys;
+      }
+    }
+  if (const CNode* v = m.get("font_size")) {
+    auto t = to_string(*v, d, "font_size");
+    std::string s = t.value_or("");
+    if (s.size() > 2 && s.substr(s.size() - 2) == "pt") s = s.substr(0, s.size() - 2);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    auto x = parse_double(s);
+    if (t && (!x || *x < 6 || *x > 40)) d.error(v->loc, "font_size must be between 6 pt and 40 pt, e.g. '8 pt', got '" + *t + "'");
+    else if (x) p.font_size = *x, p.given.push_back("font_size");
+  }
+}
+
+}  // namespace
+
+PlotSpec resolved(const PlotSpec& spec) {
+  PlotSpec p = spec;
+  StylePreset st = style_preset(p.style);
+  if (!given(p, "width")) p.width = st.width;
+  if (!given(p, "height")) p.height = st.height;
+  if (!given(p, "font_size")) p.font_size = st.font_size;
+  if (!given(p, "dpi")) p.dpi = st.dpi;
+  return p;
+}
+
+void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, Diags& d) {
+  const CNode* fig = settings.is_map() ? settings.find("figures") : nullptr;
+  if (!fig) return;
+  PlotSpec def;
+  MapReader m(*fig, keys::map("figures"), "settings.figures", d);
+  if (!m.ok()) return;
+  read_style_keys(m, def, d);
+  m.finish();
+  for (PlotSpec& p : specs) {
+    for (const std::string& key : def.given) {
+      if (given(p, key)) continue;
+      if (key == "style") p.style = def.style;
+      if (key == "width") p.width = def.width;
+      if (key == "height") p.height = def.height;
+      if (key == "font_size") p.font_size = def.font_size;
+      if (key == "dpi") p.dpi = def.dpi;
+      p.given.push_back(key);
+    }
+    p.physical = p.physical || def.physical;
+  }
 }
 
 std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d) {
@@ -951,6 +1265,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     }
     str("title", p.title);
     str("network", p.network);
+    if (const CNode* v = item.find("network")) p.network_loc = v->loc;
     if (const CNode* v = m.get("platforms")) {
       for (const CNode* i : as_list(*v))
         if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t);
@@ -965,16 +1280,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         else d.error(i->loc, "unknown format '" + *t + "'", {Note{{}, "formats: png, svg, pdf"}});
       }
     }
-    auto number = [&](const char* key, double& dst, double lo, double hi) {
-      if (const CNode* v = m.get(key)) {
-        auto x = to_number(*v, d, key);
-        if (x && (*x < lo || *x > hi)) d.error(v->loc, std::string(key) + " must be between " + format_number(lo) + " and " + format_number(hi));
-        else if (x) dst = *x;
-      }
-    };
-    number("width", p.width, 200, 4000);
-    number("height", p.height, 150, 6000);
-    number("dpi", p.dpi, 36, 600);
+    read_style_keys(m, p, d);
     std::vector<std::string> cols = plottable_columns();
     auto check_var = [&](const char* key, const std::string& v, const std::vector<std::string>& extra) {
       std::vector<std::string> ok = sweep_vars;

@@ -33,15 +33,34 @@ struct PlotSpec {
   std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
   long long point = 0;                 // layers: which sweep point
   std::string value = "derated_time_s";  // heatmap: a summary column
-  std::string network;                 // layers/heatmap/trend: which network ("" = first)
+  std::string network;                 // which network ("" = first for layers/heatmap, every one for roofline/trend)
   std::vector<Format> formats;         // [] = the run's --format
-  double width = 648, height = 432;    // points; layers charts grow with the layer count
+  // Print style: screen (today's 9 × 6 in canvas), paper (one column of a two-column paper,
+  // 88 × 66 mm), paper-wide (across both columns, 180 × 80 mm), slides (16:9, 254 × 143 mm).
+  // width/height/font_size/dpi given explicitly (or by `settings.figures`) win over the style's.
+  std::string style = "screen";
+  double width = 648, height = 432;    // points (1/72 in); screen layers charts grow with the layer count
+  double font_size = 9;                // points: tick labels; titles and labels relative to it
   double dpi = 150;
+  std::vector<std::string> given;      // the style keys set explicitly (style, width, height, font_size, dpi)
+  bool physical = false;               // width/height given in mm/cm/in/pt: kept exactly
   SourceLoc loc;
+  SourceLoc network_loc;
 };
 
 // Reads `plots:` (a list). Errors are collected in `d`.
 std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d);
+// `settings.figures` (style, width, height, font_size, dpi): defaults for every plot that does not
+// set the key itself. `settings` is the scenario's settings node (may be null).
+void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, Diags& d);
+// A style's size, font, line and marker factors, and PNG resolution (throws nothing; unknown = screen).
+struct StylePreset {
+  double width, height, font_size, line_scale, marker_scale, dpi;
+  bool fixed, title;
+};
+StylePreset style_preset(const std::string& style);
+// The spec with its style resolved: every key not given takes the style's value.
+PlotSpec resolved(const PlotSpec& spec);
 // What `run` draws when a scenario declares no plots.
 std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario& s);
 

@@ -92,6 +92,12 @@ struct Axis {
   std::string unit;  // tick labels get SI prefixes with this unit ("" = plain numbers)
   std::vector<std::string> categories;  // categorical axis (bars): one per integer position
   std::vector<double> ticks;             // explicit major ticks (e.g. the swept values); [] = automatic
+  // Set by the layout: tick labels are plain numbers in units of `divisor` (e.g. 1e12 with the
+  // title "Performance [TFLOP/s]"), one format for the whole axis; 0 = an SI prefix per tick.
+  double divisor = 0;
+  // Set by the layout: the ticks are swept powers of two past 1024, labelled in binary multiples
+  // ("4 Ki", "128 Ki") rather than as decimal fractions ("131.072 k").
+  bool binary = false;
 };
 
 struct Figure {
@@ -107,6 +113,12 @@ struct Figure {
   bool grid = true;
   // When labels cannot all be placed: numbered markers and a key beside the chart.
   bool allow_key = true;
+  // Style: the base text size in points (ticks; titles and labels relative to it, never under
+  // 6 pt), factors on line widths and marker sizes, and whether width × height is a printed size
+  // the layout must keep exactly (no widening for a key, no growing with the layer count).
+  double font_size = 9;
+  double line_scale = 1, marker_scale = 1;
+  bool fixed_size = false;
 };
 
 }  // namespace rsim::plots

@@ -31,7 +31,7 @@ std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, co
         throw ConfigError(spec.loc, "this plot's figure '" + b.name + "' would overwrite the run's tables; give it another 'name:'");
       names.emplace_back(b.name, &spec);
       std::vector<Format> formats = spec.formats.empty() ? opt.formats : spec.formats;
-      double dpi = opt.dpi > 0 ? opt.dpi : spec.dpi;
+      double dpi = opt.dpi > 0 ? opt.dpi : resolved(spec).dpi;
       std::vector<OutputFile> mine;  // all of a figure's files, or none
       try {
         for (Format fmt : formats) {

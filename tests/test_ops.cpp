@@ -601,7 +601,7 @@ TEST_CASE("activations: FLOPs per element from each formula", "[ops]") {
       {"leaky_relu", 2},   // compare, multiply
       {"sigmoid", 4},      // negate, exp, add, divide
       {"tanh", 5},         // multiply, exp, subtract, add, divide
-      {"gelu", 8},         // tanh approximation, tanh as 1
+      {"gelu", 8},         // 0.5·x·(1 + tanh(x·(a + b·x²))): x², ·b, +a, ·x, tanh, +1, ·x, ·0.5 (constants folded)
       {"silu", 5},         // sigmoid 4 + multiply
       {"swish", 5},        // alias of silu
       {"hardswish", 5},    // add, 2 clamps, multiply, divide

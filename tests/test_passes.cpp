@@ -53,9 +53,12 @@ TEST_CASE("conv + BN + ReLU fused: one kernel, no intermediates, BN folded into 
   CHECK(before.flops - after.flops == 2 * 64.0 * 56 * 56);
   CHECK(row(r, "n.optimized", "bn").kernel == "conv");
   CHECK(row(r, "n.optimized", "relu").kernel == "conv");
-  // time: the kernel's FLOPs over 10 TFLOP/s vs its bytes over 1 TB/s, plus one 5 us launch
-  double flops = after.flops;
-  CHECK(after.time_s == Approx(std::max(flops / 10e12, after.bytes / 1e12) + 5e-6));
+  // time: the kernel's FLOPs (conv 2·56·56·64·64·9 = 231,211,008 plus the ReLU's 1 per output,
+  // 200,704) over 10 TFLOP/s = 23.14 us, against its bytes (802,816 + 147,456 + 256 + 802,816 =
+  // 1,753,344) over 1 TB/s = 1.75 us: compute bound, plus one 5 us launch
+  double flops = 2.0 * 56 * 56 * 64 * 64 * 9 + 64.0 * 56 * 56;
+  CHECK(after.flops == flops);
+  CHECK(after.time_s == Approx(flops / 10e12 + 5e-6));
   CHECK(before.time_s > after.time_s + 2 * 5e-6);  // two launches saved, and bytes
 }
 

@@ -1,4 +1,5 @@
 // Lua hooks: custom operators, the efficiency model, derived metrics, and the sandbox.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -74,9 +75,17 @@ TEST_CASE("the efficiency model scales the derated roofs, metrics become columns
   CHECK(dw.derated.peak_flops_per_s == Approx(960e9 * 0.3));
   const Row& pw = layer_row(r, 2, "xeon_silver_4210_2s", "pw");
   CHECK(pw.efficiency.compute == 1.0);  // 2·56·56·512·512 FLOPs: not small
-  // energy = (FLOPs · 1 pJ + bytes · 20 pJ)
-  CHECK(dw.metrics[0] == Approx((dw.cost.flops * 1.0 + dw.bytes * 20.0) * 1e-12));
-  CHECK(dw.metrics[1] == Approx(dw.derated.time_s / 0.7));
+  // dw by hand: 3×3 depthwise over 512×56×56 with a bias (conv2d's default)
+  const double dw_flops = 2.0 * 512 * 56 * 56 * 9;                         // 28,901,376
+  const double dw_bytes = (512.0 * 56 * 56 + (512.0 * 9 + 512) + 512.0 * 56 * 56) * 4;  // in, weights+bias, out
+  CHECK(dw.cost.flops == dw_flops);
+  CHECK(dw.bytes == dw_bytes);  // (1,605,632 + 5,120 + 1,605,632) · 4 = 12,865,536
+  // energy = FLOPs · 1 pJ + bytes · 20 pJ
+  CHECK(dw.metrics[0] == Approx((dw_flops * 1.0 + dw_bytes * 20.0) * 1e-12));
+  // derated time: 28.9 MFLOP over 960 GFLOP/s × 0.3 = 100.4 us vs 12.87 MB over 76.8 GB/s = 167.5 us:
+  // memory bound
+  CHECK(dw.metrics[1] == Approx(std::max(dw_flops / (960e9 * 0.3), dw_bytes / 76.8e9) / 0.7));
+  CHECK(dw.metrics[1] == Approx(dw_bytes / 76.8e9 / 0.7));
   std::string csv = results_csv(r, s);
   CHECK(csv.substr(0, csv.find('\n')).find(",efficiency_compute,efficiency_bandwidth,flops_per_mac,memory_model,energy_j,time_at_70pct_s") !=
         std::string::npos);
@@ -137,7 +146,7 @@ TEST_CASE("a Lua syntax error points into the script file", "[scripting][errors]
                        "rsim.op { name = 'x' cost = 1 }\n"
                        "^\n",
                 0) == 0);
-  CHECK(e.find("s.yaml:2:11: note: script loaded here") != std::string::npos);
+  CHECK(e.substr(e.find("^\n") + 2) == (dir / "s.yaml").lexically_normal().string() + ":2:11: note: script loaded here\n");
   std::filesystem::remove_all(dir);
 }
 
@@ -177,15 +186,26 @@ TEST_CASE("the sandbox: hostile scripts end in clean errors", "[scripting][sandb
 
 TEST_CASE("the sandbox limits are settable within bounds", "[scripting][sandbox]") {
   std::string e = script_error(with_script("  local n = 0 while n < 100000 do n = n + 1 end\n", "{op: relu}", "limits: {instructions: 10000}\n"));
-  CHECK(e.find("script ran for more than 10000 instructions") != std::string::npos);
+  CHECK(e ==
+        "t.yaml:10:1: error: script ran for more than 10000 instructions (an endless loop? raise limits.instructions if not)\n"
+        "local n = 0 while n < 100000 do n = n + 1 end\n"
+        "^\n"
+        "note: stack traceback:\n"
+        "note: t.yaml:10: in main chunk\n"
+        "t.yaml:9:6: note: script loaded here\n");
   std::string bad = error_of([] { parse_scenario("name: t\nplatforms: [x]\nnetworks: [{name: n}]\nlimits: {memory: 64 GiB}\n", "t.yaml"); });
-  CHECK(bad.find("memory must be between 1 MiB and 4 GiB per Lua state") != std::string::npos);
+  CHECK(bad ==
+        "t.yaml:4:18: error: memory must be between 1 MiB and 4 GiB per Lua state\n"
+        "limits: {memory: 64 GiB}\n"
+        "                 ^\n");
 }
 
 TEST_CASE("a scripted operator cannot take a built-in's name", "[scripting][errors]") {
   std::string e = error_of([] {
     setup_scripts(parse_scenario(with_script("  rsim.op { name = 'conv2d', cost = function() return {macs = 0, flops = 0} end }\n", "{op: relu}"), "t.yaml"));
   });
-  CHECK(e.find("script operator 'conv2d'") != std::string::npos);
-  CHECK(e.find("has the name of a built-in operator") != std::string::npos);
+  CHECK(e ==
+        "t.yaml:8:6: error: script operator 'conv2d' (t.yaml:9) has the name of a built-in operator; pick another\n"
+        "lua: |\n"
+        "     ^\n");
 }

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Regenerates docs/gallery/ and docs/gallery.md: every chart kind at screen and at paper size
+# (PNG to look at; PDF and SVG beside the paper ones). Usage: scripts/gallery.sh [path/to/rsim]
+set -eu
+cd "$(dirname "$0")/.."
+RSIM=${1:-build/rsim}
+OUT=docs/gallery
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+rm -rf "$OUT"
+mkdir -p "$OUT/screen" "$OUT/paper"
+
+# kind | scenario | figure file stem | what it shows
+cat > "$TMP/list" <<'LIST'
+roofline|group_conv_sweep|roofline_rtx3080|roofline, one platform: layers on the roofs, ridge marked
+roofline (what-if overlay)|avx512_clock_whatif|roofline|what-if overlay: one roof per variant
+roofline (numbered key)|resnet50|roofline_rtx3080|a crowded roofline: ResNet-50's layers
+trend|group_conv_sweep|trend_intensity_vs_groups|trend: intensity against a sweep variable, ridges as references
+trend (time)|study_batch|trend_time_per_image_rtx3080|trend: time per image against batch, one line per network
+layers|resnet50|layers_rtx3080|per-layer time bars
+heatmap|study_avx512_16core_grid|heatmap_avx512_16core|heatmap over a two-variable what-if grid
+LIST
+
+for style in screen paper; do
+  formats=png
+  [ "$style" = paper ] && formats=png,pdf,svg
+  for sc in $(cut -d'|' -f2 "$TMP/list" | sort -u); do
+    "$RSIM" run "scenarios/$sc.yaml" --quiet --style "$style" --format "$formats" --out "$TMP/$style/$sc"
+  done
+done
+
+{
+  echo "# Figure gallery"
+  echo
+  echo "Every chart kind, at screen size (\`style: screen\`, the default: 9 × 6 in, 9 pt) and at paper size"
+  echo "(\`style: paper\`: 88 × 66 mm, one column of a two-column paper, 8 pt text, PDF page of exactly that"
+  echo "size with its font embedded, SVG text as \`<text>\`). Regenerate with \`scripts/gallery.sh\` (after"
+  echo "\`make build\`)."
+  echo
+  while IFS='|' read -r kind sc stem what; do
+    name=$(echo "$sc-$stem" | tr -c 'A-Za-z0-9_.\n-' '_')
+    cp "$TMP/screen/$sc/$stem.png" "$OUT/screen/$name.png"
+    for ext in png pdf svg; do cp "$TMP/paper/$sc/$stem.$ext" "$OUT/paper/$name.$ext"; done
+    echo "## $kind — \`scenarios/$sc.yaml\`"
+    echo
+    echo "$what."
+    echo
+    echo "| screen | paper (88 × 66 mm) |"
+    echo "|---|---|"
+    echo "| ![$kind, screen](gallery/screen/$name.png) | ![$kind, paper](gallery/paper/$name.png) <br> [PDF](gallery/paper/$name.pdf) · [SVG](gallery/paper/$name.svg) |"
+    echo
+  done < "$TMP/list"
+} > docs/gallery.md
+echo "wrote docs/gallery.md and $(find "$OUT" -type f | wc -l) files in $OUT/"

@@ -1,0 +1,379 @@
+// Figures that were wrong or silently empty for a first-time user (issue 13), and what a chart
+// must never lose. Asserted on what the chart builders produce, through the recording renderer.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+
+#include "helpers.hpp"
+#include "plots/charts.hpp"
+#include "plots/draw.hpp"
+#include "plots/recording_renderer.hpp"
+
+using namespace rsim;
+using namespace rsim::plots;
+using namespace rsim::test;
+
+namespace {
+
+// Two fully connected networks (no bias) swept over batch on one GPU.
+const char* kTwoNets = R"(name: t
+sweep: {grid: {batch: [1, 2, 4]}}
+platforms: [rtx3080]
+networks:
+  - {name: small, input: ["${batch}", 64], layers: [{name: fc, op: linear, out_features: 64, bias: false}]}
+  - {name: big, input: ["${batch}", 256], layers: [{name: fc, op: linear, out_features: 256, bias: false}]}
+)";
+
+BuiltFigure build_one(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
+  auto figs = build_figures(spec, r, s);
+  REQUIRE(figs.size() == 1);
+  return figs.front();
+}
+
+[[maybe_unused]] bool has_text(const RecordingRenderer& r, const std::string& s) {
+  for (const auto& t : r.texts)
+    if (t.s == s) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("trend: network: keeps one network's totals; without it, one line per network", "[plots][defects]") {
+  Scenario s = parse_scenario(kTwoNets, "t.yaml");
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "batch";
+  t.y = "time_s";
+  t.series = "platform";
+  t.network = "big";
+  BuiltFigure b = build_one(t, r, s);
+  REQUIRE(b.figure.lines.size() == 1);
+  REQUIRE(b.figure.lines[0].pts.size() == 3);
+  // big, batch 4: bytes = (4·256 in + 256·256 weights + 4·256 out)·4 = 270,336; memory bound at
+  // 760.32 GB/s (2·4·256·256 = 524,288 FLOP take 17.6 ns at 29.8 TFLOP/s), plus one 5 us launch
+  CHECK(b.figure.lines[0].pts[2].y == Approx((4 * 256 + 256 * 256 + 4 * 256) * 4.0 / 760.32e9 + 5e-6));
+  t.network.clear();
+  BuiltFigure both = build_one(t, r, s);
+  REQUIRE(both.figure.lines.size() == 2);  // never one saw-tooth line through both networks
+  for (const Line& l : both.figure.lines) CHECK(l.pts.size() == 3);
+}
+
+TEST_CASE("roofline: network: draws only that network's layers", "[plots][defects]") {
+  Scenario s = parse_scenario(kTwoNets, "t.yaml");
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.network = "small";
+  p.labels = "none";
+  BuiltFigure b = build_one(p, r, s);
+  // 3 batch sizes × 1 layer of `small`; `big` would add 3 more
+  size_t n = 0;
+  for (const auto& pt : b.figure.points) n += pt.marker != Marker::Diamond;
+  CHECK(n == 3);
+  CHECK(b.figure.subtitle.find("small") != std::string::npos);
+  CHECK(b.data_csv.find(",big,") == std::string::npos);
+}
+
+TEST_CASE("a plot naming a network the run lacks is a located error with a suggestion", "[plots][defects][errors]") {
+  std::string yaml = std::string(kTwoNets) + "plots:\n  - {kind: trend, x: batch, y: time_s, network: bgi}\n";
+  Scenario s = parse_scenario(yaml, "t.yaml");
+  RunResult r = run(s);
+  Diags d;
+  auto specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  std::string e = error_of([&] { build_figures(specs[0], r, s); });
+  CHECK(e ==
+        "t.yaml:8:49: error: plot names network 'bgi', which this run does not evaluate\n"
+        "  - {kind: trend, x: batch, y: time_s, network: bgi}\n"
+        "                                                ^\n"
+        "note: did you mean 'big'?\n");
+}
+
+TEST_CASE("heatmap over what-if variants with names of their own fills every cell", "[plots][defects]") {
+  Scenario s = parse_scenario(R"(name: t
+sweep: {grid: {c: [1, 2, 3, 4], bw: [100, 200, 300, 400, 500, 600]}}
+platforms:
+  - {base: rtx3080, name: "fast_${c}_${bw}", scale: {compute: "${c}", bandwidth: "${bw / 100}"}}
+networks:
+  - {name: n, input: [1, 64], layers: [{name: fc, op: linear, out_features: 64, bias: false}]}
+)",
+                              "t.yaml");
+  RunResult r = run(s);
+  PlotSpec h;
+  h.kind = Kind::Heatmap;
+  h.x = "c";
+  h.layer = "bw";
+  h.value = "time_s";
+  BuiltFigure b = build_one(h, r, s);
+  const Heatmap& m = *b.figure.heatmap;
+  REQUIRE(m.values.size() == 6);
+  int filled = 0;
+  for (const auto& row : m.values)
+    for (double v : row) filled += std::isfinite(v);
+  CHECK(filled == 24);
+  // c = 1, bw = 300: bytes (64 + 64·64 + 64)·4 = 16,896 over 3 × 760.32 GB/s, plus the 5 us launch
+  CHECK(m.values[2][0] == Approx(16896 / (3 * 760.32e9) + 5e-6));
+}
+
+TEST_CASE("print: a paper roofline at 88 × 66 mm is a PDF page of that size with SVG <text> of 6 pt or more", "[plots][print]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  CNode n = parse_yaml("- {kind: roofline, platforms: [rtx3080], style: paper, width: 88 mm, height: 66 mm}\n", "p.yaml");
+  Diags d;
+  auto specs = parse_plot_specs(n, {}, d);
+  REQUIRE(d.empty());
+  BuiltFigure b = build_one(specs[0], r, s);
+  CHECK(b.figure.fixed_size);
+  CHECK(b.figure.width == Approx(88 / 25.4 * 72));   // 249.45 pt
+  CHECK(b.figure.height == Approx(66 / 25.4 * 72));  // 187.09 pt
+  CHECK(b.figure.title.empty());                      // a paper figure's title is its caption
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  CHECK(rec.width == Approx(88 / 25.4 * 72));  // the canvas never widens at a printed size
+  CHECK(rec.height == Approx(66 / 25.4 * 72));
+  for (const auto& t : rec.texts) {
+    INFO(t.s);
+    CHECK(t.size >= 6);
+  }
+  for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+  CairoRenderer pdf(Format::PDF), svg(Format::SVG);
+  draw(b.figure, pdf);
+  draw(b.figure, svg);
+  CHECK(pdf.bytes().find("/MediaBox [ 0 0 249.448819 187.086614 ]") != std::string::npos);
+  const std::string& x = svg.bytes();
+  CHECK(x.find("width=\"249.45pt\" height=\"187.09pt\" viewBox=\"0 0 249.45 187.09\"") != std::string::npos);
+  CHECK(x.find("<text") != std::string::npos);
+  CHECK(x.find(">Arithmetic intensity [FLOP/byte]</text>") != std::string::npos);
+  CHECK(x.find("<glyph") == std::string::npos);  // no outlines standing in for text
+  size_t texts = 0;
+  for (size_t k = x.find("font-size=\""); k != std::string::npos; k = x.find("font-size=\"", k + 1)) {
+    ++texts;
+    CHECK(std::stod(x.substr(k + 11)) >= 6);
+  }
+  CHECK(texts == rec.texts.size());
+}
+
+TEST_CASE("print: sizes take units, styles and settings.figures give defaults, errors are located", "[plots][print]") {
+  CNode n = parse_yaml(
+      "- {kind: roofline, width: 3.5 in, height: 2.5 in, font_size: 7 pt}\n"
+      "- {kind: roofline, width: 1600 px, dpi: 200}\n"
+      "- {kind: roofline}\n",
+      "p.yaml");
+  Diags d;
+  auto specs = parse_plot_specs(n, {}, d);
+  REQUIRE(d.empty());
+  CHECK(specs[0].width == Approx(3.5 * 72));
+  CHECK(specs[0].height == Approx(2.5 * 72));
+  CHECK(specs[0].font_size == 7);
+  CHECK(specs[0].physical);
+  CHECK(specs[1].width == Approx(1600 * 72 / 200.0));  // 1600 px at 200 dpi = 8 in = 576 pt
+  CHECK_FALSE(specs[1].physical);
+  CNode settings = parse_yaml("figures: {style: slides, font_size: 12}\n", "s.yaml");
+  apply_figure_defaults(specs, settings, d);
+  REQUIRE(d.empty());
+  CHECK(specs[0].font_size == 7);  // a plot's own key wins
+  CHECK(specs[2].style == "slides");
+  CHECK(resolved(specs[2]).width == 720);  // 10 in: 16:9 slides
+  CHECK(resolved(specs[2]).font_size == 12);
+  CNode bad = parse_yaml("- {kind: roofline, width: 88 mn, style: papr}\n", "b.yaml");
+  Diags e;
+  parse_plot_specs(bad, {}, e);
+  CHECK(ConfigError(e.list()).what() ==
+        std::string("b.yaml:1:41: error: style cannot be 'papr'\n"
+                    "- {kind: roofline, width: 88 mn, style: papr}\n"
+                    "                                        ^\n"
+                    "note: did you mean 'paper'?\n"
+                    "b.yaml:1:27: error: width must be a length such as '88 mm', '3.5 in' or '1600 px', got '88 mn'\n"
+                    "- {kind: roofline, width: 88 mn, style: papr}\n"
+                    "                          ^\n"
+                    "note: did you mean 'mm'?\n"));
+}
+
+TEST_CASE("a numbered key: every number in it is drawn at its point", "[plots][defects]") {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  BuiltFigure b = build_one(p, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  REQUIRE(rep.numbered > 24);
+  for (int k = 1; k <= rep.numbered; ++k) {
+    INFO("number " << k);
+    CHECK(has_text(rec, std::to_string(k)));
+  }
+}
+
+TEST_CASE("every example scenario's figures, screen and paper: text inside the canvas, paper text ≥ 6 pt", "[plots][print][scenarios]") {
+  for (const auto& e : std::filesystem::directory_iterator(src("scenarios"))) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO(e.path().filename().string());
+    Scenario s = load_scenario(e.path().string());
+    RunResult r = run(s);
+    Diags d;
+    std::vector<PlotSpec> specs = s.plots.is_null() ? default_plot_specs(r, s) : parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+    REQUIRE(d.empty());
+    for (const char* style : {"screen", "paper"})
+      for (PlotSpec spec : specs) {
+        spec.style = style;
+        spec.given = {"style"};
+        for (const BuiltFigure& b : build_figures(spec, r, s)) {
+          INFO(style << " " << b.name);
+          RecordingRenderer rec;
+          DrawReport rep = draw(b.figure, rec);
+          CHECK(rec.begins >= 1);
+          CHECK(rec.ends == 1);
+          for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+          if (std::string(style) == "paper") {
+            CHECK(rec.width == Approx(88 / 25.4 * 72));
+            for (const auto& t : rec.texts) CHECK(t.size >= 6);
+          }
+        }
+      }
+  }
+}
+
+TEST_CASE("titles, subtitles and legend entries of multi-byte text shorten until they fit (the loop ends)", "[plots][defects][print]") {
+  // The old loop cut a text to 90 % of its BYTE count, counted as code points: a text of
+  // two-byte characters (µ) or one ending in a three-byte ellipsis was never shortened, and the
+  // layout looped for ever. Each step must now drop at least one code point.
+  std::string mu;
+  for (int i = 0; i < 80; ++i) mu += "µ";
+  Figure f;
+  f.width = 88 / 25.4 * 72;
+  f.height = 66 / 25.4 * 72;
+  f.fixed_size = true;
+  f.font_size = 8;
+  f.title = mu;
+  f.subtitle = "…" + mu + "…";
+  f.x.min = 1;
+  f.x.max = 10;
+  f.y.min = 1;
+  f.y.max = 10;
+  for (int i = 0; i < 6; ++i) {
+    Line l;
+    l.pts = {{1, 1.0 + i}, {10, 2.0 + i}};
+    l.legend = "what-if variant with a long common prefix … " + mu + std::to_string(i);
+    f.lines.push_back(l);
+    f.legend.push_back(LegendEntry{l.legend, true, {}, false, Marker::Circle, {}});
+  }
+  RecordingRenderer rec;
+  DrawReport rep = draw(f, rec);
+  for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+  bool title_cut = false;
+  for (const auto& t : rec.texts)
+    if (t.s.rfind("µµ", 0) == 0 && t.s.size() > 3 && t.s.compare(t.s.size() - 3, 3, "…") == 0) title_cut = true;
+  CHECK(title_cut);
+}
+
+TEST_CASE("ticks at swept powers of two are round: binary multiples, never '16.384 k'", "[plots][defects]") {
+  Figure f;
+  f.x.scale = Scale::Log;
+  f.x.min = 800, f.x.max = 160000;
+  f.x.ticks = {1024, 4096, 16384, 65536, 131072};  // 2^10 … 2^17, as a sweep over context lengths gives
+  f.y.min = 0, f.y.max = 1;
+  f.lines.push_back(Line{{{1024, 0.1}, {131072, 0.9}}, {}, "", "", 0.85, true});
+  RecordingRenderer rec;
+  DrawReport rep = draw(f, rec);
+  CHECK(has_text(rec, "1 Ki"));    // 1024 = 1 × 1024
+  CHECK(has_text(rec, "16 Ki"));   // 16384 = 16 × 1024
+  CHECK(has_text(rec, "128 Ki"));  // 131072 = 128 × 1024
+  for (const auto& t : rec.texts) CHECK(t.s.find("16.384") == std::string::npos);
+  // whole numbers that are not powers of two stay whole: 12288 = 12 × 1024 but 3000 is not
+  Figure g = f;
+  g.x.ticks = {3000, 12288, 100000};
+  g.x.min = 2000;
+  RecordingRenderer rec2;
+  draw(g, rec2);
+  CHECK(has_text(rec2, "12288"));
+  CHECK(has_text(rec2, "100000"));
+  // x tick labels never touch: on the log axis 64 Ki and 128 Ki crowd the right end of a
+  // printed-size plot, and one of them gives way
+  f.width = 88 / 25.4 * 72, f.height = 66 / 25.4 * 72, f.fixed_size = true, f.font_size = 8;
+  RecordingRenderer rec3;
+  DrawReport r3 = draw(f, rec3);
+  std::vector<Rect> ticks;
+  for (size_t i = 0; i < rec3.texts.size(); ++i)
+    if (rec3.texts[i].s.find("Ki") != std::string::npos) ticks.push_back(r3.texts[i]);
+  REQUIRE(ticks.size() >= 2);
+  CHECK(has_text(rec3, "128 Ki"));  // the largest value keeps its label
+  for (size_t i = 0; i < ticks.size(); ++i)
+    for (size_t j = i + 1; j < ticks.size(); ++j) CHECK_FALSE(ticks[i].overlaps(ticks[j]));
+}
+
+TEST_CASE("heatmap values: one format in every cell and on the colour bar, the bar's unit matches its ticks", "[plots][defects]") {
+  Figure f;
+  Heatmap h;
+  h.xcats = {"1", "2"};
+  h.ycats = {"a", "b"};
+  h.values = {{237, 1030}, {12.5, 0.5}};
+  h.value_label = "Tokens";
+  f.heatmap = h;
+  f.grid = false;
+  RecordingRenderer rec;
+  draw(f, rec);
+  // three significant digits, a k from a thousand on: 1030 = 1.03 k
+  for (const char* s : {"237", "1.03k", "12.5", "0.5"}) {
+    INFO(s);
+    CHECK(has_text(rec, s));
+  }
+  for (const auto& t : rec.texts) CHECK(t.s.find("e+") == std::string::npos);
+  // a time in seconds from 3 µs to 2 ms: the bar's title says ms and its ticks are in ms
+  Figure g;
+  Heatmap t;
+  t.xcats = {"1", "2"};
+  t.ycats = {"a"};
+  t.values = {{3e-6, 2e-3}};
+  t.value_label = "Time [s]";
+  t.value_unit = "s";
+  t.log_colors = true;
+  g.heatmap = t;
+  g.grid = false;
+  RecordingRenderer rec2;
+  draw(g, rec2);
+  CHECK(has_text(rec2, "Time [ms]"));
+  CHECK(has_text(rec2, "0.003"));  // 3e-6 s = 0.003 ms
+  CHECK(has_text(rec2, "2"));      // 2e-3 s = 2 ms
+  CHECK(has_text(rec2, "0.01"));   // a colour-bar tick: 1e-5 s = 0.01 ms
+  for (const auto& x : rec2.texts) CHECK(x.s.find("µs") == std::string::npos);
+}
+
+TEST_CASE("overlay of platforms: theoretical roofs in each platform's colour, ridges say whose, a printed legend keeps every entry", "[plots][defects][print]") {
+  Scenario s = load_scenario(src("scenarios/study_platforms.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  REQUIRE(specs.size() == 1);
+  BuiltFigure b = build_one(specs[0], r, s);
+  // the h100_sxm's theoretical roof (3.35 TB/s, dashed) is drawn in its own colour, lighter:
+  // the same colour as its derated roof (solid), at 55 % opacity
+  const Line* theo = nullptr;
+  const Line* der = nullptr;
+  for (const Line& l : b.figure.lines) {
+    if (l.label.find("HBM3 3.35 TB/s") != std::string::npos) theo = &l;
+    if (l.label.find("derated 2.8475 TB/s") != std::string::npos) der = &l;
+  }
+  REQUIRE(theo);
+  REQUIRE(der);
+  CHECK(theo->style.dash == Dash::Dashed);
+  CHECK(theo->style.color.r == Approx(der->style.color.r));
+  CHECK(theo->style.color.g == Approx(der->style.color.g));
+  CHECK(theo->style.color.a == Approx(0.55));
+  // rtx3080: 29.8 TFLOP/s / 760.32 GB/s = 39.19 FLOP/byte, named on the overlay
+  bool named = false;
+  for (const plots::Point& p : b.figure.points) named = named || p.label == "rtx3080 ridge 39.2";
+  CHECK(named);
+  // at paper size all 11 legend entries stay (5 platforms, 2 bounds, 2 networks, 2 roof kinds)
+  PlotSpec paper = specs[0];
+  paper.style = "paper";
+  paper.given = {"style"};
+  BuiltFigure pb = build_one(paper, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(pb.figure, rec);
+  CHECK(pb.figure.legend.size() == 11);
+  for (const auto& t : rec.texts) CHECK(t.s.find("more (plot data)") == std::string::npos);
+  CHECK(rep.legend.w > 0);
+}
