@@ -19,13 +19,13 @@ namespace rsim {
 namespace {
 // The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
 // +inf is the legal value of a layer that moves no bytes.
-std::string nonfinite_field(const Row& r) {
+std::string nonfinite_field(const Row& r, const OpCost& cost) {
   auto bad = [](double v) { return !std::isfinite(v); };
   auto what = [](const std::string& name, double v) { return name + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
-  const std::pair<const char*, double> cost[] = {{"MACs", r.cost.macs},           {"FLOPs", r.cost.flops},     {"params", r.cost.params},
-                                                 {"weight bytes", r.cost.weight_bytes}, {"input bytes", r.cost.input_total()},
-                                                 {"output bytes", r.cost.output_total()}, {"bytes", r.bytes}};
-  for (const auto& [n, v] : cost)
+  const std::pair<const char*, double> costs[] = {{"MACs", cost.macs},           {"FLOPs", cost.flops},     {"params", cost.params},
+                                                  {"weight bytes", cost.weight_bytes}, {"input bytes", cost.input_total()},
+                                                  {"output bytes", cost.output_total()}, {"bytes", r.bytes}};
+  for (const auto& [n, v] : costs)
     if (bad(v)) return what(n, v);
   for (const auto* rp : {&r.theoretical, &r.derated}) {
     const char* pre = rp == &r.theoretical ? "" : "derated ";
@@ -287,6 +287,24 @@ Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
   return build_platform(entry, base, d);
 }
 
+KernelIndex index_kernels(const Network& net) {
+  KernelIndex k;
+  k.of_layer.reserve(net.layers.size());
+  // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels
+  std::unordered_map<std::string_view, int> index;
+  index.reserve(net.layers.size());
+  for (const Layer& L : net.layers) {
+    if (L.kernel.empty()) {
+      k.of_layer.push_back(-1);
+      continue;
+    }
+    auto [it, fresh] = index.try_emplace(L.kernel, static_cast<int>(k.count));
+    if (fresh) ++k.count;
+    k.of_layer.push_back(it->second);
+  }
+  return k;
+}
+
 PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) {
   PointResult out;
   Diags d;
@@ -322,6 +340,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
   }
   std::vector<std::shared_ptr<const Network>> nets;
+  std::vector<std::shared_ptr<const KernelIndex>> net_kernels;  // of each network (built once with its plan)
   std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
@@ -344,9 +363,13 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (c.net.use_count() > 1) c.net = std::make_shared<Network>(*c.net);  // an earlier point still holds it
       bool changed = false;
       if (rebind_network(c.plan, env, bo, *c.net, changed)) {
-        if (changed && !s.passes.empty()) c.optimized = optimized(*c.net);
+        if (changed && !s.passes.empty()) {
+          c.optimized = optimized(*c.net);
+          c.opt_kernels = std::make_shared<const KernelIndex>(index_kernels(*c.optimized));
+        }
         nets.push_back(c.net);
-        if (c.optimized) nets.push_back(c.optimized);
+        net_kernels.push_back(c.kernels);
+        if (c.optimized) nets.push_back(c.optimized), net_kernels.push_back(c.opt_kernels);
         bound = true;
       } else {
         ctx.networks.erase(it);  // the structure changed (or a value is wrong): built anew below
@@ -368,10 +391,16 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (!s.passes.empty() && nd.empty()) nets.push_back(opt = optimized(*net));
       if (plain && nd.empty()) {
         if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
-        ctx.networks[key] = EvalContext::NetworkCache{std::move(plan), net, opt};
+        auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
+        auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;
+        ctx.networks[key] = EvalContext::NetworkCache{std::move(plan), net, opt, kernels, opt_kernels};
+        net_kernels.resize(first);
+        net_kernels.push_back(kernels);
+        if (opt) net_kernels.push_back(opt_kernels);
       }
     }
     net_locs.resize(nets.size(), raw.loc);
+    net_kernels.resize(nets.size());
     for (size_t k = first; k < nets.size(); ++k)
       for (size_t i = 0; i < k; ++i)
         if (nets[i]->name == nets[k]->name && !nets[k]->name.empty())
@@ -428,10 +457,11 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
-      std::vector<KernelTime> kernels;
-      std::unordered_map<std::string_view, size_t> kernel_index;  // views into net's layers
-      kernel_index.reserve(net.layers.size());
-      for (const Layer& L : net.layers) {
+      std::shared_ptr<const KernelIndex> kix = net_kernels[ni];
+      if (!kix) kix = std::make_shared<const KernelIndex>(index_kernels(net));
+      std::vector<KernelTime> kernels(kix->count);
+      for (size_t li = 0; li < net.layers.size(); ++li) {
+        const Layer& L = net.layers[li];
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;
@@ -465,11 +495,13 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           r.memory_level = mem->name;
           r.kernel = L.kernel;
         }
-        r.cost = L.cost;
+        // summary only: the layer's cost is read in place (a row's copy holds two vectors)
+        if (full_rows) r.cost = L.cost;
+        const OpCost& cost = L.cost;
         r.bytes = layer_bytes(L.cost, mm);
         const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
         if (full_rows) r.memory_level = lmem->name;
-        const double work = out.settings.executed_work ? r.cost.flops_executed : r.cost.flops;  // FLOPs the roofline bounds
+        const double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
         r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
         if (ctx.hooks && ctx.hooks->has_efficiency()) {
           try {
@@ -480,7 +512,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           }
         } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
           const double cpg = channels_per_group(L);
-          r.efficiency.compute = cal->compute.at(r.cost.macs > 0 ? r.cost.macs : work, cpg);
+          r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
           r.efficiency.bandwidth = cal->bandwidth.at(r.bytes, cpg);
         }
         r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
@@ -493,7 +525,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             break;
           }
         }
-        if (std::string bad = nonfinite_field(r); !bad.empty()) {
+        if (std::string bad = nonfinite_field(r, cost); !bad.empty()) {
           std::string ins;
           for (size_t k = 0; k < L.in_shapes.size(); ++k) {
             if (k) ins += ';';
@@ -501,31 +533,28 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           }
           d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
                   {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
-                                format_number(r.cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
+                                format_number(cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
                                 format_number(roof->peak_flops_per_s) + " FLOP/s (derated " + format_number(roof->derated_flops_per_s) +
                                 "), bandwidth " + format_number(mem->bandwidth_bytes_per_s) + " B/s (derated " +
                                 format_number(mem->derated_bandwidth_bytes_per_s) + ")"},
                    Note{plat_nodes[pi]->loc, "platform used here"}});
           break;
         }
-        if (!L.kernel.empty()) {
-          // a hash lookup: a kernel's layers need not be adjacent, and a network may have 10^5 kernels
-          auto [k, fresh] = kernel_index.try_emplace(L.kernel, kernels.size());
-          if (fresh) kernels.emplace_back();
-          KernelTime& kt = kernels[k->second];
+        if (int k = kix->of_layer[li]; k >= 0) {
+          KernelTime& kt = kernels[static_cast<size_t>(k)];
           kt.compute += r.theoretical.compute_time_s;
           kt.memory += r.theoretical.memory_time_s;
           kt.dcompute += r.derated.compute_time_s;
           kt.dmemory += r.derated.memory_time_s;
         }
         sum.layers += 1;
-        sum.macs += r.cost.macs;
-        sum.flops += r.cost.flops;
-        sum.params += r.cost.params;
-        sum.active_params += r.cost.active_params;
-        sum.weight_footprint_bytes += r.cost.resident_weight_bytes;
-        sum.kv_cache_bytes += r.cost.kv_cache_bytes;
-        sum.activation_bytes = std::max(sum.activation_bytes, r.cost.activation_bytes);
+        sum.macs += cost.macs;
+        sum.flops += cost.flops;
+        sum.params += cost.params;
+        sum.active_params += cost.active_params;
+        sum.weight_footprint_bytes += cost.resident_weight_bytes;
+        sum.kv_cache_bytes += cost.kv_cache_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
         sum.bytes += r.bytes;
         sum.memory_bound += r.theoretical.bound == Bound::Memory;
         sum.compute_bound += r.theoretical.bound == Bound::Compute;
@@ -598,6 +627,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
   std::condition_variable cv;
   size_t next = 0, delivered = 0, done = 0;
   bool stop = false, started = false;
+  bool delivering = false;  // a worker is handing points to the sink (outside the lock)
   std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
   size_t err_index = SIZE_MAX;
   std::unique_ptr<ConfigError> err;
@@ -664,16 +694,28 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
       }
       std::unique_lock<std::mutex> lock(mu);
       ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
-      // whoever completes the next point in order delivers it and any that follow it
-      while (!stop && started && !ready.empty() && ready.begin()->first == delivered) {
-        auto node = ready.extract(ready.begin());
-        try {
-          sink.consume(std::move(node.mapped().first), node.mapped().second);
-        } catch (...) {
-          fail(std::current_exception());
-          break;
+      // whoever completes the next point in order delivers it and any that follow it, one worker
+      // at a time and without the lock (writing the files), so the others keep evaluating
+      if (!delivering) {
+        delivering = true;
+        while (!stop && started && !ready.empty() && ready.begin()->first == delivered) {
+          auto node = ready.extract(ready.begin());
+          lock.unlock();
+          std::exception_ptr bad;
+          try {
+            sink.consume(std::move(node.mapped().first), node.mapped().second);
+          } catch (...) {
+            bad = std::current_exception();
+          }
+          lock.lock();
+          if (bad) {
+            fail(bad);
+            break;
+          }
+          ++delivered;
+          cv.notify_all();
         }
-        ++delivered;
+        delivering = false;
       }
       ++done;
       cv.notify_all();

@@ -148,6 +148,13 @@ class NetworkImporter {
   virtual CNode import(const CNode& entry, const OpRegistry& ops) = 0;
 };
 
+// Each layer's kernel as an index, in order of first appearance (-1: the layer runs none).
+struct KernelIndex {
+  std::vector<int> of_layer;
+  size_t count = 0;
+};
+KernelIndex index_kernels(const Network& net);
+
 struct EvalContext {
   const OpRegistry& ops;
   PlatformCache& platforms;
@@ -164,6 +171,7 @@ struct EvalContext {
     NetworkPlan plan;
     std::shared_ptr<Network> net;
     std::shared_ptr<const Network> optimized;
+    std::shared_ptr<const KernelIndex> kernels, opt_kernels;  // of net and optimized
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
   using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;

@@ -39,9 +39,9 @@ static const std::string* plain_variable(std::string_view expr, const Env& env) 
   if (expr.empty() || expr.size() > 64 || std::isdigit(static_cast<unsigned char>(expr.front()))) return nullptr;
   for (char c : expr)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return nullptr;
-  static const char* const kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+  static constexpr std::string_view kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
                                           "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
-  for (const char* k : kKeywords)
+  for (std::string_view k : kKeywords)
     if (expr == k) return nullptr;
   const std::string* v = nullptr;
   for (auto it = env.rbegin(); it != env.rend() && !v; ++it)

@@ -678,10 +678,10 @@ bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
   const auto& x = a.attrs.all();
   const auto& y = b.attrs.all();
   if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i) {
+  for (size_t i = 0; i < x.size(); ++i) {  // the same operator: the same attributes in the same order
     const AttrValue& u = x[i].second;
     const AttrValue& v = y[i].second;
-    if (x[i].first != y[i].first || u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s != v.s ||
+    if (u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s != v.s ||
         u.ints != v.ints)
       return false;
   }
@@ -725,11 +725,28 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   };
   std::vector<char> dirty(net.layers.size(), 0);
   bool any = false;
+  // the texts substituted so far at this point: most slots repeat a few texts (`${c}` in every layer)
+  struct Seen {
+    int env;
+    const std::string* text;
+    std::string value;
+  };
+  std::vector<Seen> seen_texts;
   for (auto& sl : plan.slots) {
     const Env& e = env_of(sl.env, env_of);
     CNode tree;
-    std::optional<std::string> v = slot_text(*sl.raw, e, opt.ev, &tree);
-    if (!v) return false;
+    std::optional<std::string> v;
+    const Seen* hit = nullptr;
+    if (sl.raw->is_scalar())
+      for (const Seen& t : seen_texts)
+        if (t.env == sl.env && *t.text == sl.raw->scalar) hit = &t;
+    if (hit) {
+      v = hit->value;
+    } else {
+      v = slot_text(*sl.raw, e, opt.ev, &tree);
+      if (!v) return false;
+      if (sl.raw->is_scalar() && seen_texts.size() < 8) seen_texts.push_back(Seen{sl.env, &sl.raw->scalar, *v});
+    }
     if (*v == sl.value) continue;
     switch (sl.kind) {
       case NetworkPlan::SlotKind::Guard: return false;
@@ -767,10 +784,16 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   // shapes and costs, in layer order: only where attributes or input shapes changed; a layer
   // that does the same work as an earlier one (the same operator, attributes, input shapes and
   // precisions: a repeated block) takes its shapes and cost instead of inferring them again
-  std::vector<unsigned> kv(net.layers.size(), 0);
-  std::unordered_multimap<size_t, size_t> seen;
-  seen.reserve(net.layers.size());
-  for (size_t i = 0; i < net.layers.size(); ++i) {
+  const size_t n = net.layers.size();
+  std::vector<unsigned>& kv = plan.kv;
+  std::vector<size_t>& hashes = plan.hashes;
+  std::vector<size_t>& memo = plan.memo;
+  kv.assign(n, 0);
+  hashes.assign(n, 0);
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  memo.assign(cap, 0);
+  for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     bool same = !dirty[i];
     unsigned kv_inputs = 0;
@@ -793,18 +816,23 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       }
     }
     kv[i] = kv_inputs;
-    size_t h = work_hash(L, kv_inputs);
-    if (!same) {
-      auto [lo, hi] = seen.equal_range(h);
-      for (auto it = lo; it != hi; ++it)
-        if (const Layer& E = net.layers[it->second]; same_work(L, kv_inputs, E, kv[it->second])) {
-          L.out_shapes = E.out_shapes;
-          L.cost = E.cost;
+    const size_t h = hashes[i] = work_hash(L, kv_inputs);
+    // the first layer of each kind of work is in the table; a later one of the same kind copies it
+    size_t at = h & (cap - 1);
+    bool found = false;
+    for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
+      size_t j = memo[at] - 1;
+      if (hashes[j] == h && same_work(L, kv_inputs, net.layers[j], kv[j])) {
+        found = true;
+        if (!same) {
+          L.out_shapes = net.layers[j].out_shapes;
+          L.cost = net.layers[j].cost;
           same = true;
-          break;
         }
+        break;
+      }
     }
-    seen.emplace(h, i);
+    if (!found) memo[at] = i + 1;
     if (same) continue;
     OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
     try {

@@ -85,6 +85,10 @@ struct NetworkPlan {
   };
   std::vector<EnvDef> envs;  // envs[0]: the network's own bindings
   std::vector<Slot> slots;   // in build order (a block argument before the block's layers)
+  // rebind_network's working memory, kept between points
+  std::vector<size_t> memo;    // open-addressed table of layer index + 1 by work hash
+  std::vector<size_t> hashes;  // per layer
+  std::vector<unsigned> kv;    // per layer: its inputs read from the KV cache
 };
 
 // Builds one network from its scenario entry with the point's bindings.

@@ -436,6 +436,15 @@ class Json {
     out_ += ':';
     fresh_ = true;
   }
+  // a key written in this file (a literal that needs no escape)
+  template <size_t N>
+  void key(const char (&k)[N]) {
+    comma();
+    out_ += '"';
+    out_.append(k, N - 1);
+    out_ += "\":";
+    fresh_ = true;
+  }
   void str(std::string_view v) {
     comma();
     put_json_str(out_, v);
@@ -791,7 +800,9 @@ void PreviewSink::start(const RunHeader& h) {
 
 void PreviewSink::consume(PointResult&& pr, const Point& p) {
   size_t rows = pr.rows.size(), sums = pr.summary.size();
-  if (kept_rows_ < max_rows_ || kept_summary_ < max_summary_ || r_.results.empty()) {
+  // a point is kept while it adds rows the tables still show (a summary-only run has no layer
+  // rows: its points must not all be kept for the empty layer table)
+  if ((rows > 0 && kept_rows_ < max_rows_) || (sums > 0 && kept_summary_ < max_summary_) || r_.results.empty()) {
     kept_rows_ += rows;
     kept_summary_ += sums;
     r_.points.push_back(p);

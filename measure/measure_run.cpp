@@ -209,9 +209,9 @@ plots::Figure measured_roofline(const MeasureResult& m, const std::string& title
   double peak = roof ? roof->peak_flops_per_s : ymax;
   if (!(xmax > 0)) xmin = 0.1, xmax = 100, ymin = peak / 100, ymax = peak;
   f.x = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(xmin / 2))), std::pow(10.0, std::ceil(std::log10(xmax * 2))),
-                    "arithmetic intensity (FLOP/byte, " + std::string(memory_model_name(pr.settings.memory_model)) + ")", "", {}, {}};
+                    "Arithmetic intensity, " + std::string(memory_model_name(pr.settings.memory_model)) + " [FLOP/byte]", "", {}, {}};
   f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(ymin / 2))), std::pow(10.0, std::ceil(std::log10(std::max(ymax, peak) * 1.5))),
-                    "performance (FLOP/s)", "FLOP/s", {}, {}};
+                    "Performance [FLOP/s]", "FLOP/s", {}, {}};
   if (roof) {
     plots::Line l;
     l.pts = {{f.x.min, peak}, {f.x.max, peak}};

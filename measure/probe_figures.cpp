@@ -26,9 +26,9 @@ plots::Figure roofline_figure(const ProbeResult& r) {
   f.title = "Measured roofline: " + r.cpu;
   f.subtitle = std::to_string(r.threads) + " pinned thread" + (r.threads == 1 ? "" : "s") + ", clock " + si(r.clock_all_hz, "Hz") +
                "; ceilings = best FMA rate per ISA, diagonals = read-bandwidth plateaus";
-  f.x = plots::Axis{plots::Scale::Log, 1.0 / 64, 256, "arithmetic intensity (FLOP/byte)", "", {}, {}};
+  f.x = plots::Axis{plots::Scale::Log, 1.0 / 64, 256, "Arithmetic intensity [FLOP/byte]", "", {}, {}};
   f.y.scale = plots::Scale::Log;
-  f.y.title = "performance (FLOP/s)";
+  f.y.title = "Performance [FLOP/s]";
   f.y.unit = "FLOP/s";
   // the best ISA of each precision, and scalar fp64 as the floor
   std::vector<std::pair<std::string, double>> ceilings;
@@ -92,9 +92,9 @@ plots::Figure bandwidth_figure(const ProbeResult& r) {
   for (const auto& lp : r.plateaus)
     for (const auto& p : lp.plateaus) plateau_min = std::min(plateau_min, p.bytes_per_s);
   double floor_bw = std::isfinite(plateau_min) ? std::max(bmin, plateau_min / 10) : bmin;
-  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "working set (bytes, all threads together)", "B", {}, {}};
+  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "Working set, all threads together [B]", "B", {}, {}};
   f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(floor_bw / 1.5))), std::pow(10.0, std::ceil(std::log10(bmax * 1.5))),
-                    "bandwidth (B/s)", "B/s", {}, {}};
+                    "Bandwidth [B/s]", "B/s", {}, {}};
   size_t below = 0;
   for (const auto& b : r.bandwidth) below += b.bytes_per_s > 0 && b.bytes_per_s < f.y.min;
   if (below) f.subtitle += "; " + std::to_string(below) + " sample" + (below == 1 ? "" : "s") + " below " + si(f.y.min, "B/s", 3) + " not shown";

@@ -480,6 +480,64 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
   return any_derating;
 }
 
+// Roofs of a script's efficiency model: layers whose derated peak or bandwidth differs from
+// every platform roof (an efficiency_compute or efficiency_bandwidth under 1) sit on roofs of
+// their own. Each distinct one (the four highest) is drawn dotted and labelled with its share of
+// the platform's derated roof ("efficiency 30 %: 8.94 TFLOP/s"). Returns whether any was drawn.
+bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const RunResult& r, const std::string& network) {
+  bool any = false;
+  const bool overlay = sets.size() > 1;
+  for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
+    const RoofSet& rs = sets[set_i];
+    if (rs.roofs.empty() || rs.p->memory.empty()) continue;
+    auto is_platform_roof = [&](double peak, double bw) {
+      for (const ComputeRoof* cr : rs.roofs)
+        for (const auto& m : rs.p->memory)
+          if (close_to(peak, cr->derated_flops_per_s) && close_to(bw, m.derated_bandwidth_bytes_per_s)) return true;
+      return false;
+    };
+    std::vector<std::pair<double, double>> own;  // (peak, bandwidth)
+    for (const auto& pr : r.results)
+      for (const auto& row : pr.rows) {
+        if (row.platform != rs.p->name || (!network.empty() && row.network != network)) continue;
+        double peak = row.derated.peak_flops_per_s, bw = row.derated.bandwidth_bytes_per_s;
+        if (!(peak > 0) || !(bw > 0) || is_platform_roof(peak, bw)) continue;
+        if (std::none_of(own.begin(), own.end(), [&](const auto& o) { return close_to(o.first, peak) && close_to(o.second, bw); })) own.emplace_back(peak, bw);
+      }
+    std::sort(own.begin(), own.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (own.size() > 4) own.resize(4);
+    const double base_peak = rs.roofs.front()->derated_flops_per_s, base_bw = rs.p->memory.front().derated_bandwidth_bytes_per_s;
+    for (const auto& [peak, bw] : own) {
+      LineStyle st{overlay ? roof_color(set_i) : rgb(0x777777), 0.9, Dash::Dotted};
+      double ridge = peak / bw;
+      char pct[64];
+      Line mem;
+      mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
+      mem.style = st;
+      if (!close_to(bw, base_bw)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * bw / base_bw);
+        mem.label = pct + si(bw, "B/s", 3);
+      }
+      mem.label_at = 0.4;
+      mem.label_above = false;
+      add_line(f, mem);
+      Line comp;
+      comp.pts = {{ridge, peak}, {f.x.max, peak}};
+      comp.style = st;
+      if (!close_to(peak, base_peak)) {
+        std::snprintf(pct, sizeof pct, "efficiency %.0f %%: ", 100 * peak / base_peak);
+        comp.label = pct + si(peak, "FLOP/s", 3);
+      }
+      comp.label_at = 0.7;
+      comp.label_above = false;
+      add_line(f, comp);
+      any = true;
+    }
+  }
+  if (any) f.legend.push_back(LegendEntry{"efficiency-model roof", true, LineStyle{rgb(0x777777), 0.9, Dash::Dotted}, false, {}, {}});
+  return any;
+}
+
 // Points that coincide (the same layer at several sweep points, or on what-if variants that
 // leave it alone) become one marker, labelled with the first and how many more it stands for.
 // Each point joins the first earlier marker it coincides with. Markers are indexed by (bound,
@@ -581,6 +639,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   roofline_axes(f, all_pts, sets);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
+  const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
   add_roofline_markers(f, spec, r, merge_coincident(all_pts));
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
@@ -592,7 +651,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
-               (on_derated && any_derating ? " on derated roofs" : "");
+               (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
 
   out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
@@ -724,9 +783,41 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     for (const auto& p : sr.pts) xs.push_back(p.x), ys.push_back(p.y);
   // ridge references when y is intensity
   std::vector<Reference> refs;
+  std::vector<Line> ridge_lines;
+  // what-if variants (a platform per sweep point in one `platforms:` entry) each apply at their
+  // own points: their ridge is a line through those points, not a reference across every x
+  std::set<std::string> varying;
+  if (spec.y == "intensity" && !categorical) {
+    size_t slots = 0;
+    for (const auto& pr : r.results) slots = std::max(slots, pr.platforms.size());
+    for (size_t k = 0; k < slots; ++k) {
+      std::set<std::string> names;
+      Line L;
+      for (size_t pi = 0; pi < r.results.size(); ++pi) {
+        const PointResult& pr = r.results[pi];
+        if (k >= pr.platforms.size()) continue;
+        const Platform& pl = pr.platforms[k];
+        names.insert(pl.name);
+        const ComputeRoof* roof = pl.roof_for(set.dtype);
+        const std::string* v = env_find(r.points[pi].bindings, spec.x);
+        auto xv = v ? parse_double(*v) : std::nullopt;
+        if (roof && xv && !pl.memory.empty()) L.pts.push_back({*xv, roof->derated_flops_per_s / pl.memory.front().derated_bandwidth_bytes_per_s});
+      }
+      if (names.size() < 2 || L.pts.size() < 2) continue;
+      varying.insert(names.begin(), names.end());
+      std::stable_sort(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+      L.pts.erase(std::unique(L.pts.begin(), L.pts.end(), [](const P& a, const P& b) { return close_to(a.x, b.x) && close_to(a.y, b.y); }), L.pts.end());
+      L.style = LineStyle{rgb(ridge_lines.size() % 2 ? 0x666666 : 0x333333), 1.0, ridge_lines.size() % 2 ? Dash::Dotted : Dash::Dashed};
+      L.label = slot_name(r, s, k) + " ridge";
+      L.label_at = 0.5;
+      for (const P& q : L.pts) ys.push_back(q.y);
+      ridge_lines.push_back(L);
+    }
+  }
   if (spec.y == "intensity") {
     size_t ci = 0;
     for (const auto& name : platform_names(r)) {
+      if (varying.count(name)) continue;
       const Platform* p = find_platform(r, name);
       if (!p) continue;
       const ComputeRoof* roof = p->roof_for(set.dtype);
@@ -776,6 +867,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     Line L;
     L.pts = series[i].pts;
     L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    // past the 8 colours and shapes a style repeats: the line carries its name too
+    if (series.size() > 8) {
+      L.label = series[i].name;
+      L.label_at = 0.9 - 0.6 * static_cast<double>(i % 8) / 8;
+    }
     if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
     for (const auto& p : series[i].pts) {
       Point q;
@@ -788,10 +884,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, true, marker_cycle(i), palette(i)});
   }
   for (auto& ref : refs) f.refs.push_back(ref);
+  for (auto& l : ridge_lines) f.lines.push_back(l);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
-  if (!refs.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
+  if (!refs.empty() || !ridge_lines.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
   if (categorical && cats.size() > 12) {

@@ -129,7 +129,8 @@ std::string tick_label(double v, const Axis& a) {
   char buf[64];
   if (v == 0) return "0";
   double av = std::fabs(v);
-  bool si = !a.unit.empty() || av >= 1e4 || av < 1e-3;
+  // a prefix from 10 k on, or from 1 k on an axis that reaches 100 k (never "1000" beside "10 k")
+  bool si = !a.unit.empty() || av >= (a.max >= 1e5 * 0.9999 ? 1e3 * 0.9999 : 1e4) || av < 1e-3;
   if (!si) {
     std::snprintf(buf, sizeof buf, "%g", v);
     return buf;
@@ -349,7 +350,14 @@ void unit_in_title(Axis& a) {
   } steps[] = {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}, {1e-12, "p"}};
   for (const auto& st : steps)
     if (hi >= st.f * 0.9999) {
-      if (lo / st.f < 1e-4 * 0.9999) return;
+      if (lo / st.f < 1e-4 * 0.9999) {
+        // too wide for one prefix: each tick keeps its own ("10 MFLOP/s" … "1 TFLOP/s"), and the
+        // title does not repeat a bare unit beside them
+        std::string bracket = " [" + a.unit + "]";
+        size_t k = a.title.find(bracket);
+        if (k != std::string::npos) a.title.erase(k, bracket.size());
+        return;
+      }
       std::string unit = std::string(st.p) + a.unit;
       std::string bracket = "[" + a.unit + "]";
       size_t k = a.title.find(bracket);

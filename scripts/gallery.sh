@@ -18,7 +18,10 @@ roofline (numbered key)|resnet50|roofline_rtx3080|a crowded roofline: ResNet-50'
 trend|group_conv_sweep|trend_intensity_vs_groups|trend: intensity against a sweep variable, ridges as references
 trend (time)|study_batch|trend_time_per_image_rtx3080|trend: time per image against batch, one line per network
 layers|resnet50|layers_rtx3080|per-layer time bars
-heatmap|study_avx512_16core_grid|heatmap_avx512_16core|heatmap over a two-variable what-if grid
+roofline (platform overlay)|study_platforms|roofline_networks|five platforms on one chart: each one's roofs in its colour, ridges named, networks as points
+heatmap|study_avx512_16core_grid|heatmap_avx512_16core|heatmap over a two-variable what-if grid: values in one format, the colour bar's unit in its title
+heatmap (LLM decode)|llm_decode|tokens_h100_fp16|decode throughput over context × batch (cell values at screen size, where they fit: 1.53k)
+trend (memory footprint)|llm_footprint|footprint|memory footprint against context (binary ticks: 1 Ki … 128 Ki), each GPU's memory size as a labelled reference
 LIST
 
 for style in screen paper; do

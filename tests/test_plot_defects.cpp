@@ -377,3 +377,99 @@ TEST_CASE("overlay of platforms: theoretical roofs in each platform's colour, ri
   for (const auto& t : rec.texts) CHECK(t.s.find("more (plot data)") == std::string::npos);
   CHECK(rep.legend.w > 0);
 }
+
+TEST_CASE("an axis too wide for one prefix: ticks keep their own, the title no bare unit beside them", "[plots][defects]") {
+  Figure f;
+  f.x.min = 1, f.x.max = 10;
+  f.y.scale = Scale::Log;
+  f.y.min = 1e7, f.y.max = 1e12;  // 10 MFLOP/s … 1 TFLOP/s: 1e7 / 1e12 = 1e-5 of the top prefix
+  f.y.unit = "FLOP/s";
+  f.y.title = "Performance [FLOP/s]";
+  RecordingRenderer rec;
+  draw(f, rec);
+  CHECK(has_text(rec, "Performance"));
+  CHECK_FALSE(has_text(rec, "Performance [FLOP/s]"));
+  CHECK(has_text(rec, "10 MFLOP/s"));
+  CHECK(has_text(rec, "1 TFLOP/s"));
+  // one decade less (1e8 / 1e12 = 1e-4): one prefix, in the title
+  f.y.min = 1e8;
+  RecordingRenderer rec2;
+  draw(f, rec2);
+  CHECK(has_text(rec2, "Performance [TFLOP/s]"));
+  CHECK(has_text(rec2, "0.0001"));
+}
+
+TEST_CASE("what-if trend: each variant's ridge only where it applies, as one line through its points", "[plots][defects]") {
+  Scenario s = load_scenario(src("scenarios/avx512_clock_whatif.yaml"));
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "clock_ghz";
+  t.y = "intensity";
+  BuiltFigure b = build_one(t, r, s);
+  CHECK(b.figure.refs.empty());  // no horizontal line per variant across every clock
+  const Line* ridge = nullptr;
+  for (const Line& l : b.figure.lines)
+    if (l.label == "xeon_silver_4210_2s ridge") ridge = &l;
+  REQUIRE(ridge);
+  REQUIRE(ridge->pts.size() == 4);  // 1.5, 1.8, 2.0, 2.2 GHz
+  // 2 × 10 cores × clock × 32 fp32 FLOP per cycle (one AVX-512 FMA unit) over the 76.8 GB/s
+  // the variants keep: 1.5 GHz → 960 GFLOP/s / 76.8 GB/s = 12.5, 2.2 GHz → 1.408 TFLOP/s → 18.33
+  CHECK(ridge->pts.front().x == Approx(1.5));
+  CHECK(ridge->pts.front().y == Approx(20 * 1.5e9 * 32 / 76.8e9));
+  CHECK(ridge->pts.back().x == Approx(2.2));
+  CHECK(ridge->pts.back().y == Approx(20 * 2.2e9 * 32 / 76.8e9));
+}
+
+TEST_CASE("a trend with more series than distinct styles labels its lines directly", "[plots][defects]") {
+  std::string y = "name: many\nsweep: {grid: {batch: [1, 2, 4]}}\nplatforms: [rtx3080]\nnetworks:\n";
+  for (int i = 1; i <= 10; ++i)  // 10 networks: past the 8 colours, shapes and dashes repeat
+    y += "  - {name: n" + std::to_string(i) + ", input: [\"${batch}\", " + std::to_string(32 * i) + "], layers: [{name: fc, op: linear, out_features: 64}]}\n";
+  Scenario s = parse_scenario(y, "many.yaml");
+  RunResult r = run(s);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "batch";
+  t.y = "intensity";
+  t.series = "network";
+  BuiltFigure b = build_one(t, r, s);
+  size_t labelled = 0;
+  for (const Line& l : b.figure.lines) labelled += l.label.size() >= 2 && l.label[0] == 'n';
+  CHECK(labelled == 10);
+}
+
+TEST_CASE("roofline: a script's efficiency model draws its roofs", "[plots][defects]") {
+  // scenarios/lua/efficiency_energy.lua: depthwise convolutions reach 30 % of the compute roof,
+  // small layers 60 %
+  Scenario s = load_scenario(src("scenarios/depthwise_efficiency.yaml"));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  BuiltFigure b = build_one(p, r, s);
+  bool dw = false, small = false;
+  for (const Line& l : b.figure.lines) {
+    if (l.style.dash != Dash::Dotted || l.pts.size() != 2 || l.pts[0].y != l.pts[1].y) continue;
+    dw = dw || (l.pts[0].y == Approx(0.3 * 29.8e12) && l.label == "efficiency 30 %: 8.94 TFLOP/s");
+    small = small || (l.pts[0].y == Approx(0.6 * 29.8e12) && l.label == "efficiency 60 %: 17.9 TFLOP/s");
+  }
+  CHECK(dw);
+  CHECK(small);
+  bool in_legend = false;
+  for (const auto& e : b.figure.legend) in_legend = in_legend || e.text == "efficiency-model roof";
+  CHECK(in_legend);
+}
+
+TEST_CASE("a unitless log axis up to 100 k: one format, never '1000' beside '10 k'", "[plots][defects]") {
+  Figure f;
+  f.x.min = 1, f.x.max = 10;
+  f.y.scale = Scale::Log;
+  f.y.min = 100, f.y.max = 1e5;  // tokens per second
+  RecordingRenderer rec;
+  draw(f, rec);
+  CHECK(has_text(rec, "100"));
+  CHECK(has_text(rec, "1 k"));  // 1000 = 1 × 10^3
+  CHECK(has_text(rec, "10 k"));
+  CHECK(has_text(rec, "100 k"));
+  CHECK_FALSE(has_text(rec, "1000"));
+}
