@@ -366,11 +366,12 @@ void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::
       const SweepVar& v = s.sweep.zip[zi];
       if (v.name != name) continue;
       done = true;
-      auto same = [&](const std::string& a) {
-        if (a == value) return true;
+      const std::string& wanted = value;  // (clang 14 cannot capture a structured binding)
+      auto same = [&wanted](const std::string& a) {
+        if (a == wanted) return true;
         char *ea = nullptr, *eb = nullptr;
-        double x = std::strtod(a.c_str(), &ea), y = std::strtod(value.c_str(), &eb);
-        return !a.empty() && !value.empty() && *ea == '\0' && *eb == '\0' && x == y;
+        double x = std::strtod(a.c_str(), &ea), y = std::strtod(wanted.c_str(), &eb);
+        return !a.empty() && !wanted.empty() && *ea == '\0' && *eb == '\0' && x == y;
       };
       auto at = std::find_if(v.values.begin(), v.values.end(), same);
       if (at == v.values.end()) {
