@@ -582,6 +582,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
         out.warnings.push_back(std::move(w));
       }
+      for (const auto& [op, n] : net.ignored)
+        sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
       out.summary.push_back(sum);
     }
   }

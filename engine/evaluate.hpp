@@ -57,6 +57,8 @@ struct SummaryRow {
   double weight_footprint_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, memory_footprint_bytes = 0;
   double memory_size_bytes = 0;  // the platform's largest stated memory size (0: not stated)
   std::string memory_name;       // that level's name
+  // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
+  std::string ignored;
 };
 
 struct PointResult {

@@ -293,6 +293,11 @@ class Builder {
     L.precision = precision;
     read_precision_keys(item, L.precision, d_);
     if (const CNode* tw = item.find("tied_weights")) L.tied_weights = to_bool(*tw, d_, "tied_weights").value_or(false);
+    if (const CNode* sp = item.find("shared_params")) {
+      auto v = to_integer(*sp, d_, "shared_params");
+      if (v && (*v < 0 || *v > 1000000000000000LL)) d_.error(sp->loc, "shared_params must be 0 to 1e15 (elements of weights another layer counts)");
+      else if (v) L.shared_params = static_cast<double>(*v);
+    }
     L.attrs = read_attrs(*op, item, d_, where);
     bool inputs_ok = read_inputs(item, scopes, prev, L.inputs);
     if (d_.size() != before || !inputs_ok) {
@@ -324,6 +329,12 @@ class Builder {
           if (dim <= 0 || dim > 1000000000000LL) throw ShapeError("output dimension " + std::to_string(dim) + " of " + shape_str(sh) + " is out of range");
       L.cost = layer_cost(*op, args, L.out_shapes, opt_.flops_per_mac);
       if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
+      if (L.shared_params > 0 && L.cost.params > 0) {  // part of its weights are counted elsewhere: keep the rest
+        double keep = std::max(0.0, L.cost.params - L.shared_params) / L.cost.params;
+        L.cost.params *= keep;
+        L.cost.active_params *= keep;
+        L.cost.resident_weight_bytes *= keep;
+      }
     } catch (const ShapeError& e) {
       std::string shapes;
       for (const auto& s : L.in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(s);
@@ -590,6 +601,15 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
     } else if (s) {
       net.phase = *s;
     }
+  }
+  if (const CNode* ig = m.get("ignored")) {
+    if (!ig->is_map()) d.error(ig->loc, "ignored must map op types to node counts, e.g. {Dropout: 2}");
+    else
+      for (const auto& e : ig->entries) {
+        auto n = to_integer(e.value, d, "ignored '" + e.key + "'");
+        if (n && (*n < 1 || *n > 1000000000LL)) d.error(e.value.loc, "ignored '" + e.key + "' must count 1 to 1e9 nodes");
+        else if (n) net.ignored.emplace_back(e.key, static_cast<int>(*n));
+      }
   }
   const CNode* input = node.find("input");
   const CNode* inputs = node.find("inputs");

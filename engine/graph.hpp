@@ -30,6 +30,7 @@ struct Layer {
   DType compute_dtype() const { return precision.compute.value_or(dtype); }  // picks the compute roof
   bool touches_kv = false;    // reads or appends to the KV cache
   bool tied_weights = false;  // its weights are another layer's (tied embeddings): read, not counted as params or memory
+  double shared_params = 0;   // elements of its weights another layer already counts (part of them tied), e.g. an ONNX initializer feeding two nodes
   OpCost cost;
   SourceLoc loc;
   // Set by graph passes: the kernel this layer runs in (its own name when alone; "" when it moves
@@ -43,6 +44,8 @@ struct Network {
   std::string phase;  // "prefill" or "decode" for a transformer (network key `phase`); "" otherwise
   std::vector<std::pair<std::string, Shape>> inputs;
   std::vector<Layer> layers;
+  // Operators of the source model left out of `layers` (ONNX nodes mapped to `ignore`): op type → nodes.
+  std::vector<std::pair<std::string, int>> ignored;
 };
 
 struct BuildOptions {

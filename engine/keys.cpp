@@ -152,6 +152,7 @@ std::vector<MapDef> build() {
            {"phase", choice({"prefill", "decode"}), false, "For language models: prefill (the prompt) or decode (one new token per sequence)."},
            {"blocks", def("blocks"), false, "Parametrized groups of layers, used by `block: NAME` in layers."},
            {"layers", list_of("layer_item"), true, "The layers in order: each takes the previous one's output unless `inputs` says otherwise."},
+           {"ignored", def("args"), false, "Operators of the source model left out (ONNX nodes mapped to ignore): {OpType: nodes}, listed in the summary and report."},
        }},
       {"block", "A block definition: parameters and layers",
        {
@@ -179,6 +180,7 @@ std::vector<MapDef> build() {
            {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
            {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
            {"tied_weights", boolean(), false, "The layer reuses another layer's weights (counted once)."},
+           {"shared_params", integer(0, 1e15), false, "Elements of its weights that another layer already counts (partly shared weights, counted once)."},
        }},
       {"model_use", "A network from the model zoo",
        {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "engine/config.hpp"
@@ -886,6 +887,16 @@ std::string terminal_table(const RunResult& r, size_t max_rows, size_t total_row
   return out;
 }
 
+std::string ignored_notes(const RunResult& r) {
+  std::string out;
+  std::set<std::string> seen;
+  for (const auto& pr : r.results)
+    for (const SummaryRow& s : pr.summary)
+      if (!s.ignored.empty() && seen.insert(s.network + '\n' + s.ignored).second)
+        out += "note: network '" + s.network + "' leaves out operators mapped to ignore (onnx_ops): " + s.ignored + "; their costs are not counted\n";
+  return out;
+}
+
 std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_rows) {
   Table t;
   t.head = {"pt"};
@@ -908,6 +919,7 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
   std::string out = t.render();
   total = std::max(total, total_rows);
   if (total > max_rows) out += "... " + std::to_string(total - max_rows) + " more rows in summary.csv\n";
+  out += ignored_notes(r);
   return out;
 }
 

@@ -103,8 +103,11 @@ class PreviewSink : public ResultSink {
 // The compact per-layer table for the terminal, with SI prefixes; at most `max_rows` rows.
 // `total_rows`: how many rows the run has when `r` holds only the first ones (0: r's own count).
 std::string terminal_table(const RunResult& r, size_t max_rows, size_t total_rows = 0);
-// Network totals per point and platform.
+// Network totals per point and platform, then a note per network that leaves out ignored operators.
 std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_rows = 0);
+// "note: network 'N' leaves out operators mapped to ignore (onnx_ops): Op (k nodes); ..." lines, one per
+// network (and list); "" when no network ignores any.
+std::string ignored_notes(const RunResult& r);
 
 // Writes `content` to `path` through a temporary file and a rename. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, const std::string& content);

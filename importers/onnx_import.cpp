@@ -1,6 +1,7 @@
 #include "importers/onnx_import.hpp"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include <algorithm>
@@ -21,12 +22,14 @@ class OnnxModel {
   std::string path;
   onnx::ModelProto proto;
   long long opset = 0;
+  long long opset_before = 0;  // the file's opset when the version converter brought it to 7 (else 0)
   std::shared_ptr<const SourceFile> file;  // for messages: "PATH: error: ..."
 };
 
 namespace {
 
 constexpr long long kMinOpset = 7, kMaxOpset = 17;
+const char* const kLegacyAxis = "rsim.broadcast_axis";  // opset < 7 binary operators' broadcast axis (see parse_onnx)
 constexpr double kMaxFold = 65536;     // integer tensors up to this many elements are read and folded
 constexpr double kMaxFloatRead = 64;   // float tensors are read only when this small (scales, scalars)
 
@@ -333,7 +336,7 @@ class Importer {
     res_.nodes = static_cast<size_t>(g.node_size());
     res_.initializers = static_cast<size_t>(g.initializer_size());
     check_unsupported(g);
-    std::set<std::string> bn_stats;
+    std::set<std::string>& bn_stats = bn_stats_;
     for (const auto& n : g.node())
       if (n.op_type() == "BatchNormalization")
         for (int i = 3; i < n.input_size() && i < 5; ++i) bn_stats.insert(n.input(i));
@@ -351,6 +354,10 @@ class Importer {
       if (it == vals_.end() || !it->second.known) fail("graph output '" + o.name() + "' is not produced by any node");
       res_.outputs.push_back(OnnxOutput{o.name(), it->second.shape, it->second.ref});
     }
+    if (opt_.record_shapes)  // every node output (not the inputs and initializers: nothing to infer there)
+      for (const auto& n : g.node())
+        for (const auto& o : n.output())
+          if (auto it = vals_.find(o); !o.empty() && it != vals_.end() && it->second.known) res_.tensor_shapes[o] = it->second.shape;
     // the network node
     CNode net;
     net.kind = CNode::Kind::Map;
@@ -369,6 +376,12 @@ class Importer {
     layers.items = std::move(layers_);
     for (auto& l : layers.items) l.loc = file_loc(m_.file);
     net.entries.push_back(CEntry{"layers", {}, layers});
+    if (!res_.ignored.empty()) {  // listed in the run's summary and report
+      CNode ig;
+      ig.kind = CNode::Kind::Map;
+      for (const auto& [op, n] : res_.ignored) ig.entries.push_back(CEntry{op, {}, int_node(n)});
+      net.entries.push_back(CEntry{"ignored", {}, ig});
+    }
     res_.network = std::move(net);
     return std::move(res_);
   }
@@ -385,6 +398,10 @@ class Importer {
   std::map<std::string, int> unnamed_;
   const onnx::NodeProto* cur_ = nullptr;
   std::string cur_name_;
+  std::set<std::string> bn_stats_;  // BatchNorm running statistics: not parameters
+  // Float initializers whose elements a layer already counts as parameters: a weight that feeds
+  // two nodes (tied or shared) is counted once.
+  std::set<std::string> counted_;
 
   [[noreturn]] void fail(const std::string& msg, std::vector<Note> notes = {}) const { fail_file(m_.file, msg, std::move(notes)); }
 
@@ -608,7 +625,7 @@ class Importer {
     no_inputs.kind = CNode::Kind::Seq;
     layer.entries.push_back(CEntry{"inputs", {}, no_inputs});
     layer.entries.push_back(CEntry{"shape", {}, ints_node(std::vector<long long>(v.shape.begin(), v.shape.end()))});
-    if (v.param) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
+    if (v.param && counted_.insert(v.const_name).second) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
     layers_.push_back(std::move(layer));
     v.ref = name;
     return v.ref;
@@ -636,6 +653,25 @@ class Importer {
     std::string shapes;
     for (const auto& s : in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_text(s);
     if (!d.empty()) node_fail(d.list().front().message);
+    // the weights the operator counts itself (initializers it takes as attributes, not as inputs):
+    // those an earlier layer already counts are marked shared, so the network counts each once
+    double shared = 0;
+    bool any_new = false;
+    std::set<std::string> here;
+    for (int i = 0; i < cur_->input_size(); ++i) {
+      if (!has_input(i)) continue;
+      auto it = vals_.find(cur_->input(i));
+      if (it == vals_.end() || !it->second.param || bn_stats_.count(it->second.const_name)) continue;
+      const Val& v = it->second;
+      if (!v.ref.empty() && std::find(spec.inputs.begin(), spec.inputs.end(), v.ref) != spec.inputs.end()) continue;  // a constant layer counts it
+      if (!here.insert(v.const_name).second) continue;
+      if (counted_.insert(v.const_name).second) any_new = true;
+      else shared += count(v.shape);
+    }
+    if (shared > 0) {
+      if (any_new) layer.entries.push_back(CEntry{"shared_params", {}, scalar(std::to_string(static_cast<long long>(shared)))});
+      else layer.entries.push_back(CEntry{"tied_weights", {}, bool_node(true)});
+    }
     int n_in = static_cast<int>(in_shapes.size());
     if (n_in < op->min_inputs || (op->max_inputs >= 0 && n_in > op->max_inputs))
       node_fail("operator '" + spec.op + "' cannot take " + std::to_string(n_in) + " inputs");
@@ -696,6 +732,18 @@ class Importer {
       }
       LayerSpec s;
       s.op = mapped->second;
+      if (const OpDef* op = ops_.find(s.op)) {  // every attribute of the node must be one the operator takes
+        std::vector<std::string> takes;
+        for (const auto& a : op->attrs) takes.push_back(a.name);
+        std::string all;
+        for (const auto& a : n.attribute()) all += (all.empty() ? "" : ", ") + a.name();
+        for (const auto& a : n.attribute())
+          if (std::find(takes.begin(), takes.end(), a.name()) == takes.end()) {
+            std::string hint = did_you_mean(a.name(), takes);
+            node_fail("has the attribute '" + a.name() + "', which operator '" + s.op + "' does not take",
+                      {Note{{}, hint.empty() ? "declare it in the operator's attrs (the node's attributes: " + all + ")" : hint}});
+          }
+      }
       for (int i = 0; i < n.input_size(); ++i)
         if (has_input(i)) s.inputs.push_back(ref(i));
       for (const auto& a : n.attribute()) {
@@ -1402,6 +1450,34 @@ class Importer {
     emit(l);
   }
 
+  // Opset < 7 broadcasting (broadcast = 1, axis = k): B's dimensions line up with A's from axis k
+  // on; B gets trailing 1s, then numpy broadcasting applies. (ONNX 1.12's version converter pads B
+  // with rank(A) - rank(B) 1s whatever the axis; parse_onnx undoes that and keeps the axis.)
+  void legacy_broadcast(const std::string& op) {
+    const Shape a = in(0).shape, b = in(1).shape;
+    long long ax = attr_i(kLegacyAxis, 0);
+    if (ax < 0) ax += static_cast<long long>(a.size());
+    long long pad = static_cast<long long>(a.size()) - ax - static_cast<long long>(b.size());
+    if (ax < 0 || pad < 0)
+      node_fail("broadcast axis " + std::to_string(attr_i(kLegacyAxis, 0)) + " does not fit " + shape_text(a) + " and " + shape_text(b) + " (opset " +
+                std::to_string(m_.opset_before) + " broadcasting)");
+    LayerSpec l{op, {}, {ref(0)}};
+    if (pad == 0) {
+      l.inputs.push_back(ref(1));
+    } else {
+      Shape nb = b;
+      nb.resize(b.size() + static_cast<size_t>(pad), 1);
+      LayerSpec r{"reshape", {}, {ref(1)}};
+      r.set("shape", ints_node(std::vector<long long>(nb.begin(), nb.end())));
+      std::string name = cur_name_;
+      cur_name_ += "_broadcast";
+      emit(r);
+      cur_name_ = name;
+      l.inputs.push_back(vals_[cur_->output(0)].ref);
+    }
+    emit(l);
+  }
+
   void simple(const std::string& op, int n_inputs) {
     LayerSpec l;
     l.op = op;
@@ -1448,7 +1524,10 @@ class Importer {
         {"ReduceProd", "reduce_prod"}, {"ReduceL1", "reduce_l1"}, {"ReduceL2", "reduce_l2"}, {"ReduceSumSquare", "reduce_sum_square"},
         {"ReduceLogSumExp", "reduce_log_sum_exp"}};
     if (auto u = unary.find(t); u != unary.end()) return simple(u->second, 1);
-    if (auto b = binary.find(t); b != binary.end()) return simple(b->second, 2);
+    if (auto b = binary.find(t); b != binary.end()) {
+      if (attr(kLegacyAxis)) return legacy_broadcast(b->second);
+      return simple(b->second, 2);
+    }
     if (auto v = variadic.find(t); v != variadic.end()) return all_inputs(v->second);
     if (t == "Where") return simple("where", 3);
     if (t == "Conv") return map_conv(false);
@@ -1825,11 +1904,63 @@ std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std:
     fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + "; rsim reads opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset),
               {Note{{}, "export with opset_version=17 (torch.onnx.export(..., opset_version=17))"}});
   if (m->opset < kMinOpset) {
+    // Binary operators broadcasting from an axis: ONNX 1.12's version converter pads B with
+    // rank(A) - rank(B) 1s whatever the axis, so the padding it inserts is undone below and the
+    // axis kept for the importer (legacy_broadcast) to apply.
+    static const std::set<std::string> broadcasting = {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or", "Xor"};
+    std::map<std::string, std::pair<long long, std::string>> legacy;  // output → (axis, B)
+    std::set<std::string> original;
+    for (const auto& n : m->proto.graph().node()) {
+      for (const auto& o : n.output()) original.insert(o);
+      if ((!n.domain().empty() && n.domain() != "ai.onnx") || !broadcasting.count(n.op_type()) || n.input_size() < 2 || n.output_size() < 1) continue;
+      bool bc = false;
+      const onnx::AttributeProto* axis = nullptr;
+      for (const auto& a : n.attribute()) {
+        bc = bc || (a.name() == "broadcast" && a.i() != 0);
+        if (a.name() == "axis") axis = &a;
+      }
+      if (bc && axis) legacy[n.output(0)] = {axis->i(), n.input(1)};
+    }
+    m->opset_before = m->opset;
     try {
+      // the converter's adapters need the shapes of intermediate tensors: ONNX's inference gives them
+      try {
+        onnx::shape_inference::InferShapes(m->proto);
+      } catch (const std::exception&) {
+        // converted without them (an adapter that needs one fails below with a message)
+      }
       m->proto = onnx::version_conversion::ConvertVersion(m->proto, static_cast<int>(kMinOpset));
     } catch (const std::exception& e) {
-      fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + ", and the version converter could not bring it to " +
-                             std::to_string(kMinOpset) + ": " + e.what());
+      std::string why = e.what();  // "FILE:LINE: function: Assertion `...` failed: what is wrong"
+      if (auto k = why.find("` failed: "); k != std::string::npos) why = why.substr(k + 10);
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + ", and ONNX's version converter could not bring it to opset " +
+                             std::to_string(kMinOpset) + ": " + why,
+                {Note{{}, "export it again with opset_version 7 to 17"}});
+    }
+    if (!legacy.empty()) {
+      auto* nodes = m->proto.mutable_graph()->mutable_node();
+      std::set<std::string> dropped;  // outputs of Unsqueeze nodes the converter inserted
+      for (auto& n : *nodes) {
+        if (n.output_size() < 1 || n.input_size() < 2) continue;
+        auto it = legacy.find(n.output(0));
+        if (it == legacy.end()) continue;
+        auto* a = n.add_attribute();
+        a->set_name(kLegacyAxis);
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(it->second.first);
+        if (n.input(1) != it->second.second && !original.count(n.input(1))) {
+          dropped.insert(n.input(1));
+          n.set_input(1, it->second.second);
+        }
+      }
+      std::set<std::string> still_read;
+      for (const auto& n : *nodes)
+        for (const auto& i : n.input()) still_read.insert(i);
+      google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+      for (auto& n : *nodes)
+        if (!(n.op_type() == "Unsqueeze" && n.output_size() == 1 && dropped.count(n.output(0)) && !still_read.count(n.output(0)))) *kept.Add() = n;
+      nodes->Swap(&kept);
     }
     m->opset = default_opset(m->proto);
   }
@@ -1862,6 +1993,57 @@ std::vector<std::string> onnx_input_names(const OnnxModel& m) {
 }
 
 OnnxImport import_onnx(const OnnxModel& m, const OnnxImportOptions& opt) { return Importer(m, opt).run(); }
+
+std::vector<std::string> onnx_symbols(const OnnxModel& m) {
+  std::vector<std::string> syms;
+  for (const auto& in : m.proto.graph().input())
+    for (const auto& d : in.type().tensor_type().shape().dim())
+      if (!d.dim_param().empty() && std::find(syms.begin(), syms.end(), d.dim_param()) == syms.end()) syms.push_back(d.dim_param());
+  return syms;
+}
+
+std::map<std::string, Shape> onnx_reference_shapes(const OnnxModel& m, const OnnxImportOptions& opt) {
+  onnx::ModelProto copy = m.proto;
+  onnx::GraphProto* g = copy.mutable_graph();
+  g->clear_value_info();
+  for (auto& o : *g->mutable_output())
+    if (o.type().has_tensor_type()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  std::set<std::string> inits;
+  for (const auto& t : g->initializer()) inits.insert(t.name());
+  for (auto& in : *g->mutable_input()) {
+    if (inits.count(in.name()) || !in.type().has_tensor_type()) continue;
+    auto fixed = std::find_if(opt.inputs.begin(), opt.inputs.end(), [&](const auto& p) { return p.first == in.name(); });
+    onnx::TensorShapeProto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (fixed != opt.inputs.end()) {
+      shape->clear_dim();
+      for (auto d : fixed->second) shape->add_dim()->set_dim_value(d);
+      continue;
+    }
+    for (auto& d : *shape->mutable_dim())
+      if (d.has_dim_param()) {
+        auto b = std::find_if(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == d.dim_param(); });
+        if (b != opt.dims.end()) d.set_dim_value(b->second);
+      }
+  }
+  std::map<std::string, Shape> out;
+  try {
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception&) {
+    // what it inferred before stopping is still in the graph
+  }
+  auto take = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    out[v.name()] = s;
+  };
+  for (const auto& v : copy.graph().value_info()) take(v);
+  for (const auto& v : copy.graph().output()) take(v);
+  return out;
+}
 
 OnnxTensorInfo read_onnx_tensor(const std::string& bytes, const std::string& path) {
   onnx::TensorProto t;

@@ -35,6 +35,7 @@ struct OnnxImportOptions {
   std::map<std::string, std::string> op_map;            // ONNX op type → rsim operator, or "ignore"
   std::map<std::string, std::vector<double>> input_values;  // known contents of small inputs (then constants, e.g. in tests)
   const OpRegistry* ops = nullptr;                      // default: builtin_ops()
+  bool record_shapes = false;                           // fill OnnxImport::tensor_shapes (cross-checks)
   std::string dtype;                                    // network dtype ("" = the scenario's)
 };
 
@@ -54,7 +55,14 @@ struct OnnxImport {
   long long opset = 0;
   size_t nodes = 0, initializers = 0;
   double weight_elements = 0;  // elements of float initializers that are parameters (BatchNorm statistics excluded)
+  std::map<std::string, Shape> tensor_shapes;  // with record_shapes: every node output's shape as rsim inferred it, by ONNX name
 };
+
+// ONNX's own shape inference (onnx::shape_inference::InferShapes, with data propagation) on a copy
+// of the model whose inputs are fixed as `opt` fixes them (inputs:, dims:) and whose recorded
+// value_info and output shapes are cleared: every tensor whose shape it infers completely, by name.
+// Never throws: a model ONNX cannot infer gives what it inferred before stopping (possibly nothing).
+std::map<std::string, Shape> onnx_reference_shapes(const OnnxModel& m, const OnnxImportOptions& opt);
 
 // One op type the importer does not support: its count and the first node's name.
 struct OnnxUnsupported {
@@ -64,6 +72,8 @@ struct OnnxUnsupported {
 };
 // The graph's inputs that are not initializers, in order.
 std::vector<std::string> onnx_input_names(const OnnxModel& m);
+// The symbolic dimensions (dim_param) of the graph's inputs, in order of appearance.
+std::vector<std::string> onnx_symbols(const OnnxModel& m);
 // Op types of a model that neither the importer nor `op_map` handles.
 std::vector<OnnxUnsupported> onnx_unsupported_ops(const OnnxModel& m, const std::map<std::string, std::string>& op_map);
 // The op types the importer maps, with the rsim operator (or "folded"/"identity") each becomes.

@@ -1,6 +1,8 @@
 #include "plots/report.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "engine/units.hpp"
 #include "plots/draw.hpp"
@@ -109,6 +111,14 @@ std::string report_markdown(const RunResult& r, const Scenario& s, const std::ve
       }
     if (shown > 200) md += "\n(" + std::to_string(shown - 200) + " more rows in summary.csv)\n";
     md += "\n";
+  }
+  {
+    std::set<std::string> seen;  // operators left out of imported networks, once per network
+    std::string list;
+    for (const auto& pr : r.results)
+      for (const auto& sm : pr.summary)
+        if (!sm.ignored.empty() && seen.insert(sm.network + '\n' + sm.ignored).second) list += "- `" + md_escape(sm.network) + "`: " + md_escape(sm.ignored) + "\n";
+    if (!list.empty()) md += "**Ignored operators.** These ONNX operators are mapped to `ignore` (`onnx_ops`): their nodes pass their input through and their costs are not counted.\n\n" + list + "\n";
   }
   md += "## Figures\n\n";
   for (const auto& [name, formats] : figures) {

@@ -243,3 +243,182 @@ TEST_CASE("ONNX: rsim import writes a zoo model whose run equals the direct one"
   CHECK(o3.str().find("unsupported: none") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("ONNX: ignored operators are listed in the terminal summary and report.md", "[onnx][cli]") {
+  fs::path dir = temp_dir("ignored");
+  // x [1, 4] → Dropout → Relu → Dropout → FooOp → y; Dropout is built in, but the scenario may still drop it
+  OnnxModelSpec s;
+  s.inputs = {{"x", {"1", "4"}, 1, {}}};
+  s.outputs = {{"y", {"1", "4"}, 1, {}}};
+  s.nodes = {{"Dropout", "d1", {"x"}, {"a"}, {}}, {"Relu", "r", {"a"}, {"b"}, {}}, {"Dropout", "d2", {"b"}, {"c"}, {}}, {"FooOp", "f", {"c"}, {"y"}, {}}};
+  write(dir / "m.onnx", build_onnx_model(s));
+  std::string yaml = std::string("name: ign\n") + kPlatform +
+                     "networks:\n  - {name: m, onnx: m.onnx, onnx_ops: {FooOp: ignore, Dropout: ignore}}\n  - {name: plain, input: [1, 4], layers: [{op: relu}]}\n";
+  write(dir / "ign.yaml", yaml);
+  RunResult r = run(parse_scenario(yaml, (dir / "ign.yaml").string()));
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 2);  // m's relu and plain's relu
+  CHECK(rows[0]->layer == "r");
+  const std::string note = "note: network 'm' leaves out operators mapped to ignore (onnx_ops): Dropout (2 nodes), FooOp (1 node); their costs are not counted\n";
+  CHECK(ignored_notes(r) == note);
+  std::string ts = terminal_summary(r, 40);
+  CHECK(ts.substr(ts.size() - note.size()) == note);  // after the table, once (not per platform or point)
+
+  // through the CLI: the terminal output and report.md
+  std::ostringstream o, e;
+  int code = rsim_main({"run", (dir / "ign.yaml").string(), "--out", (dir / "out").string(), "--format", "svg"}, o, e);
+  INFO(e.str());
+  REQUIRE(code == 0);
+  CHECK(o.str().find("\n" + note + "\nwrote ") != std::string::npos);
+  std::ifstream f(dir / "out" / "report.md");
+  std::stringstream md;
+  md << f.rdbuf();
+  CHECK(md.str().find("\n**Ignored operators.** These ONNX operators are mapped to `ignore` (`onnx_ops`): their nodes pass their input through "
+                      "and their costs are not counted.\n\n- `m`: Dropout (2 nodes), FooOp (1 node)\n\n## Figures\n") != std::string::npos);
+  // a network that ignores nothing adds nothing
+  RunResult plain = run_text(std::string("name: p\n") + kPlatform + "networks:\n  - {name: plain, input: [1, 4], layers: [{op: relu}]}\n");
+  CHECK(ignored_notes(plain).empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ONNX: an op mapped to a Lua rsim.op receives the node's attributes", "[onnx][scripting]") {
+  fs::path dir = temp_dir("lua");
+  // x [2, 6, 5, 5] → MyGroupNorm(x, gamma [6], beta [6]; groups = 3, epsilon = 0.001, mode = "affine") → y
+  OnnxModelSpec s;
+  s.inputs = {{"x", {"2", "6", "5", "5"}, 1, {}}};
+  s.outputs = {{"y", {"2", "6", "5", "5"}, 1, {}}};
+  s.initializers = {{"gamma", {"6"}, 1, {}}, {"beta", {"6"}, 1, {}}};
+  OnnxSpecAttr eps;
+  eps.name = "epsilon";
+  eps.kind = OnnxSpecAttr::Kind::Float;
+  eps.f = 0.001;
+  OnnxSpecAttr mode;
+  mode.name = "mode";
+  mode.kind = OnnxSpecAttr::Kind::String;
+  mode.s = "affine";
+  s.nodes = {{"MyGroupNorm", "gn", {"x", "gamma", "beta"}, {"y"}, {one("groups", 3), eps, mode}}};
+  write(dir / "gn.onnx", build_onnx_model(s));
+  // The Lua operator: output = input shape; FLOPs = 8 per element + 1000 · groups, and
+  // + 1 per element when mode is "affine"; params = 0 (gamma and beta are constant layers that count themselves).
+  std::string lua =
+      "lua: |\n"
+      "  rsim.op { name = 'group_norm', inputs = 3,\n"
+      "    attrs = { groups = { type = 'int' }, epsilon = { type = 'number', default = 0.00001 }, mode = { type = 'string', default = 'plain' } },\n"
+      "    infer = function(inputs, attrs) return { inputs[1] } end,\n"
+      "    cost = function(inputs, outputs, attrs, dtype)\n"
+      "      local n = rsim.numel(outputs[1])\n"
+      "      local extra = attrs.mode == 'affine' and n or 0\n"
+      "      assert(attrs.epsilon > 0.0009 and attrs.epsilon < 0.0011, 'epsilon ' .. attrs.epsilon)\n"
+      "      return { macs = 0, flops = 8 * n + 1000 * attrs.groups + extra, params = 0 }\n"
+      "    end }\n";
+  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: g, onnx: gn.onnx, onnx_ops: {MyGroupNorm: group_norm}}\n" + lua;
+  RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 3);  // gamma and beta as constant layers, then the node
+  CHECK(rows[0]->op == "constant");
+  CHECK(rows[2]->layer == "gn");
+  CHECK(rows[2]->op == "group_norm");
+  CHECK(rows[2]->output_shapes == "2x6x5x5");
+  CHECK(rows[2]->cost.flops == 8.0 * (2 * 6 * 5 * 5) + 1000.0 * 3 + 2 * 6 * 5 * 5);  // 8/element + 1000·groups + 1/element (affine)
+  const SummaryRow& sm = summary_of(r, 0, "box");
+  CHECK(sm.params == 6.0 + 6);  // gamma and beta
+  // through the CLI, as a user runs it
+  write(dir / "t.yaml", yaml);
+  std::ostringstream o, e;
+  INFO(e.str());
+  CHECK(rsim_main({"run", (dir / "t.yaml").string(), "--out", (dir / "out").string(), "--no-plots"}, o, e) == 0);
+  CHECK(o.str().find("gn") != std::string::npos);
+
+  // an attribute the Lua operator does not declare is an error naming the node
+  std::string lua_no_mode = lua;
+  lua_no_mode.replace(lua_no_mode.find(", mode = { type = 'string', default = 'plain' }"), std::string(", mode = { type = 'string', default = 'plain' }").size(), "");
+  std::string bad = std::string("name: t\n") + kPlatform + "networks:\n  - {name: g, onnx: gn.onnx, onnx_ops: {MyGroupNorm: group_norm}}\n" + lua_no_mode;
+  std::string gn = (dir / "gn.onnx").string();
+  CHECK(error_of([&] { run(parse_scenario(bad, (dir / "t.yaml").string())); }) ==
+        gn + ": error: node 'gn' (MyGroupNorm): has the attribute 'mode', which operator 'group_norm' does not take\n"
+             "note: declare it in the operator's attrs (the node's attributes: groups, epsilon, mode)\n" +
+            (dir / "t.yaml").string() + ":6:21: note: the ONNX network is used here\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ONNX: a weight that feeds several nodes is counted once", "[onnx]") {
+  // x [2, 8] → Gemm(W, b1, transB) → Relu → Gemm(W, b1, transB) → Gemm(W, b2, transB) → MatMul(W) → Add(b2) → y
+  // W [8, 8] feeds four nodes, b1 two, b2 two (once as the Add's constant operand).
+  OnnxModelSpec s;
+  s.inputs = {{"x", {"2", "8"}, 1, {}}};
+  s.outputs = {{"y", {"2", "8"}, 1, {}}};
+  s.initializers = {{"W", {"8", "8"}, 1, {}}, {"b1", {"8"}, 1, {}}, {"b2", {"8"}, 1, {}}};
+  s.nodes = {{"Gemm", "g1", {"x", "W", "b1"}, {"h1"}, {one("transB", 1)}},
+             {"Relu", "r", {"h1"}, {"a"}, {}},
+             {"Gemm", "g2", {"a", "W", "b1"}, {"h2"}, {one("transB", 1)}},
+             {"Gemm", "g3", {"h2", "W", "b2"}, {"h3"}, {one("transB", 1)}},
+             {"MatMul", "m", {"h3", "W"}, {"h4"}, {}},
+             {"Add", "add", {"h4", "b2"}, {"y"}, {}}};
+  fs::path dir = temp_dir("tied");
+  write(dir / "tied.onnx", build_onnx_model(s));
+  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: tied, onnx: tied.onnx}\n";
+  RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
+  std::map<std::string, const Row*> by;
+  for (const Row* row : rows_of(r, 0, "box")) by[row->layer] = row;
+  REQUIRE(by.size() == 7);  // g1 r g2 g3 m, the constant b2, add
+  CHECK(by["g1"]->cost.params == 8.0 * 8 + 8);  // W and b1, first use
+  CHECK(by["g2"]->cost.params == 0);            // W and b1 again: tied
+  CHECK(by["g3"]->cost.params == 8);            // W again, b2 new
+  CHECK(by["m"]->cost.params == 0);             // W again
+  CHECK(by["b2"]->cost.params == 0);            // b2 already counted by g3
+  for (const char* l : {"g1", "g2", "g3", "m"}) CHECK(by[l]->cost.macs == 2.0 * 8 * 8);  // shared weights still do their work
+  CHECK(by["g2"]->cost.weight_bytes == (8.0 * 8 + 8) * 4);                              // and are still read
+  const SummaryRow& sm = summary_of(r, 0, "box");
+  CHECK(sm.params == 8.0 * 8 + 8 + 8);  // W + b1 + b2: the weights the file holds
+  CHECK(sm.weight_footprint_bytes == (8.0 * 8 + 8 + 8) * 4);
+  auto m = load_onnx((dir / "tied.onnx").string());
+  CHECK(import_onnx(*m, {}).weight_elements == sm.params);
+
+  // the same through rsim import → {model: ...}
+  fs::create_directories(dir / "models");
+  std::ostringstream o, e;
+  REQUIRE(rsim_main({"import", (dir / "tied.onnx").string(), "-o", (dir / "models" / "tied.yaml").string()}, o, e) == 0);
+  RunResult ri = run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {model: tied}\n", (dir / "t.yaml").string()));
+  CHECK(summary_of(ri, 0, "box").params == 8.0 * 8 + 8 + 8);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ONNX: opset 6 models are converted by ONNX's version converter", "[onnx]") {
+  // opset 6 Add with broadcast = 1, axis = 1: b [3] is added along the channels of x [1, 3, 4, 5]
+  // (not numpy broadcasting, under which [1, 3, 4, 5] + [3] would not fit)
+  OnnxModelSpec s;
+  s.opset = 6;
+  s.inputs = {{"x", {"1", "3", "4", "5"}, 1, {}}};
+  s.outputs = {{"y", {"1", "3", "4", "5"}, 1, {}}};
+  s.initializers = {{"b", {"3"}, 1, {}}};
+  s.nodes = {{"Add", "add", {"x", "b"}, {"a"}, {one("broadcast", 1), one("axis", 1)}}, {"Relu", "relu", {"a"}, {"y"}, {}}};
+  auto m = parse_onnx(build_onnx_model(s), "old.onnx");
+  OnnxImport r = import_onnx(*m, {});
+  CHECK(r.opset == 7);
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].shape == Shape{1, 3, 4, 5});
+  CHECK(r.weight_elements == 3);
+
+  // what the converter cannot bring forward is a clear error naming the file
+  OnnxModelSpec bad = s;
+  bad.opset = 1;
+  bad.nodes = {{"Upsample", "up", {"x"}, {"y"}, {}}};
+  std::string msg = error_of([&] { parse_onnx(build_onnx_model(bad), "older.onnx"); });
+  CHECK(msg == "older.onnx: error: uses ONNX opset 1, and ONNX's version converter could not bring it to opset 7: "
+               "Upsample in opset 1 needs to have width_scale and height_scale attributes\n"
+               "note: export it again with opset_version 7 to 17\n");
+
+  // broadcasting from the last axis, and without an axis, needs no padding
+  OnnxModelSpec suffix = s;
+  suffix.inputs = {{"x", {"2", "4", "3"}, 1, {}}};
+  suffix.outputs = {{"y", {"2", "4", "3"}, 1, {}}};
+  suffix.nodes = {{"Mul", "mul", {"x", "b"}, {"a"}, {one("broadcast", 1), one("axis", 2)}}, {"Sub", "sub", {"a", "b"}, {"y"}, {one("broadcast", 1)}}};
+  OnnxImport rs = import_onnx(*parse_onnx(build_onnx_model(suffix), "suffix.onnx"), {});
+  CHECK(rs.outputs[0].shape == Shape{2, 4, 3});
+  // an axis that does not fit is an error naming the node
+  OnnxModelSpec misfit = s;
+  misfit.nodes[0].attrs = {one("broadcast", 1), one("axis", 3)};  // [3] from axis 3 of a rank-4 tensor: fits ([1, 3, 4, 5] has 5 there: numpy then fails)
+  misfit.nodes[0].attrs[1].i = 4;
+  CHECK(error_of([&] { import_onnx(*parse_onnx(build_onnx_model(misfit), "misfit.onnx"), {}); }) ==
+        "misfit.onnx: error: node 'add' (Add): broadcast axis 4 does not fit 1x3x4x5 and 3 (opset 6 broadcasting)\n");
+}

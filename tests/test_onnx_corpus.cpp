@@ -2,7 +2,8 @@
 // test models: one-node models, PyTorch-converted modules and operators), each with recorded
 // output tensors. For every model whose operators rsim supports, the output shapes rsim infers
 // (through the importer and again through the engine's graph builder) must equal the recorded
-// ones. The test prints how many models were checked and fails on any mismatch.
+// ones, and every tensor shape that ONNX's own shape inference (InferShapes) also infers must
+// agree with rsim's. The test prints how many models and tensors were checked and fails on any mismatch.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -45,6 +46,7 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
 TEST_CASE("ONNX corpus: inferred output shapes equal the recorded outputs", "[onnx][corpus]") {
   REQUIRE(fs::is_directory(kCorpus));  // scripts/install-deps.sh installs libonnx-testdata
   size_t checked = 0, unsupported = 0, unrepresentable = 0, total = 0;
+  size_t both = 0, only_rsim = 0, only_onnx = 0, cross_models = 0;  // the cross-check against ONNX's shape inference
   std::vector<std::string> failures;
   std::string skipped;
   std::map<std::string, size_t> per_folder;
@@ -76,6 +78,7 @@ TEST_CASE("ONNX corpus: inferred output shapes equal the recorded outputs", "[on
       }
       fs::path data = dir / "test_data_set_0";
       OnnxImportOptions opt;
+      opt.record_shapes = true;
       std::vector<std::string> names = onnx_input_names(*model);
       size_t k = 0;
       for (const auto& p : sorted_files(data, "input_")) {
@@ -128,6 +131,23 @@ TEST_CASE("ONNX corpus: inferred output shapes equal the recorded outputs", "[on
           ++checked;
           ++per_folder[folder];
         }
+        // the cross-check: where ONNX's own shape inference also infers a tensor, the shapes agree
+        std::map<std::string, Shape> theirs = onnx_reference_shapes(*model, opt);
+        size_t both_here = 0;
+        for (const auto& [name, shape] : r.tensor_shapes) {
+          auto t = theirs.find(name);
+          if (t == theirs.end()) {
+            ++only_rsim;
+            continue;
+          }
+          ++both_here;
+          if (t->second != shape)
+            failures.push_back(id + ": tensor '" + name + "' is " + shape_str(shape) + ", ONNX's shape inference says " + shape_str(t->second));
+        }
+        for (const auto& [name, shape] : theirs)
+          if (!r.tensor_shapes.count(name)) ++only_onnx;
+        both += both_here;
+        if (both_here) ++cross_models;
       } catch (const ConfigError& e) {
         std::string msg = e.what();
         // what rsim cannot represent, by design: empty tensors (a dimension 0), networks without a
@@ -147,7 +167,10 @@ TEST_CASE("ONNX corpus: inferred output shapes equal the recorded outputs", "[on
   std::cout << unsupported << " use operators or opsets rsim does not support, " << unrepresentable
             << " need empty tensors, sequences or no tensor input at all), " << failures.size() << " failed\n";
   std::cout << "  not representable: " << skipped << "\n";
+  std::cout << "  cross-check with ONNX's shape inference: " << both << " tensors in " << cross_models << " models inferred by both (every one must agree), "
+            << only_rsim << " inferred by rsim only, " << only_onnx << " by ONNX only\n";
   for (const auto& f : failures) std::cout << "  FAIL " << f << "\n";
   CHECK(failures.empty());
   CHECK(checked >= 500);
+  CHECK(both >= 1000);
 }
