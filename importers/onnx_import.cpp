@@ -1027,9 +1027,11 @@ class Importer {
       std::vector<double> data;
       for (double o = 0; o < outer; ++o)
         for (double id : idx.data) {
+          // range-checked as a double first: a huge or NaN index must not reach the integer cast
+          if (!(id >= -static_cast<double>(n) && id < static_cast<double>(n)))
+            node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
           long long j = static_cast<long long>(id);
           if (j < 0) j += n;
-          if (j < 0 || j >= n) node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
           for (double k = 0; k < inner; ++k) data.push_back(d.data[static_cast<size_t>((o * static_cast<double>(n) + static_cast<double>(j)) * inner + k)]);
         }
       set_out(0, const_val(out, data, int_elem(d)));
@@ -1860,6 +1862,57 @@ class Importer {
   }
 };
 
+// ONNX 1.12's opset 1-6 → 7 adapters index node inputs and read attributes without checking them
+// (a one-input Add or a FLOAT `axis` crashes inside libonnx, found by fuzz_onnx). What they read is
+// checked here first; the answer is what is wrong, or empty when the converter may run.
+std::string converter_hazard(const onnx::ModelProto& proto) {
+  std::map<std::string, int> rank;  // tensor → known rank (from inputs, value_info, outputs, initializers)
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) rank[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  const auto& g = proto.graph();
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& v : g.output()) note(v);
+  for (const auto& t : g.initializer()) rank[t.name()] = t.dims_size();
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow"};
+  for (const auto& n : g.node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    const std::string& op = n.op_type();
+    auto who = "node '" + n.name() + "' (" + op + ") ";
+    auto inputs = [&](int want, bool exact) -> std::string {
+      if (n.input_size() < want || (exact && n.input_size() != want))
+        return who + "has " + std::to_string(n.input_size()) + " inputs; " + op + " takes " + std::to_string(want);
+      for (int k = 0; k < want; ++k)
+        if (n.input(k).empty()) return who + "leaves input " + std::to_string(k + 1) + " empty";
+      return {};
+    };
+    auto kind = [&](const char* name, onnx::AttributeProto::AttributeType t, const char* spelled) -> std::string {
+      for (const auto& a : n.attribute())
+        if (a.name() == name && a.type() != t) return who + "has attribute '" + name + "' that is not " + spelled;
+      return {};
+    };
+    std::string why;
+    if (binary.count(op)) {
+      if (why = inputs(2, true); why.empty()) why = kind("axis", onnx::AttributeProto::INT, "an integer");
+    } else if (op == "Gemm") {
+      if (why = inputs(3, true); why.empty()) why = kind("transA", onnx::AttributeProto::INT, "an integer");
+      if (why.empty()) why = kind("transB", onnx::AttributeProto::INT, "an integer");
+      for (int k = 0; k < 2 && why.empty(); ++k)
+        if (auto r = rank.find(n.input(k)); r == rank.end() || r->second != 2) why = who + "input '" + n.input(k) + "' has no known 2-D shape";
+    } else if (op == "Upsample") {
+      if (why = inputs(1, false); why.empty()) why = kind("width_scale", onnx::AttributeProto::FLOAT, "a float");
+      if (why.empty()) why = kind("height_scale", onnx::AttributeProto::FLOAT, "a float");
+    } else if (op == "BatchNormalization" || op == "Dropout") {
+      why = kind("is_test", onnx::AttributeProto::INT, "an integer");
+    } else if (op == "Reshape") {
+      why = kind("shape", onnx::AttributeProto::INTS, "a list of integers");
+    }
+    if (!why.empty()) return why;
+  }
+  return {};
+}
+
 std::string read_file_bytes(const std::string& path) {
   std::error_code ec;
   auto f = SourceFile::from_text(path, "");
@@ -1923,12 +1976,15 @@ std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std:
     }
     m->opset_before = m->opset;
     try {
-      // the converter's adapters need the shapes of intermediate tensors: ONNX's inference gives them
-      try {
-        onnx::shape_inference::InferShapes(m->proto);
-      } catch (const std::exception&) {
-        // converted without them (an adapter that needs one fails below with a message)
-      }
+      onnx::shape_inference::InferShapes(m->proto);  // the converter's adapters need intermediate shapes
+    } catch (const std::exception&) {
+      // converted without them: converter_hazard names an adapter that would need one
+    }
+    if (auto why = converter_hazard(m->proto); !why.empty())
+      fail_file(m->file, "uses ONNX opset " + std::to_string(m->opset) + ", and ONNX's version converter cannot bring it to opset " +
+                             std::to_string(kMinOpset) + ": " + why,
+                {Note{{}, "export it again with opset_version 7 to 17"}});
+    try {
       m->proto = onnx::version_conversion::ConvertVersion(m->proto, static_cast<int>(kMinOpset));
     } catch (const std::exception& e) {
       std::string why = e.what();  // "FILE:LINE: function: Assertion `...` failed: what is wrong"

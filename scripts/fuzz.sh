@@ -11,6 +11,14 @@ cmake --build build-fuzz -j "$(nproc)"
 for t in scenario units expr lua_values onnx; do
   mkdir -p "build-fuzz/corpus/$t"
   echo "fuzz: $t for ${secs}s"
-  (cd build-fuzz && "./fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-     -print_final_stats=1 "corpus/$t" "../fuzz/corpus/$t" 2>&1 | tail -n 12)
+  if (cd build-fuzz && "./fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -print_final_stats=1 "corpus/$t" "../fuzz/corpus/$t" >"fuzz-$t.log" 2>&1); then
+    tail -n 7 "build-fuzz/fuzz-$t.log"
+  else
+    # the sanitizer's report and the input that caused it, not just libFuzzer's statistics
+    grep -E -A 30 "ERROR: |runtime error|deadly signal|timeout after|out-of-memory" "build-fuzz/fuzz-$t.log" | head -n 60
+    grep -E "Test unit written to|^0x|Base64:" "build-fuzz/fuzz-$t.log" | head -n 5
+    echo "fuzz: $t failed (full log: build-fuzz/fuzz-$t.log)"
+    exit 1
+  fi
 done

@@ -408,6 +408,23 @@ TEST_CASE("ONNX: opset 6 models are converted by ONNX's version converter", "[on
                "Upsample in opset 1 needs to have width_scale and height_scale attributes\n"
                "note: export it again with opset_version 7 to 17\n");
 
+  // what would crash inside ONNX 1.12's adapters is refused before they run (fuzz_onnx found the first)
+  const std::string pre = ": error: uses ONNX opset 6, and ONNX's version converter cannot bring it to opset 7: ";
+  const std::string hint = "\nnote: export it again with opset_version 7 to 17\n";
+  OnnxModelSpec lone = s;  // an Add with one input: the adapter reads inputs[1]
+  lone.nodes = {{"Add", "add", {"x"}, {"y"}, {}}};
+  CHECK(error_of([&] { parse_onnx(build_onnx_model(lone), "lone.onnx"); }) == "lone.onnx" + pre + "node 'add' (Add) has 1 inputs; Add takes 2" + hint);
+  OnnxModelSpec fax = s;  // a FLOAT axis: the adapter reads it as an integer
+  fax.nodes[0].attrs[1].kind = OnnxSpecAttr::Kind::Float;
+  CHECK(error_of([&] { parse_onnx(build_onnx_model(fax), "fax.onnx"); }) == "fax.onnx" + pre + "node 'add' (Add) has attribute 'axis' that is not an integer" + hint);
+  OnnxModelSpec gemm = s;  // Gemm on a 1-D input: the adapter reads A's dimension 1
+  gemm.inputs = {{"v", {"3"}, 1, {}}};
+  gemm.initializers = {{"w", {"4", "3"}, 1, {}}, {"c", {"4"}, 1, {}}};
+  gemm.nodes = {{"Gemm", "fc", {"v", "w", "c"}, {"y"}, {one("transB", 1)}}};
+  gemm.outputs = {{"y", {"1", "4"}, 1, {}}};
+  std::string gm = error_of([&] { parse_onnx(build_onnx_model(gemm), "gemm.onnx"); });
+  CHECK(gm == "gemm.onnx" + pre + "node 'fc' (Gemm) input 'v' has no known 2-D shape" + hint);
+
   // broadcasting from the last axis, and without an axis, needs no padding
   OnnxModelSpec suffix = s;
   suffix.inputs = {{"x", {"2", "4", "3"}, 1, {}}};
