@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-e2e clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e validation clean
 
 deps:
 	./scripts/install-deps.sh
@@ -47,9 +47,11 @@ test: build
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DRSIM_SANITIZE=ON -DRSIM_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
 
-# The test suite built with clang 14 (its warnings as errors too).
+# The test suite built with clang 14 (its warnings as errors too), and without oneDNN: rsim must build
+# and pass without it, `rsim measure` saying what is missing (the TSan build compiles the oneDNN
+# timing with clang).
 test-clang:
-	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_CXX_COMPILER=clang++-14 -DRSIM_BENCH=OFF -DRSIM_PYTHON=OFF"
+	$(MAKE) test BUILD=build-clang CMAKE_FLAGS="-DCMAKE_CXX_COMPILER=clang++-14 -DRSIM_BENCH=OFF -DRSIM_PYTHON=OFF -DRSIM_DNNL=OFF"
 
 # ThreadSanitizer (clang 14): the parallel sweep tests ([parallel]) and a run with 2 workers.
 # setarch -R: TSan's fixed memory layout does not survive the kernel's mmap randomization.
@@ -75,6 +77,16 @@ check-install: $(STAMP)
 bench: build
 	./$(BUILD)/bench/rsim_bench
 	./$(BUILD)/bench/rsim_bench_onnx
+
+# `rsim probe` beside reference kernels (STREAM Copy/Triad, a hand-written FMA chain): about 2 minutes
+# (add ARGS=--quick for the quick probe only).
+bench-probe: build
+	./$(BUILD)/bench/rsim_bench_probe $(ARGS)
+
+# docs/validation.md: probe, probe vs reference kernels, measure ResNet-18/50, MobileNetV2, VGG16 and
+# the six seed sweeps, calibrate with cross-validation (a few minutes; ARGS=--threads 1 on a busy machine).
+validation: build
+	python3 scripts/validation.py --rsim $(BUILD)/rsim $(ARGS)
 
 # End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
 bench-e2e: build

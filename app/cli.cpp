@@ -68,7 +68,7 @@ const Command kCommands[] = {
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
     {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
      "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
-    {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--hw-dir DIR]",
+    {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--hw-dir DIR]",
      "fit an efficiency model per op class from measured.csv files into a platform file; print the cross-validated error", cmd_calibrate},
     {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
     {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
@@ -948,7 +948,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   po::options_description desc("rsim calibrate options");
   desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv files (rsim measure)")(
       "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
-      "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name");
+      "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name")(
+      "predictions", po::value<std::string>(), "also write the cross-validated prediction of every measured layer (CSV)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("files", -1);
@@ -1009,19 +1010,21 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       return kConfig;
     }
   }
+  auto cv = measure::cross_validate(samples);
   try {
     write_file_atomic(vm["output"].as<std::string>(), yaml);
+    if (vm.count("predictions")) write_file_atomic(vm["predictions"].as<std::string>(), measure::predictions_csv(cv));
   } catch (const std::exception& e) {
     err << "rsim: error: " << e.what() << "\n";
     return kConfig;
   }
   char buf[256];
-  out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b per class (x: MACs for compute, bytes for bandwidth):\n";
+  out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b · g^c per class (x: MACs for compute, bytes for bandwidth; g: channels per group):\n";
   for (const auto& r : rules) {
-    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f   bandwidth a %.4g b %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b, r.bandwidth.a, r.bandwidth.b);
+    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b,
+                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out << buf;
   }
-  auto cv = measure::cross_validate(samples);
   if (cv.folds.empty()) {
     out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
   } else {
@@ -1033,6 +1036,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   out << "wrote " << vm["output"].as<std::string>() << "\n";
+  if (vm.count("predictions")) out << "wrote " << vm["predictions"].as<std::string>() << "\n";
   return kOk;
 }
 

@@ -658,6 +658,17 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   return net;
 }
 
+double channels_per_group(const Layer& L) {
+  if (!L.op || L.in_shapes.empty() || L.in_shapes[0].size() < 2) return 0;
+  if (L.op->name == "depthwise_conv2d") return 1;
+  for (const AttrSpec& a : L.op->attrs)
+    if (a.name == "groups") {
+      long long g = L.attrs.has("groups") ? L.attrs.i("groups") : 1;
+      return g > 0 ? static_cast<double>(L.in_shapes[0][1]) / static_cast<double>(g) : 0;
+    }
+  return 0;
+}
+
 namespace {
 
 // What a layer's shapes and cost depend on (besides flops_per_mac): a hash, and equality.

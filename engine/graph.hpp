@@ -106,4 +106,8 @@ Network build_network(const CNode& node, const Env& env, const BuildOptions& opt
 // invalid: `net` is then unusable and the caller builds the network anew (which reports errors).
 bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed);
 
+// Input channels per group of a grouped operator (conv2d, conv_transpose2d: Cin / groups;
+// depthwise_conv2d: 1); 0 for an operator without channel groups. A variable of calibration.
+double channels_per_group(const Layer& L);
+
 }  // namespace rsim

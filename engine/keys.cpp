@@ -214,12 +214,12 @@ std::vector<MapDef> build() {
            {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
            {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
        }},
-      {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b",
+      {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b · g^c (g: channels per group)",
        {
            {"class", str(), true, "Op class, e.g. conv."},
            {"ops", one_or_list(str()), true, "Operators of the class."},
-           {"compute", one_or_list(num()), true, "[a, b] for compute efficiency, x = MACs (FLOPs without MACs)."},
-           {"bandwidth", one_or_list(num()), true, "[a, b] for bandwidth efficiency, x = bytes moved."},
+           {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
+           {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
        }},
       {"scale", "Factors applied to every roof of a platform",
        {

@@ -16,8 +16,9 @@ const ComputeRoof* Platform::roof_for(DType t) const {
   return nullptr;
 }
 
-double PowerLaw::at(double x) const {
+double PowerLaw::at(double x, double g) const {
   double e = x > 0 ? a * std::pow(x, b) : a;
+  if (g > 0 && c != 0) e *= std::pow(g, c);
   return std::clamp(e, 0.001, 1.0);
 }
 
@@ -413,8 +414,8 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         for (const char* key : {"compute", "bandwidth"}) {
           const CNode* v = cm.require(key);
           if (!v) continue;
-          if (!v->is_seq() || v->items.size() != 2) {
-            d.error(v->loc, std::string(key) + " must be [a, b]: efficiency = a · x^b");
+          if (!v->is_seq() || v->items.size() < 2 || v->items.size() > 3) {
+            d.error(v->loc, std::string(key) + " must be [a, b] or [a, b, c]: efficiency = a · x^b · (channels per group)^c");
             continue;
           }
           auto a = to_number(v->items[0], d, "a");
@@ -423,6 +424,8 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
           PowerLaw& pl = std::string(key) == "compute" ? rule.compute : rule.bandwidth;
           if (a && *a > 0) pl.a = *a;
           if (b) pl.b = *b;
+          if (v->items.size() == 3)
+            if (auto c = to_number(v->items[2], d, "c")) pl.c = *c;
         }
         cm.finish();
         p.calibration.push_back(rule);

@@ -29,11 +29,12 @@ struct MemoryLevel {
 };
 
 // A fitted efficiency model for a class of operators (written by `rsim calibrate`, applied by the
-// engine without scripts): efficiency = clamp(a · x^b, 0.001, 1) with x = the layer's MACs (compute;
-// FLOPs when it has none) or bytes moved (bandwidth).
+// engine without scripts): efficiency = clamp(a · x^b · g^c, 0.001, 1) with x = the layer's MACs
+// (compute; FLOPs when it has none) or bytes moved (bandwidth), and g its input channels per group
+// (grouped operators only: the factor is 1 when g is 0, i.e. the operator has no groups).
 struct PowerLaw {
-  double a = 1, b = 0;
-  double at(double x) const;
+  double a = 1, b = 0, c = 0;
+  double at(double x, double g = 0) const;
 };
 struct CalibrationRule {
   std::string name;               // op class, e.g. "conv"

@@ -1,6 +1,8 @@
 #include "measure/calibrate.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -12,8 +14,9 @@ namespace {
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& classes() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> c = {
-      {"conv", {"conv2d", "conv_transpose2d"}},
-      {"depthwise_conv", {"depthwise_conv2d"}},
+      // one class for every convolution: channels per group (g) tells depthwise (g = 1), grouped
+      // and dense ones apart, so a network's depthwise layers are predicted from grouped ones elsewhere
+      {"conv", {"conv2d", "conv_transpose2d", "depthwise_conv2d"}},
       {"matmul", {"linear", "matmul"}},
       {"pooling", {"max_pool2d", "avg_pool2d", "global_avg_pool", "adaptive_avg_pool2d"}},
       {"normalization", {"batchnorm", "layernorm", "softmax"}},
@@ -84,6 +87,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     if (it == col.end()) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured.csv written by rsim measure?)");
     return it->second;
   };
+  size_t i_cpg = SIZE_MAX;  // optional: measured.csv files of older rsim versions lack it
   size_t i_net = 0, i_op = 0, i_flops = 0, i_fx = 0, i_macs = 0, i_mx = 0, i_count = 0, i_bytes = 0, i_peak = 0, i_bw = 0, i_bound = 0, i_t = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -98,6 +102,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
       i_net = need("network"), i_op = need("op"), i_flops = need("flops"), i_fx = need("flops_executed"), i_macs = need("macs"),
       i_mx = need("macs_executed"), i_count = need("mac_count"), i_bytes = need("bytes"), i_peak = need("derated_peak_flops_per_s"),
       i_bw = need("derated_bandwidth_bytes_per_s"), i_bound = need("bound"), i_t = need("measured_time_s");
+      if (auto it = col.find("channels_per_group"); it != col.end()) i_cpg = it->second;
       continue;
     }
     if (cells.size() < header.size()) continue;
@@ -112,6 +117,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     s.bandwidth = to_d(cells[i_bw]);
     s.compute_bound = cells[i_bound] == "compute";
     s.measured_s = to_d(cells[i_t]);
+    if (i_cpg != SIZE_MAX) s.cpg = to_d(cells[i_cpg]);
     if (s.measured_s > 0 && s.peak > 0 && s.bandwidth > 0) out.push_back(s);
   }
   return out;
@@ -132,23 +138,57 @@ PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe) {
   return p;
 }
 
+PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge) {
+  std::vector<std::array<double, 3>> v;  // log x, log g (0 without groups), log e
+  std::set<double> gs;
+  for (const auto& p : xge)
+    if (p.x > 0 && p.e > 0 && p.g >= 0 && std::isfinite(p.x) && std::isfinite(p.e) && std::isfinite(p.g)) {
+      v.push_back({std::log(p.x), p.g > 0 ? std::log(p.g) : 0, std::log(p.e)});
+      if (p.g > 0) gs.insert(p.g);
+    }
+  if (gs.size() < 2) {
+    std::vector<std::pair<double, double>> xe;
+    for (const auto& p : xge) xe.emplace_back(p.x, p.e);
+    return fit_power_law(xe);
+  }
+  // normal equations of y = l + b·u + c·w, centred: [Suu Suw; Suw Sww] [b c]' = [Suy Swy]'
+  double n = static_cast<double>(v.size()), mu = 0, mw = 0, my = 0;
+  for (const auto& t : v) mu += t[0], mw += t[1], my += t[2];
+  mu /= n, mw /= n, my /= n;
+  double suu = 0, suw = 0, sww = 0, suy = 0, swy = 0;
+  for (const auto& t : v) {
+    double u = t[0] - mu, w = t[1] - mw, y = t[2] - my;
+    suu += u * u, suw += u * w, sww += w * w, suy += u * y, swy += w * y;
+  }
+  PowerLaw p;
+  double det = suu * sww - suw * suw;
+  if (std::fabs(det) > 1e-9 * std::max(1.0, suu * sww)) {
+    p.b = (suy * sww - swy * suw) / det;
+    p.c = (swy * suu - suy * suw) / det;
+  } else if (sww > 1e-12) {  // x and g move together: g alone
+    p.c = swy / sww;
+  }
+  p.a = std::exp(my - p.b * mu - p.c * mw);
+  return p;
+}
+
 std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples) {
   std::vector<CalibrationRule> rules;
   std::set<std::string> seen;
   for (const auto& s : samples) seen.insert(op_class(s.op));
   for (const auto& [cls, ops] : classes()) {
     if (!seen.count(cls)) continue;
-    std::vector<std::pair<double, double>> ce, be;
+    std::vector<XGE> ce, be;
     for (const auto& s : samples) {
       if (op_class(s.op) != cls) continue;
-      if (s.compute_bound && s.work > 0) ce.emplace_back(s.macs > 0 ? s.macs : s.work, s.work / (s.peak * s.measured_s));
-      else if (!s.compute_bound && s.bytes > 0) be.emplace_back(s.bytes, s.bytes / (s.bandwidth * s.measured_s));
+      if (s.compute_bound && s.work > 0) ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
+      else if (!s.compute_bound && s.bytes > 0) be.push_back({s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)});
     }
     CalibrationRule r;
     r.name = cls;
     r.ops = ops;
-    r.compute = fit_power_law(ce);
-    r.bandwidth = fit_power_law(be);
+    r.compute = fit_power_law_grouped(ce);
+    r.bandwidth = fit_power_law_grouped(be);
     rules.push_back(r);
   }
   return rules;
@@ -158,8 +198,8 @@ double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules) {
   double ec = 1, eb = 1;
   for (const auto& r : rules)
     if (std::find(r.ops.begin(), r.ops.end(), s.op) != r.ops.end()) {
-      ec = r.compute.at(s.macs > 0 ? s.macs : s.work);
-      eb = r.bandwidth.at(s.bytes);
+      ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg);
+      eb = r.bandwidth.at(s.bytes, s.cpg);
     }
   return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
 }
@@ -181,6 +221,7 @@ CrossValidation cross_validate(const std::vector<Sample>& samples) {
     size_t flop_layers = 0, within = 0;
     for (const auto& s : test) {
       double p = predict_s(s, rules), p0 = predict_s(s, {});
+      cv.predictions.push_back({s.network, s.op, s.work, s.measured_s, p0, p});
       err.push_back(std::fabs(p / s.measured_s - 1));
       before.push_back(std::fabs(p0 / s.measured_s - 1));
       sum_p += p, sum_m += s.measured_s;
@@ -201,6 +242,22 @@ CrossValidation cross_validate(const std::vector<Sample>& samples) {
   return cv;
 }
 
+std::string predictions_csv(const CrossValidation& cv) {
+  std::string out = "network,op,class,flops,measured_s,uncalibrated_s,calibrated_s\n";
+  char buf[128];
+  auto cell = [](const std::string& t) {
+    if (t.find_first_of(",\"\n") == std::string::npos) return t;
+    std::string q = "\"";
+    for (char c : t) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (const auto& p : cv.predictions) {
+    std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.9g,%.9g\n", p.work, p.measured_s, p.uncalibrated_s, p.calibrated_s);
+    out += cell(p.network) + "," + cell(p.op) + "," + op_class(p.op) + buf;
+  }
+  return out;
+}
+
 std::string calibrated_platform_yaml(const std::string& text, const std::string& name, const std::vector<CalibrationRule>& rules,
                                      const std::string& fitted_from) {
   std::string out;
@@ -218,14 +275,15 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
     out += line + "\n";
   }
   char buf[256];
-  out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class, efficiency = a · x^b (clamped to (0, 1]),\n";
-  out += "# x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth; derated_time_s carries it.\n";
+  out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class, efficiency = a · x^b · g^c (clamped to (0, 1]),\n";
+  out += "# x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth, g = its input channels per group\n";
+  out += "# (grouped operators; factor 1 for the others); derated_time_s carries it.\n";
   out += "calibration:\n";
   for (const auto& r : rules) {
     std::string ops;
     for (const auto& o : r.ops) ops += (ops.empty() ? "" : ", ") + o;
-    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g], bandwidth: [%.6g, %.6g]}\n", r.name.c_str(), ops.c_str(), r.compute.a,
-                  r.compute.b, r.bandwidth.a, r.bandwidth.b);
+    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g, %.6g], bandwidth: [%.6g, %.6g, %.6g]}\n", r.name.c_str(), ops.c_str(),
+                  r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out += buf;
   }
   return out;

@@ -1,8 +1,9 @@
 // `rsim calibrate`: an efficiency model per op class fitted from measured.csv files, written into
 // a platform file as data (`calibration:`) that the engine applies without scripts.
-// Model: efficiency = a · x^b (clamped to (0, 1]) with x = MACs for compute-bound layers (FLOPs
-// when a layer has no MACs) and x = bytes moved for memory-bound layers; fitted by least squares
-// on log(efficiency) = log a + b · log x, per class.
+// Model: efficiency = a · x^b · g^c (clamped to (0, 1]) with x = MACs for compute-bound layers
+// (FLOPs when a layer has no MACs) and x = bytes moved for memory-bound layers, g = input channels
+// per group for grouped operators (convolutions; the factor is 1 for the others); fitted by least
+// squares on log(efficiency) = log a + b · log x + c · log g, per class.
 #pragma once
 #include <map>
 #include <string>
@@ -24,6 +25,7 @@ struct Sample {
   double peak = 0, bandwidth = 0;  // derated roofs the layer was bounded on (without efficiency)
   bool compute_bound = false;      // by the theoretical roofs
   double measured_s = 0;
+  double cpg = 0;        // input channels per group (0: the operator has no groups)
 };
 
 // Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
@@ -32,6 +34,14 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
 
 // Fits a·x^b to (x, efficiency) pairs; with one distinct x, b = 0 and a = their geometric mean.
 PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe);
+
+struct XGE {
+  double x = 0, g = 0, e = 0;  // work or bytes, channels per group (0: none), efficiency
+};
+// Fits a·x^b·g^c by least squares on logs. c is fitted only when the points with g > 0 span more
+// than one value of g (otherwise c = 0 and the fit is fit_power_law's); the points with g = 0
+// then count with g's factor 1.
+PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge);
 
 std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples);
 
@@ -48,7 +58,16 @@ struct CrossValidation {
     double network_err = 0;                 // |Σ predicted / Σ measured − 1|
   };
   std::vector<Fold> folds;  // one per network held out (empty with fewer than two networks)
+  struct Prediction {        // one per measured layer, predicted by the fit on the other networks
+    std::string network, op;
+    double work = 0, measured_s = 0;
+    double uncalibrated_s = 0;  // the derated roofs alone
+    double calibrated_s = 0;    // the derated roofs × the efficiencies fitted without this network
+  };
+  std::vector<Prediction> predictions;
 };
+// The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s.
+std::string predictions_csv(const CrossValidation& cv);
 CrossValidation cross_validate(const std::vector<Sample>& samples);
 
 // The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.

@@ -8,6 +8,7 @@
 
 #include "engine/output.hpp"
 #include "engine/units.hpp"
+#include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::measure {
@@ -88,6 +89,7 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
         mr.timing.why_not = "not in the network as written (made by a graph pass)";
       } else {
         const Layer& L = *it->second;
+        mr.channels_per_group = channels_per_group(L);
         mr.timing = time_layer(L, topt);
         if (mr.timing.ran && mr.timing.out_shapes != L.out_shapes) {
           std::string a, b;
@@ -124,7 +126,7 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
 const std::vector<std::string>& measured_columns() {
   static const std::vector<std::string> c = {"measured_time_s",      "measured_min_s",      "measured_max_s",      "measured_reps",
                                              "measured_flops_per_s", "measured_bytes_per_s", "measured_over_bound", "measured_primitive",
-                                             "measured_impl",        "measured_note"};
+                                             "measured_impl",        "measured_note",        "channels_per_group"};
   return c;
 }
 
@@ -147,7 +149,8 @@ std::string measured_csv(const MeasureResult& m, const std::string& text) {
       } else {
         line += ",,,,0,,,";
       }
-      line += "," + csv_escape(r.timing.primitive) + "," + csv_escape(r.timing.impl) + "," + csv_escape(r.timing.why_not);
+      line += "," + csv_escape(r.timing.primitive) + "," + csv_escape(r.timing.impl) + "," + csv_escape(r.timing.why_not) + "," +
+              num_text(r.channels_per_group);
     }
     out += line + "\n";
     ++line_no;
@@ -217,17 +220,20 @@ plots::Figure measured_roofline(const MeasureResult& m, const std::string& title
     l.label_at = 0.95;
     f.lines.push_back(l);
   }
-  size_t li = 0;
-  for (const auto& lv : pl.memory) {
-    double bw = lv.bandwidth_bytes_per_s;
+  std::vector<std::pair<std::string, double>> levels;
+  for (const auto& lv : pl.memory) levels.emplace_back(lv.name, lv.bandwidth_bytes_per_s);
+  std::vector<std::string> labels = diagonal_labels(levels);
+  size_t labelled = 0;
+  for (size_t li = 0; li < pl.memory.size(); ++li) {
+    double bw = levels[li].second;
     plots::Line l;
     double ridge = peak / bw;
     l.pts = {{f.x.min, bw * f.x.min}, {std::min(ridge, f.x.max), std::min(peak, bw * f.x.max)}};
     l.style = plots::LineStyle{plots::rgb(0x444444), li == 0 ? 1.8 : 1.0, li == 0 ? plots::Dash::Solid : plots::dash_cycle(li)};
-    l.label = lv.name + " " + si(bw, "B/s", 3);
-    l.label_at = 0.25 + 0.15 * static_cast<double>(li % 4);
+    l.label = labels[li];
+    l.label_at = 0.25 + 0.15 * static_cast<double>(labelled % 4);
+    if (!l.label.empty()) ++labelled;
     f.lines.push_back(l);
-    ++li;
   }
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     plots::LegendEntry e;

@@ -5,8 +5,8 @@ namespace rsim::measure {
 
 bool timing_available() { return false; }
 std::string timing_backend() {
-  return "none: rsim was built without oneDNN; install it (Debian: apt-get install libdnnl-dev, or scripts/install-deps.sh) and "
-         "reconfigure with cmake";
+  return "rsim was built without oneDNN (configured with -DRSIM_DNNL=OFF, or libdnnl-dev was not found); install it (Debian: "
+         "apt-get install libdnnl-dev, or scripts/install-deps.sh) and reconfigure with cmake -DRSIM_DNNL=ON";
 }
 LayerTiming time_layer(const Layer&, const TimingOptions&) {
   LayerTiming t;

@@ -129,6 +129,7 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) double k_avx512_int8(lon
       case 8: return FN<8>(iters);            \
       case 10: return FN<10>(iters);          \
       case 12: return FN<12>(iters);          \
+      case 14: return FN<14>(iters);          \
       case 16: return FN<16>(iters);          \
       case 20: return FN<20>(iters);          \
       default: return FN<24>(iters);          \
@@ -157,8 +158,8 @@ const std::vector<FmaKernel>& fma_kernels() {
       {"avx512", "int8", 16, true, 8, 24, [](const CpuFeatures& f) { return f.avx512f && f.avx512_vnni; }, "avx512_vnni", RSIM_CHAINS(k_avx512_int8)},
       {"avx2", "fp32", 8, true, 2, 12, [](const CpuFeatures& f) { return f.avx2 && f.fma; }, "avx2 and fma", RSIM_CHAINS(k_avx2_fp32)},
       {"avx2", "fp64", 4, true, 2, 12, [](const CpuFeatures& f) { return f.avx2 && f.fma; }, "avx2 and fma", RSIM_CHAINS(k_avx2_fp64)},
-      {"sse2", "fp32", 4, false, 2, 12, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp32)},
-      {"sse2", "fp64", 2, false, 2, 12, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp64)},
+      {"sse2", "fp32", 4, false, 2, 16, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp32)},
+      {"sse2", "fp64", 2, false, 2, 16, [](const CpuFeatures& f) { return f.sse2; }, "sse2", RSIM_CHAINS(k_sse2_fp64)},
       {"scalar", "fp32", 1, true, 2, 12, [](const CpuFeatures& f) { return f.fma; }, "fma", RSIM_CHAINS(k_scalar_fma_fp32)},
       {"scalar", "fp64", 1, true, 2, 12, [](const CpuFeatures& f) { return f.fma; }, "fma", RSIM_CHAINS(k_scalar_fma_fp64)},
       {"scalar", "fp32", 1, false, 2, 12, [](const CpuFeatures& f) { return f.sse2 && !f.fma; }, "sse2", RSIM_CHAINS(k_scalar_fp32)},
@@ -227,9 +228,11 @@ double add_chain_cycles(long iters) {
   }                                                                                                  \
   __attribute__((target(TARGET), noinline)) double triad_##SUF(float* a, const float* b, const float* c, size_t n) { \
     VEC s = SET1(static_cast<float>(g_mul));                                                         \
-    for (size_t i = 0; i + 2 * W <= n; i += 2 * W) {                                                 \
+    for (size_t i = 0; i + 4 * W <= n; i += 4 * W) {                                                 \
       STORE(a + i, ADD(LOAD(b + i), MUL(s, LOAD(c + i))));                                           \
       STORE(a + i + W, ADD(LOAD(b + i + W), MUL(s, LOAD(c + i + W))));                               \
+      STORE(a + i + 2 * W, ADD(LOAD(b + i + 2 * W), MUL(s, LOAD(c + i + 2 * W))));                   \
+      STORE(a + i + 3 * W, ADD(LOAD(b + i + 3 * W), MUL(s, LOAD(c + i + 3 * W))));                   \
     }                                                                                                \
     return a[0];                                                                                     \
   }
@@ -384,6 +387,11 @@ ProbeResult run_probe(const ProbeOptions& opt) {
     return best;
   };
 
+  auto stage_start = Clock::now();
+  auto stage_done = [&](const char* name) {
+    r.stage_seconds.emplace_back(name, since(stage_start));
+    stage_start = Clock::now();
+  };
   // 1. clock
   say("clock: dependent add chain");
   // the clock scales every theoretical roof: 60 samples of 0.25 ms, so that some run undisturbed
@@ -391,6 +399,8 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   r.clock_hz = best_rate(1, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60);
   if (r.threads > 1) r.clock_all_hz = best_rate(r.threads, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60) / r.threads;
   else r.clock_all_hz = r.clock_hz;
+
+  stage_done("clock");
 
   // 2. peaks
   std::vector<std::string> skipped_isas;
@@ -409,7 +419,7 @@ ProbeResult run_probe(const ProbeOptions& opt) {
     p.lanes = k.lanes;
     p.fma = k.fma;
     double per_iter_per_chain = k.lanes * k.flops_per_lane;
-    for (int c : {1, 2, 4, 6, 8, 10, 12, 16, 20, 24}) {
+    for (int c : {1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}) {
       if (c > k.max_chains) break;
       double rate = best_rate(1, [&](long it) { g_sink = k.run(c, it); },
                               [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; });
@@ -431,6 +441,8 @@ ProbeResult run_probe(const ProbeOptions& opt) {
     if (r.best_isa.empty()) r.best_isa = k.isa;
   }
 
+  stage_done("peaks");
+
   // 3. bandwidth
   if (opt.bandwidth) {
     BwKernels bk = bw_kernels(r.features);
@@ -439,9 +451,16 @@ ProbeResult run_probe(const ProbeOptions& opt) {
     } else {
       double last_cache = r.caches.empty() ? 0 : r.caches.back().size_bytes;
       double max_ws = opt.max_working_set_bytes > 0 ? opt.max_working_set_bytes : std::max(512.0 * 1024 * 1024, 4 * last_cache);
+      // Four sizes per octave (two with --quick) up to 2 × the last cache; beyond, where only DRAM
+      // answers and each pass is long, one per octave (--quick: every other octave, and the largest).
       const double per_octave = opt.quick ? 2 : 4;
       std::vector<double> sizes;
-      for (double ws = 8 * 1024; ws <= max_ws * 1.0001; ws *= std::pow(2.0, 1 / per_octave)) sizes.push_back(ws);
+      double dense_to = last_cache > 0 ? 2 * last_cache : max_ws;
+      for (double ws = 8 * 1024; ws <= max_ws * 1.0001;) {
+        sizes.push_back(ws);
+        ws *= ws < dense_to ? std::pow(2.0, 1 / per_octave) : opt.quick ? 4 : 2;
+      }
+      if (sizes.back() < max_ws * 0.99) sizes.push_back(max_ws);
       std::vector<int> thread_counts = {1};
       if (r.threads > 1) thread_counts.push_back(r.threads);
       // one buffer per thread, first touched by its pinned thread
@@ -478,17 +497,29 @@ ProbeResult run_probe(const ProbeOptions& opt) {
               for (long k = 0; k < passes; ++k) {
                 if (kn == "read") s += bk.read(a, n);
                 else if (kn == "write") s += bk.write(a, n);
-                else if (kn == "copy") s += bk.copy(a, a + n, n);
-                else s += bk.triad(a, a + n, a + 2 * n, n);
+                // the arrays 64 bytes apart beyond n: a + i and b + i never share their low 12
+                // address bits, whose match stalls a load behind an older store (4K aliasing)
+                else if (kn == "copy") s += bk.copy(a, a + n + 16, n);
+                else s += bk.triad(a, a + n + 16, a + 2 * n + 32, n);
               }
               if (s == 12345.678) g_sink = s;
             };
-            double t1 = run_pinned(T, [&](int t) { pass(t, 1); });  // warms the caches
-            long passes = std::max(1L, static_cast<long>(sample_s / std::max(t1, 1e-9)));
+            // The passes per sample grow until a sample lasts half of sample_s; only samples that
+            // long count (the first, short ones warm the caches). A sample slowed by another process
+            // is just a bad sample: it cannot shrink the later ones to a few passes whose time
+            // would be the threads' start-up (which drew tiny working sets at MB/s).
+            const int want = ws > 4 * last_cache && last_cache > 0 ? (opt.quick ? 2 : 4) : (opt.quick ? 3 : samples);
+            long passes = 1;
             double best = 0;
-            for (int s = 0; s < (opt.quick ? 3 : samples); ++s) {
+            for (int taken = 0, runs = 0; taken < want && runs < 64; ++runs) {
               double t = run_pinned(T, [&](int t) { pass(t, passes); });
-              if (t > 0) best = std::max(best, bytes_per_pass * static_cast<double>(passes) * T / t);
+              if (t >= sample_s / 2) {
+                best = std::max(best, bytes_per_pass * static_cast<double>(passes) * T / t);
+                ++taken;
+              } else {
+                double grow = t > 0 ? sample_s / t : 1024;
+                passes = std::max(passes + 1, static_cast<long>(static_cast<double>(passes) * std::min(grow, 1024.0)));
+              }
             }
             r.bandwidth.push_back(BandwidthSample{kn, T, bytes_per_pass * T, best});
           }
@@ -500,6 +531,7 @@ ProbeResult run_probe(const ProbeOptions& opt) {
       }
     }
   }
+  if (opt.bandwidth) stage_done("bandwidth");
   r.seconds = since(t_start);
   return r;
 }

@@ -59,6 +59,7 @@ struct ProbeResult {
   std::vector<LevelPlateaus> plateaus;  // per kernel and thread count
   std::string best_isa;               // the widest ISA that ran
   double seconds = 0;
+  std::vector<std::pair<std::string, double>> stage_seconds;  // "clock", "peaks", "bandwidth" → wall seconds
   bool quick = false;
 };
 

@@ -57,14 +57,17 @@ plots::Figure roofline_figure(const ProbeResult& r) {
     l.label_at = 0.97;
     f.lines.push_back(l);
   }
+  std::vector<std::string> labels = diagonal_labels(diagonals);
+  size_t labelled = 0;
   for (size_t i = 0; i < diagonals.size(); ++i) {
     const auto& [name, bw] = diagonals[i];
     plots::Line l;
     double ridge = top / bw;
     l.pts = {{f.x.min, bw * f.x.min}, {std::min(ridge, f.x.max), std::min(top, bw * f.x.max)}};
     l.style = plots::LineStyle{plots::palette(i == 0 ? 0 : i == 1 ? 2 : i == 2 ? 3 : 6), 1.8, plots::Dash::Solid};
-    l.label = name + " " + si(bw, "B/s", 3);
-    l.label_at = 0.35 + 0.12 * static_cast<double>(i);
+    l.label = labels[i];
+    l.label_at = 0.35 + 0.12 * static_cast<double>(labelled);
+    if (!l.label.empty()) ++labelled;
     f.lines.push_back(l);
   }
   return f;
@@ -73,7 +76,9 @@ plots::Figure roofline_figure(const ProbeResult& r) {
 plots::Figure bandwidth_figure(const ProbeResult& r) {
   plots::Figure f;
   f.title = "Bandwidth versus working set: " + r.cpu;
-  f.subtitle = "STREAM counting (no write-allocate traffic); solid 1 thread, dashed " + std::to_string(r.threads) + " threads; bars: read plateaus";
+  f.subtitle = "STREAM counting (no write-allocate traffic); " +
+               (r.threads > 1 ? "solid 1 thread, dashed " + std::to_string(r.threads) + " threads" : std::string("1 thread")) +
+               "; bars: read plateaus";
   double lo = INFINITY, hi = 0, bmin = INFINITY, bmax = 0;
   for (const auto& b : r.bandwidth) {
     lo = std::min(lo, b.working_set_bytes);
@@ -81,8 +86,18 @@ plots::Figure bandwidth_figure(const ProbeResult& r) {
     if (b.bytes_per_s > 0) bmin = std::min(bmin, b.bytes_per_s), bmax = std::max(bmax, b.bytes_per_s);
   }
   if (!(hi > 0)) lo = 1e4, hi = 1e9, bmin = 1e9, bmax = 1e12;
-  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "Working set [B]", "B", {}, {}};
-  f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(bmin / 1.5))), std::pow(10.0, std::ceil(std::log10(bmax * 1.5))), "Bandwidth [B/s]", "B/s", {}, {}};
+  // The axis reaches 10 × below the lowest plateau, not to a stray sample far below every plateau
+  // (a sample the machine's other work slowed): such samples are counted in the subtitle.
+  double plateau_min = INFINITY;
+  for (const auto& lp : r.plateaus)
+    for (const auto& p : lp.plateaus) plateau_min = std::min(plateau_min, p.bytes_per_s);
+  double floor_bw = std::isfinite(plateau_min) ? std::max(bmin, plateau_min / 10) : bmin;
+  f.x = plots::Axis{plots::Scale::Log, pow2_floor(lo), pow2_ceil(hi), "Working set, all threads together [B]", "B", {}, {}};
+  f.y = plots::Axis{plots::Scale::Log, std::pow(10.0, std::floor(std::log10(floor_bw / 1.5))), std::pow(10.0, std::ceil(std::log10(bmax * 1.5))),
+                    "Bandwidth [B/s]", "B/s", {}, {}};
+  size_t below = 0;
+  for (const auto& b : r.bandwidth) below += b.bytes_per_s > 0 && b.bytes_per_s < f.y.min;
+  if (below) f.subtitle += "; " + std::to_string(below) + " sample" + (below == 1 ? "" : "s") + " below " + si(f.y.min, "B/s", 3) + " not shown";
   const char* kernels[] = {"read", "write", "copy", "triad"};
   std::vector<int> tcs = {1};
   if (r.threads > 1) tcs.push_back(r.threads);
@@ -132,6 +147,24 @@ plots::Figure bandwidth_figure(const ProbeResult& r) {
 }
 
 }  // namespace
+
+std::vector<std::string> diagonal_labels(const std::vector<std::pair<std::string, double>>& levels) {
+  std::vector<std::string> out(levels.size());
+  std::vector<bool> taken(levels.size(), false);
+  for (size_t i = 0; i < levels.size(); ++i) {
+    if (taken[i]) continue;
+    std::string text = levels[i].first + " " + si(levels[i].second, "B/s", 3);
+    for (size_t j = i + 1; j < levels.size(); ++j) {
+      double a = levels[i].second, b = levels[j].second;
+      if (!taken[j] && a > 0 && b > 0 && std::max(a, b) / std::min(a, b) <= 1.15) {
+        text += ", " + levels[j].first + " " + si(b, "B/s", 3);
+        taken[j] = true;
+      }
+    }
+    out[i] = text;
+  }
+  return out;
+}
 
 std::vector<std::pair<std::string, plots::Figure>> probe_figures(const ProbeResult& r) {
   std::vector<std::pair<std::string, plots::Figure>> out;

@@ -308,9 +308,28 @@ TEST_CASE("measure: window padding for explicit, 'same' and unreached windows", 
   CHECK(window_padding(9, 9, 3, 1, 2, 2) == std::pair<long long, long long>{2, 2});
 }
 
+#include "proc.hpp"
+
+TEST_CASE("measure: without oneDNN, rsim measure says what is missing and writes nothing", "[measure][cli]") {
+  if (timing_available()) {  // this build has oneDNN: the test below runs instead
+    SUCCEED("built with oneDNN: " << timing_backend());
+    return;
+  }
+  namespace fs = std::filesystem;
+  fs::path out = fs::temp_directory_path() / ("rsim_nodnnl_" + std::to_string(::getpid()));
+  auto p = rsim::test::run_exe({"measure", rsim::test::src("scenarios/fc_sweep.yaml"), "--platform", "i5_6300u", "--out", out.string()});
+  CHECK(p.exited);
+  CHECK(p.code == 1);
+  CHECK(p.out.empty());
+  CHECK(p.err ==
+        "rsim: error: cannot measure: rsim was built without oneDNN (configured with -DRSIM_DNNL=OFF, or libdnnl-dev was not found); "
+        "install it (Debian: apt-get install libdnnl-dev, or scripts/install-deps.sh) and reconfigure with cmake -DRSIM_DNNL=ON\n");
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("measure: oneDNN runs the shapes rsim counted, for every kind of layer", "[measure]") {
   if (!timing_available()) {
-    WARN("built without oneDNN: " << timing_backend());
+    SUCCEED("built without oneDNN: " << timing_backend());  // the test above checks what rsim measure says
     return;
   }
   Scenario s = parse_scenario(R"(name: small
@@ -370,9 +389,9 @@ networks:
   // measured.csv: the results columns, then the measured ones, one line per row
   std::string csv = measured_csv(m, results_csv(m.run, s));
   CHECK(csv.find(",memory_model,measured_time_s,measured_min_s,measured_max_s,measured_reps,measured_flops_per_s,measured_bytes_per_s,"
-                 "measured_over_bound,measured_primitive,measured_impl,measured_note\n") != std::string::npos);
+                 "measured_over_bound,measured_primitive,measured_impl,measured_note,channels_per_group\n") != std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(rows.size() + 1));
-  CHECK(csv.find(",a view: moves no data\n") != std::string::npos);
+  CHECK(csv.find(",a view: moves no data,0\n") != std::string::npos);  // a view has no channel groups: 0
 }
 
 TEST_CASE("measure: memory_level auto picks the smallest level that holds a layer's working set", "[measure][platforms]") {
@@ -497,4 +516,54 @@ TEST_CASE("measure: calibration recovers known efficiency laws from synthetic me
   REQUIRE(pl.calibration_for("conv2d"));
   CHECK(pl.calibration_for("conv2d")->compute.b == Approx(0.15).epsilon(1e-5));
   CHECK(pl.calibration_for("layernorm") == nullptr);  // no normalisation samples: no rule
+}
+
+TEST_CASE("measure: calibration recovers a channels-per-group exponent; the engine applies a·x^b·g^c", "[measure]") {
+  // grouped convs: compute efficiency 0.01 · MACs^0.1 · g^0.25, g = input channels per group
+  // (1 = depthwise … 64); MACs and g varied independently, so b and c are both identifiable.
+  std::vector<Sample> samples;
+  for (double g : {1.0, 4.0, 16.0, 64.0})
+    for (double macs : {1e6, 1e7, 1e8}) {
+      Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+      s.cpg = g;
+      s.measured_s = s.work / (s.peak * 0.01 * std::pow(macs, 0.1) * std::pow(g, 0.25));
+      samples.push_back(s);
+    }
+  auto rules = fit_calibration(samples);
+  REQUIRE(rules.size() == 1);
+  CHECK(rules[0].compute.a == Approx(0.01).epsilon(1e-9));
+  CHECK(rules[0].compute.b == Approx(0.1).epsilon(1e-9));
+  CHECK(rules[0].compute.c == Approx(0.25).epsilon(1e-9));
+  // g = 0 (no groups) leaves the factor out: 0.01 · (1e8)^0.1 = 0.01 · 10^0.8
+  CHECK(rules[0].compute.at(1e8, 0) == Approx(0.01 * std::pow(10.0, 0.8)));
+  // one value of g: c stays 0 (not identifiable)
+  PowerLaw flat = fit_power_law_grouped(std::vector<XGE>{{1e6, 8, 0.1}, {1e8, 8, 0.2}});
+  CHECK(flat.c == 0);
+  CHECK(flat.b == Approx(std::log(2.0) / std::log(100.0)));
+
+  // the engine: conv2d 16→16, groups 4 (g = 4), 3×3 on 8×8 padding 1: MACs = 16 · 8 · 8 · 3 · 3 · 4 = 36864;
+  // calibration compute [0.5, 0, 0.5]: efficiency 0.5 · 4^0.5 = 1 → clamped 1; with groups 16 (g = 1): 0.5.
+  const char* yaml = R"(name: cal
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1000 TB/s}]
+    calibration:
+      - {class: conv, ops: [conv2d], compute: [0.5, 0, 0.5], bandwidth: [1, 0]}
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    layers:
+      - {name: g4, op: conv2d, out_channels: 16, kernel: 3, padding: 1, groups: 4}
+      - {name: g16, op: conv2d, out_channels: 16, kernel: 3, padding: 1, groups: 16}
+)";
+  RunResult r = rsim::test::run_text(yaml);
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].cost.macs == 16.0 * 8 * 8 * 3 * 3 * 4);
+  CHECK(rows[0].efficiency.compute == 1.0);
+  CHECK(rows[0].derated.compute_time_s == Approx(2 * 36864 / 100e9));
+  CHECK(rows[1].cost.macs == 16.0 * 8 * 8 * 3 * 3 * 1);
+  CHECK(rows[1].efficiency.compute == Approx(0.5));
+  CHECK(rows[1].derated.compute_time_s == Approx(2 * 9216 / (100e9 * 0.5)));
 }
