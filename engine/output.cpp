@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <array>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -18,8 +19,15 @@
 
 namespace rsim {
 
+// A plain loop: find_first_of calls memchr over the set once per character.
+static bool needs_csv_quotes(std::string_view s) {
+  for (char c : s)
+    if (c == ',' || c == '"' || c == '\n' || c == '\r') return true;
+  return false;
+}
+
 std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  if (!needs_csv_quotes(s)) return s;
   std::string out = "\"";
   for (char c : s) {
     if (c == '"') out += '"';
@@ -88,7 +96,7 @@ void put_json_num(std::string& o, double v) {
 }
 
 void put_csv(std::string& o, std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+  if (!needs_csv_quotes(s)) {
     o += s;
     return;
   }
@@ -158,8 +166,31 @@ class Buf {
     if (!std::isfinite(v)) return lit("null");
     num(v);
   }
+  // A column's last number and its text: rows repeat most numbers (a platform's roofs in every
+  // row, a repeated block's costs), and the shortest round-trip text is the writers' main cost.
+  struct Memo {
+    bool valid = false;
+    unsigned char len = 0;
+    uint64_t bits = 0;
+    char text[kNum];
+  };
+  void num(double v, Memo& m) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    if (m.valid && bits == m.bits) return lit(std::string_view(m.text, m.len));
+    char* start = p_;
+    num(v);
+    m.len = static_cast<unsigned char>(p_ - start);
+    std::memcpy(m.text, start, m.len);
+    m.bits = bits;
+    m.valid = true;
+  }
+  void json_num(double v, Memo& m) {
+    if (!std::isfinite(v)) return lit("null");
+    num(v, m);
+  }
   void csv(std::string_view v) {
-    if (v.find_first_of(",\"\n\r") == std::string_view::npos) return lit(v);
+    if (!needs_csv_quotes(v)) return lit(v);
     ch('"');
     for (char c : v) {
       if (c == '"') ch('"');
@@ -268,7 +299,9 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
   conv += ',';
   conv += memory_model_name(pr.settings.memory_model);
   const std::string_view work = pr.settings.executed_work ? ",executed" : ",conventional";
+  thread_local std::array<Buf::Memo, 32> memo;  // per numeric column, kept from point to point
   for (const Row& row : pr.rows) {
+    size_t col = 0;
     size_t bound = lead.size() + conv.size() + 256 + (32 + row.metrics.size()) * (Buf::kNum + 1);
     for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                  &row.memory_level, &row.kernel})
@@ -289,22 +322,22 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
     b.ch(',');
     b.lit(row.output_shapes);
     double mac_i = row.bytes > 0 ? row.cost.macs / row.bytes : (row.cost.macs > 0 ? INFINITY : 0);
-    for (double v : {row.cost.macs, row.cost.flops, row.cost.macs_executed, row.cost.flops_executed}) b.ch(','), b.num(v);
+    for (double v : {row.cost.macs, row.cost.flops, row.cost.macs_executed, row.cost.flops_executed}) b.ch(','), b.num(v, memo[col++]);
     b.lit(work);
     for (double v : {row.cost.params, row.cost.weight_bytes, row.cost.input_total(),
                      row.cost.output_total(), row.cost.kv_read_bytes, row.cost.kv_write_bytes, row.cost.scratch_bytes, row.bytes,
                      row.theoretical.intensity, mac_i})
-      b.ch(','), b.num(v);
+      b.ch(','), b.num(v, memo[col++]);
     b.ch(','), b.csv(row.compute_roof);
     b.ch(','), b.csv(row.memory_level);
     for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
-      for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s}) b.ch(','), b.num(v);
+      for (double v : {rp->peak_flops_per_s, rp->bandwidth_bytes_per_s, rp->attainable_flops_per_s, rp->time_s}) b.ch(','), b.num(v, memo[col++]);
       b.ch(',');
       b.lit(bound_name(rp->bound));
     }
     b.ch(','), b.csv(row.kernel);
-    b.ch(','), b.num(row.efficiency.compute);
-    b.ch(','), b.num(row.efficiency.bandwidth);
+    b.ch(','), b.num(row.efficiency.compute, memo[col++]);
+    b.ch(','), b.num(row.efficiency.bandwidth, memo[col++]);
     b.lit(conv);
     for (double m : row.metrics) b.ch(','), b.num(m);
     b.ch('\n');
@@ -632,8 +665,10 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   if (layers) {
     j.key("layers");
     j.open('[');
+    thread_local std::array<Buf::Memo, 48> jm;  // per numeric field (46, 47: input and output bytes), kept from point to point
     for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
       const Row& row = pr.rows[ri];
+      size_t col = 0;
       size_t bound = 1200 + (row.cost.input_bytes.size() + row.cost.output_bytes.size() + 40) * (Buf::kNum + 1);
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                    &row.memory_level, &row.kernel})
@@ -650,43 +685,43 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
       if (row.touches_kv) b.lit(",\"kv_dtype\":\""), b.lit(dtype_name(row.kv_dtype)), b.ch('"');
       b.lit(",\"input_shape\":"), b.json_str(row.input_shapes);
       b.lit(",\"output_shape\":"), b.json_str(row.output_shapes);
-      b.lit(",\"macs\":"), b.json_num(row.cost.macs);
-      b.lit(",\"flops\":"), b.json_num(row.cost.flops);
-      b.lit(",\"params\":"), b.json_num(row.cost.params);
-      b.lit(",\"weight_bytes\":"), b.json_num(row.cost.weight_bytes);
+      b.lit(",\"macs\":"), b.json_num(row.cost.macs, jm[col++]);
+      b.lit(",\"flops\":"), b.json_num(row.cost.flops, jm[col++]);
+      b.lit(",\"params\":"), b.json_num(row.cost.params, jm[col++]);
+      b.lit(",\"weight_bytes\":"), b.json_num(row.cost.weight_bytes, jm[col++]);
       b.lit(",\"input_bytes\":[");
       for (size_t k = 0; k < row.cost.input_bytes.size(); ++k) {
         if (k) b.ch(',');
-        b.json_num(row.cost.input_bytes[k]);
+        b.json_num(row.cost.input_bytes[k], jm[46]);
       }
       b.lit("],\"output_bytes\":[");
       for (size_t k = 0; k < row.cost.output_bytes.size(); ++k) {
         if (k) b.ch(',');
-        b.json_num(row.cost.output_bytes[k]);
+        b.json_num(row.cost.output_bytes[k], jm[47]);
       }
-      b.lit("],\"quant_scale_bytes\":"), b.json_num(row.cost.scale_bytes);
-      b.lit(",\"kv_read_bytes\":"), b.json_num(row.cost.kv_read_bytes);
-      b.lit(",\"kv_write_bytes\":"), b.json_num(row.cost.kv_write_bytes);
-      b.lit(",\"scratch_bytes\":"), b.json_num(row.cost.scratch_bytes);
-      b.lit(",\"resident_weight_bytes\":"), b.json_num(row.cost.resident_weight_bytes);
-      b.lit(",\"kv_cache_bytes\":"), b.json_num(row.cost.kv_cache_bytes);
-      b.lit(",\"bytes\":"), b.json_num(row.bytes);
-      b.lit(",\"intensity\":"), b.json_num(row.theoretical.intensity);
+      b.lit("],\"quant_scale_bytes\":"), b.json_num(row.cost.scale_bytes, jm[col++]);
+      b.lit(",\"kv_read_bytes\":"), b.json_num(row.cost.kv_read_bytes, jm[col++]);
+      b.lit(",\"kv_write_bytes\":"), b.json_num(row.cost.kv_write_bytes, jm[col++]);
+      b.lit(",\"scratch_bytes\":"), b.json_num(row.cost.scratch_bytes, jm[col++]);
+      b.lit(",\"resident_weight_bytes\":"), b.json_num(row.cost.resident_weight_bytes, jm[col++]);
+      b.lit(",\"kv_cache_bytes\":"), b.json_num(row.cost.kv_cache_bytes, jm[col++]);
+      b.lit(",\"bytes\":"), b.json_num(row.bytes, jm[col++]);
+      b.lit(",\"intensity\":"), b.json_num(row.theoretical.intensity, jm[col++]);
       b.lit(",\"kernel\":"), b.json_str(row.kernel);
       b.lit(",\"compute_roof\":"), b.json_str(row.compute_roof);
       b.lit(",\"memory_level\":"), b.json_str(row.memory_level);
       for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
         b.lit(rp == &row.theoretical ? ",\"theoretical\":{\"peak_flops_per_s\":" : ",\"derated\":{\"peak_flops_per_s\":");
-        b.json_num(rp->peak_flops_per_s);
-        b.lit(",\"bandwidth_bytes_per_s\":"), b.json_num(rp->bandwidth_bytes_per_s);
-        b.lit(",\"attainable_flops_per_s\":"), b.json_num(rp->attainable_flops_per_s);
-        b.lit(",\"compute_time_s\":"), b.json_num(rp->compute_time_s);
-        b.lit(",\"memory_time_s\":"), b.json_num(rp->memory_time_s);
-        b.lit(",\"time_s\":"), b.json_num(rp->time_s);
+        b.json_num(rp->peak_flops_per_s, jm[col++]);
+        b.lit(",\"bandwidth_bytes_per_s\":"), b.json_num(rp->bandwidth_bytes_per_s, jm[col++]);
+        b.lit(",\"attainable_flops_per_s\":"), b.json_num(rp->attainable_flops_per_s, jm[col++]);
+        b.lit(",\"compute_time_s\":"), b.json_num(rp->compute_time_s, jm[col++]);
+        b.lit(",\"memory_time_s\":"), b.json_num(rp->memory_time_s, jm[col++]);
+        b.lit(",\"time_s\":"), b.json_num(rp->time_s, jm[col++]);
         b.lit(",\"bound\":\""), b.lit(bound_name(rp->bound)), b.lit("\"}");
       }
-      b.lit(",\"efficiency\":{\"compute\":"), b.json_num(row.efficiency.compute);
-      b.lit(",\"bandwidth\":"), b.json_num(row.efficiency.bandwidth), b.ch('}');
+      b.lit(",\"efficiency\":{\"compute\":"), b.json_num(row.efficiency.compute, jm[col++]);
+      b.lit(",\"bandwidth\":"), b.json_num(row.efficiency.bandwidth, jm[col++]), b.ch('}');
       if (!row.metrics.empty()) {
         b.lit(",\"metrics\":{");
         for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) {

@@ -787,8 +787,13 @@ class Importer {
   static bool int_elem(const Val& v) { return is_int_type(v.elem); }
 
   bool fold_elementwise(const std::function<double(const std::vector<double>&)>& f, bool out_int, int arity) {
+    // f reads `arity` arguments: a node with fewer inputs (fuzz_onnx: a one-input Add) is an error
+    // (a Max or Min of no inputs, too); in(i) reports an empty input
+    if (cur_->input_size() < std::max(arity, 1))
+      node_fail("has " + std::to_string(cur_->input_size()) + " input" + (cur_->input_size() == 1 ? "" : "s") + "; " + cur_->op_type() + " takes " +
+                std::to_string(std::max(arity, 1)));
     std::vector<Val*> ins;
-    for (int i = 0; i < arity && i < cur_->input_size(); ++i) ins.push_back(&in(i));
+    for (int i = 0; i < arity; ++i) ins.push_back(&in(i));
     Shape out = ins[0]->shape;
     for (size_t i = 1; i < ins.size(); ++i) {
       const Shape& b = ins[i]->shape;

@@ -169,6 +169,14 @@ TEST_CASE("ONNX: bad files are errors naming the file", "[onnx]") {
   CHECK(error_of([&] { load_onnx(trunc); }) == trunc + ": error: is not a valid ONNX model (the protobuf data is truncated or corrupt)\n"
                                                    "note: export it again, e.g. torch.onnx.export(model, x, \"model.onnx\")\n");
   CHECK(error_of([&] { load_onnx(text); }).find(text + ": error: is not ") == 0);
+  // a constant Add with one input (fuzz_onnx: folding it read a second argument that was not there)
+  OnnxModelSpec lone;
+  lone.inputs = {{"x", {"2"}, 1, {}}};
+  lone.initializers = {{"k", {"2"}, 7, {1, 2}}};
+  lone.nodes = {{"Add", "add", {"k"}, {"s"}, {}}, {"Mul", "mul", {"x", "s"}, {"y"}, {}}};
+  lone.outputs = {{"y", {"2"}, 1, {}}};
+  CHECK(error_of([&] { import_onnx(*parse_onnx(build_onnx_model(lone), "lone13.onnx"), {}); }) ==
+        "lone13.onnx: error: node 'add' (Add): has 1 input; Add takes 2\n");
   OnnxModelSpec s18 = small_cnn();
   s18.opset = 18;
   CHECK(error_of([&] { parse_onnx(build_onnx_model(s18), "new.onnx"); }) ==
