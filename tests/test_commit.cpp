@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "app/cli.hpp"
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 
 extern char** environ;
@@ -34,18 +35,12 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("rsim_commit_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
-int cli(std::vector<std::string> args, std::string* err = nullptr) {
-  std::ostringstream o, e;
-  int c = rsim_main(args, o, e);
-  if (err) *err = e.str();
-  return c;
+// The exit code of `rsim ARGS`; its error stream in *err.
+int code_of(std::vector<std::string> args, std::string* err = nullptr) {
+  CliOut r = cli(std::move(args));
+  if (err) *err = r.err;
+  return r.code;
 }
 
 // Every file of a folder with its bytes (hidden files too).
@@ -101,7 +96,7 @@ const char* kSmall =
 }  // namespace
 
 TEST_CASE("streamed tables equal the whole-run tables, byte for byte, for any number of workers", "[commit]") {
-  fs::path dir = temp_dir("stream");
+  fs::path dir = scratch_dir("stream");
   Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
   RunResult whole = run(s, 1);
   RunInfo info{RSIM_VERSION, &s};
@@ -126,10 +121,10 @@ TEST_CASE("streamed tables equal the whole-run tables, byte for byte, for any nu
 }
 
 TEST_CASE("run with tables summary writes network totals only, the same totals as a full run", "[commit]") {
-  fs::path dir = temp_dir("summary");
+  fs::path dir = scratch_dir("summary");
   std::string scen = src("scenarios/group_conv_sweep.yaml");
-  REQUIRE(cli({"run", scen, "--out", (dir / "full").string(), "--no-plots", "-q", "--hw-dir", src("hardware")}) == 0);
-  REQUIRE(cli({"run", scen, "--out", (dir / "sum").string(), "--tables", "summary", "-q", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", scen, "--out", (dir / "full").string(), "--no-plots", "-q", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", scen, "--out", (dir / "sum").string(), "--tables", "summary", "-q", "--hw-dir", src("hardware")}) == 0);
   CHECK(read(dir / "sum" / "summary.csv") == read(dir / "full" / "summary.csv"));
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(dir / "sum")) files.insert(e.path().filename().string());
@@ -138,7 +133,7 @@ TEST_CASE("run with tables summary writes network totals only, the same totals a
   CHECK(json.find("\"layers\":[") == std::string::npos);
   CHECK(json.find("\"summary\":[") != std::string::npos);
   std::string err;
-  CHECK(cli({"run", scen, "--tables", "sumary"}, &err) == 2);
+  CHECK(code_of({"run", scen, "--tables", "sumary"}, &err) == 2);
   CHECK(err == "rsim: error: unknown --tables 'sumary'\nrsim: note: did you mean 'summary'?\nrsim: note: see `rsim --help`\n");
   fs::remove_all(dir);
 }
@@ -168,14 +163,14 @@ TEST_CASE("validate evaluates each variable's first, last, extreme and 16 spread
 }
 
 TEST_CASE("a result set is committed whole: stale rsim files go, a person's files stay, no staging is left", "[commit]") {
-  fs::path dir = temp_dir("whole");
+  fs::path dir = scratch_dir("whole");
   fs::path scen = dir / "small.yaml";
   std::ofstream(scen) << kSmall;
   fs::path out = dir / "out";
-  REQUIRE(cli({"run", scen.string(), "--out", out.string(), "-q", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", scen.string(), "--out", out.string(), "-q", "--hw-dir", src("hardware")}) == 0);
   CHECK(fs::exists(out / "roofline_rtx3080.png"));
   std::ofstream(out / "notes.txt") << "mine";
-  REQUIRE(cli({"run", scen.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", scen.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(out)) files.insert(e.path().filename().string());
   CHECK(files == std::set<std::string>{".rsim-files", "kernels.csv", "notes.txt", "results.csv", "results.json", "summary.csv"});
@@ -185,14 +180,14 @@ TEST_CASE("a result set is committed whole: stale rsim files go, a person's file
   // a failed run leaves the set as it was
   auto before = snapshot(out);
   std::ofstream(scen) << std::string(kSmall) + "bogus: 1\n";
-  CHECK(cli({"run", scen.string(), "--out", out.string(), "-q", "--hw-dir", src("hardware")}) == 1);
+  CHECK(code_of({"run", scen.string(), "--out", out.string(), "-q", "--hw-dir", src("hardware")}) == 1);
   CHECK(snapshot(out) == before);
   CHECK(entries_with(dir, ".out.rsim-staging-").empty());
   fs::remove_all(dir);
 }
 
 TEST_CASE("a figure that cannot be drawn is reported and the tables are committed", "[commit][plots]") {
-  fs::path dir = temp_dir("figfail");
+  fs::path dir = scratch_dir("figfail");
   fs::path scen = dir / "deep.yaml";
   {
     std::ofstream f(scen);
@@ -203,7 +198,7 @@ TEST_CASE("a figure that cannot be drawn is reported and the tables are committe
     f << "plots:\n  - {kind: roofline}\n  - {kind: layers, width: 6000 pt, height: 6000 pt, dpi: 600}\n";
   }
   std::string err;
-  CHECK(cli({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--hw-dir", src("hardware")}, &err) == 0);
+  CHECK(code_of({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--hw-dir", src("hardware")}, &err) == 0);
   CHECK(err == "rsim: warning: figure layers_rtx3080: cairo: cannot create a drawing surface; not drawn (the tables are written)\n");
   // 2,000 layers, one row each, plus the header
   std::string csv = read(dir / "out" / "results.csv");
@@ -214,7 +209,7 @@ TEST_CASE("a figure that cannot be drawn is reported and the tables are committe
 }
 
 TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous set; the next run cleans up", "[commit][slow]") {
-  fs::path dir = temp_dir("signals");
+  fs::path dir = scratch_dir("signals");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;
   write_long_scenario(longer);
@@ -225,7 +220,7 @@ TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous
     a.insert(a.begin() + 2, scen.string());
     return a;
   };
-  REQUIRE(cli({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
   const auto previous = snapshot(out);
   for (int sig : {SIGINT, SIGTERM, SIGKILL}) {
     INFO("signal " << sig);
@@ -244,14 +239,14 @@ TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous
     }
     CHECK(snapshot(out) == previous);
   }
-  REQUIRE(cli({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
+  REQUIRE(code_of({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
   CHECK(entries_with(dir, ".out.rsim-staging-").empty());
   CHECK(snapshot(out) == previous);  // the same scenario again: the same bytes
   fs::remove_all(dir);
 }
 
 TEST_CASE("two runs into one folder: the second waits for the first's lock; one complete set is left", "[commit][slow]") {
-  fs::path dir = temp_dir("lock");
+  fs::path dir = scratch_dir("lock");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;
   write_long_scenario(longer, 1000);  // long enough for the second run to find the lock taken
@@ -260,7 +255,7 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
   REQUIRE(first > 0);
   REQUIRE(wait_for_staging(dir, "out"));  // the first run holds the lock
   std::string err;
-  int second = cli({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
+  int second = code_of({"run", small.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
   int status = 0;
   REQUIRE(::waitpid(first, &status, 0) == first);
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
@@ -274,18 +269,18 @@ TEST_CASE("two runs into one folder: the second waits for the first's lock; one 
 }
 
 TEST_CASE("the output folder is replaced as a whole, so never the working folder or a folder with sub-folders", "[commit]") {
-  fs::path dir = temp_dir("guard");
+  fs::path dir = scratch_dir("guard");
   fs::path scen = dir / "small.yaml";
   std::ofstream(scen) << kSmall;
   fs::create_directories(dir / "out" / "sub");
   std::string err;
-  CHECK(cli({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err) == 1);
+  CHECK(code_of({"run", scen.string(), "--out", (dir / "out").string(), "-q", "--no-plots", "--hw-dir", src("hardware")}, &err) == 1);
   CHECK(err == "rsim: error: output folder '" + (dir / "out").string() +
                    "' holds the folder 'sub'; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");
   CHECK(fs::is_directory(dir / "out" / "sub"));
   fs::path before = fs::current_path();
   fs::current_path(dir / "out" / "sub");
-  int code = cli({"run", scen.string(), "--out", ".", "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
+  int code = code_of({"run", scen.string(), "--out", ".", "-q", "--no-plots", "--hw-dir", src("hardware")}, &err);
   fs::current_path(before);
   CHECK(code == 1);
   CHECK(err == "rsim: error: output folder '.' is the working folder or contains it; rsim replaces its output folder as a whole: use a folder of its own (e.g. out/NAME)\n");

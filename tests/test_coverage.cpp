@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/cli.hpp"
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;
@@ -16,21 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Out {
-  int code;
-  std::string out, err;
-};
-Out cli(std::vector<std::string> args) {
-  std::ostringstream o, e;
-  int c = rsim_main(args, o, e);
-  return {c, o.str(), e.str()};
-}
-fs::path fresh_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("rsim_cov_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 const Row& row(const RunResult& r, const std::string& layer, size_t point = 0) {
@@ -136,7 +122,7 @@ TEST_CASE("a network's named inputs feed layers by name", "[coverage]") {
 }
 
 TEST_CASE("a zipped variable pinned by --set takes one of its values; its partners follow", "[coverage][cli]") {
-  fs::path dir = fresh_dir("zip");
+  fs::path dir = scratch_dir("zip");
   // k and p advance together so that the output stays 8×8: (8 + 2p − k) + 1 = 8
   write(dir / "z.yaml", std::string("name: z\nsweep: {zip: {k: [1, 3, 5], p: [0, 1, 2]}}\n") + kBox + R"(networks:
   - name: n
@@ -165,7 +151,7 @@ TEST_CASE("a zipped variable pinned by --set takes one of its values; its partne
 }
 
 TEST_CASE("$RSIM_HARDWARE and $RSIM_MODELS: a catalog and a zoo elsewhere", "[coverage][cli]") {
-  fs::path dir = fresh_dir("env");
+  fs::path dir = scratch_dir("env");
   fs::create_directories(dir / "hw");
   fs::create_directories(dir / "zoo");
   fs::create_directories(dir / "work");
@@ -178,7 +164,7 @@ TEST_CASE("$RSIM_HARDWARE and $RSIM_MODELS: a catalog and a zoo elsewhere", "[co
   write(dir / "work" / "s.yaml", "name: s\nplatforms: [envbox]\nnetworks:\n  - {model: envnet}\n");
   ::setenv("RSIM_HARDWARE", (dir / "hw").c_str(), 1);
   ::setenv("RSIM_MODELS", (dir / "zoo").c_str(), 1);
-  Out o = cli({"run", (dir / "work" / "s.yaml").string(), "--out", (dir / "out").string(), "--no-plots", "-q"});
+  CliOut o = cli({"run", (dir / "work" / "s.yaml").string(), "--out", (dir / "out").string(), "--no-plots", "-q"});
   ::unsetenv("RSIM_HARDWARE");
   ::unsetenv("RSIM_MODELS");
   INFO(o.err);
@@ -191,15 +177,15 @@ TEST_CASE("$RSIM_HARDWARE and $RSIM_MODELS: a catalog and a zoo elsewhere", "[co
   // 128 elements: 128 FLOPs, 1,024 bytes over 200 GB/s = 5.12 ns, memory bound
   CHECK(line.find(",5.12e-09,") != std::string::npos);
   // without the variables neither name resolves (the catalog from --hw-dir has no envbox)
-  Out bad = cli({"validate", (dir / "work" / "s.yaml").string(), "--hw-dir", src("hardware")});
+  CliOut bad = cli({"validate", (dir / "work" / "s.yaml").string(), "--hw-dir", src("hardware")});
   CHECK(bad.code == 1);
   fs::remove_all(dir);
 }
 
 TEST_CASE("the terminal tables: one row per layer and per network, numbers with units", "[coverage][cli]") {
-  fs::path dir = fresh_dir("term");
+  fs::path dir = scratch_dir("term");
   write(dir / "t.yaml", levels("auto"));
-  Out o = cli({"run", (dir / "t.yaml").string(), "--out", (dir / "out").string(), "--no-plots"});
+  CliOut o = cli({"run", (dir / "t.yaml").string(), "--out", (dir / "out").string(), "--no-plots"});
   REQUIRE(o.code == 0);
   // small: 16.38 k FLOPs, 131.1 kB, 0.125 FLOP/B, attainable 1 TB/s · 0.125 = 125 GFLOP/s, 131.1 ns
   // big: 151 M FLOPs, 1.769 MB, 150,994,944 / 1,769,472 = 85.3 FLOP/B, at the 1 TFLOP/s roof, 151 µs

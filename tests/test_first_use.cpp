@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/cli.hpp"
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;
@@ -59,15 +60,6 @@ networks:
 passes: [fuse_conv_bn_act]
 )";
 
-struct Out {
-  int code;
-  std::string out, err;
-};
-Out cli(std::vector<std::string> args) {
-  std::ostringstream o, e;
-  int c = rsim_main(args, o, e);
-  return {c, o.str(), e.str()};
-}
 
 fs::path write_temp(const std::string& name, const std::string& text) {
   fs::path p = fs::temp_directory_path() / ("rsim_first_use_" + std::to_string(::getpid()) + "_" + name);
@@ -174,15 +166,15 @@ TEST_CASE("hw show NAME --scenario FILE shows a scenario's what-if platform at e
                           "name: w\nsweep: {grid: {f: [2, 4]}}\nplatforms:\n"
                           "  - {base: rtx3080, name: \"rtx3080@x${f}\", scale: {compute: \"${f}\"}}\n"
                           "networks: [{name: n, input: [1, 64], layers: [{name: fc, op: linear, out_features: 64}]}]\n");
-  Out o = cli({"hw", "show", "rtx3080", "--scenario", f.string(), "--hw-dir", src("hardware")});
+  CliOut o = cli({"hw", "show", "rtx3080", "--scenario", f.string(), "--hw-dir", src("hardware")});
   CHECK(o.code == 0);
   CHECK(o.out.find("at sweep point 0: f=2\nrtx3080@x2") != std::string::npos);
   CHECK(o.out.find("theoretical 59.6 TFLOP/s") != std::string::npos);   // 2 × 29.8
   CHECK(o.out.find("at sweep point 1: f=4\nrtx3080@x4") != std::string::npos);
   CHECK(o.out.find("theoretical 119.2 TFLOP/s") != std::string::npos);  // 4 × 29.8
-  Out one = cli({"hw", "show", "rtx3080@x4", "--scenario", f.string(), "--hw-dir", src("hardware")});
+  CliOut one = cli({"hw", "show", "rtx3080@x4", "--scenario", f.string(), "--hw-dir", src("hardware")});
   CHECK(one.out.find("rtx3080@x2") == std::string::npos);
-  Out bad = cli({"hw", "show", "rtx3080@x3", "--scenario", f.string(), "--hw-dir", src("hardware")});
+  CliOut bad = cli({"hw", "show", "rtx3080@x3", "--scenario", f.string(), "--hw-dir", src("hardware")});
   CHECK(bad.code == 1);
   CHECK(bad.err == "rsim: error: scenario '" + f.string() + "' has no platform 'rtx3080@x3'\nrsim: note: did you mean 'rtx3080@x2'?\n");
   fs::remove(f);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/cli.hpp"
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 #include "importers/onnx_import.hpp"
 
@@ -19,12 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("rsim_onnx_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 void write(const fs::path& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary);
@@ -68,7 +63,7 @@ platforms:
 }  // namespace
 
 TEST_CASE("ONNX: a small CNN's layers and costs, by hand", "[onnx]") {
-  fs::path dir = temp_dir("cnn");
+  fs::path dir = scratch_dir("cnn");
   write(dir / "cnn.onnx", build_onnx_model(small_cnn()));
   std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: cnn, onnx: cnn.onnx, dims: {N: 2}}\n";
   RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
@@ -127,7 +122,7 @@ TEST_CASE("ONNX: shape-computing subgraphs are folded, not reported as layers", 
 }
 
 TEST_CASE("ONNX: unknown operators stop the run with one error listing them all", "[onnx]") {
-  fs::path dir = temp_dir("unknown");
+  fs::path dir = scratch_dir("unknown");
   OnnxModelSpec s;
   s.inputs = {{"x", {"1", "4"}, 1, {}}};
   s.outputs = {{"z", {"1", "4"}, 1, {}}};
@@ -160,7 +155,7 @@ TEST_CASE("ONNX: unknown operators stop the run with one error listing them all"
 }
 
 TEST_CASE("ONNX: bad files are errors naming the file", "[onnx]") {
-  fs::path dir = temp_dir("bad");
+  fs::path dir = scratch_dir("bad");
   std::string good = build_onnx_model(small_cnn());
   std::string trunc = (dir / "trunc.onnx").string(), text = (dir / "text.onnx").string(), missing = (dir / "missing.onnx").string();
   write(trunc, good.substr(0, good.size() / 2));
@@ -201,7 +196,7 @@ TEST_CASE("ONNX: bad files are errors naming the file", "[onnx]") {
 }
 
 TEST_CASE("ONNX: rsim import writes a zoo model whose run equals the direct one", "[onnx][cli]") {
-  fs::path dir = temp_dir("import");
+  fs::path dir = scratch_dir("import");
   write(dir / "cnn.onnx", build_onnx_model(small_cnn()));
   fs::create_directories(dir / "models");
   std::ostringstream o, e;
@@ -253,7 +248,7 @@ TEST_CASE("ONNX: rsim import writes a zoo model whose run equals the direct one"
 }
 
 TEST_CASE("ONNX: ignored operators are listed in the terminal summary and report.md", "[onnx][cli]") {
-  fs::path dir = temp_dir("ignored");
+  fs::path dir = scratch_dir("ignored");
   // x [1, 4] → Dropout → Relu → Dropout → FooOp → y; Dropout is built in, but the scenario may still drop it
   OnnxModelSpec s;
   s.inputs = {{"x", {"1", "4"}, 1, {}}};
@@ -290,7 +285,7 @@ TEST_CASE("ONNX: ignored operators are listed in the terminal summary and report
 }
 
 TEST_CASE("ONNX: an op mapped to a Lua rsim.op receives the node's attributes", "[onnx][scripting]") {
-  fs::path dir = temp_dir("lua");
+  fs::path dir = scratch_dir("lua");
   // x [2, 6, 5, 5] → MyGroupNorm(x, gamma [6], beta [6]; groups = 3, epsilon = 0.001, mode = "affine") → y
   OnnxModelSpec s;
   s.inputs = {{"x", {"2", "6", "5", "5"}, 1, {}}};
@@ -362,7 +357,7 @@ TEST_CASE("ONNX: a weight that feeds several nodes is counted once", "[onnx]") {
              {"Gemm", "g3", {"h2", "W", "b2"}, {"h3"}, {one("transB", 1)}},
              {"MatMul", "m", {"h3", "W"}, {"h4"}, {}},
              {"Add", "add", {"h4", "b2"}, {"y"}, {}}};
-  fs::path dir = temp_dir("tied");
+  fs::path dir = scratch_dir("tied");
   write(dir / "tied.onnx", build_onnx_model(s));
   std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: tied, onnx: tied.onnx}\n";
   RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
