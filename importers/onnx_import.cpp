@@ -1881,8 +1881,23 @@ std::string converter_hazard(const onnx::ModelProto& proto) {
   for (const auto& v : g.output()) note(v);
   for (const auto& t : g.initializer()) rank[t.name()] = t.dims_size();
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Pow"};
-  for (const auto& n : g.node()) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+  // every node, whatever its domain (the converter picks adapters by op name: fuzz_onnx crashed it
+  // with an Add in domain "0"), and the nodes of subgraphs too
+  std::vector<const onnx::NodeProto*> nodes;
+  std::vector<const onnx::GraphProto*> graphs = {&g};
+  while (!graphs.empty() && nodes.size() < 1000000) {
+    const onnx::GraphProto* sub = graphs.back();
+    graphs.pop_back();
+    for (const auto& n : sub->node()) {
+      nodes.push_back(&n);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) graphs.push_back(&a.g());
+        for (const auto& gg : a.graphs()) graphs.push_back(&gg);
+      }
+    }
+  }
+  for (const onnx::NodeProto* np : nodes) {
+    const onnx::NodeProto& n = *np;
     const std::string& op = n.op_type();
     auto who = "node '" + n.name() + "' (" + op + ") ";
     auto inputs = [&](int want, bool exact) -> std::string {
