@@ -262,7 +262,9 @@ Model fit_model(const std::vector<Sample>& samples) {
         double r = std::log(predict_s(s, m) / s.measured_s);
         loss += r * r;
       }
-      if (loss < best_loss * (1 - 1e-12)) best_loss = loss, best = std::move(m);  // ties: the first (less contention)
+      // a candidate must beat the best by more than rounding: ties (e.g. two layers, which any
+      // contention fits exactly) keep the first, i.e. the least contention
+      if (loss < best_loss - 1e-12 * (1.0 + static_cast<double>(samples.size()))) best_loss = loss, best = std::move(m);
     }
   }
   if (!std::isfinite(best_loss)) best.rules = fit_calibration(samples);
