@@ -468,18 +468,24 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
           for (auto& sm : r.results[i].summary) sm.point = i;
         }
         for (auto spec : specs) {
-          if (spec.kind == plots::Kind::Layers) {
-            if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
-              throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
-            spec.point = 0;
+          try {  // each plot's error, not only the first
+            if (spec.kind == plots::Kind::Layers) {
+              if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
+                throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
+              spec.point = 0;
+            }
+            plots::build_figures(spec, r, s);
+          } catch (const ConfigError& e) {
+            found.add(e);
           }
-          plots::build_figures(spec, r, s);
         }
         size_t rows = 0;
         for (const auto& pr : r.results) rows += pr.rows.size();
-        out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
-        if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
-        out << ", " << rows << " layer evaluations)\n";
+        if (found.empty()) {
+          out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
+          if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
+          out << ", " << rows << " layer evaluations)\n";
+        }
       }
     } catch (const ConfigError& e) {
       found.add(e);

@@ -343,7 +343,16 @@ class Builder {
       for (const auto& s : L.in_shapes) shapes += (shapes.empty() ? "" : ", ") + shape_str(s);
       std::vector<Note> notes = {Note{{}, "input shape" + std::string(L.in_shapes.size() == 1 ? "" : "s") + ": " + shapes}};
       for (const auto& n : e.notes) notes.push_back(Note{{}, n});
-      d_.error(item.loc, where + ": " + e.what(), notes);
+      // a message about one of the layer's attributes ("groups (3) must divide …") points at its
+      // value; any other at the layer
+      SourceLoc at = item.loc;
+      const std::string msg = e.what();
+      if (size_t k = msg.find_first_of(" ("); k != std::string::npos && k > 0 && item.is_map()) {
+        const std::string word = msg.substr(0, k);
+        bool is_attr = std::any_of(L.op->attrs.begin(), L.op->attrs.end(), [&](const AttrSpec& a) { return a.name == word; });
+        if (const CNode* v = is_attr ? item.find(word) : nullptr) at = v->loc;
+      }
+      d_.error(at, where + ": " + msg, notes);
       failed = true;
       return;
     }

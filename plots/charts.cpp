@@ -1108,13 +1108,14 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
   std::vector<BuiltFigure> out;
   std::vector<std::string> all = platform_names(r);
   std::vector<std::string> plats = spec.platforms.empty() ? all : spec.platforms;
-  for (const auto& p : plats)
-    if (std::find(all.begin(), all.end(), p) == all.end()) {
+  for (size_t pi = 0; pi < plats.size(); ++pi)
+    if (const std::string& p = plats[pi]; std::find(all.begin(), all.end(), p) == all.end()) {
       // what-if platforms are named per point ("x@2.2GHz"): accept the base name for heatmaps
       bool prefix = platform_slot(r, p) != SIZE_MAX;
       if (!(spec.kind == Kind::Heatmap && prefix)) {
         std::string hint = did_you_mean(p, all);
-        throw ConfigError(spec.loc, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
+        const SourceLoc& at = pi < spec.platform_locs.size() && !spec.platforms.empty() ? spec.platform_locs[pi] : spec.loc;
+        throw ConfigError(at, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
       }
     }
   if (!spec.network.empty()) {
@@ -1367,7 +1368,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     if (const CNode* v = item.find("network")) p.network_loc = v->loc;
     if (const CNode* v = m.get("platforms")) {
       for (const CNode* i : as_list(*v))
-        if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t);
+        if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t), p.platform_locs.push_back(i->loc);
     }
     if (const CNode* v = m.get("formats")) {
       for (const CNode* i : as_list(*v)) {

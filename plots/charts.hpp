@@ -46,6 +46,7 @@ struct PlotSpec {
   bool physical = false;               // width/height given in mm/cm/in/pt: kept exactly
   SourceLoc loc;
   SourceLoc network_loc;
+  std::vector<SourceLoc> platform_locs;  // of each name in `platforms`
 };
 
 // Reads `plots:` (a list). Errors are collected in `d`.

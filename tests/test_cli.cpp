@@ -94,10 +94,11 @@ TEST_CASE("a failed run exits 1 and writes nothing", "[cli]") {
                         "  - {name: n, input: [1, 8, 4, 4], layers: [{op: conv2d, out_channels: 8, kernel: 3, groups: \"${g}\"}]}\n";
   CliOut r = cli({"run", bad.string(), "--out", dir.string(), "--hw-dir", src("hardware")});
   CHECK(r.code == 1);
+  // the value of groups: "  - {" 1-5, "name: n, " 6-14, "input: [1, 8, 4, 4], " 15-35, "layers: [" 36-44, "{" 45, "op: conv2d, " 46-57, "out_channels: 8, " 58-74, "kernel: 3, " 75-85, "groups: " 86-93
   CHECK(r.err == bad.string() +
-                     ":5:45: error: layer 'conv2d_1' (conv2d): groups (3) must divide the input channels (8) of 1x8x4x4\n"
+                     ":5:94: error: layer 'conv2d_1' (conv2d): groups (3) must divide the input channels (8) of 1x8x4x4\n"
                      "  - {name: n, input: [1, 8, 4, 4], layers: [{op: conv2d, out_channels: 8, kernel: 3, groups: \"${g}\"}]}\n"
-                     "                                            ^\n"
+                     "                                                                                             ^\n"
                      "note: input shape: 1x8x4x4\n"
                      "note: at sweep point 1: g=3\n");
   CHECK_FALSE(fs::exists(dir));
@@ -139,6 +140,22 @@ TEST_CASE("validate reports the errors of plots, platforms and networks together
                      "  - {kind: roofline, nme: x}\n"
                      "                     ^\n"
                      "note: did you mean 'name'?\n");
+  // two plots naming platforms the run lacks: both reported, each at the name
+  std::ofstream(bad) << "name: p\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 4], layers: [{op: relu}]}\nplots:\n"
+                        "  - {kind: roofline, name: r, platforms: [a100]}\n"
+                        "  - {kind: roofline, name: s, platforms: [rtx3080, a100x]}\n";
+  CliOut pl = cli({"validate", bad.string(), "--hw-dir", src("hardware")});
+  CHECK(pl.code == 1);
+  // "  - {" 1-5, "kind: roofline, " 6-21, "name: r, " 22-30, "platforms: " 31-41, "[" 42: a100 at 43;
+  // "rtx3080" 43-49, ", " 50-51: a100x at 52
+  CHECK(pl.err == f + ":6:43: error: plot names platform 'a100', which this run does not evaluate\n"
+                      "  - {kind: roofline, name: r, platforms: [a100]}\n"
+                      "                                          ^\n"
+                      "note: platforms here: rtx3080\n" +
+                  f + ":7:52: error: plot names platform 'a100x', which this run does not evaluate\n"
+                      "  - {kind: roofline, name: s, platforms: [rtx3080, a100x]}\n"
+                      "                                                   ^\n"
+                      "note: platforms here: rtx3080\n");
   // a plot without a kind is an error, not an internal failure
   std::ofstream(bad) << "name: nokind\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 4], layers: [{op: relu}]}\nplots:\n  - {type: roofline}\n";
   CliOut k = cli({"validate", bad.string(), "--hw-dir", src("hardware")});
@@ -190,10 +207,11 @@ TEST_CASE("a plot naming a platform the run lacks is a config error before anyth
                       "plots:\n  - {kind: roofline, platforms: [v100]}\n";
   CliOut r = cli({"run", y.string(), "--out", dir.string(), "--hw-dir", src("hardware")});
   CHECK(r.code == 1);
+  // at the name: "  - {" 1-5, "kind: roofline, " 6-21, "platforms: " 22-32, "[" 33, v100 at 34
   CHECK(r.err == y.string() +
-                     ":6:5: error: plot names platform 'v100', which this run does not evaluate\n"
+                     ":6:34: error: plot names platform 'v100', which this run does not evaluate\n"
                      "  - {kind: roofline, platforms: [v100]}\n"
-                     "    ^\n"
+                     "                                 ^\n"
                      "note: platforms here: rtx3080\n");
   CHECK_FALSE(fs::exists(dir / "results.csv"));
   fs::remove(y);

@@ -1069,9 +1069,10 @@ layers:
   - {name: s1, block: dw, args: {g: 4}}
 )");
   REQUIRE(g.d.size() == 1);
+  // the value of groups: 6 spaces, "- " 7-8, "{" 9, "name: conv, " 10-21, "op: conv2d, " 22-33, "out_channels: 32, " 34-51, "kernel: 3, " 52-62, "groups: " 63-70
   CHECK(format_diagnostic(g.d.list()[0]) ==
-        "net.yaml:7:9: error: layer 's1.conv' (conv2d): groups (4) must divide the input channels (30) of 1x30x8x8\n"
+        "net.yaml:7:71: error: layer 's1.conv' (conv2d): groups (4) must divide the input channels (30) of 1x30x8x8\n"
         "      - {name: conv, op: conv2d, out_channels: 32, kernel: 3, groups: \"${g}\"}\n"
-        "        ^\n"
+        "                                                                      ^\n"
         "note: input shape: 1x30x8x8\n");
 }

@@ -223,10 +223,11 @@ networks:
     layers:
       - {name: c, op: conv2d, out_channels: 32, kernel: 3, groups: "${g}"}
 )";
+  // the value of groups: 6 spaces, "- " 7-8, "{" 9, "name: c, " 10-18, "op: conv2d, " 19-30, "out_channels: 32, " 31-48, "kernel: 3, " 49-59, "groups: " 60-67
   CHECK(error_of([&] { run_text(y); }) ==
-        "t.yaml:8:9: error: layer 'c' (conv2d): groups (3) must divide the input channels (32) of 1x32x8x8\n"
+        "t.yaml:8:68: error: layer 'c' (conv2d): groups (3) must divide the input channels (32) of 1x32x8x8\n"
         "      - {name: c, op: conv2d, out_channels: 32, kernel: 3, groups: \"${g}\"}\n"
-        "        ^\n"
+        "                                                                   ^\n"
         "note: input shape: 1x32x8x8\n"
         "note: at sweep point 0: g=3\n");
 }
