@@ -1005,9 +1005,10 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     err << "rsim: error: no measured layers in the given files\n";
     return kConfig;
   }
-  auto rules = measure::fit_calibration(samples);
+  measure::Model model = measure::fit_model(samples);
+  const auto& rules = model.rules;
   std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
-  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from);
+  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention);
   {  // the result must load as a platform
     Diags d;
     build_platform(parse_yaml(yaml, vm["output"].as<std::string>()), nullptr, d);
@@ -1030,6 +1031,13 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b,
                   r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out << buf;
+  }
+  if (model.contention.active()) {
+    std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms wait for other work: up to %.3g× (onset_s %.4g, slowdown %.4g)\n",
+                  model.contention.onset_s * 1e3, model.contention.slowdown, model.contention.onset_s, model.contention.slowdown);
+    out << buf;
+  } else {
+    out << "  contention      none (the measured core was not shared, or the fit found no sign of it)\n";
   }
   if (cv.folds.empty()) {
     out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";

@@ -517,6 +517,13 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         }
         r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                              lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+        if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
+          const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
+          r.derated.compute_time_s *= f;
+          r.derated.memory_time_s *= f;
+          r.derated.time_s *= f;
+          r.derated.attainable_flops_per_s /= f;
+        }
         if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
           try {
             r.metrics = ctx.hooks->metrics(r, L);

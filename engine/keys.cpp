@@ -213,6 +213,7 @@ std::vector<MapDef> build() {
            {"memory", list_of("memory_level"), true, "Memory levels; the first is the default of rooflines (settings.memory_level picks another)."},
            {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
            {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
+           {"contention", map_of("contention"), false, "Time sharing of the measured core, fitted by `rsim calibrate` (applied to compute-bound layers)."},
        }},
       {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b · g^c (g: channels per group)",
        {
@@ -220,6 +221,11 @@ std::vector<MapDef> build() {
            {"ops", one_or_list(str()), true, "Operators of the class."},
            {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
            {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
+       }},
+      {"contention", "Time sharing of a core: a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))",
+       {
+           {"onset_s", num(), true, "Time in seconds (0 to 1000, exclusive of 0) around which layers start to wait for other work's time slices."},
+           {"slowdown", num(), true, "Factor on a layer much longer than onset_s (at least 1; 1 = a core of its own)."},
        }},
       {"scale", "Factors applied to every roof of a platform",
        {

@@ -16,6 +16,11 @@ const ComputeRoof* Platform::roof_for(DType t) const {
   return nullptr;
 }
 
+double Contention::apply(double t) const {
+  if (!active() || !(t > 0)) return t;
+  return t * (1 + (slowdown - 1) / (1 + std::pow(onset_s / t, steepness)));
+}
+
 double PowerLaw::at(double x, double g) const {
   double e = x > 0 ? a * std::pow(x, b) : a;
   if (g > 0 && c != 0) e *= std::pow(g, c);
@@ -431,6 +436,20 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         p.calibration.push_back(rule);
       }
   }
+  if (const CNode* c = m.get("contention")) {
+    MapReader cm(*c, keys::map("contention"), "contention", d);
+    if (const CNode* v = cm.require("onset_s"))
+      if (auto x = to_number(*v, d, "onset_s")) {
+        if (!(*x > 0) || *x > 1e3) d.error(v->loc, "onset_s must be a time in seconds above 0 and at most 1000 (rsim calibrate writes it)");
+        else p.contention.onset_s = *x;
+      }
+    if (const CNode* v = cm.require("slowdown"))
+      if (auto x = to_number(*v, d, "slowdown")) {
+        if (!(*x >= 1) || *x > 1e3) d.error(v->loc, "slowdown must be at least 1 (a core of its own) and at most 1000");
+        else p.contention.slowdown = *x;
+      }
+    cm.finish();
+  }
   if (const CNode* c = m.require("memory")) {
     if (!c->is_seq() || c->items.empty())
       d.error(c->loc, "memory must be a list of levels (name, bandwidth or derive)");
@@ -479,6 +498,9 @@ std::string describe_platform(const Platform& p) {
   if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";
   if (!p.source.empty()) s += "  source: " + p.source + "\n";
   if (p.launch_overhead_s > 0) s += "  launch overhead: " + si6(p.launch_overhead_s, "s") + " per kernel\n";
+  if (p.contention.active())
+    s += "  contention (calibrated): compute-bound layers longer than " + si6(p.contention.onset_s, "s") + " slowed up to " + num(p.contention.slowdown) +
+         "×\n";
   s += "  compute roofs:\n";
   for (const auto& r : p.compute) {
     std::string dts;

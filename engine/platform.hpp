@@ -36,6 +36,18 @@ struct PowerLaw {
   double a = 1, b = 0, c = 0;
   double at(double x, double g = 0) const;
 };
+// Time sharing of the measured core (written by `rsim calibrate`, fitted beside the rules): a
+// compute-bound layer that runs t seconds on its own takes
+//   t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))
+// on a core shared with other runnable work: t below the onset (about half the scheduler's time
+// slice) mostly runs in one slice (factor → 1), a longer one waits for the others' slices (factor
+// → slowdown). slowdown 1 (the default) is a core of its own.
+struct Contention {
+  double onset_s = 0, slowdown = 1;
+  static constexpr double steepness = 8;
+  bool active() const { return slowdown > 1 && onset_s > 0; }
+  double apply(double t) const;
+};
 struct CalibrationRule {
   std::string name;               // op class, e.g. "conv"
   std::vector<std::string> ops;   // operator names it covers
@@ -51,6 +63,7 @@ struct Platform {
   std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
   double launch_overhead_s = 0;     // added per kernel (e.g. a GPU kernel launch)
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
+  Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
 
   const CalibrationRule* calibration_for(const std::string& op) const;
 

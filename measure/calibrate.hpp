@@ -2,8 +2,14 @@
 // a platform file as data (`calibration:`) that the engine applies without scripts.
 // Model: efficiency = a · x^b · g^c (clamped to (0, 1]) with x = MACs for compute-bound layers
 // (FLOPs when a layer has no MACs) and x = bytes moved for memory-bound layers, g = input channels
-// per group for grouped operators (convolutions; the factor is 1 for the others); fitted by least
-// squares on log(efficiency) = log a + b · log x + c · log g, per class.
+// per group for grouped operators (convolutions; the factor is 1 for the others); fitted per class on
+// log(efficiency) = log a + b · log x + c · log g by least squares made robust (Huber, below).
+// Beside the rules, a platform-wide time-sharing term (engine/platform.hpp: Contention): on a core
+// shared with other runnable work, a compute-bound layer longer than the onset (≈ half a scheduler
+// slice) waits for the others' slices, so its median time grows by up to `slowdown`. fit_model
+// picks (onset, slowdown) on a grid (slowdown 1 = no contention is one of the candidates) by the
+// least squares of log(predicted / measured) over every layer, fitting the rules on the times
+// with the contention taken out for each candidate.
 #pragma once
 #include <map>
 #include <string>
@@ -38,15 +44,29 @@ PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe);
 struct XGE {
   double x = 0, g = 0, e = 0;  // work or bytes, channels per group (0: none), efficiency
 };
-// Fits a·x^b·g^c by least squares on logs. c is fitted only when the points with g > 0 span more
-// than one value of g (otherwise c = 0 and the fit is fit_power_law's); the points with g = 0
-// then count with g's factor 1.
+// Fits a·x^b·g^c on logs, robustly: Huber's M-estimate (squares for residuals up to kHuber in log
+// space, linear beyond), by iteratively reweighted least squares. c is fitted only when the points
+// with g > 0 span more than one value of g (otherwise c = 0); the points with g = 0 count with g's
+// factor 1. Without outliers (every |residual| ≤ kHuber) it is the least-squares fit.
+constexpr double kHuber = 0.4054651081081644;  // log 1.5
 PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge);
 
 std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples);
 
 // Predicted time of a sample under rules (1, 1 efficiency for an op without a rule).
 double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules);
+
+// The rules and the contention fitted together.
+struct Model {
+  std::vector<CalibrationRule> rules;
+  Contention contention;
+};
+// The grid fit_model searches: slowdown 1, 1.25, … 6; onset 1 ms · 2^(i/4), i = −16 … 24 (62.5 µs … 64 ms).
+Model fit_model(const std::vector<Sample>& samples);
+// predict_s under the rules, then the contention on a compute-bound sample (as the engine does).
+double predict_s(const Sample& s, const Model& m);
+// The run time t with c.apply(t) = measured (c.apply is increasing); measured when c is inactive.
+double remove_contention(double measured_s, const Contention& c);
 
 struct CrossValidation {
   struct Fold {
@@ -71,7 +91,8 @@ std::string predictions_csv(const CrossValidation& cv);
 CrossValidation cross_validate(const std::vector<Sample>& samples);
 
 // The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.
+// An active contention is appended as `contention:`.
 std::string calibrated_platform_yaml(const std::string& platform_text, const std::string& name, const std::vector<CalibrationRule>& rules,
-                                     const std::string& fitted_from);
+                                     const std::string& fitted_from, const Contention& contention = {});
 
 }  // namespace rsim::measure

@@ -12,11 +12,16 @@ One command (`make validation`, or `python3 scripts/validation.py --rsim build/r
      median / 90th percentile of |predicted/measured − 1| before and after calibration, the share of
      FLOP-carrying layers within 1.5×, the whole-network time error, beside the issue's targets.
 Standard library only. Everything is written under --work (default out/validation); the report and
-its figures go to docs/ (--doc). Takes a few minutes; not part of CI.
+its figures go to docs/ (--doc). Takes a few minutes; not part of CI. The run's context (start time,
+load, probe and bench output, run log) is kept in WORK/run.json, so that
+`--reuse DIR` recomputes steps 4–5 from the measurements kept in DIR (a former --work folder, left
+in place) in seconds, without probing or measuring again: the report then states when, and under what
+load, those measurements were taken.
 """
 import argparse
 import csv
 import datetime
+import json
 import os
 import shutil
 import statistics
@@ -96,50 +101,78 @@ def main():
     ap.add_argument("--quick", action="store_true", help="rsim probe --quick")
     ap.add_argument("--work", default=os.path.join(ROOT, "out", "validation"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "validation.md"))
+    ap.add_argument("--reuse", metavar="DIR", help="skip probe, bench and measure: recompute the calibration and the report from the "
+                    "measurements kept in DIR (a former --work folder with run.json; DIR is not deleted)")
     a = ap.parse_args()
 
-    threads = a.threads or os.cpu_count() or 1
-    work = os.path.abspath(a.work)
-    if os.path.isdir(work):
-        shutil.rmtree(work)
-    os.makedirs(work)
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    log = []
-    load_start = loadavg()
-    started = datetime.datetime.now(datetime.timezone.utc)
-
-    # 1. probe
-    platform = os.path.join(work, "this_machine.yaml")
-    probe_out = run([a.rsim, "probe", "--threads", str(threads), "-o", platform, "--json", os.path.join(work, "probe.json"), "--out",
-                     os.path.join(work, "probe")] + (["--quick"] if a.quick else []), env, log)
-
-    # 2. probe vs reference kernels
-    bench_out = None
-    bench = a.bench or os.path.join(os.path.dirname(os.path.abspath(a.rsim)), "bench", "rsim_bench_probe")
-    if not a.no_bench and os.path.exists(bench):
-        bench_out = run([bench, "--quick"], env, log)
-
-    # 3. measure
     measured = {}
-    for name, model in NETWORKS:
-        path = os.path.join(work, name + ".yaml")
-        with open(path, "w") as f:
-            f.write(f"name: {name}\nsettings: {{dtype: fp32, memory_model: inputs+weights+outputs}}\nplatforms: [rtx3080]\n"
-                    f"networks:\n  - {{model: {model}, args: {{batch: 1, size: 224}}}}\n")
-        measured[name] = path
+    for name, _ in NETWORKS:
+        measured[name] = None
     for s in SWEEPS:
         measured[s] = os.path.join(ROOT, "scenarios", s + ".yaml")
-    summaries = {}
-    for name, path in measured.items():
-        out = os.path.join(work, "measure", name)
-        summaries[name] = run([a.rsim, "measure", path, "--platform", platform, "--reps", str(a.reps), "--out", out, "--quiet"], env, log)
+    if a.reuse:
+        work = os.path.abspath(a.reuse)
+        try:
+            with open(os.path.join(work, "run.json")) as f:
+                ctx = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(f"validation: --reuse {work}: cannot read run.json ({e}); it is written by a full run of this script")
+        missing = [n for n in measured if not os.path.exists(os.path.join(work, "measure", n, "measured.csv"))]
+        if missing:
+            sys.exit(f"validation: --reuse {work}: no measured.csv for {', '.join(missing)}")
+        threads, reps, quick = ctx["threads"], ctx["reps"], ctx["quick"]
+        started = datetime.datetime.fromisoformat(ctx["started"])
+        load_start, load_end, log = ctx["load_start"], ctx["load_end"], [tuple(x) for x in ctx["log"]]
+        probe_out, bench_out, cpu, ncpu = ctx["probe_out"], ctx.get("bench_out"), ctx["cpu"], ctx["ncpu"]
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        platform = os.path.join(work, "this_machine.yaml")
+    else:
+        threads = a.threads or os.cpu_count() or 1
+        reps, quick = a.reps, a.quick
+        work = os.path.abspath(a.work)
+        if os.path.isdir(work):
+            shutil.rmtree(work)
+        os.makedirs(work)
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        log = []
+        load_start = loadavg()
+        started = datetime.datetime.now(datetime.timezone.utc)
+        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+        ncpu = os.cpu_count()
+
+        # 1. probe
+        platform = os.path.join(work, "this_machine.yaml")
+        probe_out = run([a.rsim, "probe", "--threads", str(threads), "-o", platform, "--json", os.path.join(work, "probe.json"), "--out",
+                         os.path.join(work, "probe")] + (["--quick"] if quick else []), env, log)
+
+        # 2. probe vs reference kernels
+        bench_out = None
+        bench = a.bench or os.path.join(os.path.dirname(os.path.abspath(a.rsim)), "bench", "rsim_bench_probe")
+        if not a.no_bench and os.path.exists(bench):
+            bench_out = run([bench, "--quick"], env, log)
+
+        # 3. measure
+        for name, model in NETWORKS:
+            path = os.path.join(work, name + ".yaml")
+            with open(path, "w") as f:
+                f.write(f"name: {name}\nsettings: {{dtype: fp32, memory_model: inputs+weights+outputs}}\nplatforms: [rtx3080]\n"
+                        f"networks:\n  - {{model: {model}, args: {{batch: 1, size: 224}}}}\n")
+            measured[name] = path
+        for name, path in measured.items():
+            out = os.path.join(work, "measure", name)
+            run([a.rsim, "measure", path, "--platform", platform, "--reps", str(reps), "--out", out, "--quiet"], env, log)
+        load_end = loadavg()
+        with open(os.path.join(work, "run.json"), "w") as f:
+            json.dump({"started": started.isoformat(), "load_start": load_start, "load_end": load_end, "threads": threads, "reps": reps,
+                       "quick": quick, "cpu": cpu, "ncpu": ncpu, "log": log, "probe_out": probe_out, "bench_out": bench_out}, f, indent=1)
 
     # 4. calibrate (cross-validated by network)
     csvs = [os.path.join(work, "measure", n, "measured.csv") for n in measured]
     preds_path = os.path.join(work, "predictions.csv")
+    cal_log = []
     cal_out = run([a.rsim, "calibrate", *csvs, "--platform", platform, "-o", os.path.join(work, "this_machine_cal.yaml"), "--predictions",
-                   preds_path], env, log)
-    load_end = loadavg()
+                   preds_path], env, cal_log)
+    log = log + cal_log
 
     # 5. numbers
     bound = {}  # name → (at or above the bound, measured layers)
@@ -173,25 +206,43 @@ def main():
     # 6. the report
     L = []
     w = L.append
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
     w("# Validation: rsim's predictions against measurements on this machine\n")
-    w(f"Regenerated by `make validation` (`scripts/validation.py`) on {started:%Y-%m-%d %H:%M} UTC: {cpu}, {os.cpu_count()} logical CPUs, "
-      f"{threads} thread{'s' if threads > 1 else ''} for the probe and for oneDNN (`OMP_NUM_THREADS={threads}`). "
-      f"Load average {load_start} at the start, {load_end} at the end (1, 5, 15 min): other work on the machine "
-      "slows measurements unevenly, so read every number below with it in mind.\n")
+    when = (f"Measured by `make validation` (`scripts/validation.py`) on {started:%Y-%m-%d %H:%M} UTC: {cpu}, {ncpu} logical CPUs, "
+            f"{threads} thread{'s' if threads > 1 else ''} for the probe and for oneDNN (`OMP_NUM_THREADS={threads}`). "
+            f"Load average {load_start} at the start, {load_end} at the end (1, 5, 15 min)")
+    if a.reuse:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        w(when + f". The calibration and this report were recomputed from those measurements on {now:%Y-%m-%d %H:%M} UTC by "
+          "`scripts/validation.py --reuse DIR` (no probe or measurement ran again).\n")
+    else:
+        w(when + ".\n")
+    try:
+        busy = float(str(load_start).split()[0]) > 0.5 * (ncpu or 1)
+    except (ValueError, IndexError):
+        busy = False
+    if busy:
+        w(f"**The machine was busy**: a load average of {str(load_start).split()[0]} on {ncpu} logical CPUs means several runnable "
+          "processes per core, so a layer longer than a scheduler time slice waits for the others' slices and its median time "
+          "grows by several times, while a short layer mostly runs in one slice. Every measured time below carries that; the "
+          "calibration models it (the `contention` term), and its numbers describe this machine *under that load*, not a quiet one.\n")
+    else:
+        w("Other work on the machine slows measurements unevenly, so read every number below with the load in mind.\n")
     w("## Method\n")
-    w(f"1. `rsim probe{' --quick' if a.quick else ''} --threads {threads}` measures the roofs: FMA peaks per ISA and precision, the clock, and "
+    w(f"1. `rsim probe{' --quick' if quick else ''} --threads {threads}` measures the roofs: FMA peaks per ISA and precision, the clock, and "
       "read/write/copy/triad bandwidth over a working-set sweep with plateaus named L1, L2, L3, DRAM. Its platform file has "
       "theoretical compute roofs (cores × clock × lanes × detected pipes × 2), the measured rates as derated roofs, and one memory "
       "level per plateau with the OS's cache size.")
     w("2. `rsim_bench_probe --quick` (bench/bench_probe.cpp) runs reference kernels written independently of the probe in the same run: "
       "a hand-written FMA chain in assembly and STREAM Copy/Triad.")
-    w(f"3. `rsim measure SCENARIO --platform this_machine.yaml --reps {a.reps}` (warm caches: `memory_level: auto`, `mac_count: "
+    w(f"3. `rsim measure SCENARIO --platform this_machine.yaml --reps {reps}` (warm caches: `memory_level: auto`, `mac_count: "
       "executed`) runs every layer with oneDNN, 3 warm-ups then the median of the repetitions, beside its roofline bound on the "
       "probed roofs: ResNet-18, ResNet-50, MobileNetV2 and VGG16 (batch 1, 224×224, fp32) and the six seed sweeps (channels, "
       "group conv, kernel size, output size, FC, reshape).")
     w("4. `rsim calibrate` fits efficiency = a · x^b · g^c per op class (x = MACs for compute-bound layers, bytes for "
-      "memory-bound ones, g = input channels per group) and, for each scenario, predicts its layers from a fit on all the *other* "
+      "memory-bound ones, g = input channels per group; a robust fit, Huber at log 1.5, so a few layers on a slow fallback kernel "
+      "do not drag the law of the others) together with one platform-wide time-sharing term: a compute-bound layer of run time t "
+      "takes t · (1 + (slowdown − 1) / (1 + (onset / t)^8)), onset and slowdown chosen on a grid by the least squares of "
+      "log(predicted / measured) over every layer. For each scenario it predicts the layers from a fit on all the *other* "
       "scenarios (`--predictions`). *Before* = the probed roofs alone (their derated = measured roofs); *after* = the "
       "cross-validated calibrated prediction. Error per layer = |predicted / measured − 1|.\n")
     w("## The issue's targets\n")
@@ -218,8 +269,10 @@ def main():
     w("How to read them: *before* is the roofline on the probed roofs, which are this machine's best "
       "microbenchmark rates, so it is a bound, not a prediction; its error is the efficiency oneDNN leaves on the table. "
       "*After* is a prediction for a network none of whose layers were in the fit. A scenario measured on a busy machine "
-      "carries the interference in its times (the medians of short repetitions), which no per-class efficiency "
-      "can predict, so the calibrated errors are an upper bound of what a quiet machine gives.\n")
+      "carries the interference in its times (the medians of short repetitions): the contention term models its average "
+      "effect as a function of a layer's length, with one asymptote (slowdown) for every layer much longer than the onset; "
+      "how much a layer actually waits varies from layer to layer and run to run, and a network made only of layers far "
+      "longer than those the fit saw can wait less (or more) than the asymptote says.\n")
     w("## Per scenario\n")
     w("Each row is predicted by a calibration fitted on every other row's scenario.\n")
     w("| scenario | layers | ≥ bound | median err before → after | p90 before → after | within 1.5× before → after | network time err before → after |")
@@ -232,6 +285,24 @@ def main():
           f"{pct(s['net_before'])} → {pct(s['net_after'])} |")
     w(f"| **all** | {allp['n']} | {ok_all} ({pct(share)}) | {allp['med_before']:.2f} → {allp['med_after']:.2f} | "
       f"{allp['p90_before']:.2f} → {allp['p90_after']:.2f} | {pct(allp['within_before'])} → {pct(allp['within_after'])} | — |")
+    w("")
+    w("## Where the whole-network error comes from\n")
+    w("Signed: + = predicted slower than measured. Per network, the operator whose summed predicted time is furthest from its "
+      "summed measured time, and the share of the network's measured time in layers longer than 1 ms.\n")
+    w("| network | measured total | predicted total (after) | error | largest gap: operator, predicted / measured | time in layers > 1 ms |")
+    w("|---|---|---|---|---|---|")
+    for n in nets:
+        rows = [p for p in preds if p["scenario"] == n]
+        sm, sp = sum(r["measured_s"] for r in rows), sum(r["calibrated_s"] for r in rows)
+        ops = {}
+        for r in rows:
+            o = ops.setdefault(r["op"], [0.0, 0.0])
+            o[0] += r["calibrated_s"]
+            o[1] += r["measured_s"]
+        gap_op, (gp, gm) = max(ops.items(), key=lambda kv: abs(kv[1][0] - kv[1][1]))
+        long_share = sum(r["measured_s"] for r in rows if r["measured_s"] > 1e-3) / sm if sm else float("nan")
+        w(f"| {n} | {sm * 1e3:.1f} ms | {sp * 1e3:.1f} ms | {100 * (sp / sm - 1):+.0f} % | {gap_op}: {gp * 1e3:.1f} / {gm * 1e3:.1f} ms | "
+          f"{pct(long_share)} |")
     w("")
     w("## Per op class (every scenario)\n")
     w("| class | layers | median err before → after | p90 before → after | within 1.5× before → after |")

@@ -567,3 +567,117 @@ networks:
   CHECK(rows[1].efficiency.compute == Approx(0.5));
   CHECK(rows[1].derated.compute_time_s == Approx(2 * 9216 / (100e9 * 0.5)));
 }
+
+TEST_CASE("measure: the robust fit gives an outlier the weight Huber's estimate gives it", "[measure]") {
+  // one x, no groups: a location estimate. Four layers at efficiency 0.5, one at 0.5 / 20 (a slow
+  // fallback kernel). In logs around log 0.5: residuals 0, 0, 0, 0 and −log 20 ≈ −3.00. Huber with
+  // δ = log 1.5 solves Σ ψ(y − μ) = 0: 4 · (0 − μ) − δ = 0 (the outlier's residual −3.00 − μ is
+  // beyond −δ) → μ = −δ / 4, so a = 0.5 · e^(−log 1.5 / 4) = 0.5 · 1.5^(−1/4). Least squares would
+  // give 0.5 · 20^(−1/5) (the geometric mean), 2.3× further off.
+  std::vector<XGE> pts;
+  for (int i = 0; i < 4; ++i) pts.push_back({1e6, 0, 0.5});
+  pts.push_back({1e6, 0, 0.5 / 20});
+  PowerLaw p = fit_power_law_grouped(pts);
+  CHECK(p.b == 0);
+  CHECK(p.c == 0);
+  CHECK(p.a == Approx(0.5 * std::pow(1.5, -0.25)).epsilon(1e-9));
+  CHECK(kHuber == Approx(std::log(1.5)));
+}
+
+TEST_CASE("measure: contention: the time-sharing law, its inverse, and fit_model recovering it", "[measure]") {
+  Contention c;
+  c.onset_s = 1e-3, c.slowdown = 3;
+  // t = onset: 1 ms · (1 + 2 / (1 + 1)) = 2 ms; t = 2 ms: 2 ms · (1 + 2 / (1 + 2^−8)) = 2 ms · (1 + 512/257)
+  CHECK(c.apply(1e-3) == Approx(2e-3));
+  CHECK(c.apply(2e-3) == Approx(2e-3 * (1 + 512.0 / 257)));
+  // t = onset / 10: 1 + 2 / (1 + 10^8) → the run time itself (within 2e-8)
+  CHECK(c.apply(1e-4) == Approx(1e-4).epsilon(1e-7));
+  CHECK(remove_contention(2e-3, c) == Approx(1e-3).epsilon(1e-12));
+  CHECK(remove_contention(2e-3 * (1 + 512.0 / 257), c) == Approx(2e-3).epsilon(1e-12));
+  CHECK(remove_contention(5e-3, Contention{}) == 5e-3);  // inactive: measured as it is
+  CHECK_FALSE(Contention{}.active());
+
+  // compute-bound convs with efficiency 0.02 · MACs^0.15 on a 100 GFLOP/s roof; run time
+  // 2 · MACs / (1e11 · 0.02 · MACs^0.15): 1e5 MACs → 2e5 / (2e9 · 10^0.75) = 17.8 µs … 1e9 MACs →
+  // 2e9 / (2e9 · 10^1.35) = 44.7 ms, so the layers span the onset 1 ms (grid point i = 0) both ways;
+  // measured = the contention law with slowdown 3 (grid point k = 8) applied to them.
+  std::vector<Sample> samples;
+  for (double macs : {1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9}) {
+    Sample s{"net", "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+    s.measured_s = c.apply(s.work / (s.peak * 0.02 * std::pow(macs, 0.15)));
+    samples.push_back(s);
+  }
+  CHECK(samples[0].measured_s == Approx(2e5 / (2e9 * std::pow(10.0, 0.75))).epsilon(1e-6));  // untouched below the onset
+  Model m = fit_model(samples);
+  CHECK(m.contention.onset_s == Approx(1e-3).epsilon(1e-12));
+  CHECK(m.contention.slowdown == 3);
+  REQUIRE(m.rules.size() == 1);
+  CHECK(m.rules[0].compute.a == Approx(0.02).epsilon(1e-6));
+  CHECK(m.rules[0].compute.b == Approx(0.15).epsilon(1e-6));
+  for (const auto& s : samples) CHECK(predict_s(s, m) == Approx(s.measured_s).epsilon(1e-6));
+  // without time sharing in the data the fit keeps slowdown 1 (inactive)
+  for (auto& s : samples) s.measured_s = s.work / (s.peak * 0.02 * std::pow(s.macs, 0.15));
+  CHECK_FALSE(fit_model(samples).contention.active());
+
+  // the calibrated platform carries it, and the engine applies it to compute-bound layers only
+  std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\n", "cal", m.rules, "synthetic", m.contention);
+  Diags d;
+  Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  CHECK(pl.contention.onset_s == Approx(1e-3));
+  CHECK(pl.contention.slowdown == 3);
+}
+
+TEST_CASE("measure: the engine applies a platform's contention to compute-bound derated times", "[measure]") {
+  // linear 1000 → 1000: 1e6 MACs, 2e6 FLOPs on 2 GFLOP/s = 1 ms (= onset) → 1 ms · (1 + (3 − 1) / 2) = 2 ms;
+  // linear 100 → 100: 2e4 FLOPs = 10 µs → 10 µs · (1 + 2 / (1 + 100^8)) = 10 µs (to 2e-16).
+  // On 1 kB/s the same layers are memory-bound (4 MB of weights → 4000 s vs 1 ms): untouched.
+  const char* yaml = R"(name: cont
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 2 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1000 TB/s}]
+    contention: {onset_s: 0.001, slowdown: 3}
+  - name: slow
+    compute: [{name: c, dtypes: fp32, peak: 2 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1 kB/s}]
+    contention: {onset_s: 0.001, slowdown: 3}
+networks:
+  - name: n
+    input: [1, 1000]
+    layers:
+      - {name: big, op: linear, out_features: 1000, bias: false}
+      - {name: small, op: linear, out_features: 100, bias: false}
+)";
+  RunResult r = rsim::test::run_text(yaml);
+  auto rows = rsim::test::rows_of(r, 0, "p");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]->cost.flops == 2e6);
+  CHECK(rows[0]->theoretical.time_s == Approx(1e-3));
+  CHECK(rows[0]->derated.time_s == Approx(2e-3));
+  CHECK(rows[0]->derated.attainable_flops_per_s == Approx(2e6 / 2e-3));
+  CHECK(rows[1]->derated.time_s == Approx(2e5 / 2e9));
+  auto slow = rsim::test::rows_of(r, 0, "slow");
+  REQUIRE(slow.size() == 2);
+  CHECK(slow[0]->theoretical.bound == Bound::Memory);
+  CHECK(slow[0]->derated.time_s == Approx(slow[0]->theoretical.time_s));  // memory-bound: no contention
+
+  std::string bad = R"(name: cont
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 2 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1 TB/s}]
+    contention: {onset_s: 0.001, slowdown: 0.5}
+networks:
+  - name: n
+    input: [1, 10]
+    layers:
+      - {name: a, op: linear, out_features: 10}
+)";
+  CHECK(rsim::test::error_of([&] { rsim::test::run_text(bad); }) ==
+        "t.yaml:6:44: error: slowdown must be at least 1 (a core of its own) and at most 1000\n"
+        "    contention: {onset_s: 0.001, slowdown: 0.5}\n"
+        "                                           ^\n");
+}
