@@ -318,7 +318,7 @@ def main():
         w("## Probe against reference kernels (`rsim_bench_probe --quick`)\n")
         w("```\n" + bench_out.strip() + "\n```\n")
     w("## Calibration (`rsim calibrate`, all scenarios)\n")
-    w("```\n" + cal_out.strip() + "\n```\n")
+    w("```\n" + cal_out.strip().replace(work, "$WORK") + "\n```\n")
     w("## Figures\n")
     for f in figs:
         w(f"![{f}](images/{f})\n")
