@@ -109,37 +109,42 @@ class LuaExprEvaluator : public ExprEvaluator {
 
   std::string eval(const std::string& expr, const Env& env) override {
     lua_settop(L_, 0);
+    // Every Lua call that allocates runs inside lua_pcall: an allocation refused by the memory cap
+    // outside one would be an unprotected error, which aborts (fuzz_expr found it).
     int fn_ref;
     auto it = compiled_.find(expr);
     if (it != compiled_.end()) {
       fn_ref = it->second;
     } else {
-      std::string code = "return " + translate(expr);
-      if (luaL_loadbufferx(L_, code.data(), code.size(), "=expr", "t") != LUA_OK) {
-        std::string msg = strip_chunk_prefix(lua_tostring(L_, -1));
-        lua_settop(L_, 0);
-        throw ExprError("syntax error: " + msg);
+      if (compiled_.size() >= kMaxCompiled) {  // distinct expressions are few in a scenario; bound them anyway
+        for (const auto& [text, ref] : compiled_) luaL_unref(L_, LUA_REGISTRYINDEX, ref);
+        compiled_.clear();
+        lua_gc(L_, LUA_GCCOLLECT);
       }
-      fn_ref = luaL_ref(L_, LUA_REGISTRYINDEX);
+      std::string code = "return " + translate(expr);
+      int rc = luaL_loadbufferx(L_, code.data(), code.size(), "=expr", "t");  // protected itself
+      if (rc == LUA_OK) {
+        lua_pushcfunction(L_, &LuaExprEvaluator::ref_fn);
+        lua_insert(L_, -2);
+        rc = lua_pcall(L_, 1, 1, 0);
+      }
+      if (rc != LUA_OK) {
+        std::string msg = rc == LUA_ERRMEM || !lua_tostring(L_, -1) ? "expression used more than 64 MiB" : "syntax error: " + strip_chunk_prefix(lua_tostring(L_, -1));
+        lua_settop(L_, 0);
+        throw ExprError(msg);
+      }
+      fn_ref = static_cast<int>(lua_tointeger(L_, -1));
+      lua_settop(L_, 0);
       compiled_[expr] = fn_ref;
     }
-    lua_rawgeti(L_, LUA_REGISTRYINDEX, fn_ref);
-    // fresh environment: the bindings, falling back to the functions
-    lua_createtable(L_, 0, static_cast<int>(env.size()));
-    for (const auto& [name, value] : env) {
-      auto num = parse_double(value);
-      if (num && !value.empty()) {
-        auto i = parse_integer(value);
-        if (i && value.find_first_of(".eE") == std::string::npos) lua_pushinteger(L_, *i);
-        else lua_pushnumber(L_, *num);
-      } else {
-        lua_pushlstring(L_, value.data(), value.size());
-      }
-      lua_setfield(L_, -2, name.c_str());
+    // the function with a fresh environment: the bindings, falling back to the functions
+    Prep prep{&env, fn_ref, meta_ref_};
+    lua_pushcfunction(L_, &LuaExprEvaluator::prepare_fn);
+    lua_pushlightuserdata(L_, &prep);
+    if (lua_pcall(L_, 1, 1, 0) != LUA_OK) {
+      lua_settop(L_, 0);
+      throw ExprError("expression used more than 64 MiB");
     }
-    lua_rawgeti(L_, LUA_REGISTRYINDEX, meta_ref_);
-    lua_setmetatable(L_, -2);
-    lua_setupvalue(L_, -2, 1);  // _ENV
     lua_sethook(L_, count_hook, LUA_MASKCOUNT, kInstructionLimit);
     int rc = lua_pcall(L_, 0, 1, 0);
     lua_sethook(L_, nullptr, 0, 0);
@@ -185,6 +190,40 @@ class LuaExprEvaluator : public ExprEvaluator {
   int funcs_ref_ = LUA_NOREF;
   int meta_ref_ = LUA_NOREF;
   std::unordered_map<std::string, int> compiled_;
+
+  static constexpr size_t kMaxCompiled = 4096;
+  struct Prep {
+    const Env* env;
+    int fn_ref, meta_ref;
+  };
+  // protected: the registry reference of the value it is given
+  static int ref_fn(lua_State* L) {
+    lua_settop(L, 1);
+    lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
+    return 1;
+  }
+  // protected: the compiled function with its _ENV set to the bindings (a Prep* argument)
+  static int prepare_fn(lua_State* L) {
+    const Prep* p = static_cast<const Prep*>(lua_touserdata(L, 1));
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->fn_ref);
+    lua_createtable(L, 0, static_cast<int>(p->env->size()));
+    for (const auto& [name, value] : *p->env) {
+      auto num = parse_double(value);
+      if (num && !value.empty()) {
+        auto i = parse_integer(value);
+        if (i && value.find_first_of(".eE") == std::string::npos) lua_pushinteger(L, *i);
+        else lua_pushnumber(L, *num);
+      } else {
+        lua_pushlstring(L, value.data(), value.size());
+      }
+      lua_setfield(L, -2, name.c_str());
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->meta_ref);
+    lua_setmetatable(L, -2);
+    lua_setupvalue(L, -2, 1);  // _ENV
+    return 1;
+  }
 
   static int index_fn(lua_State* L) {
     // upvalue 1: functions table; args: env table, key
