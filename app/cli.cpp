@@ -27,6 +27,7 @@
 #include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"
 #include "plots/charts.hpp"
+#include "plots/collect.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
@@ -346,8 +347,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (tables == Tables::All) err << "rsim: note: `--tables summary` writes network totals only\n";
       err.flush();
     };
-    RunResult collected;  // every point, for the figures
-    CollectSink collect(collected);
+    RunResult collected;  // every point's totals and the layer rows the figures draw
+    plots::FigureCollector collect(collected, specs);
     PreviewSink preview(vm["rows"].as<size_t>(), 40);  // without figures: the first points only
     WarningSink warnings(want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview));
     writer.next = &warnings;
@@ -398,9 +399,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
       if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
       out << "\n\n";
-      if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? 0 : preview.total_rows()) << "\n";
+      if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? collect.total_rows() : preview.total_rows()) << "\n";
       out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
-      out << terminal_summary(r, 40, want_plots ? 0 : preview.total_summary()) << "\n";
+      out << terminal_summary(r, 40, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
       out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");

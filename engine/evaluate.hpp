@@ -99,6 +99,14 @@ struct RunResult {
   std::vector<std::string> metric_names;  // derived metrics from scripts
   std::vector<Point> points;
   std::vector<PointResult> results;  // one per point
+  // Layer rows a figure collector left out because they coincide, on every chart that could draw
+  // them, with a kept row (plots/collect.hpp); per platform and network, with how many of them a
+  // roofline could not have drawn anyway (0 FLOPs or 0 bytes), on the theoretical and derated roofs.
+  struct Thinned {
+    std::string platform, network;
+    size_t rows = 0, hidden = 0, hidden_derated = 0;
+  };
+  std::vector<Thinned> thinned;
 };
 
 // Keeps every point: a whole RunResult (figures, tests, small runs).

@@ -247,6 +247,16 @@ Color roof_color(size_t i) {
   return rgb(c[i % 6]);
 }
 
+// 1234567 → "1,234,567"
+std::string grouped(size_t n) {
+  std::string d = std::to_string(n), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
 bool close_to(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
 // Adds a line unless an identical one (same points and dash) is there already.
@@ -573,7 +583,9 @@ std::vector<RoofPt> merge_coincident(const std::vector<RoofPt>& pts) {
 
 // The markers: shape by op (or network, point, platform), colour by bound (or a series), a label
 // per column of equal points; and their legend entries.
-void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts) {
+// `more`: points left out of `pts` because they coincide with drawn markers (they count towards
+// the density that makes markers small).
+void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts, size_t more) {
   const bool networks = spec.points == "networks";
   std::vector<std::string> marker_keys, color_keys;
   // network points have no op: their shape tells the network apart
@@ -600,7 +612,7 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
     q.marker = marker_keys.size() <= max_shapes ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat (4 in print, where the legend is small): use one
     q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
     q.fill.a = 0.9;
-    q.size = pts.size() > 500 ? 4 : 7;
+    q.size = pts.size() + more > 500 ? 4 : 7;
     bool repeat = std::any_of(labelled_at.begin(), labelled_at.end(), [&](const auto& l) { return l.first == p.label && close_to(l.second, p.x); });
     if (label_points && !repeat) {
       q.label = p.label;
@@ -635,12 +647,20 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
   int hidden = 0;
   const std::vector<RoofPt> all_pts = roofline_points(spec, r, plats, on_derated, hidden);  // the plot data keeps every point
+  // rows the run's figure collector left out (they coincide with drawn markers)
+  size_t coinciding = 0;
+  if (!networks)
+    for (const auto& t : r.thinned)
+      if (std::find(plats.begin(), plats.end(), t.platform) != plats.end() && (spec.network.empty() || t.network == spec.network)) {
+        hidden += static_cast<int>(on_derated ? t.hidden_derated : t.hidden);
+        coinciding += t.rows - (on_derated ? t.hidden_derated : t.hidden);
+      }
   const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
   roofline_axes(f, all_pts, sets);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
   const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
-  add_roofline_markers(f, spec, r, merge_coincident(all_pts));
+  add_roofline_markers(f, spec, r, merge_coincident(all_pts), coinciding);
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
     f.legend.push_back(LegendEntry{"derated roof", true, LineStyle{rgb(0x333333), 1.6, Dash::Solid}, false, {}, {}});
@@ -653,6 +673,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
+  if (coinciding > 0) f.subtitle += " · " + grouped(coinciding) + " more points on drawn markers";
 
   out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
   for (const auto& p : all_pts)
@@ -692,6 +713,14 @@ double x_of_row(const Row& row, const std::string& x, const RunResult& r, size_t
   return NAN;
 }
 
+}  // namespace
+
+bool trend_reads_rows(const PlotSpec& spec) {
+  return spec.kind == Kind::Trend && spec.x != "layer" && (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels");
+}
+
+namespace {
+
 BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   BuiltFigure out;
   Figure& f = out.figure;
@@ -718,6 +747,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   const size_t nets_shown = network_names(r).size();
   int skipped_zero = 0;
   bool x_non_numeric = false;
+  std::map<size_t, std::string> slot_names;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const PointResult& pr = r.results[pi];
     if (categorical) {
@@ -736,7 +766,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       }
       continue;
     }
-    if (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels") {
+    if (trend_reads_rows(spec)) {
       for (const auto& row : pr.rows) {
         if (!spec.layer.empty() && row.layer != spec.layer) continue;
         if (!spec.network.empty() && row.network != spec.network) continue;
@@ -757,7 +787,10 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       if (platform_free && sm.platform != pr.platforms.front().name) continue;
       if (!spec.network.empty() && sm.network != spec.network) continue;
       // what-if variants (one `platforms:` entry, a name per point) are one platform swept: one series
-      std::string plat = slot_name(r, s, slot_at(pr, sm.platform));
+      const size_t slot = slot_at(pr, sm.platform);
+      auto [named, fresh] = slot_names.try_emplace(slot);
+      if (fresh) named->second = slot_name(r, s, slot);  // a scan of every point: once per slot
+      const std::string& plat = named->second;
       std::string key = series_by == "platform" ? plat : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
       // a platform-dependent value split by something else needs one line per platform too
       if (!platform_free && series_by != "platform" && pr.platforms.size() > 1) key += " · " + plat;

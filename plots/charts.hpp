@@ -76,6 +76,10 @@ struct BuiltFigure {
 // names something the results lack (an unknown column, platform or variable).
 std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s);
 
+// Whether a trend plots layer rows at every point (one layer, or x = output_size / out_channels)
+// rather than network totals.
+bool trend_reads_rows(const PlotSpec& spec);
+
 // Every numeric column a trend or heatmap can plot.
 const std::vector<std::string>& plottable_columns();
 

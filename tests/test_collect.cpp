@@ -1,0 +1,130 @@
+// What the figures keep of a streamed run (plots/collect.hpp): every point's totals, and layer
+// rows only where a chart reads them; past a threshold, one row per roofline marker cell
+// (⌊1000 · log10⌋ of intensity and FLOP/s on both roofs, with platform, network, op, dtypes and
+// bounds). Rows are built by hand here so that each cell is derived in the comments.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "helpers.hpp"
+#include "plots/charts.hpp"
+#include "plots/collect.hpp"
+
+using namespace rsim;
+using namespace rsim::plots;
+using namespace rsim::test;
+
+namespace {
+
+// A layer row at (intensity, FLOP/s) on both roofs; flops 0 → a point a roofline cannot draw.
+Row row_at(const std::string& layer, double intensity, double flops_per_s) {
+  Row r;
+  r.platform = "rtx3080";
+  r.network = "net";
+  r.layer = layer;
+  r.op = "conv2d";
+  for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
+    rp->peak_flops_per_s = 29.8e12;
+    rp->bandwidth_bytes_per_s = 760.32e9;
+    rp->intensity = intensity;
+    rp->attainable_flops_per_s = flops_per_s;
+    rp->bound = flops_per_s > 0 ? Bound::Memory : Bound::None;
+  }
+  return r;
+}
+
+// The points of a one-layer run on the RTX 3080 (platforms, settings and totals from a real
+// run), with the given rows.
+struct Feed {
+  RunResult template_run = run_text("name: t\nplatforms: [rtx3080]\nnetworks:\n  - name: net\n    input: [1, 8, 8, 8]\n    layers:\n      - {op: relu}\n");
+  size_t index = 0;
+  void into(FigureCollector& c, std::vector<Row> rows) {
+    PointResult pr = template_run.results.front();
+    pr.rows = std::move(rows);
+    rsim::Point p;
+    p.index = index++;
+    c.consume(std::move(pr), p);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("figure collector: past the threshold a row is kept only in a new marker cell", "[plots][collect]") {
+  RunResult r;
+  FigureCollector c(r, {}, 2);  // the default figures; thinning after 2 rows
+  Feed feed;
+  // point 0 is kept whole (the terminal table and the layers chart read it): A and B.
+  // A: log10(10) = 1 → cell 1000; log10(1e12) = 12 → 12000.
+  // B: log10(10.001) = 1.0000434 → ⌊1000.04⌋ = 1000: A's cell, kept anyway at point 0.
+  feed.into(c, {row_at("A", 10, 1e12), row_at("B", 10.001, 1e12)});
+  // point 1, 2 rows kept so far (= the threshold):
+  // C: log10(10.002) = 1.0000869 → 1000; log10(1.001e12) = 12.000434 → 12000: A's cell, left out;
+  // D: log10(10.1) = 1.0043214 → 1004: a new cell, kept;
+  // E: 0 FLOPs, not drawable (cell INT32_MIN on both axes): new, kept.
+  feed.into(c, {row_at("C", 10.002, 1.001e12), row_at("D", 10.1, 1e12), row_at("E", 0, 0)});
+  // point 2: F like E (left out, counted as not drawable on both roofs), G in A's cell (left out)
+  feed.into(c, {row_at("F", 0, 0), row_at("G", 10, 1e12)});
+  REQUIRE(r.results.size() == 3);
+  CHECK(r.results[0].rows.size() == 2);
+  REQUIRE(r.results[1].rows.size() == 2);
+  CHECK(r.results[1].rows[0].layer == "D");
+  CHECK(r.results[1].rows[1].layer == "E");
+  CHECK(r.results[2].rows.empty());
+  CHECK(r.results[2].summary.size() == 1);  // the totals are always kept
+  CHECK(c.total_rows() == 2 + 3 + 2);
+  CHECK(c.kept_rows() == 2 + 2);
+  REQUIRE(r.thinned.size() == 1);
+  CHECK(r.thinned[0].platform == "rtx3080");
+  CHECK(r.thinned[0].network == "net");
+  CHECK(r.thinned[0].rows == 3);            // C, F, G
+  CHECK(r.thinned[0].hidden == 1);          // F
+  CHECK(r.thinned[0].hidden_derated == 1);  // F
+
+  // The roofline counts what it does not draw: E (kept) and F (left out) have 0 FLOPs → 2; C and G
+  // sit on A's marker → 2 more points.
+  Scenario s = parse_scenario("name: t\nplatforms: [rtx3080]\nnetworks:\n  - name: net\n    input: [1, 8, 8, 8]\n    layers:\n      - {op: relu}\n", "t.yaml");
+  PlotSpec spec;
+  spec.kind = Kind::Roofline;
+  auto figs = build_figures(spec, r, s);
+  REQUIRE(figs.size() == 1);
+  const std::string& sub = figs[0].figure.subtitle;
+  CHECK(sub.find(" · 2 not drawn (0 FLOPs or 0 bytes) · 2 more points on drawn markers") != std::string::npos);
+}
+
+TEST_CASE("figure collector: rows a chart reads at every point are never left out", "[plots][collect]") {
+  Feed feed;
+  SECTION("a trend of one layer keeps that layer's rows") {
+    RunResult r;
+    PlotSpec t;
+    t.kind = Kind::Trend;
+    t.layer = "A";
+    t.x = "c";
+    FigureCollector c(r, {t}, 0);  // thinning from the first row
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 10, 1e12)});  // point 0: whole
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 10, 1e12)});  // A: read by the trend; B: A's cell
+    REQUIRE(r.results[1].rows.size() == 1);
+    CHECK(r.results[1].rows[0].layer == "A");
+  }
+  SECTION("labels: all keeps every row (each point has its label)") {
+    RunResult r;
+    PlotSpec roof;
+    roof.kind = Kind::Roofline;
+    roof.labels = "all";
+    FigureCollector c(r, {roof}, 0);
+    feed.into(c, {row_at("A", 10, 1e12)});
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 10, 1e12)});
+    CHECK(r.results[1].rows.size() == 2);
+    CHECK(r.thinned.empty());
+  }
+  SECTION("a layers chart of point 1 keeps point 1 whole") {
+    RunResult r;
+    PlotSpec l;
+    l.kind = Kind::Layers;
+    l.point = 1;
+    FigureCollector c(r, {l}, 0);
+    feed.into(c, {row_at("A", 10, 1e12)});
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 10, 1e12)});
+    feed.into(c, {row_at("A", 10, 1e12)});
+    CHECK(r.results[1].rows.size() == 2);
+    CHECK(r.results[2].rows.empty());
+  }
+}
