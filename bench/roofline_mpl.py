@@ -187,7 +187,7 @@ def main():
     res = [("rsim figure: CPU of the png run − the --no-plots run", f"{rsim_fig:.3f} s", "(info)", True),
            ("  its memory: peak RSS with − without the figure", f"{png[2] - bare[2]:.0f} MB", "(info)", True),
            ("matplotlib figure: figure creation → savefig, CPU", f"{mpl:.3f} s", "(info)", True),
-           ("40k-point roofline: rsim's time / matplotlib's", f"{rsim_fig / mpl:.2f}×", "< 1×", rsim_fig < mpl)]
+           (f"{len(pts) / 1000:.0f}k-point roofline: rsim's time / matplotlib's", f"{rsim_fig / mpl:.2f}×", "< 1×", rsim_fig < mpl)]
     wd = max(len(r[0]) for r in res)
     for what, got, target, ok in res:
         verdict = "" if target == "(info)" else ("ok" if ok else "MISSED")
