@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e validation clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline validation clean
 
 deps:
 	./scripts/install-deps.sh
@@ -91,6 +91,11 @@ validation: build
 # End to end: `rsim run` against a Python loop and a plain C++ writer (add ARGS=--quick for 10x smaller).
 bench-e2e: build
 	python3 bench/e2e.py --rsim $(BUILD)/rsim $(ARGS)
+
+# A 40,000-point roofline drawn by rsim (`rsim run` with the figure minus without) and by matplotlib
+# from rsim's results.csv, in one run (≈ 10 s; needs python3-matplotlib, else says so and exits 0).
+bench-roofline: build
+	python3 bench/roofline_mpl.py --rsim $(BUILD)/rsim $(ARGS)
 
 clean:
 	rm -rf build build-asan build-clang build-tsan out
