@@ -592,11 +592,12 @@ int show_scenario_platform(const std::string& file, const std::string& name, con
     std::vector<std::string> names;
     size_t shown = 0;
     for (size_t pi = 0; pi < r.results.size(); ++pi)
-      for (const Platform& p : r.results[pi].platforms) {
+      for (const auto& held : r.results[pi].platforms) {
+        const Platform& p = *held;
         if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
         bool match = p.name == name || p.name.substr(0, p.name.find('@')) == name;
         bool again = std::any_of(r.results.begin(), r.results.begin() + static_cast<std::ptrdiff_t>(pi), [&](const PointResult& e) {
-          return std::any_of(e.platforms.begin(), e.platforms.end(), [&](const Platform& q) { return q.name == p.name; });
+          return std::any_of(e.platforms.begin(), e.platforms.end(), [&](const std::shared_ptr<const Platform>& q) { return q->name == p.name; });
         });
         if (!match || again) continue;  // one description per distinct platform
         if (shown++) out << "\n";
@@ -922,7 +923,7 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
     };
     char buf[256];
     if (!vm.count("quiet")) {
-      out << s.name << " on " << m.run.results.front().platforms.front().name << ": " << m.backend << ", " << cache << " caches, " << reps
+      out << s.name << " on " << m.run.results.front().platforms.front()->name << ": " << m.backend << ", " << cache << " caches, " << reps
           << " timed repetitions per layer (median)\n";
       out << "layers run: " << m.ran << ", not run: " << m.skipped << " (see measured_note in measured.csv)\n";
       if (n) {

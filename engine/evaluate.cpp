@@ -321,20 +321,20 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   std::vector<const CNode*> plat_nodes;
   for (const auto& raw : s.platforms) {
     // an entry without `${…}` is the same platform at every point: resolved once per worker
-    Platform pl;
+    std::shared_ptr<const Platform> pl;
     if (auto it = ctx.fixed_platforms.find(&raw); it != ctx.fixed_platforms.end()) {
       pl = it->second;
     } else {
       Diags pd;
       CNode entry = substitute_tree(raw, env, ctx.ev, pd);
-      pl = resolve_platform(entry, ctx.platforms, pd);
-      if (pd.empty() && !pl.name.empty() && !tree_has_expr(raw)) ctx.fixed_platforms.emplace(&raw, pl);
+      pl = std::make_shared<const Platform>(resolve_platform(entry, ctx.platforms, pd));
+      if (pd.empty() && !pl->name.empty() && !tree_has_expr(raw)) ctx.fixed_platforms.emplace(&raw, pl);
       d.merge(pd);
     }
-    if (!pl.name.empty()) {
+    if (!pl->name.empty()) {
       for (const auto& prev : out.platforms)
-        if (prev.name == pl.name)
-          d.error(raw.loc, "platform '" + pl.name + "' appears twice; give a what-if copy its own name");
+        if (prev->name == pl->name)
+          d.error(raw.loc, "platform '" + pl->name + "' appears twice; give a what-if copy its own name");
       out.platforms.push_back(std::move(pl));
       plat_nodes.push_back(&raw);
     }
@@ -425,7 +425,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
   const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
-    const Platform& pl = out.platforms[pi];
+    const Platform& pl = *out.platforms[pi];
     const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
     const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
     if (!mem) {

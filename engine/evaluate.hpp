@@ -63,7 +63,8 @@ struct SummaryRow {
 
 struct PointResult {
   Settings settings;
-  std::vector<Platform> platforms;
+  // shared: a platform no `${…}` changes is resolved once per worker and held by every point
+  std::vector<std::shared_ptr<const Platform>> platforms;
   std::vector<Row> rows;
   std::vector<SummaryRow> summary;
   std::vector<Diagnostic> warnings;  // e.g. a network whose memory footprint exceeds a platform's memory
@@ -174,7 +175,7 @@ struct EvalContext {
   NetworkImporter* importer = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
   // Per worker: platforms that no `${…}` changes, resolved once (see evaluate_point).
-  std::map<const CNode*, Platform> fixed_platforms{};
+  std::map<const CNode*, std::shared_ptr<const Platform>> fixed_platforms{};
   // Per worker: each plain network entry built once and re-bound per point (rebind_network):
   // the plan, the network at the last point and its optimized copy (with passes).
   struct NetworkCache {

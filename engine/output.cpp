@@ -433,7 +433,7 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
   for (const K& k : ks) {
     double overhead = 0;
     for (const auto& pl : pr.platforms)
-      if (pl.name == k.first->platform) overhead = pl.launch_overhead_s;
+      if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
     auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
     double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
     out += lead;
@@ -495,6 +495,10 @@ class Json {
     comma();
     out_ += c;
     fresh_ = true;
+  }
+  void raw(std::string_view v) {  // a value formatted by another Json
+    comma();
+    out_ += v;
   }
   void close(char c) {
     out_ += c;
@@ -607,7 +611,22 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   j.close('}');
   j.key("platforms");
   j.open('[');
-  for (const auto& pl : pr.platforms) platform_json(j, pl);
+  {
+    // a platform no `${…}` changes is one object shared by every point: formatted once per worker
+    thread_local std::vector<std::pair<std::shared_ptr<const Platform>, std::string>> memo;
+    for (const auto& pl : pr.platforms) {
+      auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& m) { return m.first == pl; });
+      if (it == memo.end()) {
+        std::string text;
+        Json pj(text);
+        platform_json(pj, *pl);
+        if (memo.size() >= 16) memo.erase(memo.begin());
+        memo.emplace_back(pl, std::move(text));
+        it = memo.end() - 1;
+      }
+      j.raw(it->second);
+    }
+  }
   j.close(']');
   j.key("summary");
   j.open('[');

@@ -164,7 +164,7 @@ plots::Figure measured_roofline(const MeasureResult& m, const std::string& title
   f.width = 720;
   f.height = 480;
   const PointResult& pr = m.run.results.front();
-  const Platform& pl = pr.platforms.front();
+  const Platform& pl = *pr.platforms.front();
   f.subtitle = pl.title.empty() ? pl.name : pl.title;
   f.subtitle += ": filled = roofline bound (predicted), hollow = measured (" + m.backend + ")";
   // op classes, coloured

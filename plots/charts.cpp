@@ -123,14 +123,14 @@ std::vector<std::string> platform_names(const RunResult& r) {
   std::vector<std::string> n;
   for (const auto& pr : r.results)
     for (const auto& p : pr.platforms)
-      if (std::find(n.begin(), n.end(), p.name) == n.end()) n.push_back(p.name);
+      if (std::find(n.begin(), n.end(), p->name) == n.end()) n.push_back(p->name);
   return n;
 }
 
 const Platform* find_platform(const RunResult& r, const std::string& name) {
   for (const auto& pr : r.results)
     for (const auto& p : pr.platforms)
-      if (p.name == name) return &p;
+      if (p->name == name) return p.get();
   return nullptr;
 }
 
@@ -156,7 +156,7 @@ std::vector<std::string> network_names(const RunResult& r) {
 size_t platform_slot(const RunResult& r, const std::string& name) {
   for (const auto& pr : r.results)
     for (size_t k = 0; k < pr.platforms.size(); ++k)
-      if (pr.platforms[k].name == name || pr.platforms[k].name.substr(0, pr.platforms[k].name.find('@')) == name) return k;
+      if (pr.platforms[k]->name == name || pr.platforms[k]->name.substr(0, pr.platforms[k]->name.find('@')) == name) return k;
   return SIZE_MAX;
 }
 
@@ -165,7 +165,7 @@ size_t platform_slot(const RunResult& r, const std::string& name) {
 std::string slot_name(const RunResult& r, const Scenario& s, size_t k) {
   std::vector<std::string> names;
   for (const auto& pr : r.results)
-    if (k < pr.platforms.size() && std::find(names.begin(), names.end(), pr.platforms[k].name) == names.end()) names.push_back(pr.platforms[k].name);
+    if (k < pr.platforms.size() && std::find(names.begin(), names.end(), pr.platforms[k]->name) == names.end()) names.push_back(pr.platforms[k]->name);
   if (names.empty()) return "?";
   if (names.size() == 1) return names[0];
   std::string prefix = names[0].substr(0, names[0].find('@'));
@@ -177,7 +177,7 @@ std::string slot_name(const RunResult& r, const Scenario& s, size_t k) {
 
 size_t slot_at(const PointResult& pr, const std::string& platform) {
   for (size_t k = 0; k < pr.platforms.size(); ++k)
-    if (pr.platforms[k].name == platform) return k;
+    if (pr.platforms[k]->name == platform) return k;
   return 0;
 }
 
@@ -322,9 +322,9 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
         // a network is memory bound when its intensity is under the platform's ridge
         std::string bound = "memory";
         for (const auto& pl : pr.platforms)
-          if (const ComputeRoof* roof = pl.name == sm.platform ? pl.roof_for(pr.settings.dtype) : nullptr) {
+          if (const ComputeRoof* roof = pl->name == sm.platform ? pl->roof_for(pr.settings.dtype) : nullptr) {
             double peak = on_derated ? roof->derated_flops_per_s : roof->peak_flops_per_s;
-            double bw = on_derated ? pl.memory.front().derated_bandwidth_bytes_per_s : pl.memory.front().bandwidth_bytes_per_s;
+            double bw = on_derated ? pl->memory.front().derated_bandwidth_bytes_per_s : pl->memory.front().bandwidth_bytes_per_s;
             if (x > peak / bw) bound = "compute";
           }
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi});
@@ -715,6 +715,36 @@ double x_of_row(const Row& row, const std::string& x, const RunResult& r, size_t
 
 }  // namespace
 
+// A line of more points than the plot has pixel columns, in x order: per column (of `columns`
+// across the x axis, on its scale) the first, lowest, highest and last point, which draw the same
+// pixels as all of them. A line not in x order, or not longer than 4 columns' worth, is kept whole.
+static std::vector<P> thin_line(const std::vector<P>& pts, const Axis& x, double columns) {
+  if (pts.size() <= static_cast<size_t>(4 * columns) || columns < 1) return pts;
+  const bool log = x.scale == Scale::Log;
+  auto pos = [&](double v) { return log ? std::log10(v) : v; };
+  const double lo = pos(x.min), span = pos(x.max) - lo;
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (!(pts[i].x >= pts[i - 1].x) || (log && !(pts[i - 1].x > 0))) return pts;
+  if (!(span > 0) || !std::isfinite(span)) return pts;
+  std::vector<P> out;
+  size_t first = 0;
+  while (first < pts.size()) {
+    const double col = std::floor((pos(pts[first].x) - lo) / span * columns);
+    size_t last = first, low = first, high = first;
+    while (last + 1 < pts.size() && std::floor((pos(pts[last + 1].x) - lo) / span * columns) == col) {
+      ++last;
+      if (pts[last].y < pts[low].y) low = last;
+      if (pts[last].y > pts[high].y) high = last;
+    }
+    std::vector<size_t> keep{first, low, high, last};
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+    for (size_t k : keep) out.push_back(pts[k]);
+    first = last + 1;
+  }
+  return out;
+}
+
 bool trend_reads_rows(const PlotSpec& spec) {
   return spec.kind == Kind::Trend && spec.x != "layer" && (!spec.layer.empty() || spec.x == "output_size" || spec.x == "out_channels");
 }
@@ -755,11 +785,11 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       for (const auto& row : pr.rows) {
         if (row.network != net || (!spec.op.empty() && row.op != spec.op)) continue;
         if (row.cost.flops == 0 && spec.y.find("intensity") != std::string::npos) {
-          if (row.platform == pr.platforms.front().name) ++skipped_zero;  // counted once, not per platform
+          if (row.platform == pr.platforms.front()->name) ++skipped_zero;  // counted once, not per platform
           continue;
         }
         std::string key = series_by == "platform" ? row.platform : row.network;
-        if (platform_free && row.platform != pr.platforms.front().name) continue;
+        if (platform_free && row.platform != pr.platforms.front()->name) continue;
         if (std::find(cats.begin(), cats.end(), row.layer) == cats.end()) cats.push_back(row.layer);
         double xi = static_cast<double>(std::find(cats.begin(), cats.end(), row.layer) - cats.begin());
         series_of(key).pts.push_back({xi, row_value(row, spec.y)});
@@ -771,7 +801,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
         if (!spec.layer.empty() && row.layer != spec.layer) continue;
         if (!spec.network.empty() && row.network != spec.network) continue;
         if (!spec.op.empty() && row.op != spec.op) continue;
-        if (platform_free && row.platform != pr.platforms.front().name) continue;
+        if (platform_free && row.platform != pr.platforms.front()->name) continue;
         bool ok;
         double xv = x_of_row(row, spec.x, r, pi, ok);
         if (!ok) {
@@ -784,7 +814,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       continue;
     }
     for (const auto& sm : pr.summary) {
-      if (platform_free && sm.platform != pr.platforms.front().name) continue;
+      if (platform_free && sm.platform != pr.platforms.front()->name) continue;
       if (!spec.network.empty() && sm.network != spec.network) continue;
       // what-if variants (one `platforms:` entry, a name per point) are one platform swept: one series
       const size_t slot = slot_at(pr, sm.platform);
@@ -829,7 +859,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       for (size_t pi = 0; pi < r.results.size(); ++pi) {
         const PointResult& pr = r.results[pi];
         if (k >= pr.platforms.size()) continue;
-        const Platform& pl = pr.platforms[k];
+        const Platform& pl = *pr.platforms[k];
         names.insert(pl.name);
         const ComputeRoof* roof = pl.roof_for(set.dtype);
         const std::string* v = env_find(r.points[pi].bindings, spec.x);
@@ -896,9 +926,15 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : var_title(s, spec.x);
   f.y.title = yc->title;
   f.y.unit = yc->unit;
+  // A series of more points than the chart has room for markers is a line alone (markers would
+  // merge into a band), and a line of more points than pixel columns keeps per column what draws
+  // its pixels (thin_line).
+  const size_t max_marked = 60;
+  const double columns = spec.width * spec.dpi / 72;
   for (size_t i = 0; i < series.size(); ++i) {
+    const bool marked = categorical || series[i].pts.size() <= max_marked;
     Line L;
-    L.pts = series[i].pts;
+    L.pts = categorical ? series[i].pts : thin_line(series[i].pts, f.x, columns);
     L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
     // past the 8 colours and shapes a style repeats: the line carries its name too
     if (series.size() > 8) {
@@ -906,15 +942,16 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       L.label_at = 0.9 - 0.6 * static_cast<double>(i % 8) / 8;
     }
     if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
-    for (const auto& p : series[i].pts) {
-      Point q;
-      q.at = p;
-      q.marker = marker_cycle(i);
-      q.fill = palette(i);
-      q.size = 6.5;
-      f.points.push_back(q);
-    }
-    f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, true, marker_cycle(i), palette(i)});
+    if (marked)
+      for (const auto& p : series[i].pts) {
+        Point q;
+        q.at = p;
+        q.marker = marker_cycle(i);
+        q.fill = palette(i);
+        q.size = 6.5;
+        f.points.push_back(q);
+      }
+    f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, marked, marker_cycle(i), palette(i)});
   }
   for (auto& ref : refs) f.refs.push_back(ref);
   for (auto& l : ridge_lines) f.lines.push_back(l);
@@ -1063,7 +1100,7 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
     const PointResult& pr = r.results[pi];
     if (slot >= pr.platforms.size()) continue;
     for (const auto& sm : pr.summary)
-      if (sm.platform == pr.platforms[slot].name && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
+      if (sm.platform == pr.platforms[slot]->name && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
   }
   auto numeric_sort = [](std::vector<std::string>& v) {
     if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return parse_double(x).has_value(); }))
@@ -1179,7 +1216,7 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
         out.push_back(named(layers(spec, r, s, p), "layers_" + p));
       break;
     case Kind::Heatmap:
-      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front().name} : plats) {
+      for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front()->name} : plats) {
         std::string shown = slot_name(r, s, platform_slot(r, p));
         BuiltFigure b = heatmap(spec, r, s, p);
         if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;

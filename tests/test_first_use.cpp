@@ -146,7 +146,7 @@ TEST_CASE("scale: {compute, bandwidth} scales a base platform's roofs up or down
       "networks: [{name: n, input: [1, 64], layers: [{name: fc, op: linear, out_features: 64}]}]\n",
       "t.yaml");
   RunResult r = run(s);
-  const Platform& p = r.results[0].platforms[0];
+  const Platform& p = *r.results[0].platforms[0];
   CHECK(p.compute[0].peak_flops_per_s == Approx(2 * 29.8e12));
   CHECK(p.compute[0].derated_flops_per_s == Approx(2 * 29.8e12));
   CHECK(p.memory[0].bandwidth_bytes_per_s == Approx(1.5 * 760.32e9));
