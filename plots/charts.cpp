@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "engine/output.hpp"
 #include "engine/units.hpp"
@@ -604,11 +605,24 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
   const size_t max_shapes = style_preset(spec.style).fixed || spec.physical ? 4 : 8;
   bool label_points = spec.labels == "all" || (spec.labels == "auto" && pts.size() <= 60);
   std::vector<std::pair<std::string, double>> labelled_at;  // (label, x): one label per column of equal points
+  // Thousands of unlabelled markers: one per pixel of the canvas (the whole figure at its dpi, so
+  // finer than the plot's pixels) and shape and colour; the others would paint the same pixels.
+  const bool per_pixel = !label_points && pts.size() > 2000 && f.x.min > 0 && f.y.min > 0 && f.x.max > f.x.min && f.y.max > f.y.min;
+  const double px_w = f.width * spec.dpi / 72, px_h = f.height * spec.dpi / 72;
+  const double lx = std::log10(f.x.min), ly = std::log10(f.y.min), sx = std::log10(f.x.max) - lx, sy = std::log10(f.y.max) - ly;
+  std::unordered_set<uint64_t> painted;
   for (const auto& p : pts) {
     Point q;
     q.at = {p.x, p.y};
     size_t mi = static_cast<size_t>(std::find(marker_keys.begin(), marker_keys.end(), key_of(p, spec.marker)) - marker_keys.begin());
     size_t ci = static_cast<size_t>(std::find(color_keys.begin(), color_keys.end(), key_of(p, spec.color)) - color_keys.begin());
+    if (per_pixel) {
+      const double col = std::floor((std::log10(p.x) - lx) / sx * px_w), row = std::floor((std::log10(p.y) - ly) / sy * px_h);
+      if (col >= 0 && row >= 0 && col < px_w && row < px_h) {  // outside the axes: drawn (and clipped) as before
+        const uint64_t cell = static_cast<uint64_t>(col) | static_cast<uint64_t>(row) << 20 | static_cast<uint64_t>(mi & 0xFFF) << 40 | static_cast<uint64_t>(ci & 0xFFF) << 52;
+        if (!painted.insert(cell).second) continue;
+      }
+    }
     q.marker = marker_keys.size() <= max_shapes ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat (4 in print, where the legend is small): use one
     q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
     q.fill.a = 0.9;
@@ -715,10 +729,7 @@ double x_of_row(const Row& row, const std::string& x, const RunResult& r, size_t
 
 }  // namespace
 
-// A line of more points than the plot has pixel columns, in x order: per column (of `columns`
-// across the x axis, on its scale) the first, lowest, highest and last point, which draw the same
-// pixels as all of them. A line not in x order, or not longer than 4 columns' worth, is kept whole.
-static std::vector<P> thin_line(const std::vector<P>& pts, const Axis& x, double columns) {
+std::vector<P> thin_line(const std::vector<P>& pts, const Axis& x, double columns) {
   if (pts.size() <= static_cast<size_t>(4 * columns) || columns < 1) return pts;
   const bool log = x.scale == Scale::Log;
   auto pos = [&](double v) { return log ? std::log10(v) : v; };

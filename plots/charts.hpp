@@ -76,6 +76,11 @@ struct BuiltFigure {
 // names something the results lack (an unknown column, platform or variable).
 std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s);
 
+// A line of more points than the plot has pixel columns, in x order: per column (of `columns`
+// across the x axis, on its scale) the first, lowest, highest and last point, which draw the same
+// pixels as all of them. A line not in x order, or of at most 4 points per column, is kept whole.
+std::vector<P> thin_line(const std::vector<P>& pts, const Axis& x, double columns);
+
 // Whether a trend plots layer rows at every point (one layer, or x = output_size / out_channels)
 // rather than network totals.
 bool trend_reads_rows(const PlotSpec& spec);

@@ -128,3 +128,50 @@ TEST_CASE("figure collector: rows a chart reads at every point are never left ou
     CHECK(r.results[2].rows.empty());
   }
 }
+
+TEST_CASE("thin_line: per pixel column the first, lowest, highest and last point", "[plots][collect]") {
+  Axis x;  // linear 0 … 10, 2 columns: [0, 5) and [5, 10]
+  x.min = 0;
+  x.max = 10;
+  std::vector<P> pts;
+  for (int i = 0; i < 100; ++i) pts.push_back({i / 10.0, i / 10.0});  // y = x, 100 points > 4 × 2 columns
+  pts[20].y = 100;  // the highest of column 0, at x = 2
+  pts[30].y = -5;   // the lowest of column 0, at x = 3
+  std::vector<P> t = thin_line(pts, x, 2);
+  // column 0 (i = 0 … 49, ⌊i / 50⌋ = 0): first i = 0, high i = 20, low i = 30, last i = 49, in x order;
+  // column 1 (i = 50 … 99): first i = 50 (also its lowest), last i = 99 (also its highest)
+  REQUIRE(t.size() == 6);
+  const double want[6][2] = {{0, 0}, {2, 100}, {3, -5}, {4.9, 4.9}, {5, 5}, {9.9, 9.9}};
+  for (size_t k = 0; k < 6; ++k) {
+    CHECK(t[k].x == Approx(want[k][0]));
+    CHECK(t[k].y == Approx(want[k][1]));
+  }
+  // at most 4 points per column (8 here): kept whole; out of x order: kept whole
+  CHECK(thin_line(std::vector<P>(pts.begin(), pts.begin() + 8), x, 2).size() == 8);
+  std::vector<P> unordered = pts;
+  std::swap(unordered[0], unordered[1]);
+  CHECK(thin_line(unordered, x, 2).size() == 100);
+}
+
+TEST_CASE("roofline: thousands of unlabelled markers on one pixel are drawn once", "[plots][collect]") {
+  Feed feed;
+  Scenario s = parse_scenario("name: t\nplatforms: [rtx3080]\nnetworks:\n  - name: net\n    input: [1, 8, 8, 8]\n    layers:\n      - {op: relu}\n", "t.yaml");
+  PlotSpec spec;
+  spec.kind = Kind::Roofline;
+  auto markers_for = [&](int n) {
+    RunResult r;
+    FigureCollector c(r, {});
+    std::vector<Row> rows;
+    // intensities 10 · (1 + k · 1e-7): distinct points (merging needs a relative 1e-9), together
+    // 2.2e-4 of a decade wide where a pixel is ~1e-3 of one (axes over ≥ 3 decades, ≤ 1350 px)
+    for (int k = 0; k < n; ++k) rows.push_back(row_at("L" + std::to_string(k), 10 * (1 + k * 1e-7), 7.6032e12 * (1 + k * 1e-7)));
+    feed.into(c, std::move(rows));
+    auto figs = build_figures(spec, r, s);
+    REQUIRE(figs.size() == 1);
+    return figs[0].figure.points.size();
+  };
+  CHECK(markers_for(1500) == 1500 + 1);  // up to 2000 markers each is drawn (+ the ridge marker)
+  size_t many = markers_for(2500);       // on one pixel, or two if the points straddle a pixel edge
+  CHECK(many >= 1 + 1);
+  CHECK(many <= 2 + 1);
+}
