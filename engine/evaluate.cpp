@@ -523,7 +523,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
           const double cpg = channels_per_group(L);
           r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
-          r.efficiency.bandwidth = cal->bandwidth.at(r.bytes, cpg);
+          r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
         }
         r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                              lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
