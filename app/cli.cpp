@@ -1039,7 +1039,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   if (model.contention.active()) {
-    std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms wait for other work: up to %.3g× (onset_s %.4g, slowdown %.4g)\n",
+    std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms take up to %.3g× the class laws' time (time sharing, or long layers' "
+                  "own slowdown; onset_s %.4g, slowdown %.4g)\n",
                   model.contention.onset_s * 1e3, model.contention.slowdown, model.contention.onset_s, model.contention.slowdown);
     out << buf;
   } else {

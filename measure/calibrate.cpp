@@ -378,8 +378,8 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
     out += "}\n";
   }
   if (contention.active()) {
-    out += "# Time sharing seen in the measurements: a compute-bound layer of derated time t takes\n";
-    out += "# t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8)) (other work's time slices on the measured core).\n";
+    out += "# Long compute-bound layers slower than the class laws (time sharing with other work on the measured core,\n";
+    out += "# or the layers' own slowdown): a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8)).\n";
     std::snprintf(buf, sizeof buf, "contention: {onset_s: %.6g, slowdown: %.6g}\n", contention.onset_s, contention.slowdown);
     out += buf;
   }

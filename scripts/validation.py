@@ -272,7 +272,9 @@ def main():
       "carries the interference in its times (the medians of short repetitions): the contention term models its average "
       "effect as a function of a layer's length, with one asymptote (slowdown) for every layer much longer than the onset; "
       "how much a layer actually waits varies from layer to layer and run to run, and a network made only of layers far "
-      "longer than those the fit saw can wait less (or more) than the asymptote says.\n")
+      "longer than those the fit saw can wait less (or more) than the asymptote says. On a quiet machine the term can still be "
+      "chosen: it then corrects long compute-bound layers that run slower than the class laws say, whatever the cause, and "
+      "a network whose long layers run close to the peak (VGG16's convolutions here) is predicted too slow.\n")
     w("## Per scenario\n")
     w("Each row is predicted by a calibration fitted on every other row's scenario.\n")
     w("| scenario | layers | ≥ bound | median err before → after | p90 before → after | within 1.5× before → after | network time err before → after |")
