@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <filesystem>
 #include <cmath>
 #include <cstdio>
@@ -211,6 +212,24 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   return out;
 }
 
+// Two trees with the same kinds, keys, scalars and places (a re-bound network's messages point
+// into the tree it was built from).
+static bool same_tree(const CNode& a, const CNode& b) {
+  if (a.kind != b.kind || a.loc.file != b.loc.file || a.loc.line != b.loc.line || a.loc.col != b.loc.col) return false;
+  switch (a.kind) {
+    case CNode::Kind::Scalar: return a.scalar == b.scalar;
+    case CNode::Kind::Seq:
+      return a.items.size() == b.items.size() &&
+             std::equal(a.items.begin(), a.items.end(), b.items.begin(), [](const CNode& x, const CNode& y) { return same_tree(x, y); });
+    case CNode::Kind::Map:
+      return a.entries.size() == b.entries.size() &&
+             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(),
+                        [](const CEntry& x, const CEntry& y) { return x.key == y.key && same_tree(x.value, y.value); });
+    case CNode::Kind::Null: break;
+  }
+  return true;
+}
+
 // Whether any scalar of a tree has a `${…}` (keys are never substituted).
 static bool tree_has_expr(const CNode& n) {
   switch (n.kind) {
@@ -361,18 +380,35 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   for (const auto& raw : s.networks) {
     // A plain network is built once per worker and re-bound at each point: only its `${…}` are
     // substituted again, and only layers whose attributes or input shapes change are re-inferred
-    // (not with scripts, whose operators run user code; not models, built from their files).
-    bool plain = s.scripts.empty() && raw.is_map() && !raw.find("model") && !raw.find("onnx");
+    // (not with scripts, whose operators run user code; not ONNX files). A zoo model is resolved
+    // at every point (its arguments may change); while its network node stays the same, it is
+    // re-bound with the point's arguments like a plain one.
+    const bool plain = s.scripts.empty() && raw.is_map() && !raw.find("model") && !raw.find("onnx");
+    const bool model = s.scripts.empty() && raw.is_map() && raw.find("model") && !raw.find("onnx");
     auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
     const Precision& pr = out.settings.precision;
     EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
     size_t first = nets.size();
     bool bound = false;
-    if (auto it = plain ? ctx.networks.find(key) : ctx.networks.end(); it != ctx.networks.end()) {
+    std::optional<NetworkSource> resolved;  // a model's node and arguments at this point
+    if (model) {
+      Diags nd;
+      resolved = resolve_network(raw, env, ctx, nd);
+      if (!nd.empty()) {
+        d.merge(nd);
+        continue;
+      }
+    }
+    auto it = plain || model ? ctx.networks.find(key) : ctx.networks.end();
+    if (it != ctx.networks.end() && model && !(it->second.source && same_tree(*it->second.source, resolved->node))) {
+      ctx.networks.erase(it);  // another model (or other arguments that change its node): built anew below
+      it = ctx.networks.end();
+    }
+    if (it != ctx.networks.end()) {
       EvalContext::NetworkCache& c = it->second;
       if (c.net.use_count() > 1) c.net = std::make_shared<Network>(*c.net);  // an earlier point still holds it
       bool changed = false;
-      if (rebind_network(c.plan, env, bo, *c.net, changed)) {
+      if (rebind_network(c.plan, model ? resolved->env : env, bo, *c.net, changed)) {
         if (changed && !s.passes.empty()) {
           c.optimized = optimized(*c.net);
           c.opt_kernels = std::make_shared<const KernelIndex>(index_kernels(*c.optimized));
@@ -387,23 +423,27 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
     if (!bound) {
       Diags nd;  // each network reports its own errors even when an earlier part failed
-      NetworkSource src = resolve_network(raw, env, ctx, nd);
+      NetworkSource src = model ? std::move(*resolved) : resolve_network(raw, env, ctx, nd);
       if (!nd.empty()) {
         d.merge(nd);
         continue;
       }
       NetworkPlan plan;
-      // a plain entry is built from the scenario's own node: the plan points into it
-      auto net = plain ? std::make_shared<Network>(build_network(raw, env, bo, nd, &plan)) : std::make_shared<Network>(build_network(src.node, src.env, bo, nd));
+      // a plain entry is built from the scenario's own node, a model from its node kept with the
+      // plan: the plan points into it
+      std::shared_ptr<const CNode> source = model ? std::make_shared<const CNode>(std::move(src.node)) : nullptr;
+      auto net = plain   ? std::make_shared<Network>(build_network(raw, env, bo, nd, &plan))
+                 : model ? std::make_shared<Network>(build_network(*source, src.env, bo, nd, &plan))
+                         : std::make_shared<Network>(build_network(src.node, src.env, bo, nd));
       nets.push_back(net);
       d.merge(nd);
       std::shared_ptr<const Network> opt;
       if (!s.passes.empty() && nd.empty()) nets.push_back(opt = optimized(*net));
-      if (plain && nd.empty()) {
+      if ((plain || model) && nd.empty()) {
         if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
         auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
         auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;
-        ctx.networks[key] = EvalContext::NetworkCache{std::move(plan), net, opt, kernels, opt_kernels};
+        ctx.networks[key] = EvalContext::NetworkCache{source, std::move(plan), net, opt, kernels, opt_kernels};
         net_kernels.resize(first);
         net_kernels.push_back(kernels);
         if (opt) net_kernels.push_back(opt_kernels);

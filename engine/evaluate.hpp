@@ -179,6 +179,7 @@ struct EvalContext {
   // Per worker: each plain network entry built once and re-bound per point (rebind_network):
   // the plan, the network at the last point and its optimized copy (with passes).
   struct NetworkCache {
+    std::shared_ptr<const CNode> source;  // a model's network node, which the plan points into (null: the scenario's own entry)
     NetworkPlan plan;
     std::shared_ptr<Network> net;
     std::shared_ptr<const Network> optimized;

@@ -767,8 +767,9 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     const std::string* text;
     std::string value;
   };
+  constexpr size_t kSeen = 64;  // a transformer's layers use a few dozen distinct texts
   std::vector<Seen> seen_texts;
-  seen_texts.reserve(8);  // pointers into it are kept below
+  seen_texts.reserve(kSeen);  // pointers into it are kept below
   std::optional<std::string> fresh;
   for (auto& sl : plan.slots) {
     const Env& e = env_of(sl.env, env_of);
@@ -783,7 +784,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     if (!v) {
       fresh = slot_text(*sl.raw, e, opt.ev, &tree);
       if (!fresh) return false;
-      if (sl.raw->is_scalar() && seen_texts.size() < 8) {
+      if (sl.raw->is_scalar() && seen_texts.size() < kSeen) {
         seen_texts.push_back(Seen{sl.env, &sl.raw->scalar, std::move(*fresh)});
         v = &seen_texts.back().value;
       } else {

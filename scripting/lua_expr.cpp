@@ -6,6 +6,7 @@ extern "C" {
 #include <lualib.h>
 }
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <unordered_map>
@@ -137,13 +138,28 @@ class LuaExprEvaluator : public ExprEvaluator {
       lua_settop(L_, 0);
       compiled_[expr] = fn_ref;
     }
-    // the function with a fresh environment: the bindings, falling back to the functions
-    Prep prep{&env, fn_ref, meta_ref_};
+    // the function with a fresh environment: an empty table whose reads fall through to the
+    // bindings, then to the functions (so an expression's own assignments never outlive it). The
+    // bindings table of an Env is built once and kept for the next expressions of the same Env
+    // (a network's slots share a few): pushing every binding per expression was most of the time
+    // of re-binding a transformer.
+    // (compared from the end, where a block's bindings differ from its siblings', newest first)
+    auto same = [&](const CachedEnv& c) { return c.env.size() == env.size() && std::equal(env.rbegin(), env.rend(), c.env.rbegin()); };
+    auto cached = std::find_if(envs_.rbegin(), envs_.rend(), same).base();
+    cached = cached == envs_.begin() ? envs_.end() : cached - 1;
+    Prep prep{&env, fn_ref, meta_ref_, cached != envs_.end() ? cached->proxy_ref : LUA_NOREF};
     lua_pushcfunction(L_, &LuaExprEvaluator::prepare_fn);
     lua_pushlightuserdata(L_, &prep);
     if (lua_pcall(L_, 1, 1, 0) != LUA_OK) {
       lua_settop(L_, 0);
       throw ExprError("expression used more than 64 MiB");
+    }
+    if (cached == envs_.end()) {
+      if (envs_.size() >= kMaxEnvs) {
+        luaL_unref(L_, LUA_REGISTRYINDEX, envs_.front().proxy_ref);
+        envs_.erase(envs_.begin());
+      }
+      envs_.push_back(CachedEnv{env, prep.proxy_ref});
     }
     lua_sethook(L_, count_hook, LUA_MASKCOUNT, kInstructionLimit);
     int rc = lua_pcall(L_, 0, 1, 0);
@@ -190,11 +206,18 @@ class LuaExprEvaluator : public ExprEvaluator {
   int funcs_ref_ = LUA_NOREF;
   int meta_ref_ = LUA_NOREF;
   std::unordered_map<std::string, int> compiled_;
+  struct CachedEnv {
+    Env env;
+    int proxy_ref;  // the metatable {__index = the bindings of env}
+  };
+  std::vector<CachedEnv> envs_;  // the last few, oldest first
 
   static constexpr size_t kMaxCompiled = 4096;
+  static constexpr size_t kMaxEnvs = 8;
   struct Prep {
     const Env* env;
     int fn_ref, meta_ref;
+    int proxy_ref;  // LUA_NOREF: build the bindings of env (prepare_fn sets it)
   };
   // protected: the registry reference of the value it is given
   static int ref_fn(lua_State* L) {
@@ -202,11 +225,25 @@ class LuaExprEvaluator : public ExprEvaluator {
     lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
     return 1;
   }
-  // protected: the compiled function with its _ENV set to the bindings (a Prep* argument)
+  // protected: the compiled function with its _ENV set to a fresh table reading through to the
+  // bindings (a Prep* argument; built first when proxy_ref is LUA_NOREF)
   static int prepare_fn(lua_State* L) {
-    const Prep* p = static_cast<const Prep*>(lua_touserdata(L, 1));
+    Prep* p = static_cast<Prep*>(lua_touserdata(L, 1));
     lua_settop(L, 0);
+    if (p->proxy_ref == LUA_NOREF) {
+      build_bindings(L, p);
+      p->proxy_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->fn_ref);
+    lua_createtable(L, 0, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->proxy_ref);
+    lua_setmetatable(L, -2);
+    lua_setupvalue(L, -2, 1);  // _ENV
+    return 1;
+  }
+  // pushes {__index = bindings}, the bindings falling back to the functions
+  static void build_bindings(lua_State* L, const Prep* p) {
+    lua_createtable(L, 0, 1);
     lua_createtable(L, 0, static_cast<int>(p->env->size()));
     for (const auto& [name, value] : *p->env) {
       auto num = parse_double(value);
@@ -221,8 +258,7 @@ class LuaExprEvaluator : public ExprEvaluator {
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->meta_ref);
     lua_setmetatable(L, -2);
-    lua_setupvalue(L, -2, 1);  // _ENV
-    return 1;
+    lua_setfield(L, -2, "__index");
   }
 
   static int index_fn(lua_State* L) {

@@ -1,5 +1,8 @@
 // Whole models written with blocks: counts pinned to the reference implementations.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <catch2/catch.hpp>
 #include <stdexcept>
 #include <string>
@@ -251,4 +254,35 @@ TEST_CASE("YOLOv5s matches ultralytics v6.0, and v5.0 reproduces seed 003", "[mo
   ModelRun v5_224 = run_model("yolov5s", "{version: 5, size: 224}");
   CHECK(v5_224.total().macs == Approx(1.04e9).epsilon(0.005));
   CHECK(v5_224.rows().back()->output_shapes == "1x255x7x7");
+}
+
+TEST_CASE("a model swept over its arguments is re-bound per point, and rebuilt where its node changes", "[models]") {
+  // models/tiny.yaml: one 3×3 conv (padding 1) from c to 2c channels on n × n:
+  // MACs = 2c · c · 9 · n².
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rsim_test_model_rebind_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "models");
+  std::ofstream(dir / "models" / "tiny.yaml") << "name: tiny\nparams: {c: 8, n: 16}\ninput: [1, \"${c}\", \"${n}\", \"${n}\"]\n"
+                                                 "layers:\n  - {name: conv, op: conv2d, out_channels: \"${2 * c}\", kernel: 3, padding: 1}\n";
+  std::ofstream(dir / "s.yaml") << "name: s\nplatforms: [rtx3080]\nsweep: {zip: {c: [8, 16, 8]}}\nnetworks:\n"
+                                   "  - {model: tiny, args: {c: \"${c}\"}}\n"                  // c swept, n = 16
+                                   "  - {model: tiny, name: tiny_b, args: {c: 4, n: \"${c}\"}}\n"  // n swept, c = 4
+                                   "  - {model: tiny, name: \"tiny_${c}\", args: {c: 2}}\n";     // its name (its node) changes
+  RunResult r = run(load_scenario((dir / "s.yaml").string()));
+  fs::remove_all(dir);
+  REQUIRE(r.results.size() == 3);
+  const double want_a[3] = {16.0 * 8 * 9 * 256, 32.0 * 16 * 9 * 256, 16.0 * 8 * 9 * 256};  // c = 8, 16, 8; n = 16
+  const double want_b[3] = {8.0 * 4 * 9 * 64, 8.0 * 4 * 9 * 256, 8.0 * 4 * 9 * 64};          // c = 4; n = 8, 16, 8
+  const char* names_c[3] = {"tiny_8", "tiny_16", "tiny_8"};
+  for (size_t p = 0; p < 3; ++p) {
+    const auto& sums = r.results[p].summary;
+    REQUIRE(sums.size() == 3);
+    CHECK(sums[0].network == "tiny");
+    CHECK(sums[0].macs == want_a[p]);
+    CHECK(sums[1].network == "tiny_b");
+    CHECK(sums[1].macs == want_b[p]);
+    CHECK(sums[2].network == names_c[p]);
+    CHECK(sums[2].macs == 4.0 * 2 * 9 * 256);  // c = 2, n = 16
+  }
 }
