@@ -1033,6 +1033,10 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b,
                   r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out << buf;
+    for (const auto& [level, law] : r.bandwidth_by_level) {
+      std::snprintf(buf, sizeof buf, "  %-15s %-37s bandwidth a %.4g b %+.4f c %+.4f\n", "", ("  on " + level).c_str(), law.a, law.b, law.c);
+      out << buf;
+    }
   }
   if (model.contention.active()) {
     std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms wait for other work: up to %.3g× (onset_s %.4g, slowdown %.4g)\n",

@@ -209,6 +209,10 @@ def main():
     res.append((f"{big_rows:.0e} rows with tables: peak RSS", f"{b1[2]:.0f} MB", "< 200 MB", b1[2] < 200))
     res.append((f"  CPU time per row vs 10^5 rows (linear = 1)", f"{(b1[1] / big_rows) / (j1[1] / rows5):.2f}", "≈ 1", (b1[1] / big_rows) / (j1[1] / rows5) < 1.3))
     shutil.rmtree(os.path.join(work, "big"), ignore_errors=True)
+    # the same run as a user runs it: with its default figures (a roofline and two trends)
+    bf = measure([rsim, "run", s6, "--out", os.path.join(work, "bigfig"), "-q", "--jobs", "1"], 1)
+    res.append((f"  the same with its figures: peak RSS", f"{bf[2]:.0f} MB ({bf[1]:.1f} s CPU)", "< 200 MB", bf[2] < 200))
+    shutil.rmtree(os.path.join(work, "bigfig"), ignore_errors=True)
     # 4. summary-only layer evaluations per core
     su = measure(run(s5, "sum", "--jobs", "1", "--tables", "summary"), R)
     pyt = min(python_totals(2000, 50) for _ in range(R))

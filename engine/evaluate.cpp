@@ -20,6 +20,16 @@ namespace {
 // The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
 // +inf is the legal value of a layer that moves no bytes.
 std::string nonfinite_field(const Row& r, const OpCost& cost) {
+  // the common case in one sum: every value finite (a NaN or an infinity makes the sum one too; a
+  // sum that only overflows, or a layer's legal infinite intensity, takes the detailed look below)
+  double sum = cost.macs + cost.flops + cost.params + cost.weight_bytes + r.bytes + r.efficiency.compute + r.efficiency.bandwidth;
+  for (const auto* rp : {&r.theoretical, &r.derated})
+    sum += rp->peak_flops_per_s + rp->bandwidth_bytes_per_s + rp->attainable_flops_per_s + rp->compute_time_s + rp->memory_time_s + rp->time_s +
+           rp->intensity;
+  for (double v : cost.input_bytes) sum += v;
+  for (double v : cost.output_bytes) sum += v;
+  for (double m : r.metrics) sum += m;
+  if (std::isfinite(sum)) return "";
   auto bad = [](double v) { return !std::isfinite(v); };
   auto what = [](const std::string& name, double v) { return name + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
   const std::pair<const char*, double> costs[] = {{"MACs", cost.macs},           {"FLOPs", cost.flops},     {"params", cost.params},
@@ -513,7 +523,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
           const double cpg = channels_per_group(L);
           r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
-          r.efficiency.bandwidth = cal->bandwidth.at(r.bytes, cpg);
+          r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
         }
         r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                              lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);

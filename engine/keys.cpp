@@ -221,6 +221,7 @@ std::vector<MapDef> build() {
            {"ops", one_or_list(str()), true, "Operators of the class."},
            {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
            {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
+           {"bandwidth_by_level", def("level_laws"), false, "Bandwidth efficiency per memory level, e.g. {L2: [a, b], L3: [a, b, c]}: a layer bounded on a listed level takes its law instead of bandwidth."},
        }},
       {"contention", "Time sharing of a core: a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))",
        {

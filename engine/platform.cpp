@@ -27,6 +27,12 @@ double PowerLaw::at(double x, double g) const {
   return std::clamp(e, 0.001, 1.0);
 }
 
+const PowerLaw& CalibrationRule::bandwidth_on(const std::string& level) const {
+  for (const auto& [name, law] : bandwidth_by_level)
+    if (name == level) return law;
+  return bandwidth;
+}
+
 const CalibrationRule* Platform::calibration_for(const std::string& op) const {
   for (const auto& r : calibration)
     if (std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end()) return &r;
@@ -406,36 +412,6 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
     else
       for (const auto& item : c->items) p.compute.push_back(read_compute(item, der, d));
   }
-  if (const CNode* c = m.get("calibration")) {
-    if (!c->is_seq()) d.error(c->loc, "calibration must be a list of {class, ops, compute: [a, b], bandwidth: [a, b]} (rsim calibrate writes it)");
-    else
-      for (const auto& item : c->items) {
-        CalibrationRule rule;
-        MapReader cm(item, "calibration rule", d);
-        if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
-        if (const CNode* v = cm.require("ops"))
-          for (const CNode* o : as_list(*v))
-            if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
-        for (const char* key : {"compute", "bandwidth"}) {
-          const CNode* v = cm.require(key);
-          if (!v) continue;
-          if (!v->is_seq() || v->items.size() < 2 || v->items.size() > 3) {
-            d.error(v->loc, std::string(key) + " must be [a, b] or [a, b, c]: efficiency = a · x^b · (channels per group)^c");
-            continue;
-          }
-          auto a = to_number(v->items[0], d, "a");
-          auto b = to_number(v->items[1], d, "b");
-          if (a && !(*a > 0)) d.error(v->items[0].loc, "a must be positive");
-          PowerLaw& pl = std::string(key) == "compute" ? rule.compute : rule.bandwidth;
-          if (a && *a > 0) pl.a = *a;
-          if (b) pl.b = *b;
-          if (v->items.size() == 3)
-            if (auto c = to_number(v->items[2], d, "c")) pl.c = *c;
-        }
-        cm.finish();
-        p.calibration.push_back(rule);
-      }
-  }
   if (const CNode* c = m.get("contention")) {
     MapReader cm(*c, keys::map("contention"), "contention", d);
     if (const CNode* v = cm.require("onset_s"))
@@ -455,6 +431,57 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
       d.error(c->loc, "memory must be a list of levels (name, bandwidth or derive)");
     else
       for (const auto& item : c->items) p.memory.push_back(read_memory(item, der, d));
+  }
+  // after the memory levels: a rule's bandwidth_by_level names them
+  if (const CNode* c = m.get("calibration")) {
+    if (!c->is_seq()) d.error(c->loc, "calibration must be a list of {class, ops, compute: [a, b], bandwidth: [a, b]} (rsim calibrate writes it)");
+    else
+      for (const auto& item : c->items) {
+        CalibrationRule rule;
+        MapReader cm(item, "calibration rule", d);
+        if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
+        if (const CNode* v = cm.require("ops"))
+          for (const CNode* o : as_list(*v))
+            if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
+        // [a, b] or [a, b, c]
+        auto read_law = [&](const CNode& v, const std::string& key, PowerLaw& pl) {
+          if (!v.is_seq() || v.items.size() < 2 || v.items.size() > 3) {
+            d.error(v.loc, key + " must be [a, b] or [a, b, c]: efficiency = a · x^b · (channels per group)^c");
+            return false;
+          }
+          auto a = to_number(v.items[0], d, "a");
+          auto b = to_number(v.items[1], d, "b");
+          if (a && !(*a > 0)) d.error(v.items[0].loc, "a must be positive");
+          if (a && *a > 0) pl.a = *a;
+          if (b) pl.b = *b;
+          if (v.items.size() == 3)
+            if (auto c = to_number(v.items[2], d, "c")) pl.c = *c;
+          return true;
+        };
+        for (const char* key : {"compute", "bandwidth"})
+          if (const CNode* v = cm.require(key)) read_law(*v, key, std::string(key) == "compute" ? rule.compute : rule.bandwidth);
+        if (const CNode* v = cm.get("bandwidth_by_level")) {
+          if (!v->is_map()) {
+            d.error(v->loc, "bandwidth_by_level must map memory level names to [a, b] or [a, b, c]");
+          } else {
+            for (const auto& e : v->entries) {
+              PowerLaw pl;
+              if (std::none_of(p.memory.begin(), p.memory.end(), [&](const MemoryLevel& ml) { return ml.name == e.key; })) {
+                std::vector<std::string> names;
+                for (const auto& ml : p.memory) names.push_back(ml.name);
+                std::string hint = did_you_mean(e.key, names), list;
+                for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+                d.error(e.key_loc, "bandwidth_by_level names memory level '" + e.key + "', which the platform lacks",
+                        {Note{{}, !hint.empty() ? hint : "its levels: " + list}});
+              } else if (read_law(e.value, "bandwidth_by_level." + e.key, pl)) {
+                rule.bandwidth_by_level.emplace_back(e.key, pl);
+              }
+            }
+          }
+        }
+        cm.finish();
+        p.calibration.push_back(rule);
+      }
   }
   // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
   // theoretical and derated alike, e.g. on a `base:` platform

@@ -52,6 +52,10 @@ struct CalibrationRule {
   std::string name;               // op class, e.g. "conv"
   std::vector<std::string> ops;   // operator names it covers
   PowerLaw compute, bandwidth;
+  // Bandwidth efficiency on a memory level of its own (`bandwidth_by_level`): the level a layer is
+  // bounded on (its own under memory_level: auto) picks the law; a level without one takes `bandwidth`.
+  std::vector<std::pair<std::string, PowerLaw>> bandwidth_by_level;
+  const PowerLaw& bandwidth_on(const std::string& level) const;
 };
 
 struct Platform {

@@ -342,6 +342,9 @@ class Gen {
                         .set("propertyNames", J::obj().set("pattern", kIdent))
                         .set("additionalProperties", J::obj().set("type", J::arr({J("string"), J("number"), J("boolean"), J("null")}))));
     d.set("args", J::obj().set("type", "object").set("additionalProperties", scalar()));
+    d.set("level_laws", J::obj()
+                            .set("type", "object")
+                            .set("additionalProperties", J::obj().set("type", "array").set("minItems", 2).set("maxItems", 3).set("items", J::obj().set("type", "number"))));
     J dim = any_of({type("integer").set("minimum", 1).set("maximum", 1e9), jref("numeric_text"), jref("expr")});
     d.set("shape", J::obj().set("type", "array").set("minItems", 1).set("items", dim));
     d.set("named_shapes", J::obj().set("type", "object").set("minProperties", 1).set("additionalProperties", jref("shape")));

@@ -87,7 +87,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     if (it == col.end()) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured.csv written by rsim measure?)");
     return it->second;
   };
-  size_t i_cpg = SIZE_MAX;  // optional: measured.csv files of older rsim versions lack it
+  size_t i_cpg = SIZE_MAX, i_level = SIZE_MAX;  // optional: measured.csv files of older rsim versions lack them
   size_t i_net = 0, i_op = 0, i_flops = 0, i_fx = 0, i_macs = 0, i_mx = 0, i_count = 0, i_bytes = 0, i_peak = 0, i_bw = 0, i_bound = 0, i_t = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -103,6 +103,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
       i_mx = need("macs_executed"), i_count = need("mac_count"), i_bytes = need("bytes"), i_peak = need("derated_peak_flops_per_s"),
       i_bw = need("derated_bandwidth_bytes_per_s"), i_bound = need("bound"), i_t = need("measured_time_s");
       if (auto it = col.find("channels_per_group"); it != col.end()) i_cpg = it->second;
+      if (auto it = col.find("memory_level"); it != col.end()) i_level = it->second;
       continue;
     }
     if (cells.size() < header.size()) continue;
@@ -118,6 +119,7 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     s.compute_bound = cells[i_bound] == "compute";
     s.measured_s = to_d(cells[i_t]);
     if (i_cpg != SIZE_MAX) s.cpg = to_d(cells[i_cpg]);
+    if (i_level != SIZE_MAX) s.level = cells[i_level];
     if (s.measured_s > 0 && s.peak > 0 && s.bandwidth > 0) out.push_back(s);
   }
   return out;
@@ -204,16 +206,27 @@ std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples)
   for (const auto& [cls, ops] : classes()) {
     if (!seen.count(cls)) continue;
     std::vector<XGE> ce, be;
+    std::vector<std::pair<std::string, std::vector<XGE>>> by_level;  // in order of first appearance
     for (const auto& s : samples) {
       if (op_class(s.op) != cls) continue;
-      if (s.compute_bound && s.work > 0) ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
-      else if (!s.compute_bound && s.bytes > 0) be.push_back({s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)});
+      if (s.compute_bound && s.work > 0) {
+        ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
+      } else if (!s.compute_bound && s.bytes > 0) {
+        XGE p{s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)};
+        be.push_back(p);
+        if (s.level.empty()) continue;
+        auto it = std::find_if(by_level.begin(), by_level.end(), [&](const auto& l) { return l.first == s.level; });
+        if (it == by_level.end()) it = by_level.insert(by_level.end(), {s.level, {}});
+        it->second.push_back(p);
+      }
     }
     CalibrationRule r;
     r.name = cls;
     r.ops = ops;
     r.compute = fit_power_law_grouped(ce);
     r.bandwidth = fit_power_law_grouped(be);
+    for (const auto& [level, pts] : by_level)
+      if (pts.size() >= kLevelSamples && by_level.size() > 1) r.bandwidth_by_level.emplace_back(level, fit_power_law_grouped(pts));
     rules.push_back(r);
   }
   return rules;
@@ -224,7 +237,7 @@ double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules) {
   for (const auto& r : rules)
     if (std::find(r.ops.begin(), r.ops.end(), s.op) != r.ops.end()) {
       ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg);
-      eb = r.bandwidth.at(s.bytes, s.cpg);
+      eb = r.bandwidth_on(s.level).at(s.bytes, s.cpg);
     }
   return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
 }
@@ -344,14 +357,25 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
   char buf[256];
   out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class, efficiency = a · x^b · g^c (clamped to (0, 1]),\n";
   out += "# x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth, g = its input channels per group\n";
-  out += "# (grouped operators; factor 1 for the others); derated_time_s carries it.\n";
+  out += "# (grouped operators; factor 1 for the others); bandwidth_by_level: the bandwidth law of a memory level that\n";
+  out += "# held enough of the class's memory-bound layers (others take bandwidth); derated_time_s carries it.\n";
   out += "calibration:\n";
   for (const auto& r : rules) {
     std::string ops;
     for (const auto& o : r.ops) ops += (ops.empty() ? "" : ", ") + o;
-    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g, %.6g], bandwidth: [%.6g, %.6g, %.6g]}\n", r.name.c_str(), ops.c_str(),
+    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g, %.6g], bandwidth: [%.6g, %.6g, %.6g]", r.name.c_str(), ops.c_str(),
                   r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out += buf;
+    if (!r.bandwidth_by_level.empty()) {
+      out += ", bandwidth_by_level: {";
+      for (size_t i = 0; i < r.bandwidth_by_level.size(); ++i) {
+        const auto& [level, law] = r.bandwidth_by_level[i];
+        std::snprintf(buf, sizeof buf, "%s%s: [%.6g, %.6g, %.6g]", i ? ", " : "", level.c_str(), law.a, law.b, law.c);
+        out += buf;
+      }
+      out += "}";
+    }
+    out += "}\n";
   }
   if (contention.active()) {
     out += "# Time sharing seen in the measurements: a compute-bound layer of derated time t takes\n";

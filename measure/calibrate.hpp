@@ -32,6 +32,7 @@ struct Sample {
   bool compute_bound = false;      // by the theoretical roofs
   double measured_s = 0;
   double cpg = 0;        // input channels per group (0: the operator has no groups)
+  std::string level;     // the memory level the layer was bounded on ("" in older measured.csv files)
 };
 
 // Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
@@ -51,6 +52,10 @@ struct XGE {
 constexpr double kHuber = 0.4054651081081644;  // log 1.5
 PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge);
 
+// Per op class: the compute law over its compute-bound samples, the bandwidth law over its
+// memory-bound ones, and for each memory level holding at least kLevelSamples of those, a law of
+// that level's own (bandwidth_by_level): a cache level and DRAM reward the same bytes differently.
+constexpr size_t kLevelSamples = 8;
 std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples);
 
 // Predicted time of a sample under rules (1, 1 efficiency for an op without a rule).

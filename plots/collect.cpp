@@ -27,7 +27,9 @@ size_t FigureCollector::CellHash::operator()(const Cell& c) const {
 }
 
 FigureCollector::FigureCollector(RunResult& r, const std::vector<PlotSpec>& specs, size_t thin_after) : r_(r), thin_after_(thin_after) {
+  layer_roofline_ = specs.empty();  // the defaults draw a roofline of layers
   for (const PlotSpec& s : specs) {
+    if (s.kind == Kind::Roofline && s.points != "networks") layer_roofline_ = true;
     if (s.kind == Kind::Roofline && s.points != "networks" && (s.labels == "all" || s.color == "point" || s.marker == "point")) keep_all_ = true;
     if (trend_reads_rows(s)) row_trends_.push_back(s);
     if (s.kind == Kind::Layers || (s.kind == Kind::Trend && s.x == "layer")) whole_points_.insert(static_cast<size_t>(std::max(0LL, s.point)));
@@ -58,6 +60,14 @@ void FigureCollector::consume(PointResult&& pr, const rsim::Point& p) {
   const bool whole = keep_all_ || r_.results.empty() || whole_points_.count(r_.results.size()) > 0;
   size_t at = 0;
   for (Row& row : pr.rows) {
+    if (!whole && !layer_roofline_) {  // no roofline of layers: only the trends of layer rows read it
+      if (needs_row(row)) {
+        if (at != static_cast<size_t>(&row - pr.rows.data())) pr.rows[at] = std::move(row);
+        ++at;
+        ++kept_;
+      }
+      continue;
+    }
     Cell c{intern(row.platform), intern(row.network), intern(row.op),
            static_cast<uint8_t>(row.dtype), static_cast<uint8_t>(row.compute_dtype),
            static_cast<uint8_t>(row.theoretical.bound), static_cast<uint8_t>(row.derated.bound),

@@ -46,6 +46,7 @@ class FigureCollector : public ResultSink {
   RunResult& r_;
   size_t thin_after_;
   bool keep_all_ = false;                // a chart needs every row (labels: all; colour or marker by point)
+  bool layer_roofline_ = false;          // a roofline draws layer points (else past the first point only row trends read rows)
   std::vector<PlotSpec> row_trends_;     // trends of layer rows at every point (layer, output_size, out_channels)
   std::set<size_t> whole_points_;        // points a layers chart or a trend over layers reads whole
   std::unordered_set<Cell, CellHash> cells_;

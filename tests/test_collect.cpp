@@ -115,6 +115,22 @@ TEST_CASE("figure collector: rows a chart reads at every point are never left ou
     CHECK(r.results[1].rows.size() == 2);
     CHECK(r.thinned.empty());
   }
+  SECTION("without a roofline of layers, rows past the first point are kept only for a trend that reads them") {
+    RunResult r;
+    PlotSpec roof;
+    roof.kind = Kind::Roofline;
+    roof.points = "networks";
+    PlotSpec t;
+    t.kind = Kind::Trend;
+    t.layer = "A";
+    t.x = "c";
+    FigureCollector c(r, {roof, t});  // default threshold: nothing would be thinned for a roofline
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 20, 1e12)});
+    feed.into(c, {row_at("A", 10, 1e12), row_at("B", 30, 1e12)});  // B: in a new cell, but nobody draws it
+    REQUIRE(r.results[1].rows.size() == 1);
+    CHECK(r.results[1].rows[0].layer == "A");
+    CHECK(r.results[0].rows.size() == 2);  // the first point whole
+  }
   SECTION("a layers chart of point 1 keeps point 1 whole") {
     RunResult r;
     PlotSpec l;

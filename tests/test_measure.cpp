@@ -490,12 +490,12 @@ TEST_CASE("measure: calibration recovers known efficiency laws from synthetic me
   // relu: bandwidth efficiency 0.5 · bytes^0.02. Times generated from the laws exactly.
   std::vector<Sample> samples;
   for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
-    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
     s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15));
     samples.push_back(s);
   }
   for (double bytes : {1e5, 1e6, 1e7, 1e8}) {  // two sizes in each network, so each fold can fit b
-    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0};
+    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
     s.measured_s = bytes / (s.bandwidth * 0.5 * std::pow(bytes, 0.02));
     samples.push_back(s);
   }
@@ -544,7 +544,7 @@ TEST_CASE("measure: calibration recovers a channels-per-group exponent; the engi
   std::vector<Sample> samples;
   for (double g : {1.0, 4.0, 16.0, 64.0})
     for (double macs : {1e6, 1e7, 1e8}) {
-      Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+      Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
       s.cpg = g;
       s.measured_s = s.work / (s.peak * 0.01 * std::pow(macs, 0.1) * std::pow(g, 0.25));
       samples.push_back(s);
@@ -623,7 +623,7 @@ TEST_CASE("measure: contention: the time-sharing law, its inverse, and fit_model
   // measured = the contention law with slowdown 3 (grid point k = 8) applied to them.
   std::vector<Sample> samples;
   for (double macs : {1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9}) {
-    Sample s{"net", "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0};
+    Sample s{"net", "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
     s.measured_s = c.apply(s.work / (s.peak * 0.02 * std::pow(macs, 0.15)));
     samples.push_back(s);
   }
@@ -700,4 +700,73 @@ networks:
         "t.yaml:6:44: error: slowdown must be at least 1 (a core of its own) and at most 1000\n"
         "    contention: {onset_s: 0.001, slowdown: 0.5}\n"
         "                                           ^\n");
+}
+
+TEST_CASE("measure: calibration fits a bandwidth law per memory level; the engine applies the layer's level", "[measure]") {
+  // relu, memory bound: on L2 efficiency 0.6 · bytes^0.05, on L3 0.3 (flat); 8 layers on each level
+  // (kLevelSamples), the networks alternating. The class-wide law mixes both; each level's own
+  // recovers its law exactly (every residual 0: the robust fit is least squares).
+  std::vector<Sample> samples;
+  for (const char* level : {"L2", "L3"})
+    for (double bytes : {1e5, 2e5, 4e5, 8e5, 1.6e6, 3.2e6, 6.4e6, 1.28e7}) {
+      Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, level};
+      const double eff = std::string(level) == "L2" ? 0.6 * std::pow(bytes, 0.05) : 0.3;
+      s.measured_s = bytes / (s.bandwidth * eff);
+      samples.push_back(s);
+    }
+  REQUIRE(kLevelSamples == 8);
+  auto rules = fit_calibration(samples);
+  REQUIRE(rules.size() == 1);
+  REQUIRE(rules[0].bandwidth_by_level.size() == 2);
+  CHECK(rules[0].bandwidth_by_level[0].first == "L2");
+  CHECK(rules[0].bandwidth_by_level[0].second.a == Approx(0.6).epsilon(1e-9));
+  CHECK(rules[0].bandwidth_by_level[0].second.b == Approx(0.05).epsilon(1e-9));
+  CHECK(rules[0].bandwidth_by_level[1].first == "L3");
+  CHECK(rules[0].bandwidth_by_level[1].second.a == Approx(0.3).epsilon(1e-9));
+  CHECK(rules[0].bandwidth_by_level[1].second.b == Approx(0).margin(1e-12));
+  // a sample on L3 is predicted with L3's law: 1e6 bytes / (1e10 B/s · 0.3) = 333.3 µs
+  Sample probe{"x", "relu", 1e6 / 8, 0, 1e6, 1e11, 1e10, false, 0, 0, "L3"};
+  CHECK(predict_s(probe, rules) == Approx(1e6 / (1e10 * 0.3)));
+  // one level short of kLevelSamples: only the class-wide law
+  samples.pop_back();
+  CHECK(fit_calibration(samples)[0].bandwidth_by_level.size() == 1);
+
+  // the engine, memory_level: auto: relu on [1, 16, 8, 8] fp32 moves 2 · 4096 B = 8192 B, held by
+  // L2 (64 KiB) — its law [0.5, 0] halves L2's 100 GB/s: 8192 / 50e9 s; on [1, 16, 64, 64]
+  // (2 · 262144 B = 512 KiB > 64 KiB) the layer sits on DRAM, which has no law of its own:
+  // `bandwidth` [0.25, 0] gives 524288 / (10e9 · 0.25) s.
+  const char* yaml = R"(name: cal
+settings: {memory_level: auto}
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 100 TFLOP/s}]
+    memory: [{name: L2, bandwidth: 100 GB/s, size: 64 KiB}, {name: DRAM, bandwidth: 10 GB/s}]
+    calibration:
+      - {class: elementwise, ops: [relu], compute: [1, 0], bandwidth: [0.25, 0], bandwidth_by_level: {L2: [0.5, 0]}}
+networks:
+  - name: small
+    input: [1, 16, 8, 8]
+    layers: [{name: r, op: relu}]
+  - name: big
+    input: [1, 16, 64, 64]
+    layers: [{name: r, op: relu}]
+)";
+  RunResult r = rsim::test::run_text(yaml);
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].memory_level == "L2");
+  CHECK(rows[0].efficiency.bandwidth == Approx(0.5));
+  CHECK(rows[0].derated.memory_time_s == Approx(8192 / 50e9));
+  CHECK(rows[1].memory_level == "DRAM");
+  CHECK(rows[1].efficiency.bandwidth == Approx(0.25));
+  CHECK(rows[1].derated.memory_time_s == Approx(524288 / (10e9 * 0.25)));
+
+  // a level the platform lacks is a located error
+  std::string bad = yaml;
+  bad.replace(bad.find("{L2: [0.5, 0]}"), 14, "{L4: [0.5, 0]}");
+  CHECK(rsim::test::error_of([&] { rsim::test::run_text(bad); }) ==
+        "t.yaml:8:103: error: bandwidth_by_level names memory level 'L4', which the platform lacks\n"
+        "      - {class: elementwise, ops: [relu], compute: [1, 0], bandwidth: [0.25, 0], bandwidth_by_level: {L4: [0.5, 0]}}\n" +
+            std::string(102, ' ') + "^\n" +  // column 103: the key L4
+            "note: did you mean 'L2'?\n");
 }
