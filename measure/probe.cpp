@@ -311,6 +311,14 @@ double run_pinned(int threads, const std::function<void(int)>& body) {
   return std::chrono::duration<double>(e - s).count();
 }
 
+size_t placement_offset(std::uintptr_t base, size_t capacity, size_t bytes) {
+  std::uintptr_t align = 64;
+  while (align < bytes) align *= 2;
+  std::uintptr_t start = (base + align - 1) / align * align;
+  size_t off = static_cast<size_t>(start - base);
+  return off <= capacity && bytes <= capacity - off ? off : 0;
+}
+
 int saturating_chains(const std::vector<std::pair<int, double>>& sweep, double within) {
   double best = 0;
   for (const auto& [c, r] : sweep) best = std::max(best, r);
@@ -468,7 +476,8 @@ ProbeResult run_probe(const ProbeOptions& opt) {
       std::vector<size_t> cap(static_cast<size_t>(r.threads));
       run_pinned(r.threads, [&](int t) {
         double bytes = t == 0 ? max_ws : max_ws / r.threads;
-        size_t n = (static_cast<size_t>(bytes / sizeof(float)) / 64 + 2) * 64;
+        // + 3 × 1024 floats: room for the gaps that spread the arrays over the page (below)
+        size_t n = (static_cast<size_t>(bytes / sizeof(float)) / 64 + 2) * 64 + 3 * 1024;
         float* p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
         if (p) {
           for (size_t i = 0; i < n; ++i) p[i] = 1.0f;
@@ -491,17 +500,42 @@ ProbeResult run_probe(const ProbeOptions& opt) {
             size_t n = static_cast<size_t>(share / sizeof(float) / arrays) / 64 * 64;
             if (n < 64) continue;
             double bytes_per_pass = static_cast<double>(n) * sizeof(float) * arrays;  // STREAM counting
+            // Where the arrays sit matters, not only how large they are: an L1 that finds a line's way
+            // from a hash of its virtual address (AMD Zen's "utag" way predictor) cannot hold two lines
+            // of one set whose hashes match, and pages on either side of a large power-of-two address
+            // boundary (every bit above the page offset flips) can hash alike. malloc placed the large
+            // buffer just below a 64 MiB-aligned address (0x…effff040 here), so a working set at its
+            // start straddled such a boundary: every pass missed L1 on the colliding page pair, and the
+            // probe read L1 at half its bandwidth (a V-shaped curve inside L1, since a larger working
+            // set dilutes the misses of a fixed page pair). Each working set therefore starts at an
+            // address aligned to the power of two that holds it, where its pages differ only in their
+            // low bits, as an ordinary allocation's do.
+            // Consecutive arrays start `stride` floats apart, at page offsets 0, 1/3 and 2/3 of 4 KiB
+            // (copy: 0 and 1/2), rounded to a cache line. A load from b + i or c + i then shares its
+            // low 12 address bits (whose match with an older store in flight stalls the load: 4K
+            // aliasing) only with stores to a at least 1.3 KiB back; with the arrays n + 16 floats
+            // apart that distance depended on n and fell to 192 bytes at some sizes, which dipped
+            // triad in L1. Spread over the page, the arrays also cover the L1 sets as evenly as one
+            // contiguous block does, and cross their pages at different times (arrays at one page
+            // offset, tried, overfilled some sets near the L1 size and lost 6 % in L3).
+            const size_t page = 4096 / sizeof(float), shift = page / static_cast<size_t>(arrays) / 16 * 16;
+            size_t stride = (n + page - 1 - shift) / page * page + shift;
+            size_t used = (static_cast<size_t>(arrays - 1) * stride + n) * sizeof(float);
             auto pass = [&](int t, long passes) {
-              float* a = bufs[static_cast<size_t>(t)].get();
+              float* base = bufs[static_cast<size_t>(t)].get();
+              float* a = base + placement_offset(reinterpret_cast<std::uintptr_t>(base), cap[static_cast<size_t>(t)] * sizeof(float), used) /
+                                    sizeof(float);
+              // the kernel chosen once per sample: a pass of a small working set lasts ~100 cycles,
+              // which the name comparisons per pass would lengthen measurably
               double s = 0;
-              for (long k = 0; k < passes; ++k) {
-                if (kn == "read") s += bk.read(a, n);
-                else if (kn == "write") s += bk.write(a, n);
-                // the arrays 64 bytes apart beyond n: a + i and b + i never share their low 12
-                // address bits, whose match stalls a load behind an older store (4K aliasing)
-                else if (kn == "copy") s += bk.copy(a, a + n + 16, n);
-                else s += bk.triad(a, a + n + 16, a + 2 * n + 32, n);
-              }
+              if (arrays == 1 && kn == "read")
+                for (long k = 0; k < passes; ++k) s += bk.read(a, n);
+              else if (arrays == 1)
+                for (long k = 0; k < passes; ++k) s += bk.write(a, n);
+              else if (arrays == 2)
+                for (long k = 0; k < passes; ++k) s += bk.copy(a, a + stride, n);
+              else
+                for (long k = 0; k < passes; ++k) s += bk.triad(a, a + stride, a + 2 * stride, n);
               if (s == 12345.678) g_sink = s;
             };
             // The passes per sample grow until a sample lasts half of sample_s; only samples that

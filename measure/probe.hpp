@@ -5,6 +5,8 @@
 // Every kernel is compiled for its ISA with a per-function target attribute and dispatched at
 // run time, so one binary runs everywhere and says which ISAs it skipped.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -74,6 +76,12 @@ std::vector<LevelSize> level_sizes(const std::vector<CacheLevel>& caches, int th
 
 // The smallest chain count whose rate is within `within` of the best (pure; for tests).
 int saturating_chains(const std::vector<std::pair<int, double>>& sweep, double within = 0.03);
+
+// Where a working set of `bytes` starts in a buffer at address `base` holding `capacity` bytes: the
+// byte offset of the first address aligned to the smallest power of two ≥ `bytes` from which the
+// working set still fits, 0 if none does (pure; for tests). The probe's small working sets thus
+// never straddle a large power-of-two address boundary (see run_probe's bandwidth sweep).
+size_t placement_offset(std::uintptr_t base, size_t capacity, size_t bytes);
 
 // Runs body(t) on `threads` threads, thread t pinned to CPU t mod online CPUs, started together;
 // returns the wall time from the common start to the last finish.

@@ -128,6 +128,26 @@ TEST_CASE("measure: the saturating chain count and the detected pipes", "[measur
   CHECK(detected_pipes(1e9, 0, 8, 2) == 1);
 }
 
+TEST_CASE("measure: a working set starts aligned to the power of two that holds it", "[measure]") {
+  // a 64 MiB buffer 4032 bytes below the 256 MiB boundary 0x7fbaf0000000 (where malloc put one)
+  const std::uintptr_t base = 0x7fbaeffff040;
+  const size_t mib = 1024 * 1024;
+  // 16 KiB: the next multiple of 0x4000 is 0x7fbaf0000000, 0x1000 - 0x40 = 4032 bytes on
+  CHECK(placement_offset(base, 64 * mib, 16384) == 4032);
+  // 16 KiB + 1 byte rounds the alignment up to 32 KiB, of which 0x7fbaf0000000 is a multiple too
+  CHECK(placement_offset(base, 64 * mib, 16385) == 4032);
+  // 8 KiB: 0x7fbaeffff040 rounds up to 0x7fbaf0000000 as well (0x7fbaeffff000 is not a multiple of 0x2000)
+  CHECK(placement_offset(base, 64 * mib, 8192) == 4032);
+  // 4032 + 16384 bytes do not fit in 20415: the buffer's start
+  CHECK(placement_offset(base, 4032 + 16384 - 1, 16384) == 0);
+  CHECK(placement_offset(base, 4032 + 16384, 16384) == 4032);
+  // an aligned buffer, and the 64-byte floor (0x1001 → 0x1040: 63 bytes)
+  CHECK(placement_offset(0x10000, 64 * mib, 4096) == 0);
+  CHECK(placement_offset(0x1001, 4096, 10) == 63);
+  // a working set as large as the buffer stays at its start
+  CHECK(placement_offset(base, 64 * mib, 64 * mib) == 0);
+}
+
 TEST_CASE("measure: cache sizes from a sysfs tree", "[measure]") {
   CHECK(parse_sysfs_size("32K\n") == 32 * 1024);
   CHECK(parse_sysfs_size("32768K") == 32 * MiB);
