@@ -1010,7 +1010,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   measure::Model model = measure::fit_model(samples);
   const auto& rules = model.rules;
   std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
-  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention);
+  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention, model.overhead_s);
   {  // the result must load as a platform
     Diags d;
     build_platform(parse_yaml(yaml, vm["output"].as<std::string>()), nullptr, d);
@@ -1037,6 +1037,12 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       std::snprintf(buf, sizeof buf, "  %-15s %-37s bandwidth a %.4g b %+.4f c %+.4f\n", "", ("  on " + level).c_str(), law.a, law.b, law.c);
       out << buf;
     }
+  }
+  if (model.overhead_s > 0) {
+    std::snprintf(buf, sizeof buf, "  overhead        %.3g µs per layer (the platform's launch_overhead)\n", model.overhead_s * 1e6);
+    out << buf;
+  } else {
+    out << "  overhead        none\n";
   }
   if (model.contention.active()) {
     std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms take up to %.3g× the class laws' time (time sharing, or long layers' "

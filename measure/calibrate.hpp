@@ -9,7 +9,9 @@
 // slice) waits for the others' slices, so its median time grows by up to `slowdown`. fit_model
 // picks (onset, slowdown) on a grid (slowdown 1 = no contention is one of the candidates) by the
 // least squares of log(predicted / measured) over every layer, fitting the rules on the times
-// with the contention taken out for each candidate.
+// with the contention taken out for each candidate. Before it, with no contention, the same least
+// squares picks a fixed per-layer overhead (overhead_grid; 0 is a candidate and wins ties), which
+// stays for the contention search.
 #pragma once
 #include <map>
 #include <string>
@@ -65,7 +67,12 @@ double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules);
 struct Model {
   std::vector<CalibrationRule> rules;
   Contention contention;
+  // The fixed time of running a layer at all (a primitive's dispatch and its threads' start), added
+  // to every layer's time: written as the platform's launch_overhead (added per kernel).
+  double overhead_s = 0;
 };
+// The overheads fit_model tries: 0, then 0.25 µs · 2^(i/2), i = 0 … 12 (0.25 µs … 16 µs).
+std::vector<double> overhead_grid();
 // The grid fit_model searches: slowdown 1, 1.25, … 6; onset 1 ms · 2^(i/4), i = −16 … 24 (62.5 µs … 64 ms).
 Model fit_model(const std::vector<Sample>& samples);
 // predict_s under the rules, then the contention on a compute-bound sample (as the engine does).
@@ -96,8 +103,9 @@ std::string predictions_csv(const CrossValidation& cv);
 CrossValidation cross_validate(const std::vector<Sample>& samples);
 
 // The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.
-// An active contention is appended as `contention:`.
+// An active contention is appended as `contention:`, a positive overhead as `launch_overhead:`
+// (replacing the platform's own).
 std::string calibrated_platform_yaml(const std::string& platform_text, const std::string& name, const std::vector<CalibrationRule>& rules,
-                                     const std::string& fitted_from, const Contention& contention = {});
+                                     const std::string& fitted_from, const Contention& contention = {}, double overhead_s = 0);
 
 }  // namespace rsim::measure

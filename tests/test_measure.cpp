@@ -770,3 +770,36 @@ networks:
             std::string(102, ' ') + "^\n" +  // column 103: the key L4
             "note: did you mean 'L2'?\n");
 }
+
+TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes it as launch_overhead", "[measure]") {
+  // every layer takes its law's time plus 2 µs (= 0.25 µs · 2^(6/2), on the grid): conv compute
+  // efficiency 0.02 · MACs^0.15, relu bandwidth efficiency 0.5 (flat); no time sharing
+  std::vector<Sample> samples;
+  for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
+    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
+    s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15)) + 2e-6;
+    samples.push_back(s);
+  }
+  for (double bytes : {1e5, 1e6, 1e7, 1e8}) {
+    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    s.measured_s = bytes / (s.bandwidth * 0.5) + 2e-6;
+    samples.push_back(s);
+  }
+  CHECK(overhead_grid()[7] == Approx(0.25e-6 * 8));  // 0, then i = 0 … 12: index 7 is i = 6
+  Model m = fit_model(samples);
+  CHECK(m.overhead_s == Approx(2e-6));
+  CHECK_FALSE(m.contention.active());
+  for (const auto& s : samples) CHECK(predict_s(s, m) == Approx(s.measured_s).epsilon(1e-9));
+  // the smallest conv: 2e6 FLOPs at 1e11 · 0.02 · 1e6^0.15 FLOP/s, plus 2 µs
+  CHECK(predict_s(samples[0], m) == Approx(2e6 / (1e11 * 0.02 * std::pow(1e6, 0.15)) + 2e-6));
+  std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\nlaunch_overhead: 5 us\n",
+                                              "cal", m.rules, "synthetic", m.contention, m.overhead_s);
+  INFO(yaml);
+  CHECK(yaml.find("launch_overhead: 5 us") == std::string::npos);  // the platform's own is replaced
+  CHECK(yaml.find("launch_overhead: 2 us\n") != std::string::npos);
+  Diags d;
+  Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  REQUIRE(d.empty());
+  CHECK(pl.launch_overhead_s == Approx(2e-6));
+}
