@@ -383,8 +383,9 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     // (not with scripts, whose operators run user code; not ONNX files). A zoo model is resolved
     // at every point (its arguments may change); while its network node stays the same, it is
     // re-bound with the point's arguments like a plain one.
-    const bool plain = s.scripts.empty() && raw.is_map() && !raw.find("model") && !raw.find("onnx");
-    const bool model = s.scripts.empty() && raw.is_map() && raw.find("model") && !raw.find("onnx");
+    const bool rebindable = s.scripts.empty() && raw.is_map() && !raw.find("onnx");
+    const bool model = rebindable && raw.find("model");
+    const bool plain = rebindable && !model;
     auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
     const Precision& pr = out.settings.precision;
     EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
@@ -399,7 +400,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         continue;
       }
     }
-    auto it = plain || model ? ctx.networks.find(key) : ctx.networks.end();
+    auto it = rebindable ? ctx.networks.find(key) : ctx.networks.end();
     if (it != ctx.networks.end() && model && !(it->second.source && same_tree(*it->second.source, resolved->node))) {
       ctx.networks.erase(it);  // another model (or other arguments that change its node): built anew below
       it = ctx.networks.end();
@@ -439,7 +440,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       d.merge(nd);
       std::shared_ptr<const Network> opt;
       if (!s.passes.empty() && nd.empty()) nets.push_back(opt = optimized(*net));
-      if ((plain || model) && nd.empty()) {
+      if (rebindable && nd.empty()) {
         if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
         auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
         auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;

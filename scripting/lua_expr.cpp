@@ -9,6 +9,7 @@ extern "C" {
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <unordered_map>
 
 #include "engine/config.hpp"
@@ -145,8 +146,9 @@ class LuaExprEvaluator : public ExprEvaluator {
     // of re-binding a transformer.
     // (compared from the end, where a block's bindings differ from its siblings', newest first)
     auto same = [&](const CachedEnv& c) { return c.env.size() == env.size() && std::equal(env.rbegin(), env.rend(), c.env.rbegin()); };
-    auto cached = std::find_if(envs_.rbegin(), envs_.rend(), same).base();
-    cached = cached == envs_.begin() ? envs_.end() : cached - 1;
+    auto cached = envs_.end();
+    for (auto i = envs_.rbegin(); i != envs_.rend() && cached == envs_.end(); ++i)
+      if (same(*i)) cached = std::prev(i.base());
     Prep prep{&env, fn_ref, meta_ref_, cached != envs_.end() ? cached->proxy_ref : LUA_NOREF};
     lua_pushcfunction(L_, &LuaExprEvaluator::prepare_fn);
     lua_pushlightuserdata(L_, &prep);
