@@ -203,19 +203,24 @@ int main(int argc, char** argv) {
     j += ",\"memory_level\":\"(first level of each platform)\",\"weights_dtype\":\"fp32\",\"kv_dtype\":\"fp32\",\"compute_dtype\":\"fp32\","
          "\"quant_group\":";
     num(j, 0.0);
-    j += "},\"platforms\":[{\"name\":\"rtx3080\",\"title\":\"NVIDIA GeForce RTX 3080 (Ampere)\",\"source\":\"seed 000 (NVIDIA Ampere GA102 "
-         "whitepaper figures)\",\"compute\":[{\"name\":\"fp32 CUDA cores\",\"dtypes\":[\"fp32\"],\"peak_flops_per_s\":";
-    num(j, peak), j += ",\"derivation\":\"given: 29.8 TFLOP/s\",\"derated_peak_flops_per_s\":", num(j, peak);
-    j += ",\"derated_derivation\":\"no derating: same as theoretical\"},{\"name\":\"fp16 tensor cores\",\"dtypes\":[\"fp16\"],"
-         "\"peak_flops_per_s\":";
-    num(j, fp16_peak), j += ",\"derivation\":\"given: 119 TFLOP/s\",\"derated_peak_flops_per_s\":", num(j, fp16_peak);
-    j += ",\"derated_derivation\":\"no derating: same as theoretical\"},{\"name\":\"int8 tensor cores\",\"dtypes\":[\"int8\"],"
-         "\"peak_flops_per_s\":";
-    num(j, int8_peak), j += ",\"derivation\":\"given: 238 TOP/s\",\"derated_peak_flops_per_s\":", num(j, int8_peak);
-    j += ",\"derated_derivation\":\"no derating: same as theoretical\"}],\"memory\":[{\"name\":\"GDDR6X\",\"bandwidth_bytes_per_s\":";
-    num(j, bw), j += ",\"derivation\":\"given: 760.32 GB/s\",\"derated_bandwidth_bytes_per_s\":", num(j, bw);
-    j += ",\"derated_derivation\":\"no derating: same as theoretical\",\"size_bytes\":", num(j, mem_size);
-    j += "}]}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
+    // the platform in full at the first point, by reference at the others
+    if (p) {
+      j += "},\"platforms\":[{\"name\":\"rtx3080\",\"as_in_point\":0}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
+    } else {
+      j += "},\"platforms\":[{\"name\":\"rtx3080\",\"title\":\"NVIDIA GeForce RTX 3080 (Ampere)\",\"source\":\"seed 000 (NVIDIA Ampere GA102 "
+           "whitepaper figures)\",\"compute\":[{\"name\":\"fp32 CUDA cores\",\"dtypes\":[\"fp32\"],\"peak_flops_per_s\":";
+      num(j, peak), j += ",\"derivation\":\"given: 29.8 TFLOP/s\",\"derated_peak_flops_per_s\":", num(j, peak);
+      j += ",\"derated_derivation\":\"no derating: same as theoretical\"},{\"name\":\"fp16 tensor cores\",\"dtypes\":[\"fp16\"],"
+           "\"peak_flops_per_s\":";
+      num(j, fp16_peak), j += ",\"derivation\":\"given: 119 TFLOP/s\",\"derated_peak_flops_per_s\":", num(j, fp16_peak);
+      j += ",\"derated_derivation\":\"no derating: same as theoretical\"},{\"name\":\"int8 tensor cores\",\"dtypes\":[\"int8\"],"
+           "\"peak_flops_per_s\":";
+      num(j, int8_peak), j += ",\"derivation\":\"given: 238 TOP/s\",\"derated_peak_flops_per_s\":", num(j, int8_peak);
+      j += ",\"derated_derivation\":\"no derating: same as theoretical\"}],\"memory\":[{\"name\":\"GDDR6X\",\"bandwidth_bytes_per_s\":";
+      num(j, bw), j += ",\"derivation\":\"given: 760.32 GB/s\",\"derated_bandwidth_bytes_per_s\":", num(j, bw);
+      j += ",\"derated_derivation\":\"no derating: same as theoretical\",\"size_bytes\":", num(j, mem_size);
+      j += "}]}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
+    }
     const std::string_view keys[] = {"layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
                                      "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
                                      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s",

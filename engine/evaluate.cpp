@@ -511,6 +511,18 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       std::shared_ptr<const KernelIndex> kix = net_kernels[ni];
       if (!kix) kix = std::make_shared<const KernelIndex>(index_kernels(net));
       std::vector<KernelTime> kernels(kix->count);
+      // each layer's roofline on this platform, for the later layers that do the same work
+      // (Layer::same_as): they take it instead of computing it again (not for a script's
+      // efficiency model or metrics, which see the layer's name)
+      struct Bounded {
+        double bytes = 0;
+        const MemoryLevel* level = nullptr;
+        RoofPoint theoretical, derated;
+        Efficiency efficiency;
+      };
+      const bool reuse = !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
+      thread_local std::vector<Bounded> bounded;
+      if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
       for (size_t li = 0; li < net.layers.size(); ++li) {
         const Layer& L = net.layers[li];
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
@@ -549,54 +561,65 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         // summary only: the layer's cost is read in place (a row's copy holds two vectors)
         if (full_rows) r.cost = L.cost;
         const OpCost& cost = L.cost;
-        r.bytes = layer_bytes(L.cost, mm);
-        const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
-        if (full_rows) r.memory_level = lmem->name;
-        const double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
-        r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
-        if (ctx.hooks && ctx.hooks->has_efficiency()) {
-          try {
-            r.efficiency = ctx.hooks->efficiency(r, L, pl);
-          } catch (const ConfigError& e) {
-            d.add(e);
+        if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
+          const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
+          bounded[li] = b;
+          r.bytes = b.bytes;
+          if (full_rows) r.memory_level = b.level->name;
+          r.theoretical = b.theoretical;
+          r.derated = b.derated;
+          r.efficiency = b.efficiency;
+        } else {
+          r.bytes = layer_bytes(L.cost, mm);
+          const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
+          if (full_rows) r.memory_level = lmem->name;
+          const double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
+          r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
+          if (ctx.hooks && ctx.hooks->has_efficiency()) {
+            try {
+              r.efficiency = ctx.hooks->efficiency(r, L, pl);
+            } catch (const ConfigError& e) {
+              d.add(e);
+              break;
+            }
+          } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
+            const double cpg = channels_per_group(L);
+            r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
+            r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
+          }
+          r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
+                               lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+          if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
+            const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
+            r.derated.compute_time_s *= f;
+            r.derated.memory_time_s *= f;
+            r.derated.time_s *= f;
+            r.derated.attainable_flops_per_s /= f;
+          }
+          if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
+            try {
+              r.metrics = ctx.hooks->metrics(r, L);
+            } catch (const ConfigError& e) {
+              d.add(e);
+              break;
+            }
+          }
+          if (std::string bad = nonfinite_field(r, cost); !bad.empty()) {
+            std::string ins;
+            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+              if (k) ins += ';';
+              append_shape(ins, L.in_shapes[k]);
+            }
+            d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
+                    {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
+                                  format_number(cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
+                                  format_number(roof->peak_flops_per_s) + " FLOP/s (derated " + format_number(roof->derated_flops_per_s) +
+                                  "), bandwidth " + format_number(mem->bandwidth_bytes_per_s) + " B/s (derated " +
+                                  format_number(mem->derated_bandwidth_bytes_per_s) + ")"},
+                     Note{plat_nodes[pi]->loc, "platform used here"}});
             break;
           }
-        } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
-          const double cpg = channels_per_group(L);
-          r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
-          r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
-        }
-        r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
-                             lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
-        if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
-          const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
-          r.derated.compute_time_s *= f;
-          r.derated.memory_time_s *= f;
-          r.derated.time_s *= f;
-          r.derated.attainable_flops_per_s /= f;
-        }
-        if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
-          try {
-            r.metrics = ctx.hooks->metrics(r, L);
-          } catch (const ConfigError& e) {
-            d.add(e);
-            break;
-          }
-        }
-        if (std::string bad = nonfinite_field(r, cost); !bad.empty()) {
-          std::string ins;
-          for (size_t k = 0; k < L.in_shapes.size(); ++k) {
-            if (k) ins += ';';
-            append_shape(ins, L.in_shapes[k]);
-          }
-          d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
-                  {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
-                                format_number(cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
-                                format_number(roof->peak_flops_per_s) + " FLOP/s (derated " + format_number(roof->derated_flops_per_s) +
-                                "), bandwidth " + format_number(mem->bandwidth_bytes_per_s) + " B/s (derated " +
-                                format_number(mem->derated_bandwidth_bytes_per_s) + ")"},
-                   Note{plat_nodes[pi]->loc, "platform used here"}});
-          break;
+          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency};
         }
         if (int k = kix->of_layer[li]; k >= 0) {
           KernelTime& kt = kernels[static_cast<size_t>(k)];

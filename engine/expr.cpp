@@ -1,5 +1,6 @@
 #include "engine/expr.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -21,6 +22,69 @@ std::vector<std::string> env_names(const Env& env) {
 
 bool has_expr(const std::string& text) { return text.find("${") != std::string::npos; }
 
+static bool is_keyword(std::string_view w) {
+  static constexpr std::string_view kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+                                                   "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
+  for (std::string_view k : kKeywords)
+    if (w == k) return true;
+  return false;
+}
+
+std::vector<std::string> expr_names(const std::string& text, bool& opaque) {
+  std::vector<std::string> names;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t open = 0;
+  while ((open = text.find("${", open)) != std::string::npos) {
+    // the expression ends where substitute() ends it: at the brace that closes `${`, quotes or not
+    size_t end = open + 2;
+    for (int depth = 0; end < text.size(); ++end) {
+      if (text[end] == '{') ++depth;
+      else if (text[end] == '}' && depth-- == 0) break;
+    }
+    char quote = 0;
+    char before = 0;    // the last character before this token that is not a space
+    bool dots = false;  // `before` ends `..` (concatenation), not a field access
+    for (size_t i = open + 2; i < end; ++i) {
+      const char c = text[i];
+      if (quote) {
+        if (c == '\\') ++i;
+        else if (c == quote) quote = 0, before = c, dots = false;
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        quote = c;
+        continue;
+      }
+      if (c == '[' && i + 1 < end && (text[i + 1] == '[' || text[i + 1] == '=')) opaque = true;  // a long string
+      if (std::isdigit(static_cast<unsigned char>(c))) {  // a number, with its exponent or hex digits
+        while (i + 1 < end && (word(text[i + 1]) || text[i + 1] == '.' ||
+                               ((text[i + 1] == '+' || text[i + 1] == '-') && std::string_view("eEpP").find(text[i]) != std::string_view::npos)))
+          ++i;
+        before = '0', dots = false;
+        continue;
+      }
+      if (word(c)) {
+        size_t j = i;
+        while (j < end && word(text[j])) ++j;
+        std::string w = text.substr(i, j - i);
+        i = j - 1;
+        const bool field = (before == '.' && !dots) || before == ':';
+        before = 'a', dots = false;
+        if (field || is_keyword(w)) continue;
+        if (w == "math" || w == "_ENV") opaque = true;
+        if (std::find(names.begin(), names.end(), w) == names.end()) names.push_back(std::move(w));
+        continue;
+      }
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+        dots = c == '.' && before == '.' && !dots;
+        before = c;
+      }
+    }
+    open = end;
+  }
+  return names;
+}
+
 // Column of offset `off` inside a scalar that starts at `loc`: exact for plain and quoted
 // scalars on one line; the scalar's start otherwise.
 static SourceLoc point_into(const SourceLoc& loc, const std::string& text, size_t off) {
@@ -39,10 +103,7 @@ static const std::string* plain_variable(std::string_view expr, const Env& env) 
   if (expr.empty() || expr.size() > 64 || std::isdigit(static_cast<unsigned char>(expr.front()))) return nullptr;
   for (char c : expr)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return nullptr;
-  static constexpr std::string_view kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
-                                          "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
-  for (std::string_view k : kKeywords)
-    if (expr == k) return nullptr;
+  if (is_keyword(expr)) return nullptr;
   const std::string* v = nullptr;
   for (auto it = env.rbegin(); it != env.rend() && !v; ++it)
     if (it->first == expr) v = &it->second;

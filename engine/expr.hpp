@@ -34,7 +34,13 @@ bool has_expr(const std::string& text);
 std::string substitute(const std::string& text, const Env& env, ExprEvaluator& ev, const SourceLoc& loc);
 // Substitutes every scalar of a tree (keys are left alone). Errors are collected in `d`.
 CNode substitute_tree(const CNode& n, const Env& env, ExprEvaluator& ev, Diags& d);
-// The names an expression text may refer to (identifiers outside string literals), for "unknown variable" hints.
+// The bound names, in order (for "variables here" notes).
 std::vector<std::string> env_names(const Env& env);
+
+// The names the `${…}` of `text` may read: identifiers outside string literals, not a keyword, not
+// a field after `.` or `:`. A `${…}` whose value may depend on more than these (one that reaches
+// `math`, whose random() is no function of the bindings, or `_ENV`, or holds a long string `[[`)
+// sets `opaque`. With the same values for these names, substituting `text` gives the same result.
+std::vector<std::string> expr_names(const std::string& text, bool& opaque);
 
 }  // namespace rsim

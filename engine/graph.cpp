@@ -558,6 +558,7 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   if (plan) {
     *plan = NetworkPlan{};
     plan->envs.emplace_back();
+    plan->last_env = env;
     // the network's own keys: input dimensions are values, anything else a guard
     for (size_t k = 0; k < raw.entries.size(); ++k) {
       const CEntry& e = raw.entries[k];
@@ -717,6 +718,7 @@ bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
   for (size_t i = 0; i < x.size(); ++i) {  // the same operator: the same attributes in the same order
     const AttrValue& u = x[i].second;
     const AttrValue& v = y[i].second;
+    if (!u.set && !v.set) continue;  // most of an operator's attributes (their values are the defaults)
     if (u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s != v.s ||
         u.ints != v.ints)
       return false;
@@ -743,8 +745,51 @@ std::optional<std::string> slot_text(const CNode& raw, const Env& env, ExprEvalu
 
 }  // namespace
 
+// The slots' groups and the names their texts read (see NetworkPlan::Group).
+static void make_groups(NetworkPlan& plan) {
+  auto name_id = [&](const std::string& n) {
+    auto it = std::find(plan.names.begin(), plan.names.end(), n);
+    if (it != plan.names.end()) return static_cast<int>(it - plan.names.begin());
+    plan.names.push_back(n);
+    return static_cast<int>(plan.names.size() - 1);
+  };
+  std::map<std::pair<int, std::string>, int> by_text;
+  plan.group_of.assign(plan.slots.size(), -1);
+  plan.binds.assign(plan.slots.size(), {});
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const NetworkPlan::Slot& sl = plan.slots[i];
+    if (!sl.raw->is_scalar()) continue;
+    auto [it, fresh] = by_text.try_emplace({sl.env, sl.raw->scalar}, static_cast<int>(plan.groups.size()));
+    if (fresh) {
+      NetworkPlan::Group g;
+      for (const auto& n : expr_names(sl.raw->scalar, g.opaque)) g.names.push_back(name_id(n));
+      plan.groups.push_back(std::move(g));
+    }
+    plan.group_of[i] = it->second;
+  }
+  for (const auto& def : plan.envs)
+    for (const auto& a : def.adds)
+      if (a.slot >= 0) plan.binds[static_cast<size_t>(a.slot)].push_back(name_id(a.name));
+  plan.changed.assign(plan.names.size(), 0);
+}
+
 bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed) {
   changed = false;
+  if (plan.group_of.size() != plan.slots.size()) make_groups(plan);
+  ++plan.stamp;
+  // the names whose values changed since the last point (all of them, when the names differ)
+  std::fill(plan.changed.begin(), plan.changed.end(), 0);
+  bool all = env.size() != plan.last_env.size();
+  for (size_t i = 0; i < env.size() && !all; ++i) {
+    if (env[i].first != plan.last_env[i].first) {
+      all = true;
+    } else if (env[i].second != plan.last_env[i].second) {
+      auto it = std::find(plan.names.begin(), plan.names.end(), env[i].first);
+      if (it != plan.names.end()) plan.changed[static_cast<size_t>(it - plan.names.begin())] = 1;
+      plan.last_env[i].second = env[i].second;
+    }
+  }
+  if (all) plan.last_env = env;
   // the bindings of each EnvDef, made when a slot first needs them (after the Env slots they use)
   std::vector<Env> envs(plan.envs.size());
   std::vector<char> made(plan.envs.size(), 0);
@@ -761,35 +806,29 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   };
   std::vector<char> dirty(net.layers.size(), 0);
   bool any = false;
-  // the texts substituted so far at this point: most slots repeat a few texts (`${c}` in every layer)
-  struct Seen {
-    int env;
-    const std::string* text;
-    std::string value;
-  };
-  constexpr size_t kSeen = 64;  // a transformer's layers use a few dozen distinct texts
-  std::vector<Seen> seen_texts;
-  seen_texts.reserve(kSeen);  // pointers into it are kept below
-  std::optional<std::string> fresh;
-  for (auto& sl : plan.slots) {
-    const Env& e = env_of(sl.env, env_of);
+  std::optional<std::string> alone;  // a subtree slot's text
+  for (size_t si = 0; si < plan.slots.size(); ++si) {
+    NetworkPlan::Slot& sl = plan.slots[si];
     CNode tree;
     const std::string* v = nullptr;  // the slot's text at this point
-    if (sl.raw->is_scalar())
-      for (const Seen& t : seen_texts)
-        if (t.env == sl.env && t.text == &sl.raw->scalar) v = &t.value;  // the same node (a block's layers share theirs)
-    if (sl.raw->is_scalar() && !v)
-      for (const Seen& t : seen_texts)
-        if (t.env == sl.env && *t.text == sl.raw->scalar) v = &t.value;
-    if (!v) {
-      fresh = slot_text(*sl.raw, e, opt.ev, &tree);
-      if (!fresh) return false;
-      if (sl.raw->is_scalar() && seen_texts.size() < kSeen) {
-        seen_texts.push_back(Seen{sl.env, &sl.raw->scalar, std::move(*fresh)});
-        v = &seen_texts.back().value;
-      } else {
-        v = &*fresh;
+    if (const int gi = plan.group_of[si]; gi >= 0) {
+      NetworkPlan::Group& g = plan.groups[static_cast<size_t>(gi)];
+      if (g.stamp != plan.stamp) {
+        g.stamp = plan.stamp;
+        g.dirty = all || g.opaque || std::any_of(g.names.begin(), g.names.end(), [&](int n) { return plan.changed[static_cast<size_t>(n)] != 0; });
+        g.text.reset();
+        g.parsed = false;
       }
+      if (!g.dirty) continue;  // the names it reads have their last values: so has its text
+      if (!g.text) {
+        g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, nullptr);
+        if (!g.text) return false;
+      }
+      v = &*g.text;
+    } else {
+      alone = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, &tree);
+      if (!alone) return false;
+      v = &*alone;
     }
     if (*v == sl.value) continue;
     switch (sl.kind) {
@@ -800,7 +839,9 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         Diags d;
         AttrValue av;
         if (sl.spec->type == AttrType::Int && sl.raw->is_scalar()) {  // the common case, as parse_attr reads it
-          auto iv = parse_integer(*v);
+          NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
+          if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
+          const std::optional<long long>& iv = g.integer;
           if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;
           av.i = *iv;
           av.set = true;
@@ -821,6 +862,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       }
     }
     sl.value = *v;
+    for (int n : plan.binds[si]) plan.changed[static_cast<size_t>(n)] = 1;  // a block argument: its parameter changed
     any = true;
   }
   if (!any) return true;
@@ -864,10 +906,12 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     // the first layer of each kind of work is in the table; a later one of the same kind copies it
     size_t at = h & (cap - 1);
     bool found = false;
+    L.same_as = -1;
     for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
       size_t j = memo[at] - 1;
       if (hashes[j] == h && same_work(L, kv_inputs, net.layers[j], kv[j])) {
         found = true;
+        L.same_as = static_cast<int>(j);
         if (!same) {
           L.out_shapes = net.layers[j].out_shapes;
           L.cost = net.layers[j].cost;

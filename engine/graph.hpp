@@ -2,6 +2,7 @@
 // inputs; reusable blocks with parameters and repeat counts. Built per sweep point with shape
 // inference and per-layer costs.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct Layer {
   // nothing or was eliminated), and why it changed.
   std::string kernel;
   bool eliminated = false;
+  // Set by rebind_network: an earlier layer that does the same work (the same operator,
+  // attributes, input shapes and precisions: a repeated block), whose shapes and cost it copied;
+  // -1 when none is known. Evaluation takes that layer's roofline too.
+  int same_as = -1;
 };
 
 struct Network {
@@ -88,6 +93,25 @@ struct NetworkPlan {
   };
   std::vector<EnvDef> envs;  // envs[0]: the network's own bindings
   std::vector<Slot> slots;   // in build order (a block argument before the block's layers)
+  // Which slots a point substitutes again (made by the first rebind_network): slots of the same
+  // text under the same bindings form a group, substituted once per point, and only when a name
+  // its text reads (expr_names) changed value since the last point, or its text is opaque.
+  struct Group {
+    std::vector<int> names;  // into `names`
+    bool opaque = false;     // substituted at every point
+    size_t stamp = 0;        // the point it was last looked at
+    bool dirty = false;      // at that point: a name it reads changed
+    std::optional<std::string> text;  // at that point, once substituted
+    bool parsed = false;              // at that point: `integer` holds the text read as an integer
+    std::optional<long long> integer;
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of;                // per slot (-1: substituted alone at every point: a subtree)
+  std::vector<std::vector<int>> binds;      // per slot: the names an Env slot binds
+  std::vector<std::string> names;           // the names the texts read or blocks bind
+  std::vector<char> changed;                // per name: changed at this point
+  Env last_env;                             // the bindings of the last point (set by build_network)
+  size_t stamp = 0;
   // rebind_network's working memory, kept between points
   std::vector<size_t> memo;    // open-addressed table of layer index + 1 by work hash
   std::vector<size_t> hashes;  // per layer

@@ -589,7 +589,7 @@ std::string results_json_head(const RunHeader& h, const RunInfo& info) {
 
 const char* results_json_tail() { return "]}\n"; }
 
-void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers) {
+void append_point_json_head(std::string& out, const PointResult& pr, const Point& p) {
   Json j(out);
   j.open('{');
   j.key("index"), j.num(static_cast<double>(p.index));
@@ -611,22 +611,42 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   j.close('}');
   j.key("platforms");
   j.open('[');
-  {
-    // a platform no `${…}` changes is one object shared by every point: formatted once per worker
-    thread_local std::vector<std::pair<std::shared_ptr<const Platform>, std::string>> memo;
-    for (const auto& pl : pr.platforms) {
-      auto it = std::find_if(memo.begin(), memo.end(), [&](const auto& m) { return m.first == pl; });
-      if (it == memo.end()) {
-        std::string text;
-        Json pj(text);
-        platform_json(pj, *pl);
-        if (memo.size() >= 16) memo.erase(memo.begin());
-        memo.emplace_back(pl, std::move(text));
-        it = memo.end() - 1;
-      }
-      j.raw(it->second);
+}
+
+void PlatformRefs::append(std::string& out, const PointResult& pr, const Point& p) {
+  Json j(out);
+  for (const auto& pl : pr.platforms) {
+    // the same object (a platform no `${…}` changes is shared by every point), or the same text
+    auto it = std::find_if(written_.begin(), written_.end(), [&](const Written& w) { return w.platform == pl; });
+    std::string text;
+    if (it == written_.end()) {
+      Json pj(text);
+      platform_json(pj, *pl);
+      it = std::find_if(written_.begin(), written_.end(), [&](const Written& w) { return w.text == text; });
     }
+    if (it != written_.end()) {
+      std::string ref;
+      Json rj(ref);
+      rj.open('{');
+      rj.key("name"), rj.str(pl->name);
+      rj.key("as_in_point"), rj.num(static_cast<double>(it->point));
+      rj.close('}');
+      j.raw(ref);
+      continue;
+    }
+    j.raw(text);
+    if (written_.size() < 64) written_.push_back(Written{pl, std::move(text), p.index});
   }
+}
+
+void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers, PlatformRefs& refs) {
+  append_point_json_head(out, pr, p);
+  refs.append(out, pr, p);
+  append_point_json_tail(out, pr, h, layers);
+}
+
+void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) {
+  Json j(out);
   j.close(']');
   j.key("summary");
   j.open('[');
@@ -759,9 +779,10 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
 std::string results_json(const RunResult& r, const RunInfo& info) {
   RunHeader h{r.var_names, r.metric_names, r.points.size()};
   std::string out = results_json_head(h, info);
+  PlatformRefs refs;
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     if (pi) out += ',';
-    append_results_json(out, r.results[pi], r.points[pi], h, true);
+    append_results_json(out, r.results[pi], r.points[pi], h, true, refs);
   }
   return out + results_json_tail();
 }
@@ -811,8 +832,10 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
     append_kernels_csv(pr.text[2], pr, p);
   }
   append_summary_csv(pr.text[1], pr, p);
-  pr.text[3].reserve(pr.rows.size() * 1000 + 2000);
-  append_results_json(pr.text[3], pr, p, header_, layers);
+  pr.text.emplace_back();
+  append_point_json_head(pr.text[3], pr, p);
+  pr.text[4].reserve(pr.rows.size() * 1000 + 1000);
+  append_point_json_tail(pr.text[4], pr, header_, layers);
   if (next) next->prepare(pr, p);
 }
 
@@ -824,6 +847,11 @@ void TableWriter::consume(PointResult&& pr, const Point& p) {
   if (tables_ == Tables::All) put(k++, pr.text[2]);
   if (points_) put(k, ",");
   put(k, pr.text[3]);
+  std::string& platforms = pr.text[3];  // written: its room is reused
+  platforms.clear();
+  platform_refs_.append(platforms, pr, p);
+  put(k, platforms);
+  put(k, pr.text[4]);
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
   pr.text.clear();

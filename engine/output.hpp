@@ -41,8 +41,31 @@ const char* results_json_tail();
 void append_results_csv(std::string& out, const PointResult& pr, const Point& p);
 void append_summary_csv(std::string& out, const PointResult& pr, const Point& p);
 void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p);
-// `layers`: false leaves out the per-layer rows (network totals only)
-void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers);
+// A point of results.json in three parts: its object up to the list of its platforms
+// (`{"index":…,"bindings":…,"settings":…,"platforms":[`), the platforms (PlatformRefs), the rest
+// (`],"summary":[…],"layers":[…]}`; `layers`: false leaves out the per-layer rows).
+void append_point_json_head(std::string& out, const PointResult& pr, const Point& p);
+void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers);
+
+// The platforms of results.json's points, in point order: a platform is written in full at the
+// first point that uses it; a later point that uses the same platform (the same definition, to
+// the byte) writes {"name": NAME, "as_in_point": INDEX} instead of repeating it.
+class PlatformRefs {
+ public:
+  // the point's platforms, comma-separated
+  void append(std::string& out, const PointResult& pr, const Point& p);
+
+ private:
+  struct Written {
+    std::shared_ptr<const Platform> platform;
+    std::string text;
+    size_t point = 0;
+  };
+  std::vector<Written> written_;  // the first 64 distinct platforms (later ones are written in full)
+};
+
+// A whole point (head, platforms through `refs`, tail).
+void append_results_json(std::string& out, const PointResult& pr, const Point& p, const RunHeader& h, bool layers, PlatformRefs& refs);
 
 // All: results.csv, summary.csv, kernels.csv, results.json; Summary: summary.csv and
 // results.json without per-layer rows
@@ -78,6 +101,7 @@ class TableWriter : public ResultSink {
   std::string dir_;
   Tables tables_;
   RunInfo info_;
+  PlatformRefs platform_refs_;
   RunHeader header_;
   std::vector<File> files_;
   double bytes_ = 0;

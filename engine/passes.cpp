@@ -213,6 +213,7 @@ std::vector<std::string> read_passes(const CNode& node, Diags& d) {
 
 Network apply_passes(const Network& net, const std::vector<std::string>& passes) {
   Network out = net;
+  for (Layer& L : out.layers) L.same_as = -1;  // passes change costs: a layer no longer copies another's
   Optimizer(out, passes).run();
   return out;
 }

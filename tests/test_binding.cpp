@@ -105,3 +105,95 @@ networks:
         "               ^\n"
         "note: at sweep point 1: c=0\n");
 }
+
+TEST_CASE("expr_names: the names an expression reads", "[binding]") {
+  bool opaque = false;
+  // fields after `.` and `:` and words inside strings are not names; `..` is concatenation
+  CHECK(expr_names("x${a + b.c * floor(d)}y ${'e f' .. g}", opaque) == std::vector<std::string>{"a", "b", "floor", "d", "g"});
+  CHECK_FALSE(opaque);
+  // numbers with exponents and hex digits are not names; keywords are not names
+  CHECK(expr_names("${1e5 + 0x1F + 2.5e-3 * k and not nil}", opaque) == std::vector<std::string>{"k"});
+  CHECK_FALSE(opaque);
+  CHECK(expr_names("no expression", opaque).empty());
+  // a table constructor's braces stay inside the expression
+  CHECK(expr_names("${ ({n = a}).n }", opaque) == std::vector<std::string>{"n", "a"});
+  CHECK_FALSE(opaque);
+  // math (math.random) and long strings make the value depend on more than the names
+  expr_names("${math.floor(a)}", opaque);
+  CHECK(opaque);
+  opaque = false;
+  expr_names("${[[text]] .. a}", opaque);
+  CHECK(opaque);
+}
+
+TEST_CASE("a slot is substituted again where a name it reads changed: variables, block arguments", "[binding]") {
+  // l1 reads a; l2 reads d = 2b (a variable); the block's w = b + 1 (an argument) and its layer
+  // reads w; l3 reads a through a table constructor. Every layer is a 1×1 conv on 6×6 (36 pixels):
+  // MACs = out channels × in channels × 36.
+  std::string y = R"(name: t
+sweep: {grid: {a: [2, 4], b: [3, 5]}}
+vars: {d: "${2 * b}"}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 4, 6, 6]
+    blocks:
+      widen:
+        params: {w: ~}
+        layers:
+          - {name: c, op: conv2d, out_channels: "${w}", kernel: 1}
+    layers:
+      - {name: l1, op: conv2d, out_channels: "${a}", kernel: 1}
+      - {name: l2, op: conv2d, out_channels: "${d}", kernel: 1}
+      - {block: widen, name: q, args: {w: "${b + 1}"}}
+      - {name: l3, op: conv2d, out_channels: "${ ({n = a}).n }", kernel: 1}
+)";
+  for (int jobs : {1, 2}) {
+    RunResult r = run_text(y, jobs);
+    REQUIRE(r.results.size() == 4);
+    for (size_t pt = 0; pt < 4; ++pt) {
+      double a = 0, b = 0;
+      for (const auto& [k, v] : r.points[pt].bindings) (k == "a" ? a : b) = std::stod(v);
+      auto rows = rows_of(r, pt, "rtx3080");
+      REQUIRE(rows.size() == 4);
+      CHECK(rows[0]->cost.macs == a * 4 * 36);                // 4 → a
+      CHECK(rows[1]->cost.macs == (2 * b) * a * 36);          // a → 2b
+      CHECK(rows[2]->cost.macs == (b + 1) * (2 * b) * 36);    // 2b → b + 1
+      CHECK(rows[3]->cost.macs == a * (b + 1) * 36);          // b + 1 → a
+    }
+  }
+}
+
+TEST_CASE("layers doing the same work share their roofline, and stay exact", "[binding]") {
+  // a chain of three identical 3×3 convs (c → c, padding 1, on 8×8) swept over c: at points 1 and 2
+  // (re-bound) b and c take a's roofline. Every layer's numbers, derived here: FLOPs = 2 × c·c·9·64
+  // (the bias add is folded into the accumulator); bytes = 4 × (c·c·9 + c weights and bias, c·64
+  // in, c·64 out)
+  std::string y = R"(name: t
+sweep: {grid: {c: [16, 32, 16]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, "${c}", 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: "${c}", kernel: 3, padding: 1}
+      - {name: b, op: conv2d, out_channels: "${c}", kernel: 3, padding: 1}
+      - {name: c, op: conv2d, out_channels: "${c}", kernel: 3, padding: 1}
+)";
+  RunResult r = run_text(y, 1);
+  REQUIRE(r.results.size() == 3);
+  for (size_t pt = 0; pt < 3; ++pt) {
+    const double c = pt == 1 ? 32 : 16;
+    const double flops = 2 * c * c * 9 * 64, bytes = 4 * (c * c * 9 + c + 2 * c * 64);
+    const double t = std::max(flops / 29.8e12, bytes / 760.32e9);
+    auto rows = rows_of(r, pt, "rtx3080");
+    REQUIRE(rows.size() == 3);
+    for (const Row* row : rows) {
+      CHECK(row->cost.flops == flops);
+      CHECK(row->bytes == bytes);
+      CHECK(row->theoretical.time_s == Approx(t).epsilon(1e-12));
+      CHECK(row->derated.time_s == Approx(t).epsilon(1e-12));
+    }
+    CHECK(r.results[pt].summary[0].time_s == Approx(3 * (t + 5e-6)).epsilon(1e-12));  // plus 5 µs launch overhead per kernel
+  }
+}
