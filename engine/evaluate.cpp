@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <map>
 #include <optional>
@@ -243,14 +244,20 @@ static bool tree_has_expr(const CNode& n) {
   return false;
 }
 
-// 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most)
+// 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most); to_chars
+// with a precision prints what printf's %.2f prints, without printf's cost (a sweep past a
+// platform's memory formats four per point)
 static std::string gib_text(double bytes) {
-  char buf[64];
-  if (bytes >= 1073741824.0) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
-  else if (bytes >= 1048576.0) std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
-  else if (bytes >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  return buf;
+  const char* unit = " B";
+  double v = bytes;
+  int digits = 0;
+  if (bytes >= 1073741824.0) v = bytes / 1073741824.0, unit = " GiB", digits = 2;
+  else if (bytes >= 1048576.0) v = bytes / 1048576.0, unit = " MiB", digits = 2;
+  else if (bytes >= 1024.0) v = bytes / 1024.0, unit = " KiB", digits = 2;
+  char buf[400];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 8, v, std::chars_format::fixed, digits);
+  if (ec != std::errc()) return "?";
+  return std::string(buf, end) + unit;
 }
 
 double layer_bytes(const OpCost& c, MemoryModel m) {
@@ -523,6 +530,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       const bool reuse = !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
       thread_local std::vector<Bounded> bounded;
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
+      Row scratch;
       for (size_t li = 0; li < net.layers.size(); ++li) {
         const Layer& L = net.layers[li];
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
@@ -533,7 +541,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
                   {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
           break;
         }
-        Row r;
+        // summary only: one row's room reused (its strings stay empty)
+        if (ctx.rows || full_rows) scratch = Row{};
+        else scratch.efficiency = Efficiency{}, scratch.metrics.clear();
+        Row& r = scratch;
         r.point = p.index;
         r.dtype = L.dtype;
         r.compute_dtype = L.compute_dtype();

@@ -153,8 +153,10 @@ class Builder {
       sl.layer = net_.layers.size();
       sl.spec = spec;
       const auto& all = L.attrs.all();
+      bool held = false;  // the layer holds the attribute at a position re-binding writes to
       for (size_t i = 0; i < all.size(); ++i)
-        if (all[i].first == spec->name) sl.index = i;
+        if (all[i].first == spec->name) sl.index = i, held = true;
+      if (!held) sl.kind = NetworkPlan::SlotKind::Guard;
       plan_->slots.push_back(std::move(sl));
     }
   }
@@ -706,9 +708,20 @@ size_t work_hash(const Layer& L, unsigned kv_inputs) {
   return h;
 }
 
+// Equal vectors of a few numbers: a plain loop (memcmp's call costs more than these compares).
+template <class T>
+bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return false;
+  return true;
+}
+
 bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
   auto dt = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
-  if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes != b.in_shapes) return false;
+  if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes.size() != b.in_shapes.size()) return false;
+  for (size_t k = 0; k < a.in_shapes.size(); ++k)
+    if (!same_values(a.in_shapes[k], b.in_shapes[k])) return false;
   if (dt(a.precision.weights) != dt(b.precision.weights) || dt(a.precision.kv) != dt(b.precision.kv) ||
       dt(a.precision.compute) != dt(b.precision.compute) || a.precision.quant_group != b.precision.quant_group)
     return false;
@@ -719,8 +732,8 @@ bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
     const AttrValue& u = x[i].second;
     const AttrValue& v = y[i].second;
     if (!u.set && !v.set) continue;  // most of an operator's attributes (their values are the defaults)
-    if (u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s != v.s ||
-        u.ints != v.ints)
+    if (u.set != v.set || u.i != v.i || !(u.f == v.f || (u.f != u.f && v.f != v.f)) || u.b != v.b || u.s.size() != v.s.size() ||
+        (!u.s.empty() && u.s != v.s) || !same_values(u.ints, v.ints))
       return false;
   }
   return true;
@@ -849,7 +862,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
           if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
           if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return false;
         }
-        net.layers[sl.layer].attrs.put(sl.spec->name, std::move(av), sl.index);
+        net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         dirty[sl.layer] = 1;
         break;
       }
@@ -896,31 +909,40 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         sh = &src.out_shapes[static_cast<size_t>(r.output)];
         if (src.op->kv_outputs && k < 32) kv_inputs |= 1u << k;
       }
-      if (L.in_shapes[k] != *sh) {
+      if (!same_values(L.in_shapes[k], *sh)) {
         L.in_shapes[k] = *sh;
         same = false;
       }
     }
     kv[i] = kv_inputs;
-    const size_t h = hashes[i] = work_hash(L, kv_inputs);
-    // the first layer of each kind of work is in the table; a later one of the same kind copies it
-    size_t at = h & (cap - 1);
-    bool found = false;
+    // the first layer of each kind of work is in the table; a later one of the same kind copies
+    // it. A layer that did the same work as an earlier one at the last point is compared with that
+    // one first (most still do: a repeated block stays repeated), without hashing it; the table
+    // still holds the first layer of every kind, which never takes this path.
+    const int before = L.same_as;
     L.same_as = -1;
-    for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
-      size_t j = memo[at] - 1;
-      if (hashes[j] == h && same_work(L, kv_inputs, net.layers[j], kv[j])) {
-        found = true;
-        L.same_as = static_cast<int>(j);
-        if (!same) {
-          L.out_shapes = net.layers[j].out_shapes;
-          L.cost = net.layers[j].cost;
-          same = true;
-        }
-        break;
-      }
+    if (before >= 0 && static_cast<size_t>(before) < i) {
+      const size_t j = static_cast<size_t>(before);
+      const size_t first = net.layers[j].same_as >= 0 ? static_cast<size_t>(net.layers[j].same_as) : j;
+      if (same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
     }
-    if (!found) memo[at] = i + 1;
+    if (L.same_as < 0) {
+      const size_t h = hashes[i] = work_hash(L, kv_inputs);
+      size_t at = h & (cap - 1);
+      for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
+        size_t j = memo[at] - 1;
+        if (hashes[j] == h && same_work(L, kv_inputs, net.layers[j], kv[j])) {
+          L.same_as = static_cast<int>(j);
+          break;
+        }
+      }
+      if (L.same_as < 0) memo[at] = i + 1;
+    }
+    if (L.same_as >= 0 && !same) {
+      L.out_shapes = net.layers[static_cast<size_t>(L.same_as)].out_shapes;
+      L.cost = net.layers[static_cast<size_t>(L.same_as)].cost;
+      same = true;
+    }
     if (same) continue;
     OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
     try {

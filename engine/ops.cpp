@@ -19,14 +19,6 @@ void Attrs::put(const std::string& name, AttrValue v) {
   v_.emplace_back(name, std::move(v));
 }
 
-void Attrs::put(const std::string& name, AttrValue v, size_t hint) {
-  if (hint < v_.size() && v_[hint].first == name) {
-    v_[hint].second = std::move(v);
-    return;
-  }
-  put(name, std::move(v));
-}
-
 const AttrValue& Attrs::at(std::string_view name) const {
   for (const auto& [n, val] : v_)
     if (n == name) return val;

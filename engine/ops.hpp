@@ -44,8 +44,8 @@ struct AttrValue {
 class Attrs {
  public:
   void put(const std::string& name, AttrValue v);
-  // put() where the attribute is expected at position `hint` of all() (a re-bound sweep value)
-  void put(const std::string& name, AttrValue v, size_t hint);
+  // The value of the attribute at position `index` of all() (which must exist)
+  void set(size_t index, AttrValue v) { v_.at(index).second = std::move(v); }
   // Lookups take string_view so that rules written with literals allocate nothing.
   const AttrValue& at(std::string_view name) const;  // throws std::logic_error if unknown
   bool has(std::string_view name) const { return at(name).set; }

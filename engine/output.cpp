@@ -77,11 +77,27 @@ void put_num(std::string& o, double v) {
     o += v > 0 ? "inf" : "-inf";
     return;
   }
-  char buf[40];
+  // The texts of recent numbers, by their bits: a point's totals go to summary.csv and again to
+  // results.json, and the shortest round-trip text is the costly part of writing them.
+  struct Recent {
+    uint64_t bits = 0;
+    unsigned char len = 0;  // 0: empty
+    char text[31];
+  };
+  thread_local std::array<Recent, 64> recent{};
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  Recent& r = recent[(bits * 0x9e3779b97f4a7c15ULL) >> 58];
+  if (r.len && r.bits == bits) {
+    o.append(r.text, r.len);
+    return;
+  }
   char* end;
-  if (std::floor(v) == v && std::fabs(v) < 1e15) end = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(v)).ptr;
-  else end = std::to_chars(buf, buf + sizeof buf, v).ptr;  // shortest text that reads back the same double
-  o.append(buf, end);
+  if (std::floor(v) == v && std::fabs(v) < 1e15) end = std::to_chars(r.text, r.text + sizeof r.text, static_cast<long long>(v)).ptr;
+  else end = std::to_chars(r.text, r.text + sizeof r.text, v).ptr;  // shortest text that reads back the same double
+  r.len = static_cast<unsigned char>(end - r.text);
+  r.bits = bits;
+  o.append(r.text, r.len);
 }
 
 void put_uint(std::string& o, size_t v) {
@@ -598,17 +614,37 @@ void append_point_json_head(std::string& out, const PointResult& pr, const Point
   for (const auto& [k, v] : p.bindings) j.key(k), j.str(v);
   j.close('}');
   j.key("settings");
-  j.open('{');
-  j.key("dtype"), j.str(dtype_name(pr.settings.dtype));
-  j.key("memory_model"), j.str(memory_model_name(pr.settings.memory_model));
-  j.key("flops_per_mac"), j.num(pr.settings.flops_per_mac);
-  j.key("memory_level"), j.str(pr.settings.memory_level.empty() ? "(first level of each platform)" : pr.settings.memory_level);
-  const Precision& pc = pr.settings.precision;
-  j.key("weights_dtype"), j.str(dtype_name(pc.weights.value_or(pr.settings.dtype)));
-  j.key("kv_dtype"), j.str(dtype_name(pc.kv.value_or(pr.settings.dtype)));
-  j.key("compute_dtype"), j.str(dtype_name(pc.compute.value_or(pr.settings.dtype)));
-  j.key("quant_group"), j.num(static_cast<double>(pc.quant_group));
-  j.close('}');
+  {
+    // the settings of most sweeps are the same at every point: formatted once per worker
+    const Settings& st = pr.settings;
+    const Precision& pc = st.precision;
+    const std::array<DType, 4> dtypes{st.dtype, pc.weights.value_or(st.dtype), pc.kv.value_or(st.dtype), pc.compute.value_or(st.dtype)};
+    thread_local struct {
+      bool valid = false;
+      std::array<DType, 4> dtypes;
+      MemoryModel model;
+      double flops_per_mac, quant_group;
+      std::string level, text;
+    } last;
+    if (!last.valid || last.dtypes != dtypes || last.model != st.memory_model || !(last.flops_per_mac == st.flops_per_mac) ||
+        last.quant_group != static_cast<double>(pc.quant_group) || last.level != st.memory_level) {
+      last.text.clear();
+      Json sj(last.text);
+      sj.open('{');
+      sj.key("dtype"), sj.str(dtype_name(dtypes[0]));
+      sj.key("memory_model"), sj.str(memory_model_name(st.memory_model));
+      sj.key("flops_per_mac"), sj.num(st.flops_per_mac);
+      sj.key("memory_level"), sj.str(st.memory_level.empty() ? "(first level of each platform)" : st.memory_level);
+      sj.key("weights_dtype"), sj.str(dtype_name(dtypes[1]));
+      sj.key("kv_dtype"), sj.str(dtype_name(dtypes[2]));
+      sj.key("compute_dtype"), sj.str(dtype_name(dtypes[3]));
+      sj.key("quant_group"), sj.num(static_cast<double>(pc.quant_group));
+      sj.close('}');
+      last.valid = true, last.dtypes = dtypes, last.model = st.memory_model, last.flops_per_mac = st.flops_per_mac;
+      last.quant_group = static_cast<double>(pc.quant_group), last.level = st.memory_level;
+    }
+    j.raw(last.text);
+  }
   j.key("platforms");
   j.open('[');
 }
