@@ -769,16 +769,24 @@ static void make_groups(NetworkPlan& plan) {
   std::map<std::pair<int, std::string>, int> by_text;
   plan.group_of.assign(plan.slots.size(), -1);
   plan.binds.assign(plan.slots.size(), {});
+  auto read_names = [&](const CNode& n, NetworkPlan::Group& g, auto& self) -> void {
+    if (n.is_scalar())
+      for (const auto& name : expr_names(n.scalar, g.opaque)) g.names.push_back(name_id(name));
+    for (const auto& item : n.items) self(item, g, self);
+    for (const auto& e : n.entries) self(e.value, g, self);
+  };
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const NetworkPlan::Slot& sl = plan.slots[i];
-    if (!sl.raw->is_scalar()) continue;
-    auto [it, fresh] = by_text.try_emplace({sl.env, sl.raw->scalar}, static_cast<int>(plan.groups.size()));
+    // a subtree (a list of inputs, an [h, w] pair) is a group of its own
+    auto [it, fresh] = sl.raw->is_scalar() ? by_text.try_emplace({sl.env, sl.raw->scalar}, static_cast<int>(plan.groups.size()))
+                                           : std::pair{by_text.end(), true};
     if (fresh) {
       NetworkPlan::Group g;
-      for (const auto& n : expr_names(sl.raw->scalar, g.opaque)) g.names.push_back(name_id(n));
+      g.tree = !sl.raw->is_scalar();
+      read_names(*sl.raw, g, read_names);
       plan.groups.push_back(std::move(g));
     }
-    plan.group_of[i] = it->second;
+    plan.group_of[i] = fresh ? static_cast<int>(plan.groups.size() - 1) : it->second;
   }
   for (const auto& def : plan.envs)
     for (const auto& a : def.adds)
@@ -819,30 +827,22 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   };
   std::vector<char> dirty(net.layers.size(), 0);
   bool any = false;
-  std::optional<std::string> alone;  // a subtree slot's text
   for (size_t si = 0; si < plan.slots.size(); ++si) {
     NetworkPlan::Slot& sl = plan.slots[si];
-    CNode tree;
-    const std::string* v = nullptr;  // the slot's text at this point
-    if (const int gi = plan.group_of[si]; gi >= 0) {
-      NetworkPlan::Group& g = plan.groups[static_cast<size_t>(gi)];
-      if (g.stamp != plan.stamp) {
-        g.stamp = plan.stamp;
-        g.dirty = all || g.opaque || std::any_of(g.names.begin(), g.names.end(), [&](int n) { return plan.changed[static_cast<size_t>(n)] != 0; });
-        g.text.reset();
-        g.parsed = false;
-      }
-      if (!g.dirty) continue;  // the names it reads have their last values: so has its text
-      if (!g.text) {
-        g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, nullptr);
-        if (!g.text) return false;
-      }
-      v = &*g.text;
-    } else {
-      alone = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, &tree);
-      if (!alone) return false;
-      v = &*alone;
+    NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
+    if (g.stamp != plan.stamp) {
+      g.stamp = plan.stamp;
+      g.dirty = all || g.opaque || std::any_of(g.names.begin(), g.names.end(), [&](int n) { return plan.changed[static_cast<size_t>(n)] != 0; });
+      g.text.reset();
+      g.parsed = false;
     }
+    if (!g.dirty) continue;  // the names it reads have their last values: so has its text
+    CNode tree;  // a subtree's, substituted (its group is its own)
+    if (!g.text) {
+      g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, g.tree ? &tree : nullptr);
+      if (!g.text) return false;
+    }
+    const std::string* v = &*g.text;  // the slot's text at this point
     if (*v == sl.value) continue;
     switch (sl.kind) {
       case NetworkPlan::SlotKind::Guard: return false;
@@ -852,7 +852,6 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         Diags d;
         AttrValue av;
         if (sl.spec->type == AttrType::Int && sl.raw->is_scalar()) {  // the common case, as parse_attr reads it
-          NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
           if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
           const std::optional<long long>& iv = g.integer;
           if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;

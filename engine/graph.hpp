@@ -99,6 +99,7 @@ struct NetworkPlan {
   struct Group {
     std::vector<int> names;  // into `names`
     bool opaque = false;     // substituted at every point
+    bool tree = false;       // one slot's subtree (not shared): substituted with its tree
     size_t stamp = 0;        // the point it was last looked at
     bool dirty = false;      // at that point: a name it reads changed
     std::optional<std::string> text;  // at that point, once substituted
@@ -106,7 +107,7 @@ struct NetworkPlan {
     std::optional<long long> integer;
   };
   std::vector<Group> groups;
-  std::vector<int> group_of;                // per slot (-1: substituted alone at every point: a subtree)
+  std::vector<int> group_of;                // per slot
   std::vector<std::vector<int>> binds;      // per slot: the names an Env slot binds
   std::vector<std::string> names;           // the names the texts read or blocks bind
   std::vector<char> changed;                // per name: changed at this point

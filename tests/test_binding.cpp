@@ -197,3 +197,37 @@ networks:
     CHECK(r.results[pt].summary[0].time_s == Approx(3 * (t + 5e-6)).epsilon(1e-12));  // plus 5 µs launch overhead per kernel
   }
 }
+
+TEST_CASE("a list with `${…}` (an [h, w] kernel, a layer's inputs) is substituted when a name it reads changes", "[binding]") {
+  // conv k: a [k, 1] kernel on 1×2×8×8 (padding 0): out 8−k+1 rows × 8 columns; MACs = 3 (out) ×
+  // 2 (in) × k taps × rows × 8. The add's inputs switch with `pick` between the conv and a 1×1 conv
+  // of the same 3 channels whose output is 8×8: the add needs equal shapes, so only k = 1 pairs with
+  // pick = 1. From point 1 to point 2 only k changes: the inputs list is not substituted again.
+  std::string y = R"(name: t
+sweep: {zip: {k: [1, 3, 1], pick: [1, 0, 0]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 2, 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: 3, kernel: ["${k}", 1]}
+      - {name: b, op: conv2d, inputs: [input], out_channels: 3, kernel: 1}
+      - {name: s, op: add, inputs: ["${pick == 1 and 'a' or 'b'}", b]}
+)";
+  for (int jobs : {1, 2}) {
+    RunResult r = run_text(y, jobs);
+    REQUIRE(r.results.size() == 3);
+    const double ks[] = {1, 3, 1};
+    for (size_t pt = 0; pt < 3; ++pt) {
+      const double k = ks[pt], rows = 8 - k + 1;
+      auto rs = rows_of(r, pt, "rtx3080");
+      REQUIRE(rs.size() == 3);
+      CHECK(rs[0]->cost.macs == 3 * 2 * k * rows * 8);
+      CHECK(rs[0]->output_shapes == "1x3x" + std::to_string(static_cast<int>(rows)) + "x8");
+      CHECK(rs[1]->cost.macs == 3 * 2 * 1 * 64);
+      // the add reads a (pick 1) or b (pick 0): 1×3×8×8 either way, one add per element
+      CHECK(rs[2]->cost.flops == 3 * 64);
+      CHECK(rs[2]->input_shapes == "1x3x8x8;1x3x8x8");
+    }
+  }
+}
