@@ -565,6 +565,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
             if (k) r.output_shapes += ';';
             append_shape(r.output_shapes, L.out_shapes[k]);
           }
+          if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
           r.compute_roof = roof->name;
           r.memory_level = mem->name;
           r.kernel = L.kernel;

@@ -26,6 +26,7 @@ struct Row {
   DType kv_dtype = DType::fp32;       // KV cache (meaningful when touches_kv)
   bool has_weights = false, touches_kv = false;
   std::string input_shapes, output_shapes;  // "1x32x56x56;1x32x56x56"
+  Shape output_shape;  // the first output's dimensions (what charts read; output_shapes is the text of all)
   OpCost cost;
   double bytes = 0;  // under the scenario's memory model
   std::string compute_roof, memory_level;

@@ -699,21 +699,9 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 
 double x_of_row(const Row& row, const std::string& x, const RunResult& r, size_t point, bool& ok) {
   ok = true;
-  auto dim = [&](size_t i) -> double {
-    // output_shapes "1x64x56x56"
-    std::vector<double> d;
-    std::string cur;
-    for (char c : row.output_shapes + "x") {
-      if (c == 'x' || c == ';') {
-        if (!cur.empty()) d.push_back(std::stod(cur));
-        cur.clear();
-        if (c == ';') break;
-      } else {
-        cur += c;
-      }
-    }
-    ok = i < d.size();
-    return ok ? d[i] : NAN;
+  auto dim = [&](size_t i) -> double {  // of the first output, e.g. 1x64x56x56
+    ok = i < row.output_shape.size();
+    return ok ? static_cast<double>(row.output_shape[i]) : NAN;
   };
   if (x == "output_size") return dim(2);
   if (x == "out_channels") return dim(1);

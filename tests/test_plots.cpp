@@ -243,3 +243,35 @@ TEST_CASE("report.md names the conventions and embeds every figure", "[plots]") 
   for (const auto& f : files) csvs += f.name.size() > 4 && f.name.substr(f.name.size() - 4) == ".csv";
   CHECK(csvs == 3);
 }
+
+TEST_CASE("trend over output_size and out_channels: each row's first output dimensions", "[plots]") {
+  // a 3×3 conv (padding 1) from 2 channels on s×s inputs to c channels: the output is 1×c×s×s and
+  // FLOPs = 2 × c·2·9·s² (the bias add is folded into the accumulator)
+  std::string y = R"(name: t
+sweep: {zip: {s: [4, 8, 16], c: [3, 5, 7]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 2, "${s}", "${s}"]
+    layers:
+      - {name: conv, op: conv2d, out_channels: "${c}", kernel: 3, padding: 1}
+)";
+  Scenario s = parse_scenario(y, "t.yaml");
+  RunResult r = run(s);
+  for (const char* x : {"output_size", "out_channels"}) {
+    PlotSpec t;
+    t.kind = Kind::Trend;
+    t.x = x;
+    t.y = "flops";
+    t.layer = "conv";
+    auto d = draw_first(t, r, s);
+    const Figure& f = d->fig.figure;
+    REQUIRE(f.lines.size() == 1);
+    REQUIRE(f.lines[0].pts.size() == 3);
+    const double sz[] = {4, 8, 16}, ch[] = {3, 5, 7};
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(f.lines[0].pts[i].x == (std::string(x) == "output_size" ? sz[i] : ch[i]));
+      CHECK(f.lines[0].pts[i].y == 2 * ch[i] * 2 * 9 * sz[i] * sz[i]);
+    }
+  }
+}
