@@ -838,7 +838,9 @@ void TableWriter::open(const std::string& name, const std::string& head) {
   std::string path = (std::filesystem::path(dir_) / name).string();
   f.fp = std::fopen(path.c_str(), "wb");
   if (!f.fp) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  std::setvbuf(f.fp, nullptr, _IOFBF, 1 << 20);
+  constexpr size_t kBuffer = 1 << 20;
+  f.buffer = std::shared_ptr<char[]>(new char[kBuffer]);
+  std::setvbuf(f.fp, f.buffer.get(), _IOFBF, kBuffer);
   files_.push_back(f);
   put(files_.size() - 1, head);
 }

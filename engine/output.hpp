@@ -95,6 +95,7 @@ class TableWriter : public ResultSink {
   struct File {
     std::string name;
     std::FILE* fp = nullptr;
+    std::shared_ptr<char[]> buffer;  // stdio's: glibc ignores setvbuf's size without one (it writes 4 KiB at a time)
   };
   void open(const std::string& name, const std::string& head);
   void put(size_t file, std::string_view text);
