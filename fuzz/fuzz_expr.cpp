@@ -1,9 +1,11 @@
 // The expression evaluator: `${...}` substitution with the Lua evaluator on any text and bindings.
 // Input: bindings "name=value" lines, then a line "---", then the text to substitute.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/expr.hpp"
 #include "scripting/lua_expr.hpp"
@@ -25,11 +27,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       pos = e + 1;
     }
   }
-  try {
-    (void)rsim::has_expr(text);
-    (void)rsim::substitute(text, env, *ev, rsim::SourceLoc{});
-  } catch (const rsim::ConfigError&) {
-  } catch (const rsim::ExprError&) {
+  // The result, or that it fails (the message names the bindings, not their values).
+  auto result = [&](const rsim::Env& e) -> std::string {
+    try {
+      return "ok:" + rsim::substitute(text, e, *ev, rsim::SourceLoc{});
+    } catch (const rsim::ConfigError&) {
+      return "error";
+    } catch (const rsim::ExprError&) {
+      return "error";
+    }
+  };
+  (void)rsim::has_expr(text);
+  const std::string first = result(env);
+  // expr_names is what re-binding trusts to skip a `${…}`: unless the text is opaque, a binding
+  // whose name it does not list cannot change the result
+  bool opaque = false;
+  std::vector<std::string> names = rsim::expr_names(text, opaque);
+  if (!opaque) {
+    rsim::Env other = env;
+    bool changed = false;
+    for (auto& [k, v] : other)
+      if (std::find(names.begin(), names.end(), k) == names.end()) v = v == "7" ? "8" : "7", changed = true;
+    if (changed && result(other) != first) __builtin_trap();
   }
   return 0;
 }

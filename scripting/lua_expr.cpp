@@ -248,6 +248,7 @@ class LuaExprEvaluator : public ExprEvaluator {
     lua_createtable(L, 0, 1);
     lua_createtable(L, 0, static_cast<int>(p->env->size()));
     for (const auto& [name, value] : *p->env) {
+      lua_pushlstring(L, name.data(), name.size());  // the whole name (setfield would stop at a NUL byte)
       auto num = parse_double(value);
       if (num && !value.empty()) {
         auto i = parse_integer(value);
@@ -256,7 +257,7 @@ class LuaExprEvaluator : public ExprEvaluator {
       } else {
         lua_pushlstring(L, value.data(), value.size());
       }
-      lua_setfield(L, -2, name.c_str());
+      lua_rawset(L, -3);
     }
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->meta_ref);
     lua_setmetatable(L, -2);

@@ -231,3 +231,11 @@ networks:
     }
   }
 }
+
+TEST_CASE("the expression evaluator binds whole names: one with a NUL byte is not a shorter one", "[binding]") {
+  // "a\0b" bound after "a" used to be bound as "a" (lua_setfield stops at the NUL), shadowing it:
+  // re-binding skips a `${a}` when only "a\0b" changed (expr_names reads "a"), so this matters.
+  auto ev = make_lua_evaluator();
+  Env env{{"a", "2"}, {std::string("a\0b", 3), "5"}};
+  CHECK(ev->eval("a * 10", env) == "20");  // 2 × 10, not 5 × 10
+}
