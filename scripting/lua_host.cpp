@@ -1043,6 +1043,11 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
   lua_State* L = im.L;
   *static_cast<Impl**>(lua_getextraspace(L)) = &im;
   lua_sethook(L, count_hook, LUA_MASKCOUNT, kHookStep);
+  // Generational collection: each C++ section stops the collector and restarts it, and a restart
+  // leaves the next allocation to run a collection step. An incremental step walks the whole heap
+  // a piece at a time (a rule that returns a table paid one per call: 0.18 M calls/s); a young
+  // collection looks at what the call itself made.
+  lua_gc(L, LUA_GCGEN, 0, 0);
   // the sandbox: base (without file access and bytecode), math, string, table, utf8
   luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
   luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
