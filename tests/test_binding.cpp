@@ -239,3 +239,29 @@ TEST_CASE("the expression evaluator binds whole names: one with a NUL byte is no
   Env env{{"a", "2"}, {std::string("a\0b", 3), "5"}};
   CHECK(ev->eval("a * 10", env) == "20");  // 2 × 10, not 5 × 10
 }
+
+TEST_CASE("every shipped sweep gives the same tables re-bound as built afresh at each point", "[binding]") {
+  // An equivalence, not a number: re-binding (slots substituted only where a name they read
+  // changed, layers taking a same-work layer's cost and roofline) against the path that builds
+  // every network from its YAML at every point, which a scenario with scripts takes. An empty
+  // script adds nothing else: no operator, efficiency model or metric.
+  int multi = 0;  // scenarios of more than one point (the others build once either way)
+  for (const char* f : {"scenarios/channel_sweep.yaml", "scenarios/group_conv_sweep.yaml", "scenarios/kernel_size_sweep.yaml",
+                        "scenarios/output_size_sweep.yaml", "scenarios/fc_sweep.yaml", "scenarios/reshape_sweep.yaml",
+                        "scenarios/avx512_clock_whatif.yaml", "scenarios/bandwidth_fraction_whatif.yaml", "scenarios/llm_decode.yaml",
+                        "scenarios/llm_footprint.yaml", "scenarios/llm_prefill_decode.yaml", "scenarios/study_batch.yaml",
+                        "scenarios/study_fusion.yaml", "scenarios/study_platforms.yaml", "scenarios/study_avx512_resnet50.yaml",
+                        "scenarios/study_avx512_16core_grid.yaml", "scenarios/study_bandwidth_upgrade.yaml"}) {
+    INFO(f);
+    Scenario s = load_scenario(src(f));
+    REQUIRE(s.scripts.empty());
+    RunResult rebound = run(s);
+    Scenario fresh = s;
+    fresh.scripts.push_back(Script{"none.lua", "", {}});
+    RunResult built = run(fresh);
+    multi += rebound.results.size() > 1;
+    CHECK(summary_csv(rebound, s) == summary_csv(built, fresh));
+    CHECK(results_csv(rebound, s) == results_csv(built, fresh));
+  }
+  CHECK(multi >= 8);
+}
