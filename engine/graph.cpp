@@ -812,8 +812,10 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   }
   if (all) plan.last_env = env;
   // the bindings of each EnvDef, made when a slot first needs them (after the Env slots they use)
-  std::vector<Env> envs(plan.envs.size());
-  std::vector<char> made(plan.envs.size(), 0);
+  std::vector<Env>& envs = plan.bindings;
+  envs.resize(plan.envs.size());
+  std::vector<char>& made = plan.made;
+  made.assign(plan.envs.size(), 0);
   auto env_of = [&](int k, auto& self) -> const Env& {
     if (k == 0) return env;
     size_t u = static_cast<size_t>(k);
@@ -825,7 +827,8 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     }
     return envs[u];
   };
-  std::vector<char> dirty(net.layers.size(), 0);
+  std::vector<char>& dirty = plan.dirty;
+  dirty.assign(net.layers.size(), 0);
   bool any = false;
   for (size_t si = 0; si < plan.slots.size(); ++si) {
     NetworkPlan::Slot& sl = plan.slots[si];

@@ -117,6 +117,9 @@ struct NetworkPlan {
   std::vector<size_t> memo;    // open-addressed table of layer index + 1 by work hash
   std::vector<size_t> hashes;  // per layer
   std::vector<unsigned> kv;    // per layer: its inputs read from the KV cache
+  std::vector<Env> bindings;   // per EnvDef, at this point
+  std::vector<char> made;      // per EnvDef: bindings made at this point
+  std::vector<char> dirty;     // per layer: an attribute changed at this point
 };
 
 // Builds one network from its scenario entry with the point's bindings.

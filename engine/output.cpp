@@ -869,10 +869,12 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
     append_results_csv(pr.text[0], pr, p);
     append_kernels_csv(pr.text[2], pr, p);
   }
+  pr.text[1].reserve(pr.summary.size() * 512 + 64);
   append_summary_csv(pr.text[1], pr, p);
   pr.text.emplace_back();
+  pr.text[3].reserve(512);
   append_point_json_head(pr.text[3], pr, p);
-  pr.text[4].reserve(pr.rows.size() * 1000 + 1000);
+  pr.text[4].reserve(pr.rows.size() * 1000 + pr.summary.size() * 1200 + 64);
   append_point_json_tail(pr.text[4], pr, header_, layers);
   if (next) next->prepare(pr, p);
 }
