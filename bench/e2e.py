@@ -229,6 +229,16 @@ def main():
     res.append(("summary only: layer evaluations/s per core (CPU)", f"{(rows5 - 50) / marginal / 1e6:.2f} M/s", "≥ 20 M/s", (rows5 - 50) / marginal >= 20e6))
     res.append((f"  the whole process, with its start ({1000 * st[1]:.1f} ms)", f"{rows5 / su[1] / 1e6:.2f} M/s", "(info)", True))
     res.append(("  vs a Python loop doing the same arithmetic", f"{pyt / marginal:.2f}×", "≥ 10×", pyt / marginal >= 10))
+    # the same for a zoo transformer (for information): Llama-3-8B decode over 113 context lengths
+    # × 8 batch sizes; a point changes two of the model's ~40 parameters
+    sl = os.path.join(work, "llm.yaml")
+    with open(sl, "w") as f:
+        f.write("name: llm\nsweep: {grid: {context: {from: 1024, to: 8192, step: 64}, batch: {values: [1, 2, 4, 8, 16, 32, 64, 128]}}}\n"
+                "platforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, name: llama3_8b.fp16, "
+                "args: {phase: decode, batch: \"${batch}\", context: \"${context}\"}}\n")
+    lm = measure(run(sl, "llm", "--jobs", "1", "--tables", "summary"), R)
+    llm_evals = 113 * 8 * 419  # points × layers (the model's 419 at decode)
+    res.append((f"  a transformer sweep (Llama-3-8B decode, 904 points × 419 layers)", f"{llm_evals / max(lm[1] - st[1], 1e-9) / 1e6:.2f} M/s ({lm[1]:.2f} s)", "(info)", True))
     # 5. 10k vs 100k sequential layers
     k10 = measure(run(c10, "c10", "--jobs", "1"), R)
     k100 = measure(run(c100, "c100", "--jobs", "1"), R)
