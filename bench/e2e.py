@@ -9,9 +9,11 @@ References measured in the same run:
     that computes every layer's numbers and the network totals and streams the same four files as
     rsim (results.csv, kernels.csv, summary.csv, results.json) with std::to_chars: the same work, and
     byte-identical output (checked after the timed runs; the differences are printed otherwise);
-  - a Python loop doing only the arithmetic of the network totals (for summary-only runs).
-Times are the best of --repeat runs; "CPU" is user + system time of the process (what one core
-spends), "wall" is elapsed time. On a shared machine wall time is noisy: the script prints the
+  - a Python loop doing only the arithmetic of the network totals (for summary-only runs; rsim's
+    rate there is of the evaluations beyond the process start, which a one-point run measures).
+For information, a summary-only sweep of a zoo transformer (Llama-3-8B decode, 904 points × 419
+layers) is timed too. Times are the best of --repeat runs; "CPU" is user + system time of the
+process (what one core spends, from its rusage), "wall" is elapsed time. On a shared machine wall time is noisy: the script prints the
 load average before and after.
 
 usage: bench/e2e.py [--rsim build/rsim] [--quick] [--repeat N] [--keep DIR]
