@@ -567,6 +567,8 @@ struct Pass {
   bool rotate_x = false;
   double top = 0, bottom = 0, left = 0, right = 0, below_h = 0, cbar_w = 0;
   std::vector<std::string> key_lines;
+  size_t key_rows = 0;  // lines per column of the key (columns side by side when it is taller than the canvas)
+  double key_col_w = 0;
   double legend_w = 0, legend_h = 0, lg_marker = 0, lg_text = 0;
   bool legend_below = false;
   size_t legend_cols = 1;
@@ -664,14 +666,20 @@ bool layout_key(Pass& p, Plan& plan, int pass) {
   for (size_t i = 0; i < f.points.size(); ++i)
     if (plan.number[i] > 0) p.key_lines.push_back(std::to_string(plan.number[i]) + "  " + truncate(f.points[i].label, 40));
   for (const auto& k : p.key_lines) key_w = std::max(key_w, p.r.measure(k, p.Z.label, false).width);
-  double key_h = 8 + p.Z.label * 1.375 * static_cast<double>(p.key_lines.size() + 1);
-  if (f.fixed_size && (plan.W - p.left - p.right - key_w - 14 < 0.5 * plan.W || key_h > f.height - p.top) && pass < 3) {
+  // lines below the "key" heading, from the plot's top to the canvas's bottom; more go to further columns
+  const double step = p.Z.label * 1.375;
+  const size_t rows = static_cast<size_t>(std::max(1.0, std::floor((f.height - 8 - (p.top + 8) - step) / step)));
+  const size_t cols = (p.key_lines.size() + rows - 1) / rows;
+  const double need_w = static_cast<double>(cols) * (key_w + 14);
+  if ((plan.W - p.left - p.right - need_w < 0.5 * plan.W || (f.fixed_size && cols > 1)) && pass < 3) {
     plan.no_key = true;
     std::fill(plan.number.begin(), plan.number.end(), 0);
     plan.sub_lines.push_back("labels that do not fit: in the plot data CSV");
     return false;
   }
-  p.right += key_w + 14;
+  p.key_rows = rows;
+  p.key_col_w = key_w + 14;
+  p.right += need_w;
   return true;
 }
 
@@ -1163,13 +1171,13 @@ bool place_point_labels(Pass& p, const Plan& plan) {
             o.quads = p.rep.line_labels;
           }
           if (!box.inside(p.inner) || o.hit(box, relaxed ? 0.5 : 2.5)) continue;
-          if (dist > base && !relaxed) {  // leader line from the marker's edge to the label, crossing no other label
+          if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label (but for a number that must be drawn)
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);
             bool leader_clear = true;
             for (const auto& pl : p.rep.point_labels) leader_clear = leader_clear && !segment_hits(s, to, pl);
             for (const auto& q : p.rep.line_labels) leader_clear = leader_clear && !segment_hits(s, to, q.bounds());
-            if (!leader_clear) continue;
+            if (!leader_clear && !relaxed) continue;
             if (len > 0) {
               P from{s.x + (to.x - s.x) / len * pt.size / 2, s.y + (to.y - s.y) / len * pt.size / 2};
               r.polyline({from, to}, LineStyle{rgb(0x888888), 0.6});
@@ -1193,14 +1201,18 @@ void paint_key(Pass& p, const Plan& plan) {
   if (p.key_lines.empty()) return;
   const double kLabel = p.Z.label;
   double kx = p.plot.x + p.plot.w + 14 + p.cbar_w + (plan.legend_outside ? p.legend_w + 12 : 0);
-  double ky = p.plot.y + 8;
+  const double ky = p.plot.y + 8;
   p.text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
-  for (const auto& k : p.key_lines) {
-    ky += kLabel * 1.375;
-    if (ky > p.f.height - 8) break;
-    p.text({kx, ky}, k, kLabel, kText, 0, Anchor::Left, false);
+  const size_t rows = std::max<size_t>(1, p.key_rows);
+  int drawn = 0;
+  for (size_t i = 0; i < p.key_lines.size(); ++i) {
+    const double x = kx + static_cast<double>(i / rows) * p.key_col_w;
+    const double y = ky + static_cast<double>(i % rows + 1) * kLabel * 1.375;
+    if (y > p.f.height - 8) break;  // (layout_key sized the columns so that this never happens)
+    p.text({x, y}, p.key_lines[i], kLabel, kText, 0, Anchor::Left, false);
+    ++drawn;
   }
-  p.rep.numbered = static_cast<int>(p.key_lines.size());
+  p.rep.numbered = drawn;
 }
 
 }  // namespace

@@ -473,3 +473,33 @@ TEST_CASE("a unitless log axis up to 100 k: one format, never '1000' beside '10 
   CHECK(has_text(rec, "100 k"));
   CHECK_FALSE(has_text(rec, "1000"));
 }
+
+TEST_CASE("a numbered key taller than the canvas: in columns, or no key and a note, never cut off", "[plots][defects]") {
+  // 55 1×1 convs of 1, 2, … 55 output channels, each fed by the network input (8 channels, 8×8):
+  // 55 distinct points, more key lines than the canvas is tall
+  std::string y = "name: k\nplatforms: [rtx3080]\nnetworks:\n  - name: n\n    input: [1, 8, 8, 8]\n    layers:\n";
+  for (int i = 1; i <= 55; ++i)
+    y += "      - {name: c" + std::to_string(i) + ", op: conv2d, inputs: [input], out_channels: " + std::to_string(i) + ", kernel: 1}\n";
+  Scenario s = parse_scenario(y, "k.yaml");
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.labels = "all";
+  BuiltFigure b = build_one(p, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  if (rep.numbered > 0) {
+    // every line of the key ("N  label": the 55 convs and the ridge) drawn, inside the canvas
+    size_t lines = 0;
+    for (const auto& t : rec.texts) {
+      size_t d = 0;
+      while (d < t.s.size() && std::isdigit(static_cast<unsigned char>(t.s[d]))) ++d;
+      if (d > 0 && t.s.compare(d, 2, "  ") == 0) ++lines;
+    }
+    CHECK(lines == 56);
+    CHECK(static_cast<int>(lines) == rep.numbered);
+  } else {
+    CHECK(has_text(rec, "labels that do not fit: in the plot data CSV"));
+  }
+  for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
+}
