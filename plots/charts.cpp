@@ -1239,11 +1239,37 @@ std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
   roof.overlay = plats.size() > per_point;
   if (roof.overlay) roof.name = "roofline";
   specs.push_back(roof);
+  auto value_of = [&](size_t pi, const std::string& name) {
+    const std::string* v = env_find(r.points[pi].bindings, name);
+    return v ? *v : std::string();
+  };
   for (const auto& v : r.var_names) {
     PlotSpec t;
     t.kind = Kind::Trend;
     t.x = v;
     t.y = "intensity";
+    // A value of v at several points (a grid of v and other variables) would join points of
+    // different settings into one zig-zag line: one line per value of another variable that tells
+    // them apart (at most 12 lines), or no default trend over v.
+    std::set<std::string> xs;
+    bool repeats = false;
+    for (size_t pi = 0; pi < r.points.size() && !repeats; ++pi) repeats = !xs.insert(value_of(pi, v)).second;
+    if (repeats) {
+      std::string by;
+      for (const auto& u : r.var_names) {
+        if (u == v || !by.empty()) continue;
+        std::set<std::pair<std::string, std::string>> pairs;
+        std::set<std::string> values;
+        bool apart = true;
+        for (size_t pi = 0; pi < r.points.size() && apart; ++pi) {
+          apart = pairs.emplace(value_of(pi, v), value_of(pi, u)).second;
+          values.insert(value_of(pi, u));
+        }
+        if (apart && values.size() <= 12) by = u;
+      }
+      if (by.empty()) continue;
+      t.series = by;
+    }
     specs.push_back(t);
     if (plats.size() > per_point || r.results.front().rows.size() > r.results.front().summary.size()) {
       PlotSpec tt = t;

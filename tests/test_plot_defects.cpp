@@ -503,3 +503,25 @@ TEST_CASE("a numbered key taller than the canvas: in columns, or no key and a no
   }
   for (const Rect& t : rep.texts) CHECK(t.inside(rep.canvas));
 }
+
+TEST_CASE("default trends over a grid: one line per value of the other variable, never a zig-zag", "[plots][defects]") {
+  auto specs_of = [](const std::string& sweep) {
+    Scenario s = parse_scenario("name: g\nsweep: " + sweep + "\nplatforms: [rtx3080]\nnetworks:\n  - name: n\n    input: [1, 8, 8, 8]\n"
+                                "    layers:\n      - {name: c, op: conv2d, out_channels: 4, kernel: 1}\n",
+                                "g.yaml");
+    RunResult r = run(s);
+    std::vector<std::pair<std::string, std::string>> trends;  // (x, series)
+    for (const PlotSpec& p : default_plot_specs(r, s))
+      if (p.kind == Kind::Trend) trends.emplace_back(p.x, p.series);
+    return trends;
+  };
+  using V = std::vector<std::pair<std::string, std::string>>;
+  // 3 × 2 grid: at each a, b tells the 2 points apart, and the other way round
+  CHECK(specs_of("{grid: {a: [1, 2, 3], b: [10, 20]}}") == V{{"a", "b"}, {"b", "a"}});
+  // zipped: one point per value, a line per platform as before
+  CHECK(specs_of("{zip: {a: [1, 2, 3], b: [10, 20, 30]}}") == V{{"a", "auto"}, {"b", "auto"}});
+  // three variables: no single other variable tells the points at one value apart, so no default trend
+  CHECK(specs_of("{grid: {a: [1, 2], b: [1, 2], c: [1, 2]}}").empty());
+  // a grid whose other variable has more than 12 values: no default trend over the variable it would split
+  CHECK(specs_of("{grid: {a: [1, 2], b: {from: 1, to: 13, step: 1}}}") == V{{"b", "a"}});
+}
