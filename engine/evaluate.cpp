@@ -254,8 +254,8 @@ static std::string gib_text(double bytes) {
   if (bytes >= 1073741824.0) v = bytes / 1073741824.0, unit = " GiB", digits = 2;
   else if (bytes >= 1048576.0) v = bytes / 1048576.0, unit = " MiB", digits = 2;
   else if (bytes >= 1024.0) v = bytes / 1024.0, unit = " KiB", digits = 2;
-  char buf[400];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 8, v, std::chars_format::fixed, digits);
+  char buf[400];  // the largest double in fixed notation has 309 digits
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, digits);
   if (ec != std::errc()) return "?";
   return std::string(buf, end) + unit;
 }

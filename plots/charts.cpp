@@ -1257,7 +1257,8 @@ std::vector<PlotSpec> default_plot_specs(const RunResult& r, const Scenario&) {
     if (repeats) {
       std::string by;
       for (const auto& u : r.var_names) {
-        if (u == v || !by.empty()) continue;
+        if (!by.empty()) break;
+        if (u == v) continue;
         std::set<std::pair<std::string, std::string>> pairs;
         std::set<std::string> values;
         bool apart = true;
