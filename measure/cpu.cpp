@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace rsim::measure {
 
@@ -84,6 +85,18 @@ static int count_cpu_list(const std::string& s) {
     i = comma + 1;
   }
   return std::max(n, 1);
+}
+
+int physical_cores_among(int cpus, const std::string& root) {
+  std::set<std::pair<std::string, std::string>> cores;
+  int unknown = 0;
+  for (int c = 0; c < cpus; ++c) {
+    std::filesystem::path dir = std::filesystem::path(root) / ("cpu" + std::to_string(c)) / "topology";
+    std::string package = read_line(dir / "physical_package_id"), core = read_line(dir / "core_id");
+    if (core.empty()) ++unknown;
+    else cores.emplace(package, core);
+  }
+  return static_cast<int>(cores.size()) + unknown;
 }
 
 std::vector<CacheLevel> read_caches(const std::string& root) {

@@ -25,6 +25,10 @@ std::vector<CacheLevel> read_caches(const std::string& root = "/sys/devices/syst
 // "32K", "1024K", "32M" as sysfs writes them; 0 when unreadable.
 double parse_sysfs_size(const std::string& s);
 
+// The physical cores among logical CPUs 0 … cpus−1 (the CPUs run_pinned uses): distinct
+// (physical_package_id, core_id) pairs under `root`, a parameter so that tests can point it at a
+// fake tree. Logical CPUs whose topology is unreadable count as cores of their own.
+int physical_cores_among(int cpus, const std::string& root = "/sys/devices/system/cpu");
 std::string cpu_model_name();  // /proc/cpuinfo "model name", or "unknown CPU"
 int online_cpus();
 // Pins the calling thread to one logical CPU; false when the OS refuses.

@@ -57,6 +57,9 @@ struct ProbeResult {
   double clock_all_hz = 0;  // every thread running the chain
   std::vector<PeakResult> peaks;
   std::vector<std::string> skipped;  // "avx512: the CPU lacks avx512f"
+  // figures that stayed below what the CPU's cores should reach (an all-thread run that did not
+  // scale within its time budget: other work on the CPUs, or a vCPU the host did not run)
+  std::vector<std::string> warnings;
   std::vector<BandwidthSample> bandwidth;
   std::vector<LevelPlateaus> plateaus;  // per kernel and thread count
   std::string best_isa;               // the widest ISA that ran
@@ -73,6 +76,16 @@ const PeakResult* best_peak(const ProbeResult& r, const std::string& precision, 
 const Plateau* find_plateau(const ProbeResult& r, const std::string& kernel, int threads, const std::string& level);
 // The level capacities the plateau detection uses: per-thread share for `threads`.
 std::vector<LevelSize> level_sizes(const std::vector<CacheLevel>& caches, int threads);
+
+// Samples of a rate, taken until the best reaches `expect` (0: no expectation) with at least
+// `min_samples` taken, or until `budget_s` seconds (by `now`) have passed since the first sample.
+struct SampleOutcome {
+  double best = 0;
+  int samples = 0;
+  bool reached = true;  // the best reached `expect`
+};
+SampleOutcome sample_best(const std::function<double()>& sample, int min_samples, double expect, double budget_s,
+                          const std::function<double()>& now);
 
 // The smallest chain count whose rate is within `within` of the best (pure; for tests).
 int saturating_chains(const std::vector<std::pair<int, double>>& sweep, double within = 0.03);

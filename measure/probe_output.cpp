@@ -89,6 +89,8 @@ std::string probe_json(const ProbeResult& r) {
          ", \"size_bytes\": " + num(r.caches[i].size_bytes) + ", \"shared_by\": " + std::to_string(r.caches[i].shared_by) + "}";
   s += "],\n  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) s += std::string(i ? ", " : "") + q(r.skipped[i]);
+  s += "],\n  \"warnings\": [";
+  for (size_t i = 0; i < r.warnings.size(); ++i) s += std::string(i ? ", " : "") + q(r.warnings[i]);
   s += "],\n  \"peaks\": [";
   for (size_t i = 0; i < r.peaks.size(); ++i) {
     const PeakResult& p = r.peaks[i];
@@ -130,6 +132,7 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
        " thread" + (r.threads == 1 ? "" : "s") + ", pinned).\n";
   s += "# Features (CPUID): " + features_text(r.features) + ".\n";
   for (const auto& sk : r.skipped) s += "# Skipped: " + sk + ".\n";
+  for (const auto& w : r.warnings) s += "# Warning: " + w + ".\n";
   s += "# Clock: a chain of dependent one-cycle adds runs at " + si(r.clock_hz, "Hz") + " on one thread (" + si(r.clock_all_hz, "Hz") +
        " per thread with all running); the theoretical roofs use the all-thread clock.\n";
   s += "# Compute: theoretical = cores × clock × lanes × FMA pipes × 2, where the pipes are the measured FLOP per cycle of one core\n";
@@ -202,6 +205,7 @@ std::string probe_report(const ProbeResult& r) {
   for (const auto& c : r.caches) s += " L" + std::to_string(c.level) + " " + size_qty(c.size_bytes) + (c.shared_by > 1 ? " (shared by " + std::to_string(c.shared_by) + ")" : "");
   s += "\nclock (dependent add chain): " + si(r.clock_hz, "Hz") + " on 1 thread, " + si(r.clock_all_hz, "Hz") + " per thread with all\n";
   for (const auto& sk : r.skipped) s += "skipped: " + sk + "\n";
+  for (const auto& w : r.warnings) s += "warning: " + w + "\n";
   s += "\npeaks (best of samples):\n";
   std::vector<std::vector<std::string>> rows = {{"isa", "precision", "chains", "1 thread", "all threads", "FLOP/cycle/core", "chain sweep (1 thread)"}};
   for (const auto& p : r.peaks) {

@@ -179,6 +179,61 @@ TEST_CASE("measure: cache sizes from a sysfs tree", "[measure]") {
   CHECK(caches[2].shared_by == 16);  // 0-7 and 16-23
 }
 
+TEST_CASE("measure: physical cores among the pinned CPUs, from a fake sysfs topology", "[measure]") {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / "rsim_test_sysfs_topology";
+  fs::remove_all(root);
+  auto put = [&](int cpu, const char* package, const char* core) {
+    fs::create_directories(root / ("cpu" + std::to_string(cpu)) / "topology");
+    std::ofstream(root / ("cpu" + std::to_string(cpu)) / "topology" / "physical_package_id") << package << "\n";
+    std::ofstream(root / ("cpu" + std::to_string(cpu)) / "topology" / "core_id") << core << "\n";
+  };
+  // CPUs 0 and 1 are SMT siblings of core 0, CPU 2 is core 1, CPU 3 is core 0 of the second
+  // package (core ids repeat across packages); CPU 4 has no topology folder
+  put(0, "0", "0");
+  put(1, "0", "0");
+  put(2, "0", "1");
+  put(3, "1", "0");
+  CHECK(physical_cores_among(1, root.string()) == 1);
+  CHECK(physical_cores_among(2, root.string()) == 1);  // two siblings: one core's FMA pipes
+  CHECK(physical_cores_among(3, root.string()) == 2);
+  CHECK(physical_cores_among(4, root.string()) == 3);  // (0,0), (0,1), (1,0)
+  CHECK(physical_cores_among(5, root.string()) == 4);  // CPU 4 unreadable: a core of its own
+  fs::remove_all(root);
+}
+
+TEST_CASE("measure: an all-thread figure below its expectation is sampled again within a budget", "[measure]") {
+  // a fake clock advancing 0.125 s per sample (exact in binary), and samples whose rates are given in turn
+  double t = 0;
+  auto now = [&] { return t; };
+  std::vector<double> rates;
+  size_t next = 0;
+  auto sample = [&] {
+    t += 0.125;
+    return rates[std::min(next++, rates.size() - 1)];
+  };
+  // the second vCPU runs from the 8th sample on: 5 minimum samples at one core's rate (100), then
+  // two more below 0.9 × 2 × 100 = 180 (t = 0.75, 0.875), then 200 (t = 1.0): 8 samples, reached
+  rates = {100, 100, 100, 100, 100, 100, 100, 200};
+  SampleOutcome o = sample_best(sample, 5, 180, 1.0, now);
+  CHECK(o.best == 200);
+  CHECK(o.samples == 8);
+  CHECK(o.reached);
+  // never scales: the 5 minimum samples (to t = 0.625), then more while less than 1.0 s has passed
+  // since the first call: samples end at t = 0.75, 0.875, 1.0; the check at t = 1.0 stops it → 8
+  t = 0, next = 0, rates = {100};
+  o = sample_best(sample, 5, 180, 1.0, now);
+  CHECK(o.best == 100);
+  CHECK(o.samples == 8);
+  CHECK_FALSE(o.reached);
+  // no expectation: exactly the minimum
+  t = 0, next = 0, rates = {100, 300, 200};
+  o = sample_best(sample, 3, 0, 1.0, now);
+  CHECK(o.best == 300);
+  CHECK(o.samples == 3);
+  CHECK(o.reached);
+}
+
 namespace {
 
 // A probe result written by hand: 2 threads at 3 GHz, AVX2 fp32 8 lanes × 2 FMA pipes.
@@ -253,6 +308,11 @@ TEST_CASE("measure: the probed platform file loads in the catalog's format with 
   CHECK(p.memory[2].size_bytes == 1024 * KiB);
   CHECK(p.memory[3].size_bytes == 32 * MiB);
   CHECK(yaml.find("# Skipped: avx512 fp32: the CPU lacks avx512f.") != std::string::npos);
+  r.warnings.push_back("avx2 fp32 FMA peak on 2 threads reached 1.02× the 1-thread rate");
+  CHECK(probe_platform_yaml(r, "this_machine").find("# Warning: avx2 fp32 FMA peak on 2 threads reached 1.02× the 1-thread rate.\n") !=
+        std::string::npos);
+  CHECK(probe_json(r).find("\"warnings\": [\"avx2 fp32 FMA peak on 2 threads reached 1.02× the 1-thread rate\"]") != std::string::npos);
+  CHECK(probe_report(r).find("warning: avx2 fp32 FMA peak on 2 threads reached 1.02× the 1-thread rate\n") != std::string::npos);
 }
 
 TEST_CASE("measure: the probe's JSON has the issue's shape in SI units", "[measure]") {
