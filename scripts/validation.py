@@ -227,6 +227,16 @@ def main():
           "calibration models it (the `contention` term), and its numbers describe this machine *under that load*, not a quiet one.\n")
     else:
         w("Other work on the machine slows measurements unevenly, so read every number below with the load in mind.\n")
+    try:
+        with open(os.path.join(work, "probe.json")) as f:
+            probe_warnings = json.load(f).get("warnings", [])
+    except (OSError, ValueError):
+        probe_warnings = []
+    if probe_warnings:
+        w("**The probe warned** (its roofs, and every bound and calibration below, rest on these figures):\n")
+        for pw in probe_warnings:
+            w(f"- {pw}")
+        w("")
     w("## Method\n")
     w(f"1. `rsim probe{' --quick' if quick else ''} --threads {threads}` measures the roofs: FMA peaks per ISA and precision, the clock, and "
       "read/write/copy/triad bandwidth over a working-set sweep with plateaus named L1, L2, L3, DRAM. Its platform file has "

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "engine/config.hpp"
 #include "engine/platform.hpp"
@@ -596,6 +597,33 @@ TEST_CASE("measure: calibration recovers known efficiency laws from synthetic me
   REQUIRE(pl.calibration_for("conv2d"));
   CHECK(pl.calibration_for("conv2d")->compute.b == Approx(0.15).epsilon(1e-5));
   CHECK(pl.calibration_for("layernorm") == nullptr);  // no normalisation samples: no rule
+}
+
+TEST_CASE("measure: windowed and global pooling are fitted apart", "[measure]") {
+  // max pools at a bandwidth efficiency of 0.065 whatever their size (0.5, 2, 8 MB), global average
+  // pools at 0.3 (0.1, 0.4 MB): in one class a law in bytes would bend between them; apart, each
+  // is flat: pooling a = 0.065, b = 0; global pooling a = 0.3, b = 0
+  std::vector<Sample> samples;
+  for (double bytes : {5e5, 2e6, 8e6}) {
+    Sample s{"net", "max_pool2d", bytes / 16, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    s.measured_s = bytes / (1e10 * 0.065);
+    samples.push_back(s);
+  }
+  for (double bytes : {1e5, 4e5}) {
+    Sample s{"net", "global_avg_pool", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    s.measured_s = bytes / (1e10 * 0.3);
+    samples.push_back(s);
+  }
+  auto rules = fit_calibration(samples);
+  std::map<std::string, const CalibrationRule*> by;
+  for (const auto& r : rules) by[r.name] = &r;
+  REQUIRE(by.count("pooling"));
+  REQUIRE(by.count("global pooling"));
+  CHECK(by["pooling"]->bandwidth.a == Approx(0.065).epsilon(1e-9));
+  CHECK(by["pooling"]->bandwidth.b == Approx(0).margin(1e-9));
+  CHECK(by["global pooling"]->bandwidth.a == Approx(0.3).epsilon(1e-9));
+  CHECK(by["global pooling"]->bandwidth.b == Approx(0).margin(1e-9));
+  CHECK(std::find(by["global pooling"]->ops.begin(), by["global pooling"]->ops.end(), "adaptive_avg_pool2d") != by["global pooling"]->ops.end());
 }
 
 TEST_CASE("measure: calibration recovers a channels-per-group exponent; the engine applies a·x^b·g^c", "[measure]") {
