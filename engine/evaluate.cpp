@@ -443,6 +443,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       auto net = plain   ? std::make_shared<Network>(build_network(raw, env, bo, nd, &plan))
                  : model ? std::make_shared<Network>(build_network(*source, src.env, bo, nd, &plan))
                          : std::make_shared<Network>(build_network(src.node, src.env, bo, nd));
+      if (rebindable && nd.empty()) mark_same_work(*net);  // (a script's operators are never rebindable)
       nets.push_back(net);
       d.merge(nd);
       std::shared_ptr<const Network> opt;
@@ -482,6 +483,11 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   MemoryModel mm = out.settings.memory_model;
   // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
   const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
+  if (ctx.rows) {  // every row of the point, in one allocation
+    size_t layers = 0;
+    for (const auto& net : nets) layers += net->layers.size();
+    out.rows.reserve(layers * out.platforms.size());
+  }
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = *out.platforms[pi];
     const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
@@ -531,6 +537,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       thread_local std::vector<Bounded> bounded;
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
       Row scratch;
+      const size_t rows_base = out.rows.size();  // this network's first row on this platform
       for (size_t li = 0; li < net.layers.size(); ++li) {
         const Layer& L = net.layers[li];
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
@@ -576,6 +583,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
           bounded[li] = b;
+          if (ctx.rows) r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
           r.bytes = b.bytes;
           if (full_rows) r.memory_level = b.level->name;
           r.theoretical = b.theoretical;

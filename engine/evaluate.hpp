@@ -34,6 +34,11 @@ struct Row {
   std::string kernel;           // the kernel the layer runs in ("" = none: a view, or eliminated)
   Efficiency efficiency;        // from a script's efficiency model (1, 1 without one)
   std::vector<double> metrics;  // a script's derived metrics, in RunResult::metric_names order
+  // A hint for the writers: the index in PointResult::rows of an earlier row of the same point
+  // that should print the same text but for its layer and kernel names (a layer doing the same
+  // work on the same platform: Layer::same_as), -1 if none. Writers check it field by field
+  // before copying that row's text (same_row_text in output.cpp): a wrong hint costs a compare.
+  int twin = -1;
 };
 
 struct SummaryRow {

@@ -739,6 +739,16 @@ bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
   return true;
 }
 
+// The kv-cache inputs of a layer as a bit mask (inputs made by an operator with kv_outputs).
+unsigned kv_mask(const Network& net, const Layer& L) {
+  unsigned m = 0;
+  for (size_t k = 0; k < L.inputs.size() && k < 32; ++k) {
+    const TensorRef& r = L.inputs[k];
+    if (r.layer >= 0 && static_cast<size_t>(r.layer) < net.layers.size() && net.layers[static_cast<size_t>(r.layer)].op->kv_outputs) m |= 1u << k;
+  }
+  return m;
+}
+
 // The text of a slot at new bindings; nullopt when substituting fails.
 std::optional<std::string> slot_text(const CNode& raw, const Env& env, ExprEvaluator& ev, CNode* tree) {
   if (raw.is_scalar()) {
@@ -792,6 +802,31 @@ static void make_groups(NetworkPlan& plan) {
     for (const auto& a : def.adds)
       if (a.slot >= 0) plan.binds[static_cast<size_t>(a.slot)].push_back(name_id(a.name));
   plan.changed.assign(plan.names.size(), 0);
+}
+
+void mark_same_work(Network& net) {
+  const size_t n = net.layers.size();
+  std::vector<unsigned> kv(n);
+  std::vector<size_t> hashes(n);
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  std::vector<size_t> memo(cap, 0);  // layer index + 1 of the first layer of each kind of work
+  for (size_t i = 0; i < n; ++i) {
+    Layer& L = net.layers[i];
+    L.same_as = -1;
+    if (!L.op) continue;
+    kv[i] = kv_mask(net, L);
+    const size_t h = hashes[i] = work_hash(L, kv[i]);
+    size_t at = h & (cap - 1);
+    for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
+      const size_t j = memo[at] - 1;
+      if (hashes[j] == h && same_work(L, kv[i], net.layers[j], kv[j])) {
+        L.same_as = static_cast<int>(j);
+        break;
+      }
+    }
+    if (L.same_as < 0) memo[at] = i + 1;
+  }
 }
 
 bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed) {

@@ -38,9 +38,10 @@ struct Layer {
   // nothing or was eliminated), and why it changed.
   std::string kernel;
   bool eliminated = false;
-  // Set by rebind_network: an earlier layer that does the same work (the same operator,
-  // attributes, input shapes and precisions: a repeated block), whose shapes and cost it copied;
-  // -1 when none is known. Evaluation takes that layer's roofline too.
+  // Set by mark_same_work and rebind_network: the first earlier layer that does the same work
+  // (the same operator, attributes, input shapes and precisions: a repeated block), whose shapes
+  // and cost it has; -1 when none is known. Evaluation takes that layer's roofline too, and the
+  // writers its row's text (Row::twin).
   int same_as = -1;
 };
 
@@ -126,6 +127,11 @@ struct NetworkPlan {
 // Config and shape errors are collected in `d` (building stops at the first shape error).
 // `plan` (optional) records the entry's `${…}` for rebind_network.
 Network build_network(const CNode& node, const Env& env, const BuildOptions& opt, Diags& d, NetworkPlan* plan = nullptr);
+
+// Sets every layer's same_as on a network just built (rebind_network keeps it from then on).
+// Only for networks whose operators' costs are functions of their attributes and shapes (not a
+// script's operators, which run user code).
+void mark_same_work(Network& net);
 
 // Re-binds `net` (built with `plan`, or re-bound since) to new bindings: substitutes only the
 // plan's slots, re-reads the attributes and input dimensions whose text changed, and re-infers

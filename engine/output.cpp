@@ -167,6 +167,13 @@ class Buf {
   static size_t csv_bound(std::string_view v) { return 2 * v.size() + 2; }
   static size_t json_bound(std::string_view v) { return 6 * v.size() + 2; }
 
+  // where the next byte goes, as an offset into the string (stable while the Buf lives)
+  size_t pos() const { return static_cast<size_t>(p_ - s_.data()); }
+  // the bytes [from, to) written earlier into the same string (by this Buf or before it)
+  void copy(size_t from, size_t to) {
+    std::memcpy(p_, s_.data() + from, to - from);
+    p_ += to - from;
+  }
   void ch(char c) { *p_++ = c; }
   void lit(std::string_view v) {
     std::memcpy(p_, v.data(), v.size());
@@ -306,6 +313,60 @@ std::string results_csv_header(const RunHeader& h) {
 
 std::string summary_csv_header(const RunHeader& h) { return header(summary_columns(), h.var_names); }
 
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }  // NaN = NaN, -0 ≠ 0: as their texts
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
+
+bool same_roof(const RoofPoint& a, const RoofPoint& b) {
+  return same_bits(a.peak_flops_per_s, b.peak_flops_per_s) && same_bits(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s) &&
+         same_bits(a.intensity, b.intensity) && same_bits(a.attainable_flops_per_s, b.attainable_flops_per_s) &&
+         same_bits(a.compute_time_s, b.compute_time_s) && same_bits(a.memory_time_s, b.memory_time_s) && same_bits(a.time_s, b.time_s) &&
+         a.bound == b.bound;
+}
+
+// Whether rows a and b print the same text in results.csv and results.json but for their layer
+// and kernel names: every other field either writer prints (a field added to a row's text must be
+// added here, or a row hinted as a twin would print its twin's value).
+bool same_row_text(const Row& a, const Row& b) {
+  const OpCost& x = a.cost;
+  const OpCost& y = b.cost;
+  return a.platform == b.platform && a.network == b.network && a.op == b.op && a.dtype == b.dtype && a.compute_dtype == b.compute_dtype &&
+         a.has_weights == b.has_weights && (!a.has_weights || a.weights_dtype == b.weights_dtype) && a.touches_kv == b.touches_kv &&
+         (!a.touches_kv || a.kv_dtype == b.kv_dtype) && a.input_shapes == b.input_shapes && a.output_shapes == b.output_shapes &&
+         same_bits(x.macs, y.macs) && same_bits(x.flops, y.flops) && same_bits(x.macs_executed, y.macs_executed) &&
+         same_bits(x.flops_executed, y.flops_executed) && same_bits(x.params, y.params) && same_bits(x.weight_bytes, y.weight_bytes) &&
+         same_bits(x.input_bytes, y.input_bytes) && same_bits(x.output_bytes, y.output_bytes) && same_bits(x.scale_bytes, y.scale_bytes) &&
+         same_bits(x.kv_read_bytes, y.kv_read_bytes) && same_bits(x.kv_write_bytes, y.kv_write_bytes) &&
+         same_bits(x.scratch_bytes, y.scratch_bytes) && same_bits(x.resident_weight_bytes, y.resident_weight_bytes) &&
+         same_bits(x.kv_cache_bytes, y.kv_cache_bytes) && same_bits(a.bytes, b.bytes) && a.compute_roof == b.compute_roof &&
+         a.memory_level == b.memory_level && same_roof(a.theoretical, b.theoretical) && same_roof(a.derated, b.derated) &&
+         same_bits(a.efficiency.compute, b.efficiency.compute) && same_bits(a.efficiency.bandwidth, b.efficiency.bandwidth) &&
+         same_bits(a.metrics, b.metrics);
+}
+
+// The row's twin, checked (see Row::twin); nullptr when it has none or the hint is wrong.
+const Row* checked_twin(const std::vector<Row>& rows, size_t ri) {
+  const Row& r = rows[ri];
+  if (r.twin < 0 || static_cast<size_t>(r.twin) >= ri) return nullptr;
+  const Row& t = rows[static_cast<size_t>(r.twin)];
+  return same_row_text(r, t) ? &t : nullptr;
+}
+
+// Where a row's text shared with its twins sits: [a0, a1) between the layer name and the kernel
+// name, [b0, b1) after the kernel name; offsets into the output string of the point.
+struct Segments {
+  size_t a0, a1, b0, b1;
+};
+
+}  // namespace
+
 void append_results_csv(std::string& out, const PointResult& pr, const Point& p) {
   std::string lead;  // point and sweep values: the same for every row of the point
   put_uint(lead, p.index);
@@ -316,15 +377,32 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
   conv += memory_model_name(pr.settings.memory_model);
   const std::string_view work = pr.settings.executed_work ? ",executed" : ",conventional";
   thread_local std::array<Buf::Memo, 32> memo;  // per numeric column, kept from point to point
-  for (const Row& row : pr.rows) {
+  thread_local std::vector<Segments> seg;
+  seg.resize(pr.rows.size());
+  for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
+    const Row& row = pr.rows[ri];
     size_t col = 0;
     size_t bound = lead.size() + conv.size() + 256 + (32 + row.metrics.size()) * (Buf::kNum + 1);
     for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                  &row.memory_level, &row.kernel})
       bound += Buf::csv_bound(*s) + 1;
+    const Row* twin = checked_twin(pr.rows, ri);
+    Segments& sg = seg[ri];
+    if (twin) {  // the twin's text with this row's names (the same bound: the same fields)
+      const Segments& ts = seg[static_cast<size_t>(row.twin)];
+      Buf b(out, bound);
+      b.lit(lead);
+      for (const std::string* s : {&row.platform, &row.network, &row.layer}) b.ch(','), b.csv(*s);
+      sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
+      b.ch(','), b.csv(row.kernel);
+      sg.b0 = b.pos(), b.copy(ts.b0, ts.b1), sg.b1 = b.pos();
+      continue;
+    }
     Buf b(out, bound);
     b.lit(lead);
-    for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op}) b.ch(','), b.csv(*s);
+    for (const std::string* s : {&row.platform, &row.network, &row.layer}) b.ch(','), b.csv(*s);
+    sg.a0 = b.pos();
+    b.ch(','), b.csv(row.op);
     b.ch(',');
     b.lit(dtype_name(row.dtype));
     b.ch(',');
@@ -351,12 +429,15 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
       b.ch(',');
       b.lit(bound_name(rp->bound));
     }
+    sg.a1 = b.pos();
     b.ch(','), b.csv(row.kernel);
+    sg.b0 = b.pos();
     b.ch(','), b.num(row.efficiency.compute, memo[col++]);
     b.ch(','), b.num(row.efficiency.bandwidth, memo[col++]);
     b.lit(conv);
     for (double m : row.metrics) b.ch(','), b.num(m);
     b.ch('\n');
+    sg.b1 = b.pos();
   }
 }
 
@@ -423,12 +504,16 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     const Row* first;
     std::string names;
     double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
+    size_t tail0 = 0, tail1 = 0;  // where its text after the layer names sits in `out`
   };
   std::vector<K> ks;  // in order of first layer, per platform and network
+  thread_local std::vector<int> kernel_of;  // each row's kernel in ks (-1: none)
+  kernel_of.assign(pr.rows.size(), -1);
   // rows of one platform and network are adjacent: the kernel index restarts with each
   std::unordered_map<std::string_view, size_t> index;
   const Row* group = nullptr;
-  for (const Row& row : pr.rows) {
+  for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
+    const Row& row = pr.rows[ri];
     if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
     if (!group || group->platform != row.platform || group->network != row.network) {
       group = &row;
@@ -436,6 +521,7 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     }
     auto [it, fresh] = index.try_emplace(row.kernel, ks.size());
     if (fresh) ks.push_back(K{&row, ""});
+    kernel_of[ri] = static_cast<int>(it->second);
     K& k = ks[it->second];
     if (!k.names.empty()) k.names += ';';
     k.names += row.layer;
@@ -446,18 +532,40 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
   std::string lead;
   put_uint(lead, p.index);
   for (const auto& [name, v] : p.bindings) lead += ',', put_csv(lead, v);
-  for (const K& k : ks) {
-    double overhead = 0;
-    for (const auto& pl : pr.platforms)
-      if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
-    auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
-    double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
+  // A kernel whose first layer has a twin row (Row::twin) that is the first layer of an earlier
+  // kernel with the same sums (a repeated block's kernel) copies that kernel's numbers' text.
+  auto twin_of = [&](size_t ki) -> const K* {
+    const K& k = ks[ki];
+    const int t = k.first->twin;
+    if (t < 0) return nullptr;
+    const int tk = kernel_of[static_cast<size_t>(t)];
+    if (tk < 0 || static_cast<size_t>(tk) >= ki) return nullptr;
+    const K& o = ks[static_cast<size_t>(tk)];
+    const bool same = o.first == &pr.rows[static_cast<size_t>(t)] && o.first->platform == k.first->platform &&
+                      same_bits(o.layers, k.layers) && same_bits(o.flops, k.flops) && same_bits(o.bytes, k.bytes) && same_bits(o.c, k.c) &&
+                      same_bits(o.m, k.m) && same_bits(o.dc, k.dc) && same_bits(o.dm, k.dm);
+    return same ? &o : nullptr;
+  };
+  for (size_t ki = 0; ki < ks.size(); ++ki) {
+    K& k = ks[ki];
     out += lead;
     out += ',', put_csv(out, k.first->platform);
     out += ',', put_csv(out, k.first->network);
     out += ',', put_csv(out, k.first->kernel);
     out += ',', put_num(out, k.layers);
     out += ',', put_csv(out, k.names);
+    if (const K* o = twin_of(ki)) {
+      k.tail0 = out.size();
+      out.append(out, o->tail0, o->tail1 - o->tail0);
+      k.tail1 = out.size();
+      continue;
+    }
+    double overhead = 0;
+    for (const auto& pl : pr.platforms)
+      if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
+    auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
+    double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
+    k.tail0 = out.size();
     for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) out += ',', put_num(out, v);
     out += ',';
     out += bound(k.c, k.m);
@@ -465,6 +573,7 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     out += ',';
     out += bound(k.dc, k.dm);
     out += '\n';
+    k.tail1 = out.size();
   }
 }
 
@@ -741,6 +850,8 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
     j.key("layers");
     j.open('[');
     thread_local std::array<Buf::Memo, 48> jm;  // per numeric field (46, 47: input and output bytes), kept from point to point
+    thread_local std::vector<Segments> jseg;
+    jseg.resize(pr.rows.size());
     for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
       const Row& row = pr.rows[ri];
       size_t col = 0;
@@ -753,6 +864,15 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
       b.lit(ri ? ",{\"platform\":" : "{\"platform\":"), b.json_str(row.platform);
       b.lit(",\"network\":"), b.json_str(row.network);
       b.lit(",\"layer\":"), b.json_str(row.layer);
+      Segments& sg = jseg[ri];
+      if (checked_twin(pr.rows, ri)) {  // the twin's text with this row's names
+        const Segments& ts = jseg[static_cast<size_t>(row.twin)];
+        sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
+        b.lit(",\"kernel\":"), b.json_str(row.kernel);
+        sg.b0 = b.pos(), b.copy(ts.b0, ts.b1), sg.b1 = b.pos();
+        continue;
+      }
+      sg.a0 = b.pos();
       b.lit(",\"op\":"), b.json_str(row.op);
       b.lit(",\"dtype\":\""), b.lit(dtype_name(row.dtype));
       b.lit("\",\"compute_dtype\":\""), b.lit(dtype_name(row.compute_dtype)), b.ch('"');
@@ -782,7 +902,9 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
       b.lit(",\"kv_cache_bytes\":"), b.json_num(row.cost.kv_cache_bytes, jm[col++]);
       b.lit(",\"bytes\":"), b.json_num(row.bytes, jm[col++]);
       b.lit(",\"intensity\":"), b.json_num(row.theoretical.intensity, jm[col++]);
+      sg.a1 = b.pos();
       b.lit(",\"kernel\":"), b.json_str(row.kernel);
+      sg.b0 = b.pos();
       b.lit(",\"compute_roof\":"), b.json_str(row.compute_roof);
       b.lit(",\"memory_level\":"), b.json_str(row.memory_level);
       for (const RoofPoint* rp : {&row.theoretical, &row.derated}) {
@@ -806,6 +928,7 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
         b.ch('}');
       }
       b.ch('}');
+      sg.b1 = b.pos();
     }
     j.close(']');
   }

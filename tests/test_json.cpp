@@ -1,6 +1,7 @@
 // results.json read back by a real JSON parser (nlohmann-json, test-only): valid UTF-8 and JSON,
 // and its numbers derived by hand.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -65,4 +66,133 @@ TEST_CASE("results.json writes a platform in full once, then by reference", "[ou
   // point 2: both as in point 0
   CHECK(p[2]["platforms"][0] == nlohmann::json({{"name", "rtx3080"}, {"as_in_point", 0}}));
   CHECK(p[2]["platforms"][1] == nlohmann::json({{"name", "slow"}, {"as_in_point", 0}}));
+}
+
+TEST_CASE("layers doing the same work print the same numbers, each under its own names", "[output][json]") {
+  // three relus on 1×8×4×4 (the same work: the second and third are the first's twins) and a
+  // fourth on the 1×8×4×2 a slice leaves: each row's own names, the numbers derived by hand
+  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: n\n    input: [1, 8, 4, 4]\n    layers:\n"
+                              "      - {name: r1, op: relu}\n      - {name: r2, op: relu}\n      - {name: r3, op: relu}\n"
+                              "      - {name: s, op: slice, axis: 3, start: 0, end: 2}\n      - {name: r4, op: relu}\n",
+                              "j.yaml");
+  RunResult r = run(s);
+  REQUIRE(r.results.size() == 1);
+  const std::vector<Row>& rows = r.results[0].rows;
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[1].twin == 0);  // the hints the writers check
+  CHECK(rows[2].twin == 0);
+  CHECK(rows[4].twin == -1);
+  nlohmann::json j = nlohmann::json::parse(results_json(r, RunInfo{RSIM_VERSION, &s}));
+  const auto& ls = j["points"][0]["layers"];
+  REQUIRE(ls.size() == 5);
+  for (int i : {0, 1, 2}) {
+    INFO("layer " << i);
+    CHECK(ls[i]["layer"] == "r" + std::to_string(i + 1));
+    CHECK(ls[i]["kernel"] == "r" + std::to_string(i + 1));
+    CHECK(ls[i]["flops"] == 128);                 // one compare per element of 1·8·4·4
+    CHECK(ls[i]["bytes"] == 128 * 4 + 128 * 4);   // input + output, 4 bytes each
+    CHECK(ls[i]["theoretical"]["time_s"].get<double>() == Approx(1024 / 760.32e9));
+  }
+  CHECK(ls[4]["layer"] == "r4");
+  CHECK(ls[4]["flops"] == 64);  // 1·8·4·2
+  CHECK(ls[4]["bytes"] == 64 * 4 + 64 * 4);
+  // results.csv: the twins' lines are the first's with the names changed (layer and kernel)
+  std::string csv = results_csv(r, s);
+  std::vector<std::string> lines;
+  for (size_t a = 0, b; (b = csv.find('\n', a)) != std::string::npos; a = b + 1) lines.push_back(csv.substr(a, b - a));
+  REQUIRE(lines.size() == 6);  // header + 5 rows
+  auto renamed = [](std::string line, const std::string& from, const std::string& to) {
+    for (size_t at; (at = line.find("," + from + ",")) != std::string::npos;) line.replace(at, from.size() + 2, "," + to + ",");
+    return line;
+  };
+  CHECK(lines[2] == renamed(lines[1], "r1", "r2"));
+  CHECK(lines[3] == renamed(lines[1], "r1", "r3"));
+  CHECK(lines[1].find(",rtx3080,n,r1,relu,fp32,fp32,,,1x8x4x4,1x8x4x4,0,128,0,128,") != std::string::npos);
+}
+
+TEST_CASE("a wrong twin hint costs a compare, never a wrong number", "[output][json]") {
+  // Row::twin is a hint: rows whose printed fields differ in any one field print their own text
+  // whatever the hint says. Each case changes one field of a copy of row 0 hinted as its twin;
+  // the three writers must print exactly what they print without the hint.
+  Row base;
+  base.platform = "p";
+  base.network = "n";
+  base.layer = base.kernel = "a";
+  base.op = "conv2d";
+  base.has_weights = true;
+  base.input_shapes = base.output_shapes = "1x8x4x4";
+  base.cost.macs = 100, base.cost.flops = 200, base.cost.macs_executed = 90, base.cost.flops_executed = 180, base.cost.params = 10;
+  base.cost.weight_bytes = 40, base.cost.input_bytes = {512}, base.cost.output_bytes = {512};
+  base.bytes = 1064;
+  base.compute_roof = "c";
+  base.memory_level = "m";
+  base.theoretical = base.derated = roofline(200, 1064, 1e12, 1e11);
+  std::vector<std::pair<const char*, std::function<void(Row&)>>> changes = {
+      {"none", [](Row&) {}},
+      {"platform", [](Row& x) { x.platform = "q"; }},
+      {"network", [](Row& x) { x.network = "o"; }},
+      {"op", [](Row& x) { x.op = "linear"; }},
+      {"dtype", [](Row& x) { x.dtype = DType::fp16; }},
+      {"compute_dtype", [](Row& x) { x.compute_dtype = DType::fp16; }},
+      {"weights_dtype", [](Row& x) { x.weights_dtype = DType::int8; }},
+      {"touches_kv", [](Row& x) { x.touches_kv = true; }},
+      {"input_shapes", [](Row& x) { x.input_shapes = "1x8x4x5"; }},
+      {"output_shapes", [](Row& x) { x.output_shapes = "1x8x4x5"; }},
+      {"macs", [](Row& x) { x.cost.macs = 101; }},
+      {"flops", [](Row& x) { x.cost.flops = 201; }},
+      {"macs_executed", [](Row& x) { x.cost.macs_executed = 91; }},
+      {"flops_executed", [](Row& x) { x.cost.flops_executed = 181; }},
+      {"params", [](Row& x) { x.cost.params = 11; }},
+      {"weight_bytes", [](Row& x) { x.cost.weight_bytes = 41; }},
+      {"input_bytes", [](Row& x) { x.cost.input_bytes = {513}; }},
+      {"output_bytes", [](Row& x) { x.cost.output_bytes = {512, 1}; }},
+      {"scale_bytes", [](Row& x) { x.cost.scale_bytes = 1; }},
+      {"kv_read_bytes", [](Row& x) { x.cost.kv_read_bytes = 1; }},
+      {"kv_write_bytes", [](Row& x) { x.cost.kv_write_bytes = 1; }},
+      {"scratch_bytes", [](Row& x) { x.cost.scratch_bytes = 1; }},
+      {"resident_weight_bytes", [](Row& x) { x.cost.resident_weight_bytes = 1; }},
+      {"kv_cache_bytes", [](Row& x) { x.cost.kv_cache_bytes = 1; }},
+      {"bytes", [](Row& x) { x.bytes = 1065; }},
+      {"negative zero", [](Row& x) { x.cost.scratch_bytes = -0.0; }},
+      {"compute_roof", [](Row& x) { x.compute_roof = "d"; }},
+      {"memory_level", [](Row& x) { x.memory_level = "l"; }},
+      {"theoretical", [](Row& x) { x.theoretical = roofline(200, 1064, 2e12, 1e11); }},
+      {"derated", [](Row& x) { x.derated = roofline(200, 1064, 1e12, 5e10); }},
+      {"derated bound", [](Row& x) { x.derated.bound = Bound::Compute; }},
+      {"efficiency", [](Row& x) { x.efficiency.bandwidth = 0.5; }},
+      {"metrics", [](Row& x) { x.metrics = {1}; }},
+  };
+  for (const auto& [what, change] : changes) {
+    INFO(what);
+    PointResult hinted;
+    hinted.rows = {base, base};
+    hinted.rows[1].layer = hinted.rows[1].kernel = "b";
+    change(hinted.rows[1]);
+    hinted.rows[1].twin = 0;
+    PointResult plain = hinted;
+    plain.rows[1].twin = -1;
+    Point p;
+    RunHeader h{{}, {"m"}, 1};
+    for (auto* f : {&append_results_csv, &append_kernels_csv}) {
+      std::string a, b;
+      f(a, hinted, p);
+      f(b, plain, p);
+      CHECK(a == b);
+    }
+    std::string a, b;
+    append_point_json_tail(a, hinted, h, true);
+    append_point_json_tail(b, plain, h, true);
+    CHECK(a == b);
+  }
+  // and the hint is taken where it holds: the second row is the first's text renamed
+  PointResult same;
+  same.rows = {base, base};
+  same.rows[1].layer = same.rows[1].kernel = "b";
+  same.rows[1].twin = 0;
+  std::string csv;
+  append_results_csv(csv, same, Point{});
+  size_t nl = csv.find('\n');
+  std::string first = csv.substr(0, nl + 1), second = csv.substr(nl + 1);
+  const size_t k = first.find(",a,", 8);  // the kernel's column ("0,p,n,a," holds the layer's)
+  CHECK(second == "0,p,n,b" + first.substr(7, k - 7) + ",b," + first.substr(k + 3));
 }
