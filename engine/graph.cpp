@@ -887,19 +887,18 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       case NetworkPlan::SlotKind::Env: break;
       case NetworkPlan::SlotKind::Attr: {
         if (sl.layer >= net.layers.size()) return false;
-        Diags d;
-        AttrValue av;
         if (sl.spec->type == AttrType::Int && sl.raw->is_scalar()) {  // the common case, as parse_attr reads it
           if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
           const std::optional<long long>& iv = g.integer;
           if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;
-          av.i = *iv;
-          av.set = true;
+          net.layers[sl.layer].attrs.set_int(sl.index, *iv);
         } else {
+          Diags d;
+          AttrValue av;
           if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
           if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return false;
+          net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         }
-        net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         dirty[sl.layer] = 1;
         break;
       }

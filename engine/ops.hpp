@@ -46,6 +46,12 @@ class Attrs {
   void put(const std::string& name, AttrValue v);
   // The value of the attribute at position `index` of all() (which must exist)
   void set(size_t index, AttrValue v) { v_.at(index).second = std::move(v); }
+  // The same for an integer (what parse_attr makes of an int): in place, keeping the storage
+  void set_int(size_t index, long long i) {
+    AttrValue& v = v_.at(index).second;
+    v.set = true, v.i = i, v.f = 0, v.b = false;
+    v.s.clear(), v.ints.clear();
+  }
   // Lookups take string_view so that rules written with literals allocate nothing.
   const AttrValue& at(std::string_view name) const;  // throws std::logic_error if unknown
   bool has(std::string_view name) const { return at(name).set; }
