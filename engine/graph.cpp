@@ -865,6 +865,9 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<char>& dirty = plan.dirty;
   dirty.assign(net.layers.size(), 0);
   bool any = false;
+  // a subtree's slot text, substituted (its group is its own, so every read of it below follows
+  // its assignment in the same iteration); one node for the loop, not one built per slot
+  CNode tree;
   for (size_t si = 0; si < plan.slots.size(); ++si) {
     NetworkPlan::Slot& sl = plan.slots[si];
     NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
@@ -875,7 +878,6 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       g.parsed = false;
     }
     if (!g.dirty) continue;  // the names it reads have their last values: so has its text
-    CNode tree;  // a subtree's, substituted (its group is its own)
     if (!g.text) {
       g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, g.tree ? &tree : nullptr);
       if (!g.text) return false;
