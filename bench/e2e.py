@@ -50,6 +50,12 @@ def measure(cmd, repeat):
     child forked from this one could carry this process's size over into its ru_maxrss)."""
     best = None
     for _ in range(repeat):
+        # each run starts from the same state, not timed: its output folder gone (replacing a
+        # former run's 1.8 GB of files costs their removal, in this run's system time) and the
+        # page cache's dirty pages written back (else the former run's writeback lands in this one)
+        if "--out" in cmd:
+            shutil.rmtree(cmd[cmd.index("--out") + 1], ignore_errors=True)
+        os.sync()
         t0 = time.perf_counter()
         with tempfile.TemporaryFile() as err:
             p = subprocess.Popen(["/usr/bin/time", "-f", "rusage %M", *cmd], stdout=subprocess.DEVNULL, stderr=err)
