@@ -864,6 +864,8 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   };
   std::vector<char>& dirty = plan.dirty;
   dirty.assign(net.layers.size(), 0);
+  std::vector<NetworkPlan::Updates>& updates = plan.updates;
+  updates.assign(net.layers.size(), NetworkPlan::Updates{});
   bool any = false;
   // a subtree's slot text, substituted (its group is its own, so every read of it below follows
   // its assignment in the same iteration); one node for the loop, not one built per slot
@@ -902,6 +904,13 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
           net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         }
         dirty[sl.layer] = 1;
+        if (NetworkPlan::Updates& u = updates[sl.layer]; u.n < 2) {
+          u.at[u.n] = static_cast<unsigned>(sl.index);
+          u.group[u.n] = plan.group_of[si];
+          ++u.n;
+        } else {
+          u.n = 3;  // too many to compare: the full comparison decides
+        }
         break;
       }
       case NetworkPlan::SlotKind::InputDim: {
@@ -962,7 +971,18 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     if (before >= 0 && static_cast<size_t>(before) < i) {
       const size_t j = static_cast<size_t>(before);
       const size_t first = net.layers[j].same_as >= 0 ? static_cast<size_t>(net.layers[j].same_as) : j;
-      if (same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
+      // Layer j did the same work as this one at the last point. When it is still the first of
+      // its kind and both had the same attributes set from the same groups (the same texts, read
+      // by the same attribute specs), their attributes are still equal, and nothing else a
+      // point changes (operator, dtypes and precisions are guards; kv inputs are the graph's):
+      // only their input shapes can differ.
+      const bool quick = first == j && updates[i] == updates[j] && L.in_shapes.size() == net.layers[j].in_shapes.size() &&
+                         [&] {
+                           for (size_t k = 0; k < L.in_shapes.size(); ++k)
+                             if (!same_values(L.in_shapes[k], net.layers[j].in_shapes[k])) return false;
+                           return true;
+                         }();
+      if (quick || same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
     }
     if (L.same_as < 0) {
       const size_t h = hashes[i] = work_hash(L, kv_inputs);

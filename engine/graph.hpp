@@ -121,6 +121,21 @@ struct NetworkPlan {
   std::vector<Env> bindings;   // per EnvDef, at this point
   std::vector<char> made;      // per EnvDef: bindings made at this point
   std::vector<char> dirty;     // per layer: an attribute changed at this point
+  // per layer: the attributes set at this point, as (attribute position, slot group) pairs (up to
+  // two; more: n = 3). Two layers that did the same work at the last point and had the same
+  // attributes set from the same groups still have equal attributes (see rebind_network).
+  struct Updates {
+    unsigned char n = 0;
+    unsigned at[2] = {0, 0};
+    int group[2] = {0, 0};
+    bool operator==(const Updates& o) const {
+      if (n != o.n || n > 2) return false;
+      for (unsigned char k = 0; k < n; ++k)
+        if (at[k] != o.at[k] || group[k] != o.group[k]) return false;
+      return true;
+    }
+  };
+  std::vector<Updates> updates;
 };
 
 // Builds one network from its scenario entry with the point's bindings.

@@ -198,6 +198,40 @@ networks:
   }
 }
 
+TEST_CASE("layers that did the same work and stop, or start again, are evaluated as themselves", "[binding]") {
+  // a: 16 → c channels, b: c → d (1×1 convs with bias on 8×8). At c = d = 16, b does a's work (its
+  // twin); the points make b part from a through another group (d), follow it through the same
+  // group and different input shapes, and rejoin it. Each layer's numbers, derived here:
+  // FLOPs = 2 × Cin·Cout·64; bytes = 4 × (Cin·Cout + Cout weights and bias, Cin·64 in, Cout·64 out)
+  std::string y = R"(name: t
+sweep: {zip: {c: [16, 16, 32, 16, 16, 32], d: [16, 32, 32, 16, 16, 16]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: b, op: conv2d, out_channels: "${d}", kernel: 1}
+)";
+  const double cs[] = {16, 16, 32, 16, 16, 32}, ds[] = {16, 32, 32, 16, 16, 16};
+  for (int jobs : {1, 2}) {
+    RunResult r = run_text(y, jobs);
+    REQUIRE(r.results.size() == 6);
+    for (size_t pt = 0; pt < 6; ++pt) {
+      INFO("point " << pt << ", jobs " << jobs);
+      auto rows = rows_of(r, pt, "rtx3080");
+      REQUIRE(rows.size() == 2);
+      const double c = cs[pt], d = ds[pt];
+      CHECK(rows[0]->cost.flops == 2 * 16 * c * 64);
+      CHECK(rows[0]->bytes == 4 * (16 * c + c + 16 * 64 + c * 64));
+      CHECK(rows[1]->cost.flops == 2 * c * d * 64);
+      CHECK(rows[1]->bytes == 4 * (c * d + d + c * 64 + d * 64));
+      CHECK(rows[1]->theoretical.time_s == Approx(std::max(2 * c * d * 64 / 29.8e12, 4 * (c * d + d + c * 64 + d * 64) / 760.32e9)).epsilon(1e-12));
+      CHECK(rows[1]->input_shapes == "1x" + std::to_string(static_cast<int>(c)) + "x8x8");
+    }
+  }
+}
+
 TEST_CASE("a list with `${…}` (an [h, w] kernel, a layer's inputs) is substituted when a name it reads changes", "[binding]") {
   // conv k: a [k, 1] kernel on 1×2×8×8 (padding 0): out 8−k+1 rows × 8 columns; MACs = 3 (out) ×
   // 2 (in) × k taps × rows × 8. The add's inputs switch with `pick` between the conv and a 1×1 conv
