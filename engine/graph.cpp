@@ -749,6 +749,29 @@ unsigned kv_mask(const Network& net, const Layer& L) {
   return m;
 }
 
+// The table of the kinds of work of a network's layers: open-addressed, layer index + 1 by work
+// hash (kv and hashes per layer, filled as layers are looked up). Sized for `n` layers.
+void clear_work_table(std::vector<size_t>& memo, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  memo.assign(cap, 0);
+}
+
+// The first earlier layer that does layer i's work, or -1 after adding layer i as the first of
+// its kind.
+int first_of_work(const Network& net, size_t i, std::vector<size_t>& memo, std::vector<size_t>& hashes, const std::vector<unsigned>& kv) {
+  const Layer& L = net.layers[i];
+  const size_t h = hashes[i] = work_hash(L, kv[i]);
+  const size_t mask = memo.size() - 1;
+  size_t at = h & mask;
+  for (; memo[at] != 0; at = (at + 1) & mask) {
+    const size_t j = memo[at] - 1;
+    if (hashes[j] == h && same_work(L, kv[i], net.layers[j], kv[j])) return static_cast<int>(j);
+  }
+  memo[at] = i + 1;
+  return -1;
+}
+
 // The text of a slot at new bindings; nullopt when substituting fails.
 std::optional<std::string> slot_text(const CNode& raw, const Env& env, ExprEvaluator& ev, CNode* tree) {
   if (raw.is_scalar()) {
@@ -807,25 +830,14 @@ static void make_groups(NetworkPlan& plan) {
 void mark_same_work(Network& net) {
   const size_t n = net.layers.size();
   std::vector<unsigned> kv(n);
-  std::vector<size_t> hashes(n);
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  std::vector<size_t> memo(cap, 0);  // layer index + 1 of the first layer of each kind of work
+  std::vector<size_t> hashes(n), memo;
+  clear_work_table(memo, n);
   for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     L.same_as = -1;
     if (!L.op) continue;
     kv[i] = kv_mask(net, L);
-    const size_t h = hashes[i] = work_hash(L, kv[i]);
-    size_t at = h & (cap - 1);
-    for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
-      const size_t j = memo[at] - 1;
-      if (hashes[j] == h && same_work(L, kv[i], net.layers[j], kv[j])) {
-        L.same_as = static_cast<int>(j);
-        break;
-      }
-    }
-    if (L.same_as < 0) memo[at] = i + 1;
+    L.same_as = first_of_work(net, i, memo, hashes, kv);
   }
 }
 
@@ -936,9 +948,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<size_t>& memo = plan.memo;
   kv.assign(n, 0);
   hashes.assign(n, 0);
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  memo.assign(cap, 0);
+  clear_work_table(memo, n);
   for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     bool same = !dirty[i];
@@ -984,18 +994,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
                          }();
       if (quick || same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
     }
-    if (L.same_as < 0) {
-      const size_t h = hashes[i] = work_hash(L, kv_inputs);
-      size_t at = h & (cap - 1);
-      for (; memo[at] != 0; at = (at + 1) & (cap - 1)) {
-        size_t j = memo[at] - 1;
-        if (hashes[j] == h && same_work(L, kv_inputs, net.layers[j], kv[j])) {
-          L.same_as = static_cast<int>(j);
-          break;
-        }
-      }
-      if (L.same_as < 0) memo[at] = i + 1;
-    }
+    if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv);
     if (L.same_as >= 0 && !same) {
       L.out_shapes = net.layers[static_cast<size_t>(L.same_as)].out_shapes;
       L.cost = net.layers[static_cast<size_t>(L.same_as)].cost;
