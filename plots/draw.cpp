@@ -1147,9 +1147,14 @@ bool place_point_labels(Pass& p, const Plan& plan) {
     bool placed = false;
     double base = pt.size / 2 + 2;
     const bool must = plan.number[idx] > 0;
-    for (int attempt = 0; attempt < (must ? 3 : 1) && !placed; ++attempt) {
-      const bool relaxed = attempt == 2;
-      std::vector<double> dists = attempt == 1 ? std::vector<double>{base + 45, base + 65, base + 90} : std::vector<double>{base, base + 8, base + 18, base + 30};
+    // A number that must be drawn tries, after the near and far spots clear of everything: spots
+    // up to 150 pt away clear of markers and labels (over lines, its leader crossing what it
+    // must); only then, nearest first, any spot clear of labels (over markers too).
+    for (int attempt = 0; attempt < (must ? 4 : 1) && !placed; ++attempt) {
+      const bool over_lines = attempt == 2, relaxed = attempt == 3;
+      std::vector<double> dists = attempt == 1   ? std::vector<double>{base + 45, base + 65, base + 90}
+                                  : over_lines ? std::vector<double>{base, base + 8, base + 18, base + 30, base + 45, base + 65, base + 90, base + 120, base + 150}
+                                               : std::vector<double>{base, base + 8, base + 18, base + 30};
       for (double dist : dists) {
         for (int k = 0; k < 8 && !placed; ++k) {
           static const double dirs[8][2] = {{1, 0}, {-1, 0}, {0, -1}, {0, 1}, {1, -1}, {-1, -1}, {1, 1}, {-1, 1}};
@@ -1164,20 +1169,21 @@ bool place_point_labels(Pass& p, const Plan& plan) {
           for (const auto& b : p.obs.boxes)
             if (!(std::fabs(b.x + b.w / 2 - s.x) < 1e-9 && std::fabs(b.y + b.h / 2 - s.y) < 1e-9)) o.boxes.push_back(b);
           o.boxes.insert(o.boxes.end(), p.rep.point_labels.begin(), p.rep.point_labels.end());
+          if (over_lines) o.segments.clear();
           if (relaxed) {
             o = Obstacles{};
             o.boxes = p.rep.point_labels;
             if (p.rep.legend.w > 0) o.boxes.push_back(p.rep.legend);
             o.quads = p.rep.line_labels;
           }
-          if (!box.inside(p.inner) || o.hit(box, relaxed ? 0.5 : 2.5)) continue;
+          if (!box.inside(p.inner) || o.hit(box, relaxed || over_lines ? 0.5 : 2.5)) continue;
           if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label (but for a number that must be drawn)
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);
             bool leader_clear = true;
             for (const auto& pl : p.rep.point_labels) leader_clear = leader_clear && !segment_hits(s, to, pl);
             for (const auto& q : p.rep.line_labels) leader_clear = leader_clear && !segment_hits(s, to, q.bounds());
-            if (!leader_clear && !relaxed) continue;
+            if (!leader_clear && !relaxed && !over_lines) continue;
             if (len > 0) {
               P from{s.x + (to.x - s.x) / len * pt.size / 2, s.y + (to.y - s.y) / len * pt.size / 2};
               r.polyline({from, to}, LineStyle{rgb(0x888888), 0.6});
