@@ -538,8 +538,39 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
       Row scratch;
       const size_t rows_base = out.rows.size();  // this network's first row on this platform
+      // a layer's roofline into its kernel's times and the network's totals
+      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de) {
+        if (int k = kix->of_layer[li]; k >= 0) {
+          KernelTime& kt = kernels[static_cast<size_t>(k)];
+          kt.compute += th.compute_time_s;
+          kt.memory += th.memory_time_s;
+          kt.dcompute += de.compute_time_s;
+          kt.dmemory += de.memory_time_s;
+        }
+        sum.layers += 1;
+        sum.macs += cost.macs;
+        sum.flops += cost.flops;
+        sum.params += cost.params;
+        sum.active_params += cost.active_params;
+        sum.weight_footprint_bytes += cost.resident_weight_bytes;
+        sum.kv_cache_bytes += cost.kv_cache_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
+        sum.bytes += bytes;
+        sum.memory_bound += th.bound == Bound::Memory;
+        sum.compute_bound += th.bound == Bound::Compute;
+        sum.derated_memory_bound += de.bound == Bound::Memory;
+        sum.derated_compute_bound += de.bound == Bound::Compute;
+      };
       for (size_t li = 0; li < net.layers.size(); ++li) {
         const Layer& L = net.layers[li];
+        // summary only: a layer doing the same work as an earlier one adds that layer's roofline
+        // to the totals, and nothing else is made (no row is kept). Its compute roof is the
+        // earlier layer's (the same precisions), found there.
+        if (reuse && !full_rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
+          const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
+          tally(li, L.cost, b.bytes, b.theoretical, b.derated);
+          continue;
+        }
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;
@@ -641,26 +672,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           }
           if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency};
         }
-        if (int k = kix->of_layer[li]; k >= 0) {
-          KernelTime& kt = kernels[static_cast<size_t>(k)];
-          kt.compute += r.theoretical.compute_time_s;
-          kt.memory += r.theoretical.memory_time_s;
-          kt.dcompute += r.derated.compute_time_s;
-          kt.dmemory += r.derated.memory_time_s;
-        }
-        sum.layers += 1;
-        sum.macs += cost.macs;
-        sum.flops += cost.flops;
-        sum.params += cost.params;
-        sum.active_params += cost.active_params;
-        sum.weight_footprint_bytes += cost.resident_weight_bytes;
-        sum.kv_cache_bytes += cost.kv_cache_bytes;
-        sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
-        sum.bytes += r.bytes;
-        sum.memory_bound += r.theoretical.bound == Bound::Memory;
-        sum.compute_bound += r.theoretical.bound == Bound::Compute;
-        sum.derated_memory_bound += r.derated.bound == Bound::Memory;
-        sum.derated_compute_bound += r.derated.bound == Bound::Compute;
+        tally(li, cost, r.bytes, r.theoretical, r.derated);
         if (ctx.rows) out.rows.push_back(std::move(r));
       }
       for (const KernelTime& kt : kernels) {

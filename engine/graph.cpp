@@ -711,10 +711,48 @@ size_t work_hash(const Layer& L, unsigned kv_inputs) {
 // Equal vectors of a few numbers: a plain loop (memcmp's call costs more than these compares).
 template <class T>
 bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
-  if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i] != y[i]) return false;
+  const size_t n = x.size();
+  if (n != y.size()) return false;
+  const T* a = x.data();
+  const T* b = y.data();
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
   return true;
+}
+
+// Copies for the per-point loop of rebind_network, where a layer's vectors keep their sizes from
+// point to point: element by element (vector's operator= is a generic copy with a call to memmove,
+// several times the cost for a shape of four numbers).
+template <class T>
+void assign_values(std::vector<T>& to, const std::vector<T>& from) {
+  const size_t n = from.size();
+  if (to.size() != n) {
+    to = from;
+    return;
+  }
+  T* a = to.data();
+  const T* b = from.data();
+  for (size_t i = 0; i < n; ++i) a[i] = b[i];
+}
+
+void assign_shapes(std::vector<Shape>& to, const std::vector<Shape>& from) {
+  if (to.size() != from.size()) {
+    to = from;
+    return;
+  }
+  for (size_t i = 0; i < from.size(); ++i) assign_values(to[i], from[i]);
+}
+
+void assign_cost(OpCost& to, const OpCost& from) {
+  // every field: a field added to OpCost must be added here (the size check catches it)
+  static_assert(sizeof(OpCost) == 14 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  to.macs = from.macs, to.flops = from.flops, to.macs_executed = from.macs_executed, to.flops_executed = from.flops_executed;
+  to.params = from.params, to.weight_bytes = from.weight_bytes;
+  assign_values(to.input_bytes, from.input_bytes);
+  assign_values(to.output_bytes, from.output_bytes);
+  to.active_params = from.active_params, to.scale_bytes = from.scale_bytes, to.kv_read_bytes = from.kv_read_bytes;
+  to.kv_write_bytes = from.kv_write_bytes, to.scratch_bytes = from.scratch_bytes, to.resident_weight_bytes = from.resident_weight_bytes;
+  to.kv_cache_bytes = from.kv_cache_bytes, to.activation_bytes = from.activation_bytes;
 }
 
 bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
@@ -897,17 +935,23 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       if (!g.text) return false;
     }
     const std::string* v = &*g.text;  // the slot's text at this point
-    if (*v == sl.value) continue;
+    // an integer attribute (the common case, as parse_attr reads it) compares its value
+    const bool int_attr = sl.kind == NetworkPlan::SlotKind::Attr && sl.spec->type == AttrType::Int && sl.raw->is_scalar();
+    if (int_attr) {
+      if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
+      if (sl.has_int && g.integer && *g.integer == sl.int_value) continue;
+    }
+    if (!int_attr && *v == sl.value) continue;
     switch (sl.kind) {
       case NetworkPlan::SlotKind::Guard: return false;
       case NetworkPlan::SlotKind::Env: break;
       case NetworkPlan::SlotKind::Attr: {
         if (sl.layer >= net.layers.size()) return false;
-        if (sl.spec->type == AttrType::Int && sl.raw->is_scalar()) {  // the common case, as parse_attr reads it
-          if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
+        if (int_attr) {
           const std::optional<long long>& iv = g.integer;
           if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;
           net.layers[sl.layer].attrs.set_int(sl.index, *iv);
+          sl.has_int = true, sl.int_value = *iv;
         } else {
           Diags d;
           AttrValue av;
@@ -933,7 +977,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         break;
       }
     }
-    sl.value = *v;
+    if (!int_attr) sl.value = *v;
     for (int n : plan.binds[si]) plan.changed[static_cast<size_t>(n)] = 1;  // a block argument: its parameter changed
     any = true;
   }
@@ -967,7 +1011,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         if (src.op->kv_outputs && k < 32) kv_inputs |= 1u << k;
       }
       if (!same_values(L.in_shapes[k], *sh)) {
-        L.in_shapes[k] = *sh;
+        assign_values(L.in_shapes[k], *sh);
         same = false;
       }
     }
@@ -996,8 +1040,8 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     }
     if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv);
     if (L.same_as >= 0 && !same) {
-      L.out_shapes = net.layers[static_cast<size_t>(L.same_as)].out_shapes;
-      L.cost = net.layers[static_cast<size_t>(L.same_as)].cost;
+      assign_shapes(L.out_shapes, net.layers[static_cast<size_t>(L.same_as)].out_shapes);
+      assign_cost(L.cost, net.layers[static_cast<size_t>(L.same_as)].cost);
       same = true;
     }
     if (same) continue;

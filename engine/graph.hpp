@@ -79,6 +79,10 @@ struct NetworkPlan {
     const CNode* raw = nullptr;  // the entry's node (scalar or subtree) holding the `${…}`
     int env = 0;                 // the bindings it is substituted with (index into envs)
     std::string value;           // its text at the last binding (a subtree's scalars joined)
+    // An integer attribute written as one scalar, once re-bound: its value, compared instead of
+    // the text (which is then no longer kept)
+    bool has_int = false;
+    long long int_value = 0;
     size_t layer = 0, index = 0;  // Attr: the layer and the attribute's position; InputDim: input, dimension
     const AttrSpec* spec = nullptr;  // Attr
   };

@@ -68,17 +68,11 @@ std::string sweep_column(const std::string& var, const std::vector<std::string>&
 
 namespace {
 
-void put_num(std::string& o, double v) {
-  if (std::isnan(v)) {
-    o += "nan";
-    return;
-  }
-  if (std::isinf(v)) {
-    o += v > 0 ? "inf" : "-inf";
-    return;
-  }
-  // The texts of recent numbers, by their bits: a point's totals go to summary.csv and again to
-  // results.json, and the shortest round-trip text is the costly part of writing them.
+// The text of a finite number: an integer's digits, else the shortest text that reads back the
+// same double. The texts of recent numbers are kept by their bits: a point's totals go to
+// summary.csv and again to results.json, and the shortest round-trip text is the costly part of
+// writing them.
+std::string_view finite_text(double v) {
   struct Recent {
     uint64_t bits = 0;
     unsigned char len = 0;  // 0: empty
@@ -88,17 +82,22 @@ void put_num(std::string& o, double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
   Recent& r = recent[(bits * 0x9e3779b97f4a7c15ULL) >> 58];
-  if (r.len && r.bits == bits) {
-    o.append(r.text, r.len);
-    return;
-  }
+  if (r.len && r.bits == bits) return {r.text, r.len};
   char* end;
   if (std::floor(v) == v && std::fabs(v) < 1e15) end = std::to_chars(r.text, r.text + sizeof r.text, static_cast<long long>(v)).ptr;
-  else end = std::to_chars(r.text, r.text + sizeof r.text, v).ptr;  // shortest text that reads back the same double
+  else end = std::to_chars(r.text, r.text + sizeof r.text, v).ptr;
   r.len = static_cast<unsigned char>(end - r.text);
   r.bits = bits;
-  o.append(r.text, r.len);
+  return {r.text, r.len};
 }
+
+std::string_view num_view(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return finite_text(v);
+}
+
+void put_num(std::string& o, double v) { o += num_view(v); }
 
 void put_uint(std::string& o, size_t v) {
   char buf[24];
@@ -189,6 +188,12 @@ class Buf {
     if (!std::isfinite(v)) return lit("null");
     num(v);
   }
+  // the same texts, through the cache of recent numbers (for totals written to two files)
+  void rnum(double v) { lit(num_view(v)); }
+  void json_rnum(double v) {
+    if (!std::isfinite(v)) return lit("null");
+    lit(finite_text(v));
+  }
   // A column's last number and its text: rows repeat most numbers (a platform's roofs in every
   // row, a repeated block's costs), and the shortest round-trip text is the writers' main cost.
   struct Memo {
@@ -249,6 +254,11 @@ class Buf {
   std::string& s_;
   char* p_;
 };
+
+// Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
+// (commas, dtype and memory model names; the JSON keys: 681 characters in all)
+constexpr size_t kSummaryCsvBound = 40 * (Buf::kNum + 1) + 64;
+constexpr size_t kSummaryJsonBound = 40 * Buf::kNum + 800;
 
 }  // namespace
 
@@ -442,39 +452,38 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
 }
 
 void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) {
-  std::string lead;
-  put_uint(lead, p.index);
-  for (const auto& [k, v] : p.bindings) lead += ',', put_csv(lead, v);
+  size_t lead_bound = Buf::kNum + 1;
+  for (const auto& kv : p.bindings) lead_bound += Buf::csv_bound(kv.second) + 1;
   for (const SummaryRow& s : pr.summary) {
-    out += lead;
-    out += ',', put_csv(out, s.platform);
-    out += ',', put_csv(out, s.network);
-    out += ',';
-    out += dtype_name(pr.settings.dtype);
+    Buf b(out, lead_bound + kSummaryCsvBound + Buf::csv_bound(s.platform) + Buf::csv_bound(s.network) + Buf::csv_bound(s.phase));
+    b.num(static_cast<double>(p.index));
+    for (const auto& kv : p.bindings) b.ch(','), b.csv(kv.second);
+    b.ch(','), b.csv(s.platform);
+    b.ch(','), b.csv(s.network);
+    b.ch(','), b.lit(dtype_name(pr.settings.dtype));
     for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
-      out += ',', put_num(out, v);
-    for (int v : {s.memory_bound, s.compute_bound}) out += ',', put_num(out, v);
-    out += ',', put_num(out, s.derated_time_s);
-    out += ',', put_num(out, s.derated_achieved_flops_per_s);
-    for (int v : {s.derated_memory_bound, s.derated_compute_bound}) out += ',', put_num(out, v);
-    out += ',', put_num(out, s.batch);
-    out += ',', put_num(out, s.derated_time_s / s.batch);
-    out += ',', put_num(out, pr.settings.flops_per_mac);
-    out += ',';
-    out += memory_model_name(pr.settings.memory_model);
-    out += ',', put_num(out, s.active_params);
-    out += ',', put_csv(out, s.phase);
+      b.ch(','), b.rnum(v);
+    for (int v : {s.memory_bound, s.compute_bound}) b.ch(','), b.rnum(v);
+    b.ch(','), b.rnum(s.derated_time_s);
+    b.ch(','), b.rnum(s.derated_achieved_flops_per_s);
+    for (int v : {s.derated_memory_bound, s.derated_compute_bound}) b.ch(','), b.rnum(v);
+    b.ch(','), b.rnum(s.batch);
+    b.ch(','), b.rnum(s.derated_time_s / s.batch);
+    b.ch(','), b.rnum(pr.settings.flops_per_mac);
+    b.ch(','), b.lit(memory_model_name(pr.settings.memory_model));
+    b.ch(','), b.rnum(s.active_params);
+    b.ch(','), b.csv(s.phase);
     LlmTotals t = llm_totals(s);
     for (double v : {t.tokens, t.tokens_per_s, t.derated_tokens_per_s, t.ttft_s, t.derated_ttft_s, t.tpot_s, t.derated_tpot_s}) {
-      out += ',';
-      if (!std::isnan(v)) put_num(out, v);
+      b.ch(',');
+      if (!std::isnan(v)) b.rnum(v);
     }
-    for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) out += ',', put_num(out, v);
-    out += ',';
-    if (s.memory_size_bytes > 0) put_num(out, s.memory_size_bytes);
-    out += ',';
-    if (s.memory_size_bytes > 0) out += s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false";
-    out += '\n';
+    for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) b.ch(','), b.rnum(v);
+    b.ch(',');
+    if (s.memory_size_bytes > 0) b.rnum(s.memory_size_bytes);
+    b.ch(',');
+    if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
+    b.ch('\n');
   }
 }
 
@@ -795,55 +804,53 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
   j.close(']');
   j.key("summary");
   j.open('[');
-  for (const auto& sm : pr.summary) {
-    j.open('{');
-    j.key("platform"), j.str(sm.platform);
-    j.key("network"), j.str(sm.network);
-    j.key("layers"), j.num(sm.layers);
-    j.key("kernels"), j.num(sm.kernels);
-    j.key("macs"), j.num(sm.macs);
-    j.key("flops"), j.num(sm.flops);
-    j.key("params"), j.num(sm.params);
-    j.key("bytes"), j.num(sm.bytes);
-    j.key("intensity"), j.num(sm.intensity);
-    j.key("time_s"), j.num(sm.time_s);
-    j.key("achieved_flops_per_s"), j.num(sm.achieved_flops_per_s);
-    j.key("memory_bound_layers"), j.num(sm.memory_bound);
-    j.key("compute_bound_layers"), j.num(sm.compute_bound);
-    j.key("derated_time_s"), j.num(sm.derated_time_s);
-    j.key("derated_achieved_flops_per_s"), j.num(sm.derated_achieved_flops_per_s);
-    j.key("derated_memory_bound_layers"), j.num(sm.derated_memory_bound);
-    j.key("derated_compute_bound_layers"), j.num(sm.derated_compute_bound);
-    j.key("batch"), j.num(sm.batch);
-    j.key("derated_time_per_sample_s"), j.num(sm.derated_time_s / sm.batch);
-    j.key("active_params"), j.num(sm.active_params);
+  for (size_t si = 0; si < pr.summary.size(); ++si) {
+    const SummaryRow& sm = pr.summary[si];
+    Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
+    b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
+    b.lit(",\"network\":"), b.json_str(sm.network);
+    b.lit(",\"layers\":"), b.json_rnum(sm.layers);
+    b.lit(",\"kernels\":"), b.json_rnum(sm.kernels);
+    b.lit(",\"macs\":"), b.json_rnum(sm.macs);
+    b.lit(",\"flops\":"), b.json_rnum(sm.flops);
+    b.lit(",\"params\":"), b.json_rnum(sm.params);
+    b.lit(",\"bytes\":"), b.json_rnum(sm.bytes);
+    b.lit(",\"intensity\":"), b.json_rnum(sm.intensity);
+    b.lit(",\"time_s\":"), b.json_rnum(sm.time_s);
+    b.lit(",\"achieved_flops_per_s\":"), b.json_rnum(sm.achieved_flops_per_s);
+    b.lit(",\"memory_bound_layers\":"), b.json_rnum(sm.memory_bound);
+    b.lit(",\"compute_bound_layers\":"), b.json_rnum(sm.compute_bound);
+    b.lit(",\"derated_time_s\":"), b.json_rnum(sm.derated_time_s);
+    b.lit(",\"derated_achieved_flops_per_s\":"), b.json_rnum(sm.derated_achieved_flops_per_s);
+    b.lit(",\"derated_memory_bound_layers\":"), b.json_rnum(sm.derated_memory_bound);
+    b.lit(",\"derated_compute_bound_layers\":"), b.json_rnum(sm.derated_compute_bound);
+    b.lit(",\"batch\":"), b.json_rnum(sm.batch);
+    b.lit(",\"derated_time_per_sample_s\":"), b.json_rnum(sm.derated_time_s / sm.batch);
+    b.lit(",\"active_params\":"), b.json_rnum(sm.active_params);
     if (!sm.phase.empty()) {
       LlmTotals t = llm_totals(sm);
-      j.key("phase"), j.str(sm.phase);
-      j.key("tokens"), j.num(t.tokens);
-      j.key("tokens_per_s"), j.num(t.tokens_per_s);
-      j.key("derated_tokens_per_s"), j.num(t.derated_tokens_per_s);
+      b.lit(",\"phase\":"), b.json_str(sm.phase);
+      b.lit(",\"tokens\":"), b.json_rnum(t.tokens);
+      b.lit(",\"tokens_per_s\":"), b.json_rnum(t.tokens_per_s);
+      b.lit(",\"derated_tokens_per_s\":"), b.json_rnum(t.derated_tokens_per_s);
       if (sm.phase == "prefill") {
-        j.key("time_to_first_token_s"), j.num(t.ttft_s);
-        j.key("derated_time_to_first_token_s"), j.num(t.derated_ttft_s);
+        b.lit(",\"time_to_first_token_s\":"), b.json_rnum(t.ttft_s);
+        b.lit(",\"derated_time_to_first_token_s\":"), b.json_rnum(t.derated_ttft_s);
       } else {
-        j.key("time_per_output_token_s"), j.num(t.tpot_s);
-        j.key("derated_time_per_output_token_s"), j.num(t.derated_tpot_s);
+        b.lit(",\"time_per_output_token_s\":"), b.json_rnum(t.tpot_s);
+        b.lit(",\"derated_time_per_output_token_s\":"), b.json_rnum(t.derated_tpot_s);
       }
     }
-    j.key("memory_footprint");
-    j.open('{');
-    j.key("weight_bytes"), j.num(sm.weight_footprint_bytes);
-    j.key("kv_cache_bytes"), j.num(sm.kv_cache_bytes);
-    j.key("activation_bytes"), j.num(sm.activation_bytes);
-    j.key("total_bytes"), j.num(sm.memory_footprint_bytes);
+    b.lit(",\"memory_footprint\":{\"weight_bytes\":"), b.json_rnum(sm.weight_footprint_bytes);
+    b.lit(",\"kv_cache_bytes\":"), b.json_rnum(sm.kv_cache_bytes);
+    b.lit(",\"activation_bytes\":"), b.json_rnum(sm.activation_bytes);
+    b.lit(",\"total_bytes\":"), b.json_rnum(sm.memory_footprint_bytes);
     if (sm.memory_size_bytes > 0) {
-      j.key("memory_size_bytes"), j.num(sm.memory_size_bytes);
-      j.key("memory"), j.str(sm.memory_name);
-      j.key("fits"), j.boolean(sm.memory_footprint_bytes <= sm.memory_size_bytes);
+      b.lit(",\"memory_size_bytes\":"), b.json_rnum(sm.memory_size_bytes);
+      b.lit(",\"memory\":"), b.json_str(sm.memory_name);
+      b.lit(sm.memory_footprint_bytes <= sm.memory_size_bytes ? ",\"fits\":true" : ",\"fits\":false");
     }
-    j.close('}');
-    j.close('}');
+    b.lit("}}");
   }
   j.close(']');
   if (layers) {
@@ -992,12 +999,12 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
     append_results_csv(pr.text[0], pr, p);
     append_kernels_csv(pr.text[2], pr, p);
   }
-  pr.text[1].reserve(pr.summary.size() * 512 + 64);
+  pr.text[1].reserve(pr.summary.size() * (kSummaryCsvBound + 128) + 64);
   append_summary_csv(pr.text[1], pr, p);
   pr.text.emplace_back();
   pr.text[3].reserve(512);
   append_point_json_head(pr.text[3], pr, p);
-  pr.text[4].reserve(pr.rows.size() * 1000 + pr.summary.size() * 1200 + 64);
+  pr.text[4].reserve(pr.rows.size() * 1000 + pr.summary.size() * (kSummaryJsonBound + 128) + 64);
   append_point_json_tail(pr.text[4], pr, header_, layers);
   if (next) next->prepare(pr, p);
 }
