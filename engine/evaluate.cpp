@@ -384,6 +384,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     opt.name += ".optimized";
     return std::make_shared<const Network>(std::move(opt));
   };
+  // Summary only, without passes or a script's efficiency model or metrics: a layer doing an
+  // earlier layer's work is read through Layer::same_as (its totals are that layer's), so re-binding
+  // need not copy that layer's shapes and cost into it (Layer::borrowed)
+  const bool borrow = !ctx.rows && s.passes.empty() && !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
   for (const auto& raw : s.networks) {
     // A plain network is built once per worker and re-bound at each point: only its `${…}` are
     // substituted again, and only layers whose attributes or input shapes change are re-inferred
@@ -416,7 +420,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       EvalContext::NetworkCache& c = it->second;
       if (c.net.use_count() > 1) c.net = std::make_shared<Network>(*c.net);  // an earlier point still holds it
       bool changed = false;
-      if (rebind_network(c.plan, model ? resolved->env : env, bo, *c.net, changed)) {
+      if (rebind_network(c.plan, model ? resolved->env : env, bo, *c.net, changed, borrow)) {
         if (changed && !s.passes.empty()) {
           c.optimized = optimized(*c.net);
           c.opt_kernels = std::make_shared<const KernelIndex>(index_kernels(*c.optimized));
@@ -568,9 +572,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         // earlier layer's (the same precisions), found there.
         if (reuse && !full_rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
-          tally(li, L.cost, b.bytes, b.theoretical, b.derated);
+          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated);  // (L's may be borrowed)
           continue;
         }
+        if (L.borrowed) throw std::logic_error("evaluate_point: layer '" + L.name + "' has no shapes of its own");
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
           std::string have;

@@ -879,8 +879,20 @@ void mark_same_work(Network& net) {
   }
 }
 
-bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed) {
+void materialize_twins(Network& net) {
+  for (Layer& L : net.layers) {
+    if (!L.borrowed) continue;
+    const Layer& t = net.layers[static_cast<size_t>(L.same_as)];  // never borrowed itself: the first of its kind
+    assign_shapes(L.in_shapes, t.in_shapes);
+    assign_shapes(L.out_shapes, t.out_shapes);
+    assign_cost(L.cost, t.cost);
+    L.borrowed = false;
+  }
+}
+
+bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow) {
   changed = false;
+  if (plan.borrowed && !borrow) materialize_twins(net), plan.borrowed = false;
   if (plan.group_of.size() != plan.slots.size()) make_groups(plan);
   ++plan.stamp;
   // the names whose values changed since the last point (all of them, when the names differ)
@@ -993,26 +1005,24 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   kv.assign(n, 0);
   hashes.assign(n, 0);
   clear_work_table(memo, n);
+  std::vector<const Shape*>& sources = plan.sources;
   for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     bool same = !dirty[i];
     unsigned kv_inputs = 0;
     if (L.in_shapes.size() != L.inputs.size()) return false;
+    sources.clear();
     for (size_t k = 0; k < L.inputs.size(); ++k) {
       const TensorRef& r = L.inputs[k];
-      const Shape* sh = nullptr;
       if (r.layer < 0) {
         if (static_cast<size_t>(r.output) >= net.inputs.size()) return false;
-        sh = &net.inputs[static_cast<size_t>(r.output)].second;
+        sources.push_back(&net.inputs[static_cast<size_t>(r.output)].second);
       } else {
-        const Layer& src = net.layers[static_cast<size_t>(r.layer)];
-        if (static_cast<size_t>(r.output) >= src.out_shapes.size()) return false;
-        sh = &src.out_shapes[static_cast<size_t>(r.output)];
-        if (src.op->kv_outputs && k < 32) kv_inputs |= 1u << k;
-      }
-      if (!same_values(L.in_shapes[k], *sh)) {
-        assign_values(L.in_shapes[k], *sh);
-        same = false;
+        const Layer* src = &net.layers[static_cast<size_t>(r.layer)];
+        if (src->op->kv_outputs && k < 32) kv_inputs |= 1u << k;
+        if (src->borrowed) src = &net.layers[static_cast<size_t>(src->same_as)];  // its shapes are its twin's
+        if (static_cast<size_t>(r.output) >= src->out_shapes.size()) return false;
+        sources.push_back(&src->out_shapes[static_cast<size_t>(r.output)]);
       }
     }
     kv[i] = kv_inputs;
@@ -1022,23 +1032,45 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     // still holds the first layer of every kind, which never takes this path.
     const int before = L.same_as;
     L.same_as = -1;
+    bool quick = false;
     if (before >= 0 && static_cast<size_t>(before) < i) {
       const size_t j = static_cast<size_t>(before);
-      const size_t first = net.layers[j].same_as >= 0 ? static_cast<size_t>(net.layers[j].same_as) : j;
       // Layer j did the same work as this one at the last point. When it is still the first of
       // its kind and both had the same attributes set from the same groups (the same texts, read
       // by the same attribute specs), their attributes are still equal, and nothing else a
       // point changes (operator, dtypes and precisions are guards; kv inputs are the graph's):
       // only their input shapes can differ.
-      const bool quick = first == j && updates[i] == updates[j] && L.in_shapes.size() == net.layers[j].in_shapes.size() &&
-                         [&] {
-                           for (size_t k = 0; k < L.in_shapes.size(); ++k)
-                             if (!same_values(L.in_shapes[k], net.layers[j].in_shapes[k])) return false;
-                           return true;
-                         }();
+      quick = net.layers[j].same_as < 0 && updates[i] == updates[j] && sources.size() == net.layers[j].in_shapes.size() && [&] {
+        for (size_t k = 0; k < sources.size(); ++k)
+          if (!same_values(*sources[k], net.layers[j].in_shapes[k])) return false;
+        return true;
+      }();
+      if (quick && borrow) {  // still its twin's work: nothing of its own is kept up to date
+        L.same_as = before;
+        L.borrowed = plan.borrowed = true;
+        continue;
+      }
+    }
+    if (L.borrowed) {  // its stored shapes and cost are an older point's: it is computed again
+      L.borrowed = false;
+      same = false;
+    }
+    for (size_t k = 0; k < sources.size(); ++k) {
+      if (!same_values(L.in_shapes[k], *sources[k])) {
+        assign_values(L.in_shapes[k], *sources[k]);
+        same = false;
+      }
+    }
+    if (before >= 0 && static_cast<size_t>(before) < i) {
+      const size_t j = static_cast<size_t>(before);
+      const size_t first = net.layers[j].same_as >= 0 ? static_cast<size_t>(net.layers[j].same_as) : j;
       if (quick || same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
     }
     if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv);
+    if (L.same_as >= 0 && borrow) {
+      L.borrowed = plan.borrowed = true;
+      continue;
+    }
     if (L.same_as >= 0 && !same) {
       assign_shapes(L.out_shapes, net.layers[static_cast<size_t>(L.same_as)].out_shapes);
       assign_cost(L.cost, net.layers[static_cast<size_t>(L.same_as)].cost);

@@ -43,6 +43,10 @@ struct Layer {
   // and cost it has; -1 when none is known. Evaluation takes that layer's roofline too, and the
   // writers its row's text (Row::twin).
   int same_as = -1;
+  // Set by rebind_network when the caller allows it (summary-only runs, which read a repeated
+  // layer's totals through same_as): its in_shapes, out_shapes and cost are not kept up to date;
+  // they are those of layer same_as. Its attributes are. materialize_twins copies them back.
+  bool borrowed = false;
 };
 
 struct Network {
@@ -140,6 +144,8 @@ struct NetworkPlan {
     }
   };
   std::vector<Updates> updates;
+  std::vector<const Shape*> sources;  // a layer's input shapes at this point
+  bool borrowed = false;              // a layer of the network may be borrowed
 };
 
 // Builds one network from its scenario entry with the point's bindings.
@@ -157,7 +163,12 @@ void mark_same_work(Network& net);
 // shapes and costs of the layers whose attributes or input shapes changed. `changed` tells
 // whether any layer or input changed. Returns false when a guard changed or a value or shape is
 // invalid: `net` is then unusable and the caller builds the network anew (which reports errors).
-bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed);
+// `borrow`: a layer doing the same work as an earlier one may be left `borrowed` (Layer::borrowed)
+// instead of taking a copy of its shapes and cost; without it, every layer holds its own.
+bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow = false);
+
+// Gives every borrowed layer of `net` its own shapes and cost again (those of its same_as).
+void materialize_twins(Network& net);
 
 // Input channels per group of a grouped operator (conv2d, conv_transpose2d: Cin / groups;
 // depthwise_conv2d: 1); 0 for an operator without channel groups. A variable of calibration.

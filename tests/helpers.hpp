@@ -13,11 +13,13 @@ namespace rsim::test {
 inline std::string src(const std::string& rel) { return std::string(RSIM_SOURCE_DIR) + "/" + rel; }
 
 // Runs a scenario as `rsim run` does: with its scripts' operators, efficiency model and metrics.
-inline RunResult run(const Scenario& s, int jobs = 1) {
+// rows = false: network totals only, as `--tables summary` runs
+inline RunResult run(const Scenario& s, int jobs = 1, bool rows = true) {
   ScriptSetup setup = setup_scripts(s);
   Catalog cat(src("hardware"));
   RunOptions opt;
   opt.jobs = jobs;
+  opt.rows = rows;
   opt.ops = &setup.ops;
   opt.make_hooks = setup.make_hooks;
   opt.make_evaluator = make_lua_evaluator;
@@ -25,7 +27,7 @@ inline RunResult run(const Scenario& s, int jobs = 1) {
   return run_scenario(s, cat, opt);
 }
 
-inline RunResult run_text(const std::string& yaml, int jobs = 1) { return run(parse_scenario(yaml, "t.yaml"), jobs); }
+inline RunResult run_text(const std::string& yaml, int jobs = 1, bool rows = true) { return run(parse_scenario(yaml, "t.yaml"), jobs, rows); }
 inline RunResult run_file(const std::string& rel) { return run(load_scenario(src(rel))); }
 
 // The message of the ConfigError that `f` throws ("" if none).

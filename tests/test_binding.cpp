@@ -232,6 +232,53 @@ networks:
   }
 }
 
+TEST_CASE("network totals only: repeated layers that part and rejoin are counted as themselves", "[binding]") {
+  // A summary-only run keeps no layer rows: a layer doing an earlier one's work is read through
+  // that layer (it keeps no shapes or cost of its own while it does). Four 1×1 convs with bias on
+  // 8×8: a (16 → c), b (c → d), e (d → c), f (c → d). The points make b, e and f all do a's work
+  // (c = d = 16), part (b and f through d, e through its input shapes), rejoin and part again.
+  // Totals derived here: a conv Cin → Cout has FLOPs = 2 × Cin·Cout·64 and bytes =
+  // 4 × (Cin·Cout + Cout weights and bias, Cin·64 in, Cout·64 out); its time is
+  // max(FLOPs / 29.8e12, bytes / 760.32e9) plus rtx3080's 5 µs launch overhead.
+  std::string y = R"(name: t
+sweep: {zip: {c: [16, 16, 32, 16, 16, 32, 16], d: [16, 32, 32, 16, 16, 16, 16]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: b, op: conv2d, out_channels: "${d}", kernel: 1}
+      - {name: e, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: f, op: conv2d, out_channels: "${d}", kernel: 1}
+)";
+  const double cs[] = {16, 16, 32, 16, 16, 32, 16}, ds[] = {16, 32, 32, 16, 16, 16, 16};
+  for (int jobs : {1, 2}) {
+    RunResult r = run_text(y, jobs, false);
+    REQUIRE(r.results.size() == 7);
+    for (size_t pt = 0; pt < 7; ++pt) {
+      INFO("point " << pt << ", jobs " << jobs);
+      CHECK(r.results[pt].rows.empty());
+      REQUIRE(r.results[pt].summary.size() == 1);
+      const SummaryRow& sm = r.results[pt].summary[0];
+      const double c = cs[pt], d = ds[pt];
+      const double io[4][2] = {{16, c}, {c, d}, {d, c}, {c, d}};  // each layer's Cin, Cout
+      double flops = 0, bytes = 0, params = 0, time = 0;
+      for (const auto& [ci, co] : io) {
+        const double f = 2 * ci * co * 64, b = 4 * (ci * co + co + ci * 64 + co * 64);
+        flops += f, bytes += b, params += ci * co + co;
+        time += std::max(f / 29.8e12, b / 760.32e9) + 5e-6;
+      }
+      CHECK(sm.layers == 4);
+      CHECK(sm.flops == flops);
+      CHECK(sm.bytes == bytes);
+      CHECK(sm.params == params);
+      CHECK(sm.time_s == Approx(time).epsilon(1e-12));
+      CHECK(sm.memory_bound == 4);  // at most 2·32·32·64 FLOPs against ≥ 4·(16·16 + 16 + 2·16·64) bytes: far below the ridge (39 FLOP/byte)
+    }
+  }
+}
+
 TEST_CASE("a list with `${…}` (an [h, w] kernel, a layer's inputs) is substituted when a name it reads changes", "[binding]") {
   // conv k: a [k, 1] kernel on 1×2×8×8 (padding 0): out 8−k+1 rows × 8 columns; MACs = 3 (out) ×
   // 2 (in) × k taps × rows × 8. The add's inputs switch with `pick` between the conv and a 1×1 conv
