@@ -778,18 +778,19 @@ void PlatformRefs::append(std::string& out, const PointResult& pr, const Point& 
       platform_json(pj, *pl);
       it = std::find_if(written_.begin(), written_.end(), [&](const Written& w) { return w.text == text; });
     }
-    if (it != written_.end()) {
-      std::string ref;
-      Json rj(ref);
-      rj.open('{');
-      rj.key("name"), rj.str(pl->name);
-      rj.key("as_in_point"), rj.num(static_cast<double>(it->point));
-      rj.close('}');
-      j.raw(ref);
+    if (it != written_.end()) {  // (the same text: the same name)
+      if (it->ref.empty()) {
+        Json rj(it->ref);
+        rj.open('{');
+        rj.key("name"), rj.str(pl->name);
+        rj.key("as_in_point"), rj.num(static_cast<double>(it->point));
+        rj.close('}');
+      }
+      j.raw(it->ref);
       continue;
     }
     j.raw(text);
-    if (written_.size() < 64) written_.push_back(Written{pl, std::move(text), p.index});
+    if (written_.size() < 64) written_.push_back(Written{pl, std::move(text), p.index, {}});
   }
 }
 

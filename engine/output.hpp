@@ -60,6 +60,7 @@ class PlatformRefs {
     std::shared_ptr<const Platform> platform;
     std::string text;
     size_t point = 0;
+    std::string ref;  // {"name":…,"as_in_point":…}, made when first needed
   };
   std::vector<Written> written_;  // the first 64 distinct platforms (later ones are written in full)
 };
