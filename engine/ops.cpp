@@ -369,19 +369,25 @@ const AttrSpec kGroups{"groups", AttrType::Int, "1", "channel groups; must divid
 const AttrSpec kBias{"bias", AttrType::Bool, "true", "add a learnable bias per output channel", {}};
 
 // Kernel taps that land inside the input along one axis, summed over the output positions: a
-// direct convolution skips the others (they multiply padding zeros).
+// direct convolution skips the others (they multiply padding zeros). Tap j of output position o
+// reads input o·s − begin + j·d; per tap, the positions that land inside form one range of o,
+// counted in closed form (O(k) per axis, not O(out · k)).
+long long floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }  // b > 0
+
 double taps_inside(long long in, long long out, long long k, long long s, long long d, const AttrValue& padding, int axis) {
   long long begin;
   if (padding.s == "same") begin = std::max<long long>(0, (out - 1) * s + d * (k - 1) + 1 - in) / 2;
   else if (padding.s == "valid") begin = 0;
   else begin = padding.ints[static_cast<size_t>(axis)];
-  double n = 0;
-  for (long long o = 0; o < out; ++o)
-    for (long long j = 0; j < k; ++j) {
-      long long i = o * s - begin + j * d;
-      n += i >= 0 && i < in;
-    }
-  return n;
+  long long n = 0;
+  for (long long j = 0; j < k; ++j) {
+    const long long c = j * d - begin;  // the input tap j of position 0 reads
+    // 0 ≤ o·s + c ≤ in − 1  ⇔  ceil(−c / s) ≤ o ≤ floor((in − 1 − c) / s)
+    const long long lo = std::max<long long>(0, -floor_div(c, s));
+    const long long hi = std::min<long long>(out - 1, floor_div(in - 1 - c, s));
+    if (hi >= lo) n += hi - lo + 1;
+  }
+  return static_cast<double>(n);
 }
 
 double conv_macs_executed(const OpArgs& a, const Shape& y, double per_tap) {

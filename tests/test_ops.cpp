@@ -149,6 +149,51 @@ TEST_CASE("conv2d: 3x3, padding 1, stride 1, with bias", "[ops]") {
   CHECK(same.c.params == r.c.params);
 }
 
+TEST_CASE("conv2d: executed MACs skip the taps on padding", "[ops]") {
+  // 3×3, padding 1, stride 1 on 56×56: along each axis the first and last output positions lose
+  // one tap each, so 56·3 − 2 = 166 taps land inside; MACs executed = N·Cout·Cin·166·166
+  auto r = run("conv2d", "{out_channels: 64, kernel: 3, padding: 1}", {{1, 64, 56, 56}});
+  CHECK(r.c.macs_executed == 1.0 * 64 * 64 * 166 * 166);
+  CHECK(r.c.flops_executed == 2.0 * 64 * 64 * 166 * 166);
+  // ResNet stem, 7×7 stride 2 padding 3 on 224: output o reads inputs 2o − 3 … 2o + 3. Outside:
+  // o = 0 loses 3 taps, o = 1 loses 1; at the far end 2o + 3 ≤ 223 holds up to o = 110, and
+  // o = 111 reads 225 and 224 (2 lost). 112·7 − 3 − 1 − 2 = 778 per axis.
+  auto stem = run("conv2d", "{out_channels: 64, kernel: 7, stride: 2, padding: 3, bias: false}", {{1, 3, 224, 224}});
+  CHECK(stem.c.macs_executed == 1.0 * 64 * 3 * 778 * 778);
+  // 'valid' pads nothing: every tap is inside (the conventional count)
+  auto valid = run("conv2d", "{out_channels: 8, kernel: [3, 5], padding: valid, stride: [2, 1], dilation: [2, 1]}", {{1, 4, 20, 17}});
+  CHECK(valid.c.macs_executed == valid.c.macs);
+  // Against a count of every (output position, tap) pair along each axis, written here, over
+  // strides, dilations, paddings and sizes, including 'same' with an odd total padding (the
+  // extra row goes after: begin = floor(total / 2))
+  auto count = [](long long in, long long out, long long k, long long st, long long d, long long begin) {
+    long long n = 0;
+    for (long long o = 0; o < out; ++o)
+      for (long long j = 0; j < k; ++j) n += (o * st - begin + j * d >= 0 && o * st - begin + j * d < in);
+    return static_cast<double>(n);
+  };
+  for (long long in : {1, 2, 5, 9, 16})
+    for (long long k : {1, 2, 3, 5})
+      for (long long st : {1, 2, 3})
+        for (long long d : {1, 2})
+          for (long long pad : {0, 1, 2, 4}) {
+            const long long out = (in + 2 * pad - d * (k - 1) - 1) / st + 1;
+            if (in + 2 * pad - d * (k - 1) - 1 < 0) continue;
+            INFO("in " << in << " k " << k << " stride " << st << " dilation " << d << " padding " << pad);
+            auto e = run("conv2d", "{out_channels: 1, kernel: [" + std::to_string(k) + ", 1], stride: [" + std::to_string(st) + ", 1], dilation: [" +
+                                       std::to_string(d) + ", 1], padding: [" + std::to_string(pad) + ", 0]}",
+                         {{1, 1, in, 1}});
+            REQUIRE(e.out[0][2] == out);
+            CHECK(e.c.macs_executed == count(in, out, k, st, d, pad));
+            auto sm = run("conv2d", "{out_channels: 1, kernel: [" + std::to_string(k) + ", 1], stride: [" + std::to_string(st) + ", 1], dilation: [" +
+                                        std::to_string(d) + ", 1], padding: same}",
+                          {{1, 1, in, 1}});
+            const long long so = (in + st - 1) / st, total = std::max<long long>(0, (so - 1) * st + d * (k - 1) + 1 - in);
+            REQUIRE(sm.out[0][2] == so);
+            CHECK(sm.c.macs_executed == count(in, so, k, st, d, total / 2));
+          }
+}
+
 TEST_CASE("conv2d: 7x7 stride 2 padding 3 (ResNet stem), no bias", "[ops]") {
   auto r = run("conv2d", "{out_channels: 64, kernel: 7, stride: 2, padding: 3, bias: false}", {{1, 3, 224, 224}});
   // Hout = floor((224 + 2·3 − 1·(7−1) − 1)/2) + 1 = floor(223/2) + 1 = 112
