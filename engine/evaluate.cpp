@@ -123,6 +123,22 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     }
   }
   if (!raw.is_map() || !raw.find("model")) return NetworkSource{raw, env};
+  ModelUse u = resolve_model(raw, env, ctx, d);
+  if (!u.model) return NetworkSource{CNode{}, env};
+  return NetworkSource{model_node(u), std::move(u.env)};
+}
+
+CNode model_node(const ModelUse& u) {
+  CNode node = *u.model;
+  if (u.name || !u.preset.empty()) {  // a new name, e.g. to compare two configurations of one model
+    for (auto& e : node.entries)
+      if (e.key == "name") e.value = u.name ? *u.name : CNode::make_scalar(u.preset, e.value.loc);
+  }
+  return node;
+}
+
+ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
+  ModelUse use{nullptr, std::nullopt, "", env};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
   MapReader m(entry, keys::map("model_use"), "model use", d);
   const CNode* mn = m.require("model");
@@ -131,7 +147,7 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
   m.finish();
   if (!mn || !mn->is_scalar() || !ctx.models) {
     if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
-    return NetworkSource{CNode{}, env};
+    return use;
   }
   // A preset (a zoo file `model: BASE` with `args:`) or `hf` (a Hugging Face config.json) is a
   // base model with fixed arguments; the user's args are added to them or replace them.
@@ -142,21 +158,21 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     if (!cfg || !cfg->is_scalar()) {
       d.error(cfg ? cfg->loc : mn->loc, "model 'hf' needs the path of a Hugging Face config.json",
               {Note{{}, "e.g. {model: hf, args: {config: models/llama/config.json, phase: decode}}"}});
-      return NetworkSource{CNode{}, env};
+      return use;
     }
     std::filesystem::path path(cfg->scalar);
     if (path.is_relative() && cfg->loc.file) path = std::filesystem::path(cfg->loc.file->path).parent_path() / path;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
       d.error(cfg->loc, "cannot read config '" + path.string() + "'", {Note{{}, "a relative path is relative to the scenario's folder"}});
-      return NetworkSource{CNode{}, env};
+      return use;
     }
     CNode json;
     try {
       json = load_yaml_file(path.string());
     } catch (const ConfigError& e) {
       d.add(e);
-      return NetworkSource{CNode{}, env};
+      return use;
     }
     merged = hf_transformer_args(json, d);
     for (const auto& e : args->entries)
@@ -182,10 +198,10 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
     }
   } catch (const ConfigError& e) {
     d.add(e);
-    return NetworkSource{CNode{}, env};
+    return use;
   }
   if (!preset_name.empty()) args = &merged;
-  NetworkSource out{*model, env};
+  ModelUse& out = use;
   // parameters: the model's defaults, replaced by args (each key must be a parameter)
   std::vector<std::string> pnames;
   if (const CNode* params = model->find("params"); params && params->is_map())
@@ -206,10 +222,9 @@ NetworkSource resolve_network(const CNode& raw, const Env& env, EvalContext& ctx
         d.error(e.key_loc, "model '" + model_name + "' has no parameter '" + e.key + "'",
                 {Note{{}, !hint.empty() ? hint : list.empty() ? "it takes no arguments" : "its parameters: " + list}});
       }
-  if (name || !preset_name.empty()) {  // a new name, e.g. to compare two configurations of one model
-    for (auto& e : out.node.entries)
-      if (e.key == "name") e.value = name ? *name : CNode::make_scalar(preset_name, e.value.loc);
-  }
+  if (name) out.name = *name;
+  else out.preset = preset_name;
+  out.model = std::move(model);
   return out;
 }
 
@@ -402,18 +417,23 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
     size_t first = nets.size();
     bool bound = false;
-    std::optional<NetworkSource> resolved;  // a model's node and arguments at this point
+    std::optional<ModelUse> resolved;  // a model and its arguments at this point (its node is not copied)
     if (model) {
       Diags nd;
-      resolved = resolve_network(raw, env, ctx, nd);
-      if (!nd.empty()) {
+      resolved = resolve_model(raw, env, ctx, nd);
+      if (!nd.empty() || !resolved->model) {
         d.merge(nd);
         continue;
       }
     }
     auto it = rebindable ? ctx.networks.find(key) : ctx.networks.end();
-    if (it != ctx.networks.end() && model && !(it->second.source && same_tree(*it->second.source, resolved->node))) {
-      ctx.networks.erase(it);  // another model (or other arguments that change its node): built anew below
+    // the network node of a model is the zoo's node with its name: the same while both are
+    auto same_model = [&](const EvalContext::NetworkCache& c) {
+      return c.source && c.model == resolved->model && c.preset == resolved->preset && c.name.has_value() == resolved->name.has_value() &&
+             (!c.name || same_tree(*c.name, *resolved->name));
+    };
+    if (it != ctx.networks.end() && model && !same_model(it->second)) {
+      ctx.networks.erase(it);  // another model (or another name): built anew below
       it = ctx.networks.end();
     }
     if (it != ctx.networks.end()) {
@@ -435,7 +455,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
     if (!bound) {
       Diags nd;  // each network reports its own errors even when an earlier part failed
-      NetworkSource src = model ? std::move(*resolved) : resolve_network(raw, env, ctx, nd);
+      NetworkSource src = model ? NetworkSource{model_node(*resolved), resolved->env} : resolve_network(raw, env, ctx, nd);
       if (!nd.empty()) {
         d.merge(nd);
         continue;
@@ -456,7 +476,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
         auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
         auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;
-        ctx.networks[key] = EvalContext::NetworkCache{source, std::move(plan), net, opt, kernels, opt_kernels};
+        EvalContext::NetworkCache& c = ctx.networks[key] = EvalContext::NetworkCache{source, std::move(plan), net, opt, kernels, opt_kernels};
+        if (model) c.model = resolved->model, c.name = resolved->name, c.preset = resolved->preset;
         net_kernels.resize(first);
         net_kernels.push_back(kernels);
         if (opt) net_kernels.push_back(opt_kernels);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -190,6 +191,10 @@ struct EvalContext {
     std::shared_ptr<Network> net;
     std::shared_ptr<const Network> optimized;
     std::shared_ptr<const KernelIndex> kernels, opt_kernels;  // of net and optimized
+    // a model's: the zoo node and the name that `source` was made of (see ModelUse)
+    std::shared_ptr<const CNode> model = nullptr;
+    std::optional<CNode> name = std::nullopt;
+    std::string preset = "";
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
   using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;
@@ -230,6 +235,18 @@ struct NetworkSource {
   Env env;
 };
 NetworkSource resolve_network(const CNode& entry, const Env& env, EvalContext& ctx, Diags& d);
+
+// A `{model: NAME, ...}` entry resolved without copying the model's network node: the zoo's node
+// (shared, null after an error), the name it takes (`name:`, or a preset's), and the variables.
+// The network node is *model with that name (model_node).
+struct ModelUse {
+  std::shared_ptr<const CNode> model;
+  std::optional<CNode> name;  // `name:` of the entry, substituted
+  std::string preset;         // else a preset's name ("" when neither)
+  Env env;
+};
+ModelUse resolve_model(const CNode& entry, const Env& env, EvalContext& ctx, Diags& d);
+CNode model_node(const ModelUse& u);
 
 // Evaluate every point, in parallel with `jobs` workers; results are in point order.
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
