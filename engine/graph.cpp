@@ -858,6 +858,7 @@ static void make_groups(NetworkPlan& plan) {
       plan.groups.push_back(std::move(g));
     }
     plan.group_of[i] = fresh ? static_cast<int>(plan.groups.size() - 1) : it->second;
+    plan.slots[i].int_attr = sl.kind == NetworkPlan::SlotKind::Attr && sl.spec && sl.spec->type == AttrType::Int && sl.raw->is_scalar();
   }
   for (const auto& def : plan.envs)
     for (const auto& a : def.adds)
@@ -948,7 +949,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     }
     const std::string* v = &*g.text;  // the slot's text at this point
     // an integer attribute (the common case, as parse_attr reads it) compares its value
-    const bool int_attr = sl.kind == NetworkPlan::SlotKind::Attr && sl.spec->type == AttrType::Int && sl.raw->is_scalar();
+    const bool int_attr = sl.int_attr;
     if (int_attr) {
       if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
       if (sl.has_int && g.integer && *g.integer == sl.int_value) continue;
@@ -1005,24 +1006,40 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   kv.assign(n, 0);
   hashes.assign(n, 0);
   clear_work_table(memo, n);
+  if (plan.ref_begin.size() != n + 1) {  // the graph, read once from the layers (a layer's first cache lines are the costly part of the loop)
+    plan.ref_begin.assign(1, 0);
+    plan.refs.clear();
+    plan.kv_mask.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Layer& L = net.layers[i];
+      if (L.in_shapes.size() != L.inputs.size()) return false;
+      for (size_t k = 0; k < L.inputs.size(); ++k) {
+        const TensorRef& r = L.inputs[k];
+        if (r.layer >= static_cast<int>(i)) return false;
+        if (r.layer >= 0 && net.layers[static_cast<size_t>(r.layer)].op->kv_outputs && k < 32) plan.kv_mask[i] |= 1u << k;
+        plan.refs.push_back(r);
+      }
+      plan.ref_begin.push_back(plan.refs.size());
+    }
+  }
+  std::vector<size_t>& holder = plan.holder;
+  holder.resize(n);
   std::vector<const Shape*>& sources = plan.sources;
   for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     bool same = !dirty[i];
-    unsigned kv_inputs = 0;
-    if (L.in_shapes.size() != L.inputs.size()) return false;
+    const unsigned kv_inputs = plan.kv_mask[i];
+    holder[i] = i;
     sources.clear();
-    for (size_t k = 0; k < L.inputs.size(); ++k) {
-      const TensorRef& r = L.inputs[k];
+    for (size_t q = plan.ref_begin[i]; q < plan.ref_begin[i + 1]; ++q) {
+      const TensorRef& r = plan.refs[q];
       if (r.layer < 0) {
         if (static_cast<size_t>(r.output) >= net.inputs.size()) return false;
         sources.push_back(&net.inputs[static_cast<size_t>(r.output)].second);
       } else {
-        const Layer* src = &net.layers[static_cast<size_t>(r.layer)];
-        if (src->op->kv_outputs && k < 32) kv_inputs |= 1u << k;
-        if (src->borrowed) src = &net.layers[static_cast<size_t>(src->same_as)];  // its shapes are its twin's
-        if (static_cast<size_t>(r.output) >= src->out_shapes.size()) return false;
-        sources.push_back(&src->out_shapes[static_cast<size_t>(r.output)]);
+        const Layer& src = net.layers[holder[static_cast<size_t>(r.layer)]];  // a borrowed layer's shapes are its twin's
+        if (static_cast<size_t>(r.output) >= src.out_shapes.size()) return false;
+        sources.push_back(&src.out_shapes[static_cast<size_t>(r.output)]);
       }
     }
     kv[i] = kv_inputs;
@@ -1048,6 +1065,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       if (quick && borrow) {  // still its twin's work: nothing of its own is kept up to date
         L.same_as = before;
         L.borrowed = plan.borrowed = true;
+        holder[i] = j;
         continue;
       }
     }
@@ -1069,6 +1087,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv);
     if (L.same_as >= 0 && borrow) {
       L.borrowed = plan.borrowed = true;
+      holder[i] = static_cast<size_t>(L.same_as);
       continue;
     }
     if (L.same_as >= 0 && !same) {

@@ -89,6 +89,7 @@ struct NetworkPlan {
     long long int_value = 0;
     size_t layer = 0, index = 0;  // Attr: the layer and the attribute's position; InputDim: input, dimension
     const AttrSpec* spec = nullptr;  // Attr
+    bool int_attr = false;  // an Attr slot of an integer attribute written as one scalar (set by make_groups)
   };
   // The bindings of a block's layers: its parent's, then the block's parameters (a constant, or
   // the value of an Env slot), then repeat_index.
@@ -146,6 +147,12 @@ struct NetworkPlan {
   std::vector<Updates> updates;
   std::vector<const Shape*> sources;  // a layer's input shapes at this point
   bool borrowed = false;              // a layer of the network may be borrowed
+  // The graph, flat (fixed while the plan holds: made by the first rebind_network): layer i's
+  // inputs are refs[ref_begin[i] .. ref_begin[i + 1]), kv_mask[i] its inputs read from the KV cache
+  std::vector<size_t> ref_begin;
+  std::vector<TensorRef> refs;
+  std::vector<unsigned> kv_mask;
+  std::vector<size_t> holder;  // per layer, at this point: the layer holding its shapes (itself, or its twin when borrowed)
 };
 
 // Builds one network from its scenario entry with the point's bindings.
