@@ -723,7 +723,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       }
       for (const auto& [op, n] : net.ignored)
         sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
-      out.summary.push_back(sum);
+      out.summary.push_back(std::move(sum));
     }
   }
   if (!d.empty()) throw with_point(d);
