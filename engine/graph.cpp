@@ -1003,8 +1003,8 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<unsigned>& kv = plan.kv;
   std::vector<size_t>& hashes = plan.hashes;
   std::vector<size_t>& memo = plan.memo;
-  kv.assign(n, 0);
-  hashes.assign(n, 0);
+  kv.resize(n);      // (each layer's set before a later one reads it)
+  hashes.resize(n);  // (set for a layer when it enters the table, which is cleared here)
   clear_work_table(memo, n);
   if (plan.ref_begin.size() != n + 1) {  // the graph, read once from the layers (a layer's first cache lines are the costly part of the loop)
     plan.ref_begin.assign(1, 0);
