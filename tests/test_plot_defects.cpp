@@ -36,6 +36,24 @@ BuiltFigure build_one(const PlotSpec& spec, const RunResult& r, const Scenario& 
   return false;
 }
 
+// ResNet-50's roofline on the RTX 3080 (its ~20 compute-bound markers crowd the roof near the
+// ridge), drawn into a recording renderer
+struct Drawn {
+  RecordingRenderer rec;
+  DrawReport rep;
+};
+Drawn resnet50_roofline() {
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  BuiltFigure b = build_one(p, r, s);
+  Drawn d;
+  d.rep = draw(b.figure, d.rec);
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("trend: network: keeps one network's totals; without it, one line per network", "[plots][defects]") {
@@ -191,14 +209,7 @@ TEST_CASE("print: sizes take units, styles and settings.figures give defaults, e
 }
 
 TEST_CASE("a numbered key: every number in it is drawn at its point", "[plots][defects]") {
-  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
-  RunResult r = run(s);
-  PlotSpec p;
-  p.kind = Kind::Roofline;
-  p.platforms = {"rtx3080"};
-  BuiltFigure b = build_one(p, r, s);
-  RecordingRenderer rec;
-  DrawReport rep = draw(b.figure, rec);
+  auto [rec, rep] = resnet50_roofline();
   REQUIRE(rep.numbered > 24);
   for (int k = 1; k <= rep.numbered; ++k) {
     INFO("number " << k);
@@ -207,18 +218,10 @@ TEST_CASE("a numbered key: every number in it is drawn at its point", "[plots][d
 }
 
 TEST_CASE("a number that must be drawn goes beside the markers, with a leader, before it goes over one", "[plots][defects]") {
-  // ResNet-50's roofline on the RTX 3080: ~20 compute-bound markers crowd the roof near the ridge.
-  // Every numbered label finds a spot clear of the markers within 150 pt (before, four of them were
+  // Every numbered label of ResNet-50's roofline finds a spot clear of the markers within 150 pt (before, four of them were
   // printed over their neighbours' markers). A label box and a marker overlap when they share more
   // than 1 pt in both directions.
-  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
-  RunResult r = run(s);
-  PlotSpec p;
-  p.kind = Kind::Roofline;
-  p.platforms = {"rtx3080"};
-  BuiltFigure b = build_one(p, r, s);
-  RecordingRenderer rec;
-  DrawReport rep = draw(b.figure, rec);
+  auto [rec, rep] = resnet50_roofline();
   REQUIRE(rep.point_labels.size() > 20);
   int over = 0;
   for (const Rect& box : rep.point_labels)
