@@ -711,12 +711,9 @@ size_t work_hash(const Layer& L, unsigned kv_inputs) {
 // Equal vectors of a few numbers: a plain loop (memcmp's call costs more than these compares).
 template <class T>
 bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
-  const size_t n = x.size();
-  if (n != y.size()) return false;
-  const T* a = x.data();
-  const T* b = y.data();
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return false;
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return false;
   return true;
 }
 
@@ -880,7 +877,8 @@ void mark_same_work(Network& net) {
   }
 }
 
-void materialize_twins(Network& net) {
+// Gives every borrowed layer of `net` its own shapes and cost again (those of its same_as).
+static void materialize_twins(Network& net) {
   for (Layer& L : net.layers) {
     if (!L.borrowed) continue;
     const Layer& t = net.layers[static_cast<size_t>(L.same_as)];  // never borrowed itself: the first of its kind

@@ -45,7 +45,7 @@ struct Layer {
   int same_as = -1;
   // Set by rebind_network when the caller allows it (summary-only runs, which read a repeated
   // layer's totals through same_as): its in_shapes, out_shapes and cost are not kept up to date;
-  // they are those of layer same_as. Its attributes are. materialize_twins copies them back.
+  // they are those of layer same_as. Its attributes are. Re-binding without `borrow` copies them back.
   bool borrowed = false;
 };
 
@@ -173,9 +173,6 @@ void mark_same_work(Network& net);
 // `borrow`: a layer doing the same work as an earlier one may be left `borrowed` (Layer::borrowed)
 // instead of taking a copy of its shapes and cost; without it, every layer holds its own.
 bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow = false);
-
-// Gives every borrowed layer of `net` its own shapes and cost again (those of its same_as).
-void materialize_twins(Network& net);
 
 // Input channels per group of a grouped operator (conv2d, conv_transpose2d: Cin / groups;
 // depthwise_conv2d: 1); 0 for an operator without channel groups. A variable of calibration.
