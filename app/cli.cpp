@@ -155,6 +155,10 @@ class WarningSink : public ResultSink {
       if (first_.size() < 3) first_.push_back(w);
       ++total_;
     }
+    for (const FootprintExcess& x : pr.footprint_excess) {  // (their text made only for the first few)
+      if (first_.size() < 3) first_.push_back(footprint_warning(x, p));
+      ++total_;
+    }
     next_->consume(std::move(pr), p);
   }
   // The first few, then a count.

@@ -287,6 +287,17 @@ std::string bindings_text(const Env& b) {
   return s;
 }
 
+Diagnostic footprint_warning(const FootprintExcess& x, const Point& p) {
+  Diagnostic w;
+  w.warning = true;
+  w.loc = x.loc;
+  w.message = "network '" + x.network + "' needs " + gib_text(x.footprint) + " of memory, more than the " + gib_text(x.size) + " of platform '" +
+              x.platform + "' (" + x.memory + ")";
+  w.notes.push_back(Note{{}, "weights " + gib_text(x.weights) + " + KV cache " + gib_text(x.kv_cache) + " + activations " + gib_text(x.activations)});
+  if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+  return w;
+}
+
 static const CNode* catalog_entry(const CNode& ref, PlatformCache& cache, Diags& d, std::shared_ptr<const CNode>& holder) {
   const std::string& name = ref.scalar;
   if (!cache.catalog().has(name)) {
@@ -359,15 +370,18 @@ KernelIndex index_kernels(const Network& net) {
 PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) {
   PointResult out;
   Diags d;
-  // variables: sweep bindings, then vars in order (each may use what came before)
-  Env env = p.bindings;
+  // variables: sweep bindings, then vars in order (each may use what came before); without vars,
+  // the point's bindings themselves
+  Env with_vars;
+  if (!s.vars.empty()) with_vars = p.bindings;
   for (const auto& [name, node] : s.vars) {
     try {
-      env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
+      with_vars.emplace_back(name, substitute(node.scalar, with_vars, ctx.ev, node.loc));
     } catch (const ConfigError& e) {
       d.add(e);
     }
   }
+  const Env& env = s.vars.empty() ? p.bindings : with_vars;
   if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
   std::vector<const CNode*> plat_nodes;
   for (const auto& raw : s.platforms) {
@@ -546,9 +560,11 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       struct KernelTime {
         double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
       };
-      std::shared_ptr<const KernelIndex> kix = net_kernels[ni];
-      if (!kix) kix = std::make_shared<const KernelIndex>(index_kernels(net));
-      std::vector<KernelTime> kernels(kix->count);
+      std::shared_ptr<const KernelIndex> made;  // (when the network has none kept)
+      const KernelIndex* kix = net_kernels[ni].get();
+      if (!kix) made = std::make_shared<const KernelIndex>(index_kernels(net)), kix = made.get();
+      thread_local std::vector<KernelTime> kernels;  // (plain numbers: its room is reused from point to point)
+      kernels.assign(kix->count, KernelTime{});
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
       // efficiency model or metrics, which see the layer's name)
@@ -710,17 +726,9 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
       sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
-      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
-        Diagnostic w;
-        w.warning = true;
-        w.loc = net_locs[ni];
-        w.message = "network '" + net.name + "' needs " + gib_text(sum.memory_footprint_bytes) + " of memory, more than the " +
-                    gib_text(sum.memory_size_bytes) + " of platform '" + pl.name + "' (" + sum.memory_name + ")";
-        w.notes.push_back(Note{{}, "weights " + gib_text(sum.weight_footprint_bytes) + " + KV cache " + gib_text(sum.kv_cache_bytes) +
-                                       " + activations " + gib_text(sum.activation_bytes)});
-        if (!p.bindings.empty()) w.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
-        out.warnings.push_back(std::move(w));
-      }
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes)
+        out.footprint_excess.push_back(FootprintExcess{net_locs[ni], net.name, pl.name, sum.memory_name, sum.memory_footprint_bytes, sum.memory_size_bytes,
+                                                       sum.weight_footprint_bytes, sum.kv_cache_bytes, sum.activation_bytes});
       for (const auto& [op, n] : net.ignored)
         sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
       out.summary.push_back(std::move(sum));
@@ -736,6 +744,8 @@ void CollectSink::start(const RunHeader& h) {
 }
 
 void CollectSink::consume(PointResult&& pr, const Point& p) {
+  for (const FootprintExcess& x : pr.footprint_excess) pr.warnings.push_back(footprint_warning(x, p));
+  pr.footprint_excess.clear();
   r_.points.push_back(p);
   r_.results.push_back(std::move(pr));
   r_.results.back().text.clear();
@@ -834,20 +844,27 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
         break;
       }
       std::unique_lock<std::mutex> lock(mu);
-      ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+      // the next point in order, with no worker delivering, is delivered from here (one worker:
+      // every point); any other waits in `ready`
+      const bool direct = !delivering && !stop && started && i == delivered;
+      if (!direct) ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
       // whoever completes the next point in order delivers it and any that follow it, one worker
       // at a time and without the lock (writing the files), so the others keep evaluating
       if (!delivering) {
         delivering = true;
-        while (!stop && started && !ready.empty() && ready.begin()->first == delivered) {
-          auto node = ready.extract(ready.begin());
+        bool own = direct;
+        while (!stop && started && (own || (!ready.empty() && ready.begin()->first == delivered))) {
+          std::optional<decltype(ready)::node_type> node;
+          if (!own) node = ready.extract(ready.begin());
           lock.unlock();
           std::exception_ptr bad;
           try {
-            sink.consume(std::move(node.mapped().first), node.mapped().second);
+            if (own) sink.consume(std::move(pr), p);
+            else sink.consume(std::move(node->mapped().first), node->mapped().second);
           } catch (...) {
             bad = std::current_exception();
           }
+          own = false;
           lock.lock();
           if (bad) {
             fail(bad);

@@ -1,6 +1,7 @@
 // Evaluation: per sweep point, bind the scenario, build networks and platforms, and apply the
 // roofline to every layer on every platform. A pure function of (scenario, point).
 #pragma once
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -68,14 +69,30 @@ struct SummaryRow {
   std::string ignored;
 };
 
+// A network whose memory footprint exceeds a platform's memory at a point: its warning's numbers.
+// The text (footprint_warning) is made only where the warning is shown: a sweep past the memory
+// has one at nearly every point, and a run prints the first few.
+struct FootprintExcess {
+  SourceLoc loc;  // where the network is used
+  std::string network, platform, memory;
+  double footprint = 0, size = 0, weights = 0, kv_cache = 0, activations = 0;  // bytes
+};
+
 struct PointResult {
   Settings settings;
   // shared: a platform no `${…}` changes is resolved once per worker and held by every point
   std::vector<std::shared_ptr<const Platform>> platforms;
   std::vector<Row> rows;
   std::vector<SummaryRow> summary;
-  std::vector<Diagnostic> warnings;  // e.g. a network whose memory footprint exceeds a platform's memory
-  std::vector<std::string> text;  // filled by a ResultSink's prepare (formatted output), else empty
+  // Warnings: those of a memory footprint over a platform's memory are kept as numbers by
+  // evaluate_point (footprint_excess) and made into diagnostics (footprint_warning) by the sink
+  // that shows or keeps them (CollectSink: every one, in warnings)
+  std::vector<Diagnostic> warnings;
+  std::vector<FootprintExcess> footprint_excess;
+  // Filled by a ResultSink's prepare (formatted output), else empty: one buffer, cut into pieces
+  // (piece k is text[text_end[k - 1], text_end[k]), piece 0 from 0)
+  std::string text;
+  std::array<size_t, 5> text_end{};
 };
 
 // What every point of a run shares, known before the first point is delivered.
@@ -257,5 +274,7 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
 void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink);
 
 std::string bindings_text(const Env& b);  // "groups=4, k=3"
+// The warning of a footprint excess at point p: "network 'N' needs X GiB of memory, more than …"
+Diagnostic footprint_warning(const FootprintExcess& x, const Point& p);
 
 }  // namespace rsim

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -148,30 +149,47 @@ void put_json_str(std::string& o, std::string_view s) {
   o += '"';
 }
 
-// Writes a row through a raw pointer into a string grown once by the row's upper bound (no
-// per-character capacity checks); the string is cut to what was written when the Buf ends.
-// The same text as the put_* functions above.
+// Writes a row through a raw pointer (no per-character capacity checks) into a per-thread scratch
+// area of at least the row's upper bound, and appends what was written to the string when the Buf
+// ends (growing the string by the bound would zero-fill it first). The same text as the put_*
+// functions above.
 class Buf {
  public:
-  Buf(std::string& s, size_t bound) : s_(s) {
-    size_t base = s.size();
-    if (s.capacity() < base + bound) s.reserve(std::max(base + bound, 2 * s.capacity()));
-    s.resize(base + bound);
-    p_ = s.data() + base;
+  Buf(std::string& s, size_t bound) : s_(s), base_(s.size()) {
+    thread_local std::unique_ptr<char[]> scratch;
+    thread_local size_t room = 0;
+    if (open_) throw std::logic_error("Buf: two at once on one thread (they share the scratch area)");
+    open_ = true;
+    if (room < bound) {
+      room = std::max(bound, 2 * room);
+      scratch.reset(new char[room]);
+    }
+    start_ = p_ = scratch.get();
   }
-  ~Buf() { s_.resize(static_cast<size_t>(p_ - s_.data())); }
+  ~Buf() {
+    s_.append(start_, static_cast<size_t>(p_ - start_));
+    open_ = false;
+  }
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
   static constexpr size_t kNum = 32;  // the longest number text (to_chars of a double: 24)
   static size_t csv_bound(std::string_view v) { return 2 * v.size() + 2; }
   static size_t json_bound(std::string_view v) { return 6 * v.size() + 2; }
 
-  // where the next byte goes, as an offset into the string (stable while the Buf lives)
-  size_t pos() const { return static_cast<size_t>(p_ - s_.data()); }
+  // where the next byte goes, as an offset into the string (once the Buf has ended)
+  size_t pos() const { return base_ + static_cast<size_t>(p_ - start_); }
   // the bytes [from, to) written earlier into the same string (by this Buf or before it)
   void copy(size_t from, size_t to) {
-    std::memcpy(p_, s_.data() + from, to - from);
-    p_ += to - from;
+    if (from < base_) {  // the part already in the string
+      const size_t end = std::min(to, base_);
+      std::memcpy(p_, s_.data() + from, end - from);
+      p_ += end - from;
+      from = end;
+    }
+    if (from < to) {
+      std::memmove(p_, start_ + (from - base_), to - from);
+      p_ += to - from;
+    }
   }
   void ch(char c) { *p_++ = c; }
   void lit(std::string_view v) {
@@ -187,12 +205,6 @@ class Buf {
   void json_num(double v) {
     if (!std::isfinite(v)) return lit("null");
     num(v);
-  }
-  // the same texts, through the cache of recent numbers (for totals written to two files)
-  void rnum(double v) { lit(num_view(v)); }
-  void json_rnum(double v) {
-    if (!std::isfinite(v)) return lit("null");
-    lit(finite_text(v));
   }
   // A column's last number and its text: rows repeat most numbers (a platform's roofs in every
   // row, a repeated block's costs), and the shortest round-trip text is the writers' main cost.
@@ -252,6 +264,9 @@ class Buf {
 
  private:
   std::string& s_;
+  static inline thread_local bool open_ = false;
+  size_t base_;  // the string's size when the Buf began
+  char* start_;
   char* p_;
 };
 
@@ -259,6 +274,51 @@ class Buf {
 // (commas, dtype and memory model names; the JSON keys: 681 characters in all)
 constexpr size_t kSummaryCsvBound = 40 * (Buf::kNum + 1) + 64;
 constexpr size_t kSummaryJsonBound = 40 * Buf::kNum + 800;
+
+// A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
+// order). Each column keeps its last number and text from point to point (most columns of a sweep
+// repeat: bound counts, batch, the platform's memory); a new number goes through finite_text's
+// cache (a row's derated totals often equal its theoretical ones).
+struct SummaryTexts {
+  enum Field {
+    Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
+    DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
+    DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, kFields
+  };
+  std::array<double, kFields> v;
+  std::array<unsigned char, kFields> len;
+  char text[kFields][Buf::kNum];
+  std::string_view csv(Field f) const { return {text[f], len[f]}; }  // num_view's text: nan, inf, -inf or the number
+  std::string_view json(Field f) const { return std::isfinite(v[f]) ? csv(f) : std::string_view("null"); }
+};
+
+void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
+  const LlmTotals l = llm_totals(s);
+  t.v = {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s,
+         static_cast<double>(s.memory_bound), static_cast<double>(s.compute_bound), s.derated_time_s, s.derated_achieved_flops_per_s,
+         static_cast<double>(s.derated_memory_bound), static_cast<double>(s.derated_compute_bound), s.batch, s.derated_time_s / s.batch,
+         st.flops_per_mac, s.active_params, l.tokens, l.tokens_per_s, l.derated_tokens_per_s, l.ttft_s, l.derated_ttft_s, l.tpot_s,
+         l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes};
+  struct Memo {
+    uint64_t bits = 0;
+    unsigned char len = 0;  // 0: none yet
+    char text[Buf::kNum];
+  };
+  thread_local std::array<Memo, SummaryTexts::kFields> memo{};
+  for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
+    uint64_t bits;
+    std::memcpy(&bits, &t.v[f], sizeof bits);
+    Memo& m = memo[f];
+    if (!m.len || m.bits != bits) {
+      const std::string_view x = num_view(t.v[f]);
+      std::memcpy(m.text, x.data(), x.size());
+      m.len = static_cast<unsigned char>(x.size());
+      m.bits = bits;
+    }
+    std::memcpy(t.text[f], m.text, Buf::kNum);
+    t.len[f] = m.len;
+  }
+}
 
 }  // namespace
 
@@ -451,41 +511,42 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
   }
 }
 
-void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) {
+namespace {
+
+void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, const SummaryTexts* texts) {
+  using F = SummaryTexts::Field;
   size_t lead_bound = Buf::kNum + 1;
   for (const auto& kv : p.bindings) lead_bound += Buf::csv_bound(kv.second) + 1;
-  for (const SummaryRow& s : pr.summary) {
+  SummaryTexts own;
+  for (size_t si = 0; si < pr.summary.size(); ++si) {
+    const SummaryRow& s = pr.summary[si];
+    const SummaryTexts& t = texts ? texts[si] : (format_summary(own, s, pr.settings), own);
     Buf b(out, lead_bound + kSummaryCsvBound + Buf::csv_bound(s.platform) + Buf::csv_bound(s.network) + Buf::csv_bound(s.phase));
     b.num(static_cast<double>(p.index));
     for (const auto& kv : p.bindings) b.ch(','), b.csv(kv.second);
     b.ch(','), b.csv(s.platform);
     b.ch(','), b.csv(s.network);
     b.ch(','), b.lit(dtype_name(pr.settings.dtype));
-    for (double v : {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s})
-      b.ch(','), b.rnum(v);
-    for (int v : {s.memory_bound, s.compute_bound}) b.ch(','), b.rnum(v);
-    b.ch(','), b.rnum(s.derated_time_s);
-    b.ch(','), b.rnum(s.derated_achieved_flops_per_s);
-    for (int v : {s.derated_memory_bound, s.derated_compute_bound}) b.ch(','), b.rnum(v);
-    b.ch(','), b.rnum(s.batch);
-    b.ch(','), b.rnum(s.derated_time_s / s.batch);
-    b.ch(','), b.rnum(pr.settings.flops_per_mac);
+    for (int f = F::Layers; f <= F::FlopsPerMac; ++f) b.ch(','), b.lit(t.csv(static_cast<F>(f)));
     b.ch(','), b.lit(memory_model_name(pr.settings.memory_model));
-    b.ch(','), b.rnum(s.active_params);
+    b.ch(','), b.lit(t.csv(F::ActiveParams));
     b.ch(','), b.csv(s.phase);
-    LlmTotals t = llm_totals(s);
-    for (double v : {t.tokens, t.tokens_per_s, t.derated_tokens_per_s, t.ttft_s, t.derated_ttft_s, t.tpot_s, t.derated_tpot_s}) {
+    for (int f = F::Tokens; f <= F::DeratedTpot; ++f) {  // empty where they do not apply
       b.ch(',');
-      if (!std::isnan(v)) b.rnum(v);
+      if (!std::isnan(t.v[static_cast<size_t>(f)])) b.lit(t.csv(static_cast<F>(f)));
     }
-    for (double v : {s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes}) b.ch(','), b.rnum(v);
+    for (int f = F::WeightFootprint; f <= F::Footprint; ++f) b.ch(','), b.lit(t.csv(static_cast<F>(f)));
     b.ch(',');
-    if (s.memory_size_bytes > 0) b.rnum(s.memory_size_bytes);
+    if (s.memory_size_bytes > 0) b.lit(t.csv(F::MemorySize));
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
     b.ch('\n');
   }
 }
+
+}  // namespace
+
+void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) { put_summary_csv(out, pr, p, nullptr); }
 
 std::string results_csv(const RunResult& r, const Scenario&) {
   std::string out = results_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
@@ -800,54 +861,58 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
   append_point_json_tail(out, pr, h, layers);
 }
 
-void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) {
+namespace {
+
+void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers, const SummaryTexts* texts) {
+  using F = SummaryTexts::Field;
   Json j(out);
   j.close(']');
   j.key("summary");
   j.open('[');
+  SummaryTexts own;
   for (size_t si = 0; si < pr.summary.size(); ++si) {
     const SummaryRow& sm = pr.summary[si];
+    const SummaryTexts& t = texts ? texts[si] : (format_summary(own, sm, pr.settings), own);
     Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
-    b.lit(",\"layers\":"), b.json_rnum(sm.layers);
-    b.lit(",\"kernels\":"), b.json_rnum(sm.kernels);
-    b.lit(",\"macs\":"), b.json_rnum(sm.macs);
-    b.lit(",\"flops\":"), b.json_rnum(sm.flops);
-    b.lit(",\"params\":"), b.json_rnum(sm.params);
-    b.lit(",\"bytes\":"), b.json_rnum(sm.bytes);
-    b.lit(",\"intensity\":"), b.json_rnum(sm.intensity);
-    b.lit(",\"time_s\":"), b.json_rnum(sm.time_s);
-    b.lit(",\"achieved_flops_per_s\":"), b.json_rnum(sm.achieved_flops_per_s);
-    b.lit(",\"memory_bound_layers\":"), b.json_rnum(sm.memory_bound);
-    b.lit(",\"compute_bound_layers\":"), b.json_rnum(sm.compute_bound);
-    b.lit(",\"derated_time_s\":"), b.json_rnum(sm.derated_time_s);
-    b.lit(",\"derated_achieved_flops_per_s\":"), b.json_rnum(sm.derated_achieved_flops_per_s);
-    b.lit(",\"derated_memory_bound_layers\":"), b.json_rnum(sm.derated_memory_bound);
-    b.lit(",\"derated_compute_bound_layers\":"), b.json_rnum(sm.derated_compute_bound);
-    b.lit(",\"batch\":"), b.json_rnum(sm.batch);
-    b.lit(",\"derated_time_per_sample_s\":"), b.json_rnum(sm.derated_time_s / sm.batch);
-    b.lit(",\"active_params\":"), b.json_rnum(sm.active_params);
+    b.lit(",\"layers\":"), b.lit(t.json(F::Layers));
+    b.lit(",\"kernels\":"), b.lit(t.json(F::Kernels));
+    b.lit(",\"macs\":"), b.lit(t.json(F::Macs));
+    b.lit(",\"flops\":"), b.lit(t.json(F::Flops));
+    b.lit(",\"params\":"), b.lit(t.json(F::Params));
+    b.lit(",\"bytes\":"), b.lit(t.json(F::Bytes));
+    b.lit(",\"intensity\":"), b.lit(t.json(F::Intensity));
+    b.lit(",\"time_s\":"), b.lit(t.json(F::Time));
+    b.lit(",\"achieved_flops_per_s\":"), b.lit(t.json(F::Achieved));
+    b.lit(",\"memory_bound_layers\":"), b.lit(t.json(F::MemoryBound));
+    b.lit(",\"compute_bound_layers\":"), b.lit(t.json(F::ComputeBound));
+    b.lit(",\"derated_time_s\":"), b.lit(t.json(F::DeratedTime));
+    b.lit(",\"derated_achieved_flops_per_s\":"), b.lit(t.json(F::DeratedAchieved));
+    b.lit(",\"derated_memory_bound_layers\":"), b.lit(t.json(F::DeratedMemoryBound));
+    b.lit(",\"derated_compute_bound_layers\":"), b.lit(t.json(F::DeratedComputeBound));
+    b.lit(",\"batch\":"), b.lit(t.json(F::Batch));
+    b.lit(",\"derated_time_per_sample_s\":"), b.lit(t.json(F::DeratedTimePerSample));
+    b.lit(",\"active_params\":"), b.lit(t.json(F::ActiveParams));
     if (!sm.phase.empty()) {
-      LlmTotals t = llm_totals(sm);
       b.lit(",\"phase\":"), b.json_str(sm.phase);
-      b.lit(",\"tokens\":"), b.json_rnum(t.tokens);
-      b.lit(",\"tokens_per_s\":"), b.json_rnum(t.tokens_per_s);
-      b.lit(",\"derated_tokens_per_s\":"), b.json_rnum(t.derated_tokens_per_s);
+      b.lit(",\"tokens\":"), b.lit(t.json(F::Tokens));
+      b.lit(",\"tokens_per_s\":"), b.lit(t.json(F::TokensPerS));
+      b.lit(",\"derated_tokens_per_s\":"), b.lit(t.json(F::DeratedTokensPerS));
       if (sm.phase == "prefill") {
-        b.lit(",\"time_to_first_token_s\":"), b.json_rnum(t.ttft_s);
-        b.lit(",\"derated_time_to_first_token_s\":"), b.json_rnum(t.derated_ttft_s);
+        b.lit(",\"time_to_first_token_s\":"), b.lit(t.json(F::Ttft));
+        b.lit(",\"derated_time_to_first_token_s\":"), b.lit(t.json(F::DeratedTtft));
       } else {
-        b.lit(",\"time_per_output_token_s\":"), b.json_rnum(t.tpot_s);
-        b.lit(",\"derated_time_per_output_token_s\":"), b.json_rnum(t.derated_tpot_s);
+        b.lit(",\"time_per_output_token_s\":"), b.lit(t.json(F::Tpot));
+        b.lit(",\"derated_time_per_output_token_s\":"), b.lit(t.json(F::DeratedTpot));
       }
     }
-    b.lit(",\"memory_footprint\":{\"weight_bytes\":"), b.json_rnum(sm.weight_footprint_bytes);
-    b.lit(",\"kv_cache_bytes\":"), b.json_rnum(sm.kv_cache_bytes);
-    b.lit(",\"activation_bytes\":"), b.json_rnum(sm.activation_bytes);
-    b.lit(",\"total_bytes\":"), b.json_rnum(sm.memory_footprint_bytes);
+    b.lit(",\"memory_footprint\":{\"weight_bytes\":"), b.lit(t.json(F::WeightFootprint));
+    b.lit(",\"kv_cache_bytes\":"), b.lit(t.json(F::KvCache));
+    b.lit(",\"activation_bytes\":"), b.lit(t.json(F::Activation));
+    b.lit(",\"total_bytes\":"), b.lit(t.json(F::Footprint));
     if (sm.memory_size_bytes > 0) {
-      b.lit(",\"memory_size_bytes\":"), b.json_rnum(sm.memory_size_bytes);
+      b.lit(",\"memory_size_bytes\":"), b.lit(t.json(F::MemorySize));
       b.lit(",\"memory\":"), b.json_str(sm.memory_name);
       b.lit(sm.memory_footprint_bytes <= sm.memory_size_bytes ? ",\"fits\":true" : ",\"fits\":false");
     }
@@ -943,6 +1008,10 @@ void append_point_json_tail(std::string& out, const PointResult& pr, const RunHe
   j.close('}');
 }
 
+}  // namespace
+
+void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) { put_point_json_tail(out, pr, h, layers, nullptr); }
+
 std::string results_json(const RunResult& r, const RunInfo& info) {
   RunHeader h{r.var_names, r.metric_names, r.points.size()};
   std::string out = results_json_head(h, info);
@@ -993,40 +1062,43 @@ void TableWriter::start(const RunHeader& h) {
 }
 
 void TableWriter::prepare(PointResult& pr, const Point& p) {
-  bool layers = tables_ == Tables::All;
-  pr.text.assign(4, std::string());
-  if (layers) {
-    pr.text[0].reserve(pr.rows.size() * 400);
-    append_results_csv(pr.text[0], pr, p);
-    append_kernels_csv(pr.text[2], pr, p);
-  }
-  pr.text[1].reserve(pr.summary.size() * (kSummaryCsvBound + 128) + 64);
-  append_summary_csv(pr.text[1], pr, p);
-  pr.text.emplace_back();
-  pr.text[3].reserve(512);
-  append_point_json_head(pr.text[3], pr, p);
-  pr.text[4].reserve(pr.rows.size() * 1000 + pr.summary.size() * (kSummaryJsonBound + 128) + 64);
-  append_point_json_tail(pr.text[4], pr, header_, layers);
+  // every piece of the point in one buffer (one allocation), cut at text_end
+  const bool layers = tables_ == Tables::All;
+  std::string& o = pr.text;
+  o.clear();
+  o.reserve(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024);
+  thread_local std::vector<SummaryTexts> texts;  // each summary row's numbers, formatted once for both files
+  texts.resize(pr.summary.size());
+  for (size_t i = 0; i < pr.summary.size(); ++i) format_summary(texts[i], pr.summary[i], pr.settings);
+  if (layers) append_results_csv(o, pr, p);
+  pr.text_end[0] = o.size();
+  put_summary_csv(o, pr, p, texts.data());
+  pr.text_end[1] = o.size();
+  if (layers) append_kernels_csv(o, pr, p);
+  pr.text_end[2] = o.size();
+  append_point_json_head(o, pr, p);
+  pr.text_end[3] = o.size();
+  put_point_json_tail(o, pr, header_, layers, texts.data());
+  pr.text_end[4] = o.size();
   if (next) next->prepare(pr, p);
 }
 
 void TableWriter::consume(PointResult&& pr, const Point& p) {
-  size_t k = 0;
   double before = bytes_;
-  if (tables_ == Tables::All) put(k++, pr.text[0]);
-  put(k++, pr.text[1]);
-  if (tables_ == Tables::All) put(k++, pr.text[2]);
+  auto piece = [&](size_t k) { return std::string_view(pr.text).substr(k ? pr.text_end[k - 1] : 0, pr.text_end[k] - (k ? pr.text_end[k - 1] : 0)); };
+  size_t k = 0;
+  if (tables_ == Tables::All) put(k++, piece(0));
+  put(k++, piece(1));
+  if (tables_ == Tables::All) put(k++, piece(2));
   if (points_) put(k, ",");
-  put(k, pr.text[3]);
-  std::string& platforms = pr.text[3];  // written: its room is reused
-  platforms.clear();
-  platform_refs_.append(platforms, pr, p);
-  put(k, platforms);
-  put(k, pr.text[4]);
+  put(k, piece(3));
+  platforms_.clear();
+  platform_refs_.append(platforms_, pr, p);
+  put(k, platforms_);
+  put(k, piece(4));
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
-  pr.text.clear();
-  pr.text.shrink_to_fit();
+  std::string().swap(pr.text);
   if (next) next->consume(std::move(pr), p);
 }
 

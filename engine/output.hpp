@@ -106,6 +106,7 @@ class TableWriter : public ResultSink {
   PlatformRefs platform_refs_;
   RunHeader header_;
   std::vector<File> files_;
+  std::string platforms_;  // a point's platforms in results.json (consume's room, reused)
   double bytes_ = 0;
   size_t points_ = 0;
 };

@@ -57,6 +57,7 @@ void FigureCollector::consume(PointResult&& pr, const rsim::Point& p) {
   pr.text.clear();
   pr.text.shrink_to_fit();
   std::vector<Diagnostic>().swap(pr.warnings);  // printed by the run; no chart reads them
+  std::vector<FootprintExcess>().swap(pr.footprint_excess);
   const bool whole = keep_all_ || r_.results.empty() || whole_points_.count(r_.results.size()) > 0;
   size_t at = 0;
   for (Row& row : pr.rows) {
