@@ -217,3 +217,26 @@ TEST_CASE("a plot naming a platform the run lacks is a config error before anyth
   fs::remove(y);
   fs::remove_all(dir);
 }
+
+TEST_CASE("run prints the first three footprint warnings of a sweep and counts the rest", "[cli]") {
+  // rtx3080: 10 GiB of GDDR6X = 10,737,418,240 B. A linear layer on 65,536 fp32 features holds
+  // 65,536 × n × 4 B of weights: n = 1,024 holds 0.25 GiB (fits); n = 50,000 holds
+  // 13,107,200,000 B (+ 200,000 B of bias) = 12.207 GiB, and the larger n more: 5 of 6 points
+  // exceed the memory.
+  fs::path dir = scratch_dir("footprint");
+  fs::path yaml = dir / "s.yaml";
+  std::ofstream(yaml) << "name: footprint\nplatforms: [rtx3080]\nsweep: {grid: {n: [1024, 50000, 60000, 70000, 80000, 90000]}}\n"
+                         "networks:\n  - name: fc\n    input: [1, 65536]\n    layers:\n      - {op: linear, out_features: \"${n}\"}\n";
+  for (const char* tables : {"all", "summary"}) {
+    CliOut r = cli({"run", yaml.string(), "--out", (dir / "out").string(), "--hw-dir", src("hardware"), "--no-plots", "--tables", tables});
+    REQUIRE(r.code == 0);
+    // 12,207,... B of weights + activations well under 1 MiB: 12.21 GiB at the first excess
+    CHECK(r.err.find("warning: network 'fc' needs 12.21 GiB of memory, more than the 10.00 GiB of platform 'rtx3080' (GDDR6X)") != std::string::npos);
+    CHECK(r.err.find("at sweep point 1: n=50000") != std::string::npos);
+    CHECK(r.err.find("at sweep point 3: n=70000") != std::string::npos);
+    CHECK(r.err.find("at sweep point 4:") == std::string::npos);  // shown: the first three
+    CHECK(r.err.find("at sweep point 0:") == std::string::npos);  // n = 1,024 fits
+    CHECK(r.err.find("2 more warnings like these") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
