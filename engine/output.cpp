@@ -9,6 +9,9 @@
 #include <string_view>
 #include <unordered_map>
 #include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <memory>
 #include <fstream>
@@ -196,6 +199,13 @@ class Buf {
     std::memcpy(p_, v.data(), v.size());
     p_ += v.size();
   }
+  // a string literal: its length known to the compiler, copied without a call (not for a char
+  // buffer holding a shorter string: that goes through string_view)
+  template <size_t N>
+  void lit(const char (&v)[N]) {
+    std::memcpy(p_, v, N - 1);
+    p_ += N - 1;
+  }
   void num(double v) {
     if (std::isnan(v)) return lit("nan");
     if (std::isinf(v)) return lit(v > 0 ? "inf" : "-inf");
@@ -255,7 +265,7 @@ class Buf {
         default: {
           char b[8];
           std::snprintf(b, sizeof b, "\\u%04x", u);
-          lit(b);
+          lit(std::string_view(b));
         }
       }
     }
@@ -1029,27 +1039,52 @@ TableWriter::TableWriter(std::string dir, Tables tables, RunInfo info) : dir_(st
 
 TableWriter::~TableWriter() {
   for (auto& f : files_)
-    if (f.fp) std::fclose(f.fp);
+    if (f.fd >= 0) {
+      try {
+        flush(f);  // (what a failed run wrote is removed by the caller)
+      } catch (const std::exception&) {
+      }
+      ::close(f.fd);
+    }
 }
 
 void TableWriter::open(const std::string& name, const std::string& head) {
   File f;
   f.name = name;
   std::string path = (std::filesystem::path(dir_) / name).string();
-  f.fp = std::fopen(path.c_str(), "wb");
-  if (!f.fp) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  constexpr size_t kBuffer = 1 << 20;
-  f.buffer = std::shared_ptr<char[]>(new char[kBuffer]);
-  std::setvbuf(f.fp, f.buffer.get(), _IOFBF, kBuffer);
-  files_.push_back(f);
+  f.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (f.fd < 0) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+  f.buffer.reset(new char[kFileBuffer]);
+  files_.push_back(std::move(f));
   put(files_.size() - 1, head);
 }
 
+// Writes n bytes to a file (all of them: write(2) may take part of them, or be interrupted).
+void TableWriter::write_all(const File& f, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(f.fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / f.name).string() + "': " + std::strerror(w < 0 ? errno : ENOSPC));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void TableWriter::flush(File& f) {
+  const size_t n = f.used;
+  f.used = 0;
+  write_all(f, f.buffer.get(), n);
+}
+
+// Appends to a file through its buffer (a point writes a few pieces to each file: stdio's locking
+// and bookkeeping per call cost more than the copy)
 void TableWriter::put(size_t i, std::string_view text) {
   File& f = files_[i];
-  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), f.fp) != text.size())
-    throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / f.name).string() + "': " + std::strerror(errno));
   bytes_ += static_cast<double>(text.size());
+  if (f.used + text.size() > kFileBuffer) flush(f);
+  if (text.size() >= kFileBuffer) return write_all(f, text.data(), text.size());  // (as it is)
+  std::memcpy(f.buffer.get() + f.used, text.data(), text.size());
+  f.used += text.size();
 }
 
 void TableWriter::start(const RunHeader& h) {
@@ -1107,12 +1142,18 @@ std::vector<std::string> TableWriter::finish() {
   put(files_.size() - 1, results_json_tail());
   std::vector<std::string> names;
   std::string failed;
+  std::string error;
   for (auto& f : files_) {
-    if (std::fflush(f.fp) != 0 || std::ferror(f.fp)) failed = f.name;
-    if (std::fclose(f.fp) != 0) failed = f.name;
-    f.fp = nullptr;
+    try {
+      flush(f);
+    } catch (const std::runtime_error& e) {
+      if (error.empty()) error = e.what();
+    }
+    if (::close(f.fd) != 0 && error.empty()) failed = f.name;
+    f.fd = -1;
     names.push_back(f.name);
   }
+  if (!error.empty()) throw std::runtime_error(error);
   if (!failed.empty()) throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / failed).string() + "' (disk full?)");
   return names;
 }

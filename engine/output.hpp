@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,13 +94,17 @@ class TableWriter : public ResultSink {
   std::function<void(double bytes)> on_projection;
 
  private:
+  static constexpr size_t kFileBuffer = 1 << 20;
   struct File {
     std::string name;
-    std::FILE* fp = nullptr;
-    std::shared_ptr<char[]> buffer;  // stdio's: glibc ignores setvbuf's size without one (it writes 4 KiB at a time)
+    int fd = -1;
+    std::unique_ptr<char[]> buffer;  // kFileBuffer bytes, `used` of them waiting to be written
+    size_t used = 0;
   };
   void open(const std::string& name, const std::string& head);
   void put(size_t file, std::string_view text);
+  void flush(File& f);                                      // throws std::runtime_error
+  void write_all(const File& f, const char* p, size_t n);  // throws std::runtime_error
   std::string dir_;
   Tables tables_;
   RunInfo info_;

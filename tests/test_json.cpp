@@ -196,3 +196,20 @@ TEST_CASE("a wrong twin hint costs a compare, never a wrong number", "[output][j
   const size_t k = first.find(",a,", 8);  // the kernel's column ("0,p,n,a," holds the layer's)
   CHECK(second == "0,p,n,b" + first.substr(7, k - 7) + ",b," + first.substr(k + 3));
 }
+
+TEST_CASE("results.json escapes a tab in a network's and a layer's name", "[output][json]") {
+  // JSON strings hold no raw control characters: a tab is written as the two characters \t (in the
+  // summary objects and the layer rows alike), and a parser reads the names back whole
+  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: \"n\\tm\"\n    input: [1, 8]\n    layers:\n"
+                              "      - {name: \"r\\tx\", op: relu}\n",
+                              "j.yaml");
+  RunResult r = run(s);
+  const std::string text = results_json(r, RunInfo{RSIM_VERSION, &s});
+  CHECK(text.find("\"network\":\"n\\tm\"") != std::string::npos);
+  CHECK(text.find('\t') == std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(text);
+  const auto& p = j["points"][0];
+  CHECK(p["summary"][0]["network"] == "n\tm");
+  CHECK(p["layers"][0]["layer"] == "r\tx");
+  CHECK(p["layers"][0]["network"] == "n\tm");
+}
