@@ -383,7 +383,23 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   }
   const Env& env = s.vars.empty() ? p.bindings : with_vars;
   if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
-  std::vector<const CNode*> plat_nodes;
+  // The point's working lists, kept per thread so that a point allocates none of them; emptied when
+  // the point ends (they hold the networks, which a later point re-binds in place only when no
+  // one else holds them)
+  thread_local struct Lists {
+    std::vector<const CNode*> plat_nodes;
+    std::vector<std::shared_ptr<const Network>> nets;
+    std::vector<std::shared_ptr<const KernelIndex>> net_kernels;  // of each network (built once with its plan)
+    std::vector<const SourceLoc*> net_locs;                       // where each network is used, for warnings
+    bool busy = false;
+  } lists;
+  if (lists.busy) throw std::logic_error("evaluate_point: called within itself");
+  struct Clear {
+    Lists& l;
+    ~Clear() { l.plat_nodes.clear(), l.nets.clear(), l.net_kernels.clear(), l.net_locs.clear(), l.busy = false; }
+  } clear_lists{lists};
+  lists.busy = true;
+  auto& [plat_nodes, nets, net_kernels, net_locs, busy_] = lists;
   for (const auto& raw : s.platforms) {
     // an entry without `${…}` is the same platform at every point: resolved once per worker
     std::shared_ptr<const Platform> pl;
@@ -404,9 +420,6 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       plat_nodes.push_back(&raw);
     }
   }
-  std::vector<std::shared_ptr<const Network>> nets;
-  std::vector<std::shared_ptr<const KernelIndex>> net_kernels;  // of each network (built once with its plan)
-  std::vector<SourceLoc> net_locs;  // where each network is used, for warnings
   BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
   auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
     Network opt = apply_passes(net, s.passes);
@@ -497,7 +510,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         if (opt) net_kernels.push_back(opt_kernels);
       }
     }
-    net_locs.resize(nets.size(), raw.loc);
+    net_locs.resize(nets.size(), &raw.loc);
     net_kernels.resize(nets.size());
     for (size_t k = first; k < nets.size(); ++k)
       for (size_t i = 0; i < k; ++i)
@@ -727,7 +740,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
       sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
       if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes)
-        out.footprint_excess.push_back(FootprintExcess{net_locs[ni], net.name, pl.name, sum.memory_name, sum.memory_footprint_bytes, sum.memory_size_bytes,
+        out.footprint_excess.push_back(FootprintExcess{*net_locs[ni], net.name, pl.name, sum.memory_name, sum.memory_footprint_bytes, sum.memory_size_bytes,
                                                        sum.weight_footprint_bytes, sum.kv_cache_bytes, sum.activation_bytes});
       for (const auto& [op, n] : net.ignored)
         sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";

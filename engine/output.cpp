@@ -199,6 +199,13 @@ class Buf {
     std::memcpy(p_, v.data(), v.size());
     p_ += v.size();
   }
+  // a number's text held in a kNum-byte array: copied whole (a fixed size, no call); the row's
+  // bound gives every number kNum bytes, so the bytes past the text stay inside it and are
+  // overwritten by what follows
+  void number_text(const char (&text)[kNum], size_t len) {
+    std::memcpy(p_, text, kNum);
+    p_ += len;
+  }
   // a string literal: its length known to the compiler, copied without a call (not for a char
   // buffer holding a shorter string: that goes through string_view)
   template <size_t N>
@@ -298,8 +305,11 @@ struct SummaryTexts {
   std::array<double, kFields> v;
   std::array<unsigned char, kFields> len;
   char text[kFields][Buf::kNum];
-  std::string_view csv(Field f) const { return {text[f], len[f]}; }  // num_view's text: nan, inf, -inf or the number
-  std::string_view json(Field f) const { return std::isfinite(v[f]) ? csv(f) : std::string_view("null"); }
+  void csv(Buf& b, Field f) const { b.number_text(text[f], len[f]); }  // num_view's text: nan, inf, -inf or the number
+  void json(Buf& b, Field f) const {  // JSON has no infinity or NaN: null
+    if (std::isfinite(v[f])) b.number_text(text[f], len[f]);
+    else b.lit("null");
+  }
 };
 
 void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
@@ -537,17 +547,17 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     b.ch(','), b.csv(s.platform);
     b.ch(','), b.csv(s.network);
     b.ch(','), b.lit(dtype_name(pr.settings.dtype));
-    for (int f = F::Layers; f <= F::FlopsPerMac; ++f) b.ch(','), b.lit(t.csv(static_cast<F>(f)));
+    for (int f = F::Layers; f <= F::FlopsPerMac; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
     b.ch(','), b.lit(memory_model_name(pr.settings.memory_model));
-    b.ch(','), b.lit(t.csv(F::ActiveParams));
+    b.ch(','), t.csv(b, F::ActiveParams);
     b.ch(','), b.csv(s.phase);
     for (int f = F::Tokens; f <= F::DeratedTpot; ++f) {  // empty where they do not apply
       b.ch(',');
-      if (!std::isnan(t.v[static_cast<size_t>(f)])) b.lit(t.csv(static_cast<F>(f)));
+      if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
     }
-    for (int f = F::WeightFootprint; f <= F::Footprint; ++f) b.ch(','), b.lit(t.csv(static_cast<F>(f)));
+    for (int f = F::WeightFootprint; f <= F::Footprint; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
     b.ch(',');
-    if (s.memory_size_bytes > 0) b.lit(t.csv(F::MemorySize));
+    if (s.memory_size_bytes > 0) t.csv(b, F::MemorySize);
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
     b.ch('\n');
@@ -795,47 +805,45 @@ std::string results_json_head(const RunHeader& h, const RunInfo& info) {
 const char* results_json_tail() { return "]}\n"; }
 
 void append_point_json_head(std::string& out, const PointResult& pr, const Point& p) {
-  Json j(out);
-  j.open('{');
-  j.key("index"), j.num(static_cast<double>(p.index));
-  j.key("bindings");
-  j.open('{');
-  for (const auto& [k, v] : p.bindings) j.key(k), j.str(v);
-  j.close('}');
-  j.key("settings");
-  {
-    // the settings of most sweeps are the same at every point: formatted once per worker
-    const Settings& st = pr.settings;
-    const Precision& pc = st.precision;
-    const std::array<DType, 4> dtypes{st.dtype, pc.weights.value_or(st.dtype), pc.kv.value_or(st.dtype), pc.compute.value_or(st.dtype)};
-    thread_local struct {
-      bool valid = false;
-      std::array<DType, 4> dtypes;
-      MemoryModel model;
-      double flops_per_mac, quant_group;
-      std::string level, text;
-    } last;
-    if (!last.valid || last.dtypes != dtypes || last.model != st.memory_model || !(last.flops_per_mac == st.flops_per_mac) ||
-        last.quant_group != static_cast<double>(pc.quant_group) || last.level != st.memory_level) {
-      last.text.clear();
-      Json sj(last.text);
-      sj.open('{');
-      sj.key("dtype"), sj.str(dtype_name(dtypes[0]));
-      sj.key("memory_model"), sj.str(memory_model_name(st.memory_model));
-      sj.key("flops_per_mac"), sj.num(st.flops_per_mac);
-      sj.key("memory_level"), sj.str(st.memory_level.empty() ? "(first level of each platform)" : st.memory_level);
-      sj.key("weights_dtype"), sj.str(dtype_name(dtypes[1]));
-      sj.key("kv_dtype"), sj.str(dtype_name(dtypes[2]));
-      sj.key("compute_dtype"), sj.str(dtype_name(dtypes[3]));
-      sj.key("quant_group"), sj.num(static_cast<double>(pc.quant_group));
-      sj.close('}');
-      last.valid = true, last.dtypes = dtypes, last.model = st.memory_model, last.flops_per_mac = st.flops_per_mac;
-      last.quant_group = static_cast<double>(pc.quant_group), last.level = st.memory_level;
-    }
-    j.raw(last.text);
+  // the settings of most sweeps are the same at every point: formatted once per worker
+  const Settings& st = pr.settings;
+  const Precision& pc = st.precision;
+  const std::array<DType, 4> dtypes{st.dtype, pc.weights.value_or(st.dtype), pc.kv.value_or(st.dtype), pc.compute.value_or(st.dtype)};
+  thread_local struct {
+    bool valid = false;
+    std::array<DType, 4> dtypes;
+    MemoryModel model;
+    double flops_per_mac, quant_group;
+    std::string level, text;
+  } last;
+  if (!last.valid || last.dtypes != dtypes || last.model != st.memory_model || !(last.flops_per_mac == st.flops_per_mac) ||
+      last.quant_group != static_cast<double>(pc.quant_group) || last.level != st.memory_level) {
+    last.text.clear();
+    Json sj(last.text);
+    sj.open('{');
+    sj.key("dtype"), sj.str(dtype_name(dtypes[0]));
+    sj.key("memory_model"), sj.str(memory_model_name(st.memory_model));
+    sj.key("flops_per_mac"), sj.num(st.flops_per_mac);
+    sj.key("memory_level"), sj.str(st.memory_level.empty() ? "(first level of each platform)" : st.memory_level);
+    sj.key("weights_dtype"), sj.str(dtype_name(dtypes[1]));
+    sj.key("kv_dtype"), sj.str(dtype_name(dtypes[2]));
+    sj.key("compute_dtype"), sj.str(dtype_name(dtypes[3]));
+    sj.key("quant_group"), sj.num(static_cast<double>(pc.quant_group));
+    sj.close('}');
+    last.valid = true, last.dtypes = dtypes, last.model = st.memory_model, last.flops_per_mac = st.flops_per_mac;
+    last.quant_group = static_cast<double>(pc.quant_group), last.level = st.memory_level;
   }
-  j.key("platforms");
-  j.open('[');
+  size_t bound = Buf::kNum + last.text.size() + 64;
+  for (const auto& [k, v] : p.bindings) bound += Buf::json_bound(k) + Buf::json_bound(v) + 2;
+  Buf b(out, bound);
+  b.lit("{\"index\":"), b.num(static_cast<double>(p.index));
+  b.lit(",\"bindings\":{");
+  for (size_t k = 0; k < p.bindings.size(); ++k) {
+    if (k) b.ch(',');
+    b.json_str(p.bindings[k].first), b.ch(':'), b.json_str(p.bindings[k].second);
+  }
+  b.lit("},\"settings\":"), b.lit(last.text);
+  b.lit(",\"platforms\":[");
 }
 
 void PlatformRefs::append(std::string& out, const PointResult& pr, const Point& p) {
@@ -886,43 +894,43 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
-    b.lit(",\"layers\":"), b.lit(t.json(F::Layers));
-    b.lit(",\"kernels\":"), b.lit(t.json(F::Kernels));
-    b.lit(",\"macs\":"), b.lit(t.json(F::Macs));
-    b.lit(",\"flops\":"), b.lit(t.json(F::Flops));
-    b.lit(",\"params\":"), b.lit(t.json(F::Params));
-    b.lit(",\"bytes\":"), b.lit(t.json(F::Bytes));
-    b.lit(",\"intensity\":"), b.lit(t.json(F::Intensity));
-    b.lit(",\"time_s\":"), b.lit(t.json(F::Time));
-    b.lit(",\"achieved_flops_per_s\":"), b.lit(t.json(F::Achieved));
-    b.lit(",\"memory_bound_layers\":"), b.lit(t.json(F::MemoryBound));
-    b.lit(",\"compute_bound_layers\":"), b.lit(t.json(F::ComputeBound));
-    b.lit(",\"derated_time_s\":"), b.lit(t.json(F::DeratedTime));
-    b.lit(",\"derated_achieved_flops_per_s\":"), b.lit(t.json(F::DeratedAchieved));
-    b.lit(",\"derated_memory_bound_layers\":"), b.lit(t.json(F::DeratedMemoryBound));
-    b.lit(",\"derated_compute_bound_layers\":"), b.lit(t.json(F::DeratedComputeBound));
-    b.lit(",\"batch\":"), b.lit(t.json(F::Batch));
-    b.lit(",\"derated_time_per_sample_s\":"), b.lit(t.json(F::DeratedTimePerSample));
-    b.lit(",\"active_params\":"), b.lit(t.json(F::ActiveParams));
+    b.lit(",\"layers\":"), t.json(b, F::Layers);
+    b.lit(",\"kernels\":"), t.json(b, F::Kernels);
+    b.lit(",\"macs\":"), t.json(b, F::Macs);
+    b.lit(",\"flops\":"), t.json(b, F::Flops);
+    b.lit(",\"params\":"), t.json(b, F::Params);
+    b.lit(",\"bytes\":"), t.json(b, F::Bytes);
+    b.lit(",\"intensity\":"), t.json(b, F::Intensity);
+    b.lit(",\"time_s\":"), t.json(b, F::Time);
+    b.lit(",\"achieved_flops_per_s\":"), t.json(b, F::Achieved);
+    b.lit(",\"memory_bound_layers\":"), t.json(b, F::MemoryBound);
+    b.lit(",\"compute_bound_layers\":"), t.json(b, F::ComputeBound);
+    b.lit(",\"derated_time_s\":"), t.json(b, F::DeratedTime);
+    b.lit(",\"derated_achieved_flops_per_s\":"), t.json(b, F::DeratedAchieved);
+    b.lit(",\"derated_memory_bound_layers\":"), t.json(b, F::DeratedMemoryBound);
+    b.lit(",\"derated_compute_bound_layers\":"), t.json(b, F::DeratedComputeBound);
+    b.lit(",\"batch\":"), t.json(b, F::Batch);
+    b.lit(",\"derated_time_per_sample_s\":"), t.json(b, F::DeratedTimePerSample);
+    b.lit(",\"active_params\":"), t.json(b, F::ActiveParams);
     if (!sm.phase.empty()) {
       b.lit(",\"phase\":"), b.json_str(sm.phase);
-      b.lit(",\"tokens\":"), b.lit(t.json(F::Tokens));
-      b.lit(",\"tokens_per_s\":"), b.lit(t.json(F::TokensPerS));
-      b.lit(",\"derated_tokens_per_s\":"), b.lit(t.json(F::DeratedTokensPerS));
+      b.lit(",\"tokens\":"), t.json(b, F::Tokens);
+      b.lit(",\"tokens_per_s\":"), t.json(b, F::TokensPerS);
+      b.lit(",\"derated_tokens_per_s\":"), t.json(b, F::DeratedTokensPerS);
       if (sm.phase == "prefill") {
-        b.lit(",\"time_to_first_token_s\":"), b.lit(t.json(F::Ttft));
-        b.lit(",\"derated_time_to_first_token_s\":"), b.lit(t.json(F::DeratedTtft));
+        b.lit(",\"time_to_first_token_s\":"), t.json(b, F::Ttft);
+        b.lit(",\"derated_time_to_first_token_s\":"), t.json(b, F::DeratedTtft);
       } else {
-        b.lit(",\"time_per_output_token_s\":"), b.lit(t.json(F::Tpot));
-        b.lit(",\"derated_time_per_output_token_s\":"), b.lit(t.json(F::DeratedTpot));
+        b.lit(",\"time_per_output_token_s\":"), t.json(b, F::Tpot);
+        b.lit(",\"derated_time_per_output_token_s\":"), t.json(b, F::DeratedTpot);
       }
     }
-    b.lit(",\"memory_footprint\":{\"weight_bytes\":"), b.lit(t.json(F::WeightFootprint));
-    b.lit(",\"kv_cache_bytes\":"), b.lit(t.json(F::KvCache));
-    b.lit(",\"activation_bytes\":"), b.lit(t.json(F::Activation));
-    b.lit(",\"total_bytes\":"), b.lit(t.json(F::Footprint));
+    b.lit(",\"memory_footprint\":{\"weight_bytes\":"), t.json(b, F::WeightFootprint);
+    b.lit(",\"kv_cache_bytes\":"), t.json(b, F::KvCache);
+    b.lit(",\"activation_bytes\":"), t.json(b, F::Activation);
+    b.lit(",\"total_bytes\":"), t.json(b, F::Footprint);
     if (sm.memory_size_bytes > 0) {
-      b.lit(",\"memory_size_bytes\":"), b.lit(t.json(F::MemorySize));
+      b.lit(",\"memory_size_bytes\":"), t.json(b, F::MemorySize);
       b.lit(",\"memory\":"), b.json_str(sm.memory_name);
       b.lit(sm.memory_footprint_bytes <= sm.memory_size_bytes ? ",\"fits\":true" : ",\"fits\":false");
     }

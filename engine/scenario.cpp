@@ -411,7 +411,9 @@ Point sweep_point(const Sweep& s, size_t index) {
   p.index = index;
   p.bindings.reserve(s.zip.size() + s.grid.size());
   // mixed radix, the last grid variable fastest, the zip dimension slowest
-  std::vector<size_t> idx(s.grid.size(), 0);
+  size_t few[16];  // (a sweep has a few grid variables: no allocation per point)
+  std::vector<size_t> many(s.grid.size() > 16 ? s.grid.size() : 0);
+  size_t* idx = s.grid.size() > 16 ? many.data() : few;
   size_t rest = index;
   for (size_t g = s.grid.size(); g-- > 0;) {
     idx[g] = rest % s.grid[g].values.size();
