@@ -287,3 +287,37 @@ TEST_CASE("the output folder is replaced as a whole, so never the working folder
   CHECK(entries_with(dir / "out", ".sub.rsim-staging-").empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("a table that cannot be written is an error naming the file, at the end or mid-run", "[commit]") {
+  // /dev/full takes no byte: every write(2) fails with ENOSPC. summary.csv is made a link to it.
+  if (!fs::exists("/dev/full")) {
+    WARN("no /dev/full here: not checked");
+    return;
+  }
+  fs::path dir = scratch_dir("full");
+  Catalog cat(src("hardware"));
+  // 3 points: under the 1 MiB buffer, written when the tables are finished; 8,000 points: each
+  // summary.csv row is over 200 bytes, so the buffer fills (8,000 × 200 B > 1,048,576 B) mid-run
+  for (int points : {3, 8000}) {
+    fs::path d = dir / std::to_string(points);
+    fs::create_directories(d);
+    fs::create_symlink("/dev/full", d / "summary.csv");
+    Scenario s = parse_scenario("name: f\nplatforms: [rtx3080]\nsweep: {grid: {c: {from: 1, to: " + std::to_string(points) +
+                                    ", step: 1}}}\nnetworks:\n  - name: n\n    input: [1, \"${c}\", 4, 4]\n    layers:\n      - {op: relu}\n",
+                                "f.yaml");
+    RunOptions opt;
+    opt.make_evaluator = make_lua_evaluator;
+    TableWriter w(d.string(), Tables::Summary, RunInfo{RSIM_VERSION, &s});
+    std::string what;
+    try {
+      stream_scenario(s, cat, opt, w);
+      w.finish();
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    INFO(what);
+    CHECK(what.find("cannot write '" + (d / "summary.csv").string() + "'") != std::string::npos);
+    CHECK(what.find("No space left on device") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
