@@ -127,10 +127,10 @@ std::string substitute(const std::string& text, const Env& env, ExprEvaluator& e
   while (i < text.size()) {
     size_t open = text.find("${", i);
     if (open == std::string::npos) {
-      out += text.substr(i);
+      out.append(text, i, std::string::npos);
       break;
     }
-    out += text.substr(i, open - i);
+    out.append(text, i, open - i);
     // find the matching brace, allowing nested braces (Lua table constructors)
     int depth = 0;
     size_t close = std::string::npos;
@@ -146,12 +146,13 @@ std::string substitute(const std::string& text, const Env& env, ExprEvaluator& e
     }
     if (close == std::string::npos)
       throw ConfigError(point_into(loc, text, open), "unterminated '${' in '" + text + "'", {Note{{}, "close the expression with '}'"}});
-    std::string expr = text.substr(open + 2, close - open - 2);
     if (const std::string* v = plain_variable(std::string_view(text).substr(open + 2, close - open - 2), env)) {
+      if (open == 0 && close + 1 == text.size()) return *v;  // the whole text: "${name}"
       out += *v;
       i = close + 1;
       continue;
     }
+    std::string expr = text.substr(open + 2, close - open - 2);
     try {
       out += ev.eval(expr, env);
     } catch (const ExprError& e) {
