@@ -3,6 +3,7 @@
 #include "engine/ops_tensor.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numeric>
 
@@ -20,8 +21,10 @@ void Attrs::put(const std::string& name, AttrValue v) {
 }
 
 const AttrValue& Attrs::at(std::string_view name) const {
+  // (rules look attributes up by name in every evaluation: the size and first character rule out
+  // most names without a call to compare the rest)
   for (const auto& [n, val] : v_)
-    if (n == name) return val;
+    if (n.size() == name.size() && (name.empty() || (n[0] == name[0] && std::memcmp(n.data(), name.data(), name.size()) == 0))) return val;
   throw std::logic_error("operator attribute '" + std::string(name) + "' is not declared");
 }
 
