@@ -981,8 +981,8 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         break;
       }
       case NetworkPlan::SlotKind::InputDim: {
-        Diags d;
-        auto dim = to_integer(CNode::make_scalar(*v, sl.raw->loc), d, "");
+        if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // (to_integer's reading, without its node)
+        const std::optional<long long>& dim = g.integer;
         if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return false;
         net.inputs[sl.layer].second[sl.index] = *dim;
         break;
