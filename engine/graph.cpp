@@ -1023,6 +1023,10 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<size_t>& holder = plan.holder;
   holder.resize(n);
   std::vector<const Shape*>& sources = plan.sources;
+  // The last two shapes found equal: a layer's shapes are final once the loop has passed it, so
+  // the pair stays equal for the rest of the loop
+  const Shape* equal_a = nullptr;
+  const Shape* equal_b = nullptr;
   for (size_t i = 0; i < n; ++i) {
     Layer& L = net.layers[i];
     bool same = !dirty[i];
@@ -1056,8 +1060,12 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       // point changes (operator, dtypes and precisions are guards; kv inputs are the graph's):
       // only their input shapes can differ.
       quick = net.layers[j].same_as < 0 && updates[i] == updates[j] && sources.size() == net.layers[j].in_shapes.size() && [&] {
-        for (size_t k = 0; k < sources.size(); ++k)
-          if (!same_values(*sources[k], net.layers[j].in_shapes[k])) return false;
+        for (size_t k = 0; k < sources.size(); ++k) {
+          const Shape* twin_in = &net.layers[j].in_shapes[k];
+          if (sources[k] == equal_a && twin_in == equal_b) continue;  // (a chain of twins: the same two shapes each time)
+          if (!same_values(*sources[k], *twin_in)) return false;
+          equal_a = sources[k], equal_b = twin_in;
+        }
         return true;
       }();
       if (quick && borrow) {  // still its twin's work: nothing of its own is kept up to date
