@@ -15,7 +15,10 @@ References measured in the same run:
     overhead, totals, footprint; not written), and the minimal one of earlier sessions (sums of FLOPs,
     bytes and max(compute, memory) times only). Both ratios are printed against the target.
 For information, a summary-only sweep of a zoo transformer (Llama-3-8B decode, 904 points × 419
-layers) is timed too. Times are the best of --repeat runs; "CPU" is user + system time of the
+layers) is timed too. Times are the best of --repeat runs; the runs a ratio compares (rsim and its
+references for 10^5 rows, one and two workers; the summary sweep, its one-point run and the two
+Python loops) are made in turn, round after round, so that a slow stretch of a shared machine
+falls on both sides of the ratio; "CPU" is user + system time of the
 process (what one core spends, from its rusage), "wall" is elapsed time. On a shared machine wall time is noisy: the script prints the
 load average before and after.
 
@@ -73,6 +76,24 @@ def measure(cmd, repeat):
             sys.exit(f"failed: {' '.join(cmd)}\n{text}")
         r = (wall, ru.ru_utime + ru.ru_stime, float(text.strip().splitlines()[-1].split()[1]) / 1024, ru.ru_utime)
         best = r if best is None else tuple(min(x, y) for x, y in zip(best, r))
+    return best
+
+
+def interleaved(jobs, repeat):
+    """the best of `repeat` rounds for each of `jobs` (name -> a function timing one run: a float, or
+    a tuple as measure returns, each element its least), the jobs run in turn within a round: a ratio
+    of two of them then compares runs made close in time (on a shared VM, a slow stretch of a few
+    seconds would otherwise fall on all the runs of one side)"""
+    best = {}
+    for _ in range(repeat):
+        for name, job in jobs.items():
+            r = job()
+            if name not in best:
+                best[name] = r
+            elif isinstance(r, tuple):
+                best[name] = tuple(min(x, y) for x, y in zip(best[name], r))
+            else:
+                best[name] = min(best[name], r)
     return best
 
 
@@ -248,10 +269,15 @@ def main():
 
     res = []  # (what, measured text, target text, ok)
     # 1. 10^5 rows with tables, one worker
-    py = min(python_rows(2000, 50, os.path.join(work, "py.csv")) for _ in range(R))
+    # the Python loop, the yardstick, and rsim with one and two workers, in turn (see interleaved)
     os.makedirs(os.path.join(work, "plain"), exist_ok=True)
-    pl = measure([plain, "2000", "50", "8", str(H), str(W), str(PEAK), str(BW), str(LAUNCH_US), s5, os.path.join(work, "plain")], R)
-    j1 = measure(run(s5, "j1", "--jobs", "1"), R)
+    t = interleaved({
+        "py": lambda: python_rows(2000, 50, os.path.join(work, "py.csv")),
+        "pl": lambda: measure([plain, "2000", "50", "8", str(H), str(W), str(PEAK), str(BW), str(LAUNCH_US), s5, os.path.join(work, "plain")], 1),
+        "j1": lambda: measure(run(s5, "j1", "--jobs", "1"), 1),
+        "j2": lambda: measure(run(s5, "j2", "--jobs", "2"), 1),
+    }, R)
+    py, pl, j1, j2 = t["py"], t["pl"], t["j1"], t["j2"]
     res.append(("10^5 rows with tables, 1 worker: rows/s per core (CPU)", f"{rows5 / j1[1] / 1e6:.2f} M/s", "≥ 1 M/s", rows5 / j1[1] >= 1e6))
     res.append(("  vs the Python loop (CPU time ratio)", f"{py / j1[1]:.2f}× faster", "≥ 4×", py / j1[1] >= 4))
     res.append(("  vs the plain C++ streaming writer (CPU time ratio)", f"{j1[1] / pl[1]:.2f}× its time", "≤ 1.5×", j1[1] / pl[1] <= 1.5))
@@ -260,8 +286,7 @@ def main():
     res.append((f"  the same per byte written ({rb / 1e6:.0f} MB vs {pb / 1e6:.0f} MB)", f"{(j1[1] / rb) / (pl[1] / pb):.2f}× its time", "(info)", True))
     # the same work? (after the timed runs: reading 2 × ~180 MB is not timed)
     compare_outputs(os.path.join(work, "j1"), os.path.join(work, "plain"))
-    # 2. --jobs 2 vs --jobs 1
-    j2 = measure(run(s5, "j2", "--jobs", "2"), R)
+    # 2. --jobs 2 vs --jobs 1 (timed above, in turn with the one-worker runs)
     same = files_equal(os.path.join(work, "j1"), os.path.join(work, "j2"))
     res.append(("--jobs 2 vs --jobs 1 (wall time ratio)", f"{j1[0] / j2[0]:.2f}×", "≥ 1.5×", j1[0] / j2[0] >= 1.5))
     res.append(("  identical bytes", "yes" if same else "NO", "yes", same))
@@ -280,13 +305,17 @@ def main():
     shutil.rmtree(os.path.join(work, "bigfig"), ignore_errors=True)
     # 4. summary-only layer evaluations per core
     # on the 10^6-row sweep: 10^5 evaluations take ~15 ms beyond a ~10 ms start, too short to time
-    su = measure(run(s6, "sum", "--jobs", "1", "--tables", "summary"), R)
-    pyt = min(python_totals(big, 50) for _ in range(R))
-    pys = min(python_summary(big, 50) for _ in range(R))
     # the process's start (loading 30-odd shared libraries, the catalog, Lua) is a constant: a
-    # one-point run of the same network measures it, and the rate is of the evaluations beyond it
+    # one-point run of the same network measures it, and the rate is of the evaluations beyond it.
+    # The sweep, the one-point run and the two Python loops in turn (see interleaved).
     s1 = os.path.join(work, "e1.yaml"); scenario(s1, 1, 50)
-    st = measure(run(s1, "sum1", "--jobs", "1", "--tables", "summary"), R)
+    t = interleaved({
+        "su": lambda: measure(run(s6, "sum", "--jobs", "1", "--tables", "summary"), 1),
+        "st": lambda: measure(run(s1, "sum1", "--jobs", "1", "--tables", "summary"), 1),
+        "pyt": lambda: python_totals(big, 50),
+        "pys": lambda: python_summary(big, 50),
+    }, R)
+    su, st, pyt, pys = t["su"], t["st"], t["pyt"], t["pys"]
     marginal = max(su[1] - st[1], 1e-9)
     res.append((f"summary only ({big_rows:.0e} evaluations): layer evaluations/s per core (CPU)", f"{(big_rows - 50) / marginal / 1e6:.2f} M/s", "≥ 20 M/s", (big_rows - 50) / marginal >= 20e6))
     res.append((f"  the whole process, with its start ({1000 * st[1]:.1f} ms)", f"{big_rows / su[1] / 1e6:.2f} M/s", "(info)", True))
