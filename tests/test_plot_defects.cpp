@@ -36,6 +36,16 @@ BuiltFigure build_one(const PlotSpec& spec, const RunResult& r, const Scenario& 
   return false;
 }
 
+// The RTX 3080 roofline of a shipped scenario, built (not drawn)
+BuiltFigure rtx3080_roofline(const std::string& scenario) {
+  Scenario s = load_scenario(src(scenario));
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"rtx3080"};
+  return build_one(p, r, s);
+}
+
 // ResNet-50's roofline on the RTX 3080 (its ~20 compute-bound markers crowd the roof near the
 // ridge), drawn into a recording renderer
 struct Drawn {
@@ -43,12 +53,7 @@ struct Drawn {
   DrawReport rep;
 };
 Drawn resnet50_roofline() {
-  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
-  RunResult r = run(s);
-  PlotSpec p;
-  p.kind = Kind::Roofline;
-  p.platforms = {"rtx3080"};
-  BuiltFigure b = build_one(p, r, s);
+  BuiltFigure b = rtx3080_roofline("scenarios/resnet50.yaml");
   Drawn d;
   d.rep = draw(b.figure, d.rec);
   return d;
@@ -469,12 +474,7 @@ TEST_CASE("a trend with more series than distinct styles labels its lines direct
 TEST_CASE("roofline: a script's efficiency model draws its roofs", "[plots][defects]") {
   // scenarios/lua/efficiency_energy.lua: depthwise convolutions reach 30 % of the compute roof,
   // small layers 60 %
-  Scenario s = load_scenario(src("scenarios/depthwise_efficiency.yaml"));
-  RunResult r = run(s);
-  PlotSpec p;
-  p.kind = Kind::Roofline;
-  p.platforms = {"rtx3080"};
-  BuiltFigure b = build_one(p, r, s);
+  BuiltFigure b = rtx3080_roofline("scenarios/depthwise_efficiency.yaml");
   bool dw = false, small = false;
   for (const Line& l : b.figure.lines) {
     if (l.style.dash != Dash::Dotted || l.pts.size() != 2 || l.pts[0].y != l.pts[1].y) continue;
