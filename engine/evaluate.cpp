@@ -56,6 +56,71 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
     if (bad(m)) return what("a metric", m);
   return "";
 }
+
+// A kernel's times on both roofs, summed over its layers.
+struct KernelTime {
+  double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
+};
+
+// A layer's roofline on a platform, kept for the later layers that do the same work.
+struct Bounded {
+  double bytes = 0;
+  const MemoryLevel* level = nullptr;
+  RoofPoint theoretical, derated;
+  Efficiency efficiency;
+};
+
+// Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
+// only; the repeat held at this point: each of those layers takes the roofline of the first copy's
+// first of its kind, as evaluate_point's layer loop would add them one by one). Kernel times are
+// added layer by layer, in order. Counts, FLOPs, parameters and bytes are added at once, as
+// (copies - 1) × one copy's sum: the same number as adding them one by one only where every term
+// and the total so far are integers and no sum reaches 2^53 (each addition is then exact). When
+// that does not hold, nothing is added and it returns false (the loop adds them one by one).
+bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIndex& kix, const std::vector<Bounded>& bounded, SummaryRow& sum,
+                std::vector<KernelTime>& kernels) {
+  const size_t first = R.begin + R.period, end = R.begin + R.period * R.copies;
+  struct Field {
+    double* total;
+    double one = 0, size = 0;  // one copy's sum; its terms' sum of magnitudes
+  };
+  Field f[] = {{&sum.macs}, {&sum.flops}, {&sum.params}, {&sum.active_params}, {&sum.weight_footprint_bytes}, {&sum.kv_cache_bytes}, {&sum.bytes}};
+  double activation = sum.activation_bytes;
+  int bounds[4] = {0, 0, 0, 0};
+  for (size_t k = first; k < first + R.period; ++k) {
+    const size_t j = static_cast<size_t>(net.layers[k].same_as);
+    const OpCost& c = net.layers[j].cost;
+    const Bounded& b = bounded[j];
+    const double terms[] = {c.macs, c.flops, c.params, c.active_params, c.resident_weight_bytes, c.kv_cache_bytes, b.bytes};
+    for (size_t q = 0; q < std::size(f); ++q) f[q].one += terms[q], f[q].size += std::fabs(terms[q]);
+    for (double t : terms)
+      if (t != std::trunc(t)) return false;  // (NaN too; an infinity fails the size check below)
+    activation = std::max(activation, c.activation_bytes);
+    bounds[0] += b.theoretical.bound == Bound::Memory;
+    bounds[1] += b.theoretical.bound == Bound::Compute;
+    bounds[2] += b.derated.bound == Bound::Memory;
+    bounds[3] += b.derated.bound == Bound::Compute;
+  }
+  const double more = static_cast<double>(R.copies - 1);
+  for (const Field& x : f)
+    if (*x.total != std::trunc(*x.total) || !(std::fabs(*x.total) + more * x.size < 9007199254740992.0)) return false;
+  for (size_t k = first; k < end; ++k)
+    if (int ki = kix.of_layer[k]; ki >= 0) {
+      const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
+      KernelTime& kt = kernels[static_cast<size_t>(ki)];
+      kt.compute += b.theoretical.compute_time_s;
+      kt.memory += b.theoretical.memory_time_s;
+      kt.dcompute += b.derated.compute_time_s;
+      kt.dmemory += b.derated.memory_time_s;
+    }
+  for (Field& x : f) *x.total += more * x.one;
+  sum.layers += static_cast<double>(end - first);
+  sum.activation_bytes = activation;
+  const int m = static_cast<int>(R.copies - 1);
+  sum.memory_bound += m * bounds[0], sum.compute_bound += m * bounds[1];
+  sum.derated_memory_bound += m * bounds[2], sum.derated_compute_bound += m * bounds[3];
+  return true;
+}
 }  // namespace
 
 std::shared_ptr<const CNode> PlatformCache::get(const std::string& name) {
@@ -391,15 +456,17 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     std::vector<std::shared_ptr<const Network>> nets;
     std::vector<std::shared_ptr<const KernelIndex>> net_kernels;  // of each network (built once with its plan)
     std::vector<const SourceLoc*> net_locs;                       // where each network is used, for warnings
+    // of each network re-bound with borrowing: its plan's repeats (NetworkPlan::Repeat); nullptr otherwise
+    std::vector<const std::vector<NetworkPlan::Repeat>*> net_repeats;
     bool busy = false;
   } lists;
   if (lists.busy) throw std::logic_error("evaluate_point: called within itself");
   struct Clear {
     Lists& l;
-    ~Clear() { l.plat_nodes.clear(), l.nets.clear(), l.net_kernels.clear(), l.net_locs.clear(), l.busy = false; }
+    ~Clear() { l.plat_nodes.clear(), l.nets.clear(), l.net_kernels.clear(), l.net_locs.clear(), l.net_repeats.clear(), l.busy = false; }
   } clear_lists{lists};
   lists.busy = true;
-  auto& [plat_nodes, nets, net_kernels, net_locs, busy_] = lists;
+  auto& [plat_nodes, nets, net_kernels, net_locs, net_repeats, busy_] = lists;
   for (const auto& raw : s.platforms) {
     // an entry without `${…}` is the same platform at every point: resolved once per worker
     std::shared_ptr<const Platform> pl;
@@ -474,6 +541,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         }
         nets.push_back(c.net);
         net_kernels.push_back(c.kernels);
+        net_repeats.resize(nets.size() - 1);
+        net_repeats.push_back(borrow ? &c.plan.repeats : nullptr);
         if (c.optimized) nets.push_back(c.optimized), net_kernels.push_back(c.opt_kernels);
         bound = true;
       } else {
@@ -512,6 +581,7 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
     net_locs.resize(nets.size(), &raw.loc);
     net_kernels.resize(nets.size());
+    net_repeats.resize(nets.size());
     for (size_t k = first; k < nets.size(); ++k)
       for (size_t i = 0; i < k; ++i)
         if (nets[i]->name == nets[k]->name && !nets[k]->name.empty())
@@ -570,9 +640,6 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
           sum.memory_size_bytes = m.size_bytes;
           sum.memory_name = m.name;
         }
-      struct KernelTime {
-        double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
-      };
       std::shared_ptr<const KernelIndex> made;  // (when the network has none kept)
       const KernelIndex* kix = net_kernels[ni].get();
       if (!kix) made = std::make_shared<const KernelIndex>(index_kernels(net)), kix = made.get();
@@ -581,12 +648,6 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
       // efficiency model or metrics, which see the layer's name)
-      struct Bounded {
-        double bytes = 0;
-        const MemoryLevel* level = nullptr;
-        RoofPoint theoretical, derated;
-        Efficiency efficiency;
-      };
       const bool reuse = !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
       thread_local std::vector<Bounded> bounded;
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
@@ -615,7 +676,18 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         sum.derated_memory_bound += de.bound == Bound::Memory;
         sum.derated_compute_bound += de.bound == Bound::Compute;
       };
+      const std::vector<NetworkPlan::Repeat>* repeats = net_repeats[ni];
+      size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
       for (size_t li = 0; li < net.layers.size(); ++li) {
+        // summary only, at a repeat's second copy, when every later copy borrows the first copy's
+        // layers: their totals at once (see add_copies)
+        if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
+          const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
+          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels)) {
+            li = R.begin + R.period * R.copies - 1;
+            continue;
+          }
+        }
         const Layer& L = net.layers[li];
         // summary only: a layer doing the same work as an earlier one adds that layer's roofline
         // to the totals, and nothing else is made (no row is kept). Its compute roof is the

@@ -752,11 +752,9 @@ void assign_cost(OpCost& to, const OpCost& from) {
   to.kv_cache_bytes = from.kv_cache_bytes, to.activation_bytes = from.activation_bytes;
 }
 
-bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
+// The same precisions and attributes (of two layers of the same operator).
+bool same_settings(const Layer& a, const Layer& b) {
   auto dt = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
-  if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes.size() != b.in_shapes.size()) return false;
-  for (size_t k = 0; k < a.in_shapes.size(); ++k)
-    if (!same_values(a.in_shapes[k], b.in_shapes[k])) return false;
   if (dt(a.precision.weights) != dt(b.precision.weights) || dt(a.precision.kv) != dt(b.precision.kv) ||
       dt(a.precision.compute) != dt(b.precision.compute) || a.precision.quant_group != b.precision.quant_group)
     return false;
@@ -772,6 +770,13 @@ bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
       return false;
   }
   return true;
+}
+
+bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
+  if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes.size() != b.in_shapes.size()) return false;
+  for (size_t k = 0; k < a.in_shapes.size(); ++k)
+    if (!same_values(a.in_shapes[k], b.in_shapes[k])) return false;
+  return same_settings(a, b);
 }
 
 // The kv-cache inputs of a layer as a bit mask (inputs made by an operator with kv_outputs).
@@ -843,13 +848,40 @@ static void make_groups(NetworkPlan& plan) {
     for (const auto& item : n.items) self(item, g, self);
     for (const auto& e : n.entries) self(e.value, g, self);
   };
+  // The bindings a scalar's text reads its names from: the innermost of its EnvDef and their
+  // parents that binds one of them (the network's own, 0, when none does). Texts that read the
+  // same names from the same bindings are equal at every point: the same slot of each copy of a
+  // repeated block (whose copies differ only in repeat_index) is one group, unless it reads
+  // repeat_index. An opaque text may read any name: it keeps its own bindings. `fixed`: every name
+  // it reads is bound by a block to a constant (repeat_index, a constant argument), so its text
+  // is the same at every point.
+  auto reads_from = [&](const NetworkPlan::Slot& sl, bool& fixed) {
+    bool opaque = false;
+    const std::vector<std::string> read = expr_names(sl.raw->scalar, opaque);
+    fixed = !opaque;
+    if (opaque) return sl.env;
+    for (const auto& name : read) {
+      const NetworkPlan::EnvAdd* bound = nullptr;
+      for (int e = sl.env; e > 0 && !bound; e = plan.envs[static_cast<size_t>(e)].parent)
+        for (const auto& a : plan.envs[static_cast<size_t>(e)].adds)
+          if (a.name == name) bound = &a;  // (the last of a name in one EnvDef: later bindings hide earlier ones)
+      fixed = fixed && bound && bound->slot < 0;
+    }
+    // the innermost: the first one met walking out from the slot's own
+    for (int e = sl.env; e > 0; e = plan.envs[static_cast<size_t>(e)].parent)
+      for (const auto& a : plan.envs[static_cast<size_t>(e)].adds)
+        if (std::find(read.begin(), read.end(), a.name) != read.end()) return e;
+    return 0;
+  };
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const NetworkPlan::Slot& sl = plan.slots[i];
     // a subtree (a list of inputs, an [h, w] pair) is a group of its own
-    auto [it, fresh] = sl.raw->is_scalar() ? by_text.try_emplace({sl.env, sl.raw->scalar}, static_cast<int>(plan.groups.size()))
+    bool fixed = false;
+    auto [it, fresh] = sl.raw->is_scalar() ? by_text.try_emplace({reads_from(sl, fixed), sl.raw->scalar}, static_cast<int>(plan.groups.size()))
                                            : std::pair{by_text.end(), true};
     if (fresh) {
       NetworkPlan::Group g;
+      g.fixed = fixed;
       g.tree = !sl.raw->is_scalar();
       read_names(*sl.raw, g, read_names);
       plan.groups.push_back(std::move(g));
@@ -861,6 +893,88 @@ static void make_groups(NetworkPlan& plan) {
     for (const auto& a : def.adds)
       if (a.slot >= 0) plan.binds[static_cast<size_t>(a.slot)].push_back(name_id(a.name));
   plan.changed.assign(plan.names.size(), 0);
+}
+
+// The plan's repeats (NetworkPlan::Repeat), from its flat graph (ref_begin, refs, kv_mask) and
+// groups. Each run is the one starting at a layer that covers the most layers (the shortest period
+// of those); runs do not overlap. Bounded work: periods up to 512 layers, a few hundred compares
+// per layer in all.
+static void find_repeats(NetworkPlan& plan, const Network& net) {
+  plan.repeats.clear();
+  const size_t n = net.layers.size();
+  if (n < 2) return;
+  // per layer: the attributes its slots set, as (attribute position, slot group), sorted
+  std::vector<std::vector<std::pair<size_t, int>>> set_by(n);
+  for (size_t si = 0; si < plan.slots.size(); ++si) {
+    const NetworkPlan::Slot& sl = plan.slots[si];
+    // (an attribute of a fixed group never changes: compared as a constant one)
+    if (sl.kind == NetworkPlan::SlotKind::Attr && sl.layer < n && !plan.groups[static_cast<size_t>(plan.group_of[si])].fixed)
+      set_by[sl.layer].emplace_back(sl.index, plan.group_of[si]);
+  }
+  for (auto& v : set_by) std::sort(v.begin(), v.end());
+  auto refs_of = [&](size_t i) { return std::pair{plan.refs.begin() + static_cast<std::ptrdiff_t>(plan.ref_begin[i]), plan.refs.begin() + static_cast<std::ptrdiff_t>(plan.ref_begin[i + 1])}; };
+  // what a layer is besides its input shapes, with its inputs relative to itself: equal for a layer
+  // and its copy
+  std::vector<size_t> sig(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Layer& L = net.layers[i];
+    size_t h = reinterpret_cast<size_t>(L.op);
+    auto mix = [&h](size_t v) { h = (h ^ v) * 0x9e3779b97f4a7c15ULL; h ^= h >> 29; };
+    mix(static_cast<size_t>(L.dtype) | static_cast<size_t>(plan.kv_mask[i]) << 8 | static_cast<size_t>(L.tied_weights) << 40 | static_cast<size_t>(L.touches_kv) << 41);
+    for (auto [b, e] = refs_of(i); b != e; ++b) mix(b->layer < 0 ? ~static_cast<size_t>(b->output) : (i - static_cast<size_t>(b->layer)) << 20 | static_cast<size_t>(b->output));
+    for (const auto& [at, g] : set_by[i]) mix(at << 32 | static_cast<size_t>(g));
+    sig[i] = h;
+  }
+  // layer i repeats layer j = i - p: what sig hashes, compared, and no input further back than p
+  auto repeats = [&](size_t i, size_t p) {
+    const size_t j = i - p;
+    const Layer& a = net.layers[i];
+    const Layer& b = net.layers[j];
+    if (sig[i] != sig[j] || !a.op || a.op != b.op || a.dtype != b.dtype || plan.kv_mask[i] != plan.kv_mask[j] || a.tied_weights != b.tied_weights ||
+        a.touches_kv != b.touches_kv || a.shared_params != b.shared_params || set_by[i] != set_by[j])
+      return false;
+    auto [ai, ae] = refs_of(i);
+    auto [bi, be] = refs_of(j);
+    if (ae - ai != be - bi) return false;
+    for (; ai != ae; ++ai, ++bi) {
+      if ((ai->layer < 0) != (bi->layer < 0) || ai->output != bi->output) return false;
+      if (ai->layer >= 0 && (i - static_cast<size_t>(ai->layer) != j - static_cast<size_t>(bi->layer) || i - static_cast<size_t>(ai->layer) > p)) return false;
+    }
+    return same_settings(a, b);
+  };
+  // the next layer of the same signature, for the periods worth trying
+  std::vector<size_t> next(n, n);
+  {
+    std::unordered_map<size_t, size_t> last;
+    for (size_t i = n; i-- > 0;) {
+      auto [it, fresh] = last.try_emplace(sig[i], i);
+      if (!fresh) next[i] = it->second, it->second = i;
+    }
+  }
+  constexpr size_t kMaxPeriod = 512;
+  size_t budget = 256 * n + 100000;  // compares left
+  for (size_t b = 0; b + 1 < n && budget > 0;) {
+    size_t best_p = 0, best_copies = 0;
+    for (size_t q = next[b]; q < n && q - b <= kMaxPeriod && budget > 0; q = next[q]) {
+      const size_t p = q - b;
+      if (b + 2 * p > n) break;
+      size_t copies = 1;
+      for (bool whole = true; whole && b + (copies + 1) * p <= n; copies += whole) {
+        for (size_t k = 0; k < p && whole; ++k) {
+          if (budget == 0) whole = false;
+          else --budget, whole = repeats(b + copies * p + k, p);
+        }
+      }
+      if (copies >= 2 && copies * p > best_copies * best_p) best_p = p, best_copies = copies;
+      if (best_copies * best_p == n - b) break;  // to the last layer: no longer run
+    }
+    if (best_copies >= 2) {
+      plan.repeats.push_back(NetworkPlan::Repeat{b, best_p, best_copies});
+      b += best_p * best_copies;
+    } else {
+      ++b;
+    }
+  }
 }
 
 void mark_same_work(Network& net) {
@@ -889,9 +1003,30 @@ static void materialize_twins(Network& net) {
   }
 }
 
+// At a repeat's second copy, in rebind_network's layer loop (holder set for the layers before
+// it): its inputs from layers before it have the shapes of the first copy's inputs `period`
+// layers further back (its other inputs are the same network inputs).
+static bool copies_agree(const NetworkPlan& plan, const Network& net, const NetworkPlan::Repeat& R) {
+  const size_t second = R.begin + R.period;
+  for (size_t i = second; i < second + R.period; ++i)
+    for (size_t q = plan.ref_begin[i]; q < plan.ref_begin[i + 1]; ++q) {
+      const TensorRef& r = plan.refs[q];
+      if (r.layer < 0 || static_cast<size_t>(r.layer) >= second) continue;
+      const Layer& x = net.layers[plan.holder[static_cast<size_t>(r.layer)]];
+      const Layer& y = net.layers[plan.holder[static_cast<size_t>(r.layer) - R.period]];
+      const size_t o = static_cast<size_t>(r.output);
+      if (o >= x.out_shapes.size() || o >= y.out_shapes.size()) return false;
+      if (&x != &y && !same_values(x.out_shapes[o], y.out_shapes[o])) return false;
+    }
+  return true;
+}
+
 bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow) {
   changed = false;
-  if (plan.borrowed && !borrow) materialize_twins(net), plan.borrowed = false;
+  if (plan.borrowed && !borrow) {
+    materialize_twins(net), plan.borrowed = false;
+    for (auto& R : plan.repeats) R.held = false;
+  }
   if (plan.group_of.size() != plan.slots.size()) make_groups(plan);
   ++plan.stamp;
   // the names whose values changed since the last point (all of them, when the names differ)
@@ -1019,6 +1154,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       }
       plan.ref_begin.push_back(plan.refs.size());
     }
+    find_repeats(plan, net);
   }
   std::vector<size_t>& holder = plan.holder;
   holder.resize(n);
@@ -1027,7 +1163,30 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   // the pair stays equal for the rest of the loop
   const Shape* equal_a = nullptr;
   const Shape* equal_b = nullptr;
+  size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
   for (size_t i = 0; i < n; ++i) {
+    // At a repeat's second copy (borrowing): when its inputs from before it have the shapes of the
+    // first copy's, every later copy does the first copy's work, layer by layer (each reads its
+    // copy's outputs, or earlier ones through the first copy's: by induction the same shapes). Its
+    // layers borrow those of the first copy's first of their kind, without a look at each.
+    if (next_repeat < plan.repeats.size() && i == plan.repeats[next_repeat].begin + plan.repeats[next_repeat].period) {
+      NetworkPlan::Repeat& R = plan.repeats[next_repeat++];
+      R.held = borrow && copies_agree(plan, net, R);
+      if (R.held) {
+        const size_t end = R.begin + R.period * R.copies;
+        for (size_t k = i; k < end; ++k) {
+          Layer& C = net.layers[k];
+          const int t = net.layers[k - R.period].same_as;
+          C.same_as = t >= 0 ? t : static_cast<int>(k - R.period);
+          C.borrowed = true;
+          holder[k] = static_cast<size_t>(C.same_as);
+          kv[k] = plan.kv_mask[k];
+        }
+        plan.borrowed = true;
+        i = end - 1;
+        continue;
+      }
+    }
     Layer& L = net.layers[i];
     bool same = !dirty[i];
     const unsigned kv_inputs = plan.kv_mask[i];

@@ -110,6 +110,7 @@ struct NetworkPlan {
     std::vector<int> names;  // into `names`
     bool opaque = false;     // substituted at every point
     bool tree = false;       // one slot's subtree (not shared): substituted with its tree
+    bool fixed = false;      // reads only names blocks bind to constants: the same text at every point
     size_t stamp = 0;        // the point it was last looked at
     bool dirty = false;      // at that point: a name it reads changed
     std::optional<std::string> text;  // at that point, once substituted
@@ -153,6 +154,18 @@ struct NetworkPlan {
   std::vector<TensorRef> refs;
   std::vector<unsigned> kv_mask;
   std::vector<size_t> holder;  // per layer, at this point: the layer holding its shapes (itself, or its twin when borrowed)
+  // Runs of repeated layers, in layer order (found with the flat graph): layers [begin, begin +
+  // period · copies) are `copies` copies of their first `period` layers. A layer of a later copy
+  // has the operator, dtypes, precisions and attributes of the layer `period` before it, its
+  // attributes set from the same slot groups (so equal at every point), and reads the same network
+  // inputs or the outputs of the layers `period` before its own inputs, none further back than
+  // `period` layers. When the second copy's inputs from before it have the shapes of the first
+  // copy's, every copy does the first copy's work (see rebind_network).
+  struct Repeat {
+    size_t begin = 0, period = 0, copies = 0;
+    bool held = false;  // at this point (borrowing): every copy's layers borrow the first copy's
+  };
+  std::vector<Repeat> repeats;
 };
 
 // Builds one network from its scenario entry with the point's bindings.
