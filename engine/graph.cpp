@@ -969,7 +969,8 @@ static void find_repeats(NetworkPlan& plan, const Network& net) {
       if (best_copies * best_p == n - b) break;  // to the last layer: no longer run
     }
     if (best_copies >= 2) {
-      plan.repeats.push_back(NetworkPlan::Repeat{b, best_p, best_copies});
+      NetworkPlan::Repeat& R = plan.repeats.emplace_back();
+      R.begin = b, R.period = best_p, R.copies = best_copies;
       b += best_p * best_copies;
     } else {
       ++b;
@@ -1066,7 +1067,10 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   // a subtree's slot text, substituted (its group is its own, so every read of it below follows
   // its assignment in the same iteration); one node for the loop, not one built per slot
   CNode tree;
-  for (size_t si = 0; si < plan.slots.size(); ++si) {
+  // Substitutes slot si again where a name its text reads changed (or `force`: a slot left stale
+  // at earlier points) and sets what it holds: -1 when a guard changed or a value is invalid, 1
+  // when its value changed, 0 otherwise
+  auto apply = [&](size_t si, bool force) -> int {
     NetworkPlan::Slot& sl = plan.slots[si];
     NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
     if (g.stamp != plan.stamp) {
@@ -1075,34 +1079,34 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       g.text.reset();
       g.parsed = false;
     }
-    if (!g.dirty) continue;  // the names it reads have their last values: so has its text
+    if (!g.dirty && !force) return 0;  // the names it reads have their last values: so has its text
     if (!g.text) {
       g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, g.tree ? &tree : nullptr);
-      if (!g.text) return false;
+      if (!g.text) return -1;
     }
     const std::string* v = &*g.text;  // the slot's text at this point
     // an integer attribute (the common case, as parse_attr reads it) compares its value
     const bool int_attr = sl.int_attr;
     if (int_attr) {
       if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
-      if (sl.has_int && g.integer && *g.integer == sl.int_value) continue;
+      if (sl.has_int && g.integer && *g.integer == sl.int_value) return 0;
     }
-    if (!int_attr && *v == sl.value) continue;
+    if (!int_attr && *v == sl.value) return 0;
     switch (sl.kind) {
-      case NetworkPlan::SlotKind::Guard: return false;
+      case NetworkPlan::SlotKind::Guard: return -1;
       case NetworkPlan::SlotKind::Env: break;
       case NetworkPlan::SlotKind::Attr: {
-        if (sl.layer >= net.layers.size()) return false;
+        if (sl.layer >= net.layers.size()) return -1;
         if (int_attr) {
           const std::optional<long long>& iv = g.integer;
-          if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return false;
+          if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return -1;
           net.layers[sl.layer].attrs.set_int(sl.index, *iv);
           sl.has_int = true, sl.int_value = *iv;
         } else {
           Diags d;
           AttrValue av;
           if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
-          if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return false;
+          if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return -1;
           net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         }
         dirty[sl.layer] = 1;
@@ -1118,14 +1122,27 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       case NetworkPlan::SlotKind::InputDim: {
         if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // (to_integer's reading, without its node)
         const std::optional<long long>& dim = g.integer;
-        if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return false;
+        if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return -1;
         net.inputs[sl.layer].second[sl.index] = *dim;
         break;
       }
     }
     if (!int_attr) sl.value = *v;
     for (int n : plan.binds[si]) plan.changed[static_cast<size_t>(n)] = 1;  // a block argument: its parameter changed
-    any = true;
+    return 1;
+  };
+  for (size_t si = 0; si < plan.slots.size(); ++si) {
+    NetworkPlan::Slot& sl = plan.slots[si];
+    // an attribute of a repeat's later copy, borrowing: left stale until the copy is looked at
+    // (its layer borrows the first copy's work, whose attribute is the same; see the layer loop)
+    if (borrow && sl.in_copy) {
+      sl.stale = true;
+      continue;
+    }
+    const int r = apply(si, sl.stale);
+    if (r < 0) return false;
+    sl.stale = false;
+    any = any || r > 0;
   }
   if (!any) return true;
   changed = true;
@@ -1155,6 +1172,12 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       plan.ref_begin.push_back(plan.refs.size());
     }
     find_repeats(plan, net);
+    for (size_t si = 0; si < plan.slots.size(); ++si) {  // the attribute slots of the repeats' later copies
+      NetworkPlan::Slot& sl = plan.slots[si];
+      if (sl.kind != NetworkPlan::SlotKind::Attr || plan.groups[static_cast<size_t>(plan.group_of[si])].tree) continue;
+      for (auto& R : plan.repeats)
+        if (sl.layer >= R.begin + R.period && sl.layer < R.begin + R.period * R.copies) sl.in_copy = true, R.copy_slots.push_back(static_cast<int>(si));
+    }
   }
   std::vector<size_t>& holder = plan.holder;
   holder.resize(n);
@@ -1172,6 +1195,14 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     if (next_repeat < plan.repeats.size() && i == plan.repeats[next_repeat].begin + plan.repeats[next_repeat].period) {
       NetworkPlan::Repeat& R = plan.repeats[next_repeat++];
       R.held = borrow && copies_agree(plan, net, R);
+      if (borrow && !R.held) {  // its layers are looked at one by one: their attributes of this point first
+        for (int si : R.copy_slots) {
+          NetworkPlan::Slot& sl = plan.slots[static_cast<size_t>(si)];
+          if (!sl.stale) continue;
+          if (apply(static_cast<size_t>(si), true) < 0) return false;
+          sl.stale = false;
+        }
+      }
       if (R.held) {
         const size_t end = R.begin + R.period * R.copies;
         for (size_t k = i; k < end; ++k) {

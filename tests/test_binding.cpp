@@ -279,6 +279,149 @@ networks:
   }
 }
 
+TEST_CASE("network totals only: a repeated block's copies count as themselves whether or not they repeat its work", "[binding]") {
+  // A block of a 1×1 conv (bias, `w` output channels, stride s) and a relu, repeated 4 times on
+  // 16 × 8×8 inputs, then a 1×1 conv to 8 channels. The first copy reads the network input; from
+  // the second on, each reads the one before. With s = 1 every
+  // later copy does the second one's work and is read through it (its attributes are not even
+  // substituted); with s = 2 each copy halves the image and is evaluated as itself, with the
+  // attributes of its point. The points go through both, with c changing while the copies repeat
+  // (points 1 → 2) and staying when they stop (2 → 3): a copy whose attribute was left
+  // unsubstituted must get its point's value back.
+  // Totals derived here (fp32, inputs + weights + outputs): a conv Cin → Cout from H×H to
+  // H'×H' (H' = (H − 1) / s + 1) has FLOPs 2·Cin·Cout·H'², bytes 4·(Cin·Cout + Cout + Cin·H² +
+  // Cout·H'²), params Cin·Cout + Cout; a relu on C × H'² FLOPs C·H'², bytes 4·2·C·H'². Each
+  // layer is its own kernel: time = Σ max(FLOPs / 29.8e12, bytes / 760.32e9) + 5 µs (rtx3080).
+  std::string y = R"(name: t
+sweep: {zip: {c: [16, 32, 16, 16, 24, 24, 16], s: [1, 1, 1, 2, 2, 1, 1]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    blocks:
+      unit:
+        params: {w: ~}
+        layers:
+          - {name: conv, op: conv2d, out_channels: "${w}", kernel: 1, stride: "${s}"}
+          - {name: r, op: relu}
+    layers:
+      - {name: u, block: unit, args: {w: "${c}"}, repeat: 4}
+      - {name: head, op: conv2d, out_channels: 8, kernel: 1}
+)";
+  const double cs[] = {16, 32, 16, 16, 24, 24, 16}, ss[] = {1, 1, 1, 2, 2, 1, 1};
+  for (int jobs : {1, 2}) {
+    RunResult r = run_text(y, jobs, false);
+    REQUIRE(r.results.size() == 7);
+    for (size_t pt = 0; pt < 7; ++pt) {
+      INFO("point " << pt << ", jobs " << jobs);
+      REQUIRE(r.results[pt].summary.size() == 1);
+      const SummaryRow& sm = r.results[pt].summary[0];
+      const double c = cs[pt], st = ss[pt];
+      double flops = 0, macs = 0, bytes = 0, params = 0, time = 0, act = 0;
+      auto layer = [&](double f, double b, double a) {
+        flops += f, bytes += b, act = std::max(act, a);
+        time += std::max(f / 29.8e12, b / 760.32e9) + 5e-6;
+      };
+      double h = 8, ci = 16;
+      auto conv = [&](double co, double s) {  // 1×1, bias
+        const double ho = std::floor((h - 1) / s) + 1;
+        layer(2 * ci * co * ho * ho, 4 * (ci * co + co + ci * h * h + co * ho * ho), 4 * (ci * h * h + co * ho * ho));
+        macs += ci * co * ho * ho;
+        params += ci * co + co;
+        h = ho, ci = co;
+      };
+      for (int copy = 0; copy < 4; ++copy) {  // s = 2: 8×8 → 4, 2, 1, 1
+        conv(c, st);
+        layer(c * h * h, 4 * 2 * c * h * h, 4 * 2 * c * h * h);
+      }
+      conv(8, 1);
+      CHECK(sm.layers == 9);
+      CHECK(sm.kernels == 9);
+      CHECK(sm.flops == flops);
+      CHECK(sm.macs == macs);
+      CHECK(sm.bytes == bytes);
+      CHECK(sm.params == params);
+      CHECK(sm.time_s == Approx(time).epsilon(1e-12));
+      CHECK(sm.memory_bound == 9);  // a 1×1 conv does 2·Cin·Cout FLOPs per pixel against ≥ 4·Cin bytes: at most 2·32/4 = 16 FLOP/byte, below the ridge (39)
+      CHECK(sm.compute_bound == 0);
+      CHECK(sm.weight_footprint_bytes == 4 * params);
+      CHECK(sm.activation_bytes == act);  // the largest of a layer's inputs and outputs
+    }
+  }
+}
+
+TEST_CASE("a repeat's copies left unsubstituted while borrowing are whole again when re-bound without", "[binding]") {
+  // Four 1×1 convs 16 → c → c → c → c on 8×8 (the last three a repeat). Re-bound with borrowing,
+  // the copies' attributes are left as they were (their layers read the first copy's work);
+  // re-bound without it, at the same bindings, every layer holds its own attributes, shapes and
+  // cost again. MACs of a 1×1 conv Cin → Cout on 8×8: Cin·Cout·64.
+  std::unique_ptr<ExprEvaluator> ev = make_lua_evaluator();
+  BuildOptions bo{builtin_ops(), *ev, DType::fp32, 2.0};
+  CNode node = parse_yaml(R"(name: n
+input: [1, 16, 8, 8]
+layers:
+  - {name: a, op: conv2d, out_channels: "${c}", kernel: 1}
+  - {name: b, op: conv2d, out_channels: "${c}", kernel: 1}
+  - {name: e, op: conv2d, out_channels: "${c}", kernel: 1}
+  - {name: f, op: conv2d, out_channels: "${c}", kernel: 1}
+)",
+                          "n.yaml");
+  NetworkPlan plan;
+  Diags d;
+  Network net = build_network(node, Env{{"c", "16"}}, bo, d, &plan);
+  REQUIRE(d.empty());
+  mark_same_work(net);
+  bool changed = false;
+  REQUIRE(rebind_network(plan, Env{{"c", "32"}}, bo, net, changed, true));  // (the plan's graph and repeats are made here)
+  REQUIRE(rebind_network(plan, Env{{"c", "24"}}, bo, net, changed, true));
+  CHECK(net.layers[3].borrowed);
+  REQUIRE(rebind_network(plan, Env{{"c", "24"}}, bo, net, changed, false));
+  for (size_t i = 0; i < 4; ++i) {
+    INFO("layer " << i);
+    const Layer& L = net.layers[i];
+    CHECK_FALSE(L.borrowed);
+    CHECK(L.attrs.i("out_channels") == 24);
+    CHECK(L.out_shapes.at(0) == Shape{1, 24, 8, 8});
+    CHECK(L.cost.macs == (i == 0 ? 16.0 : 24.0) * 24 * 64);
+  }
+}
+
+TEST_CASE("network totals only: repeated layers with fractional bytes are added one by one", "[binding]") {
+  // int4 weights (half a byte each, plus one 2-byte scale per 3 weights) give a conv an odd
+  // number of half bytes: a repeat's totals are then not added as copies × one copy's sum (which
+  // is exact only for integers) but layer by layer, as without repeats. Three 1×1 convs c → c on
+  // 8×8 without bias (the second and third a repeat), c odd: weights c² · 0.5 + ceil(c²/3) · 2
+  // bytes; activations fp32.
+  std::string y = R"(name: t
+settings: {weights_dtype: int4, quant_group: 3}
+sweep: {grid: {c: [7, 9, 7]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, "${c}", 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: "${c}", kernel: 1, bias: false}
+      - {name: b, op: conv2d, out_channels: "${c}", kernel: 1, bias: false}
+      - {name: e, op: conv2d, out_channels: "${c}", kernel: 1, bias: false}
+)";
+  const double cs[] = {7, 9, 7};
+  RunResult r = run_text(y, 1, false);
+  REQUIRE(r.results.size() == 3);
+  for (size_t pt = 0; pt < 3; ++pt) {
+    INFO("point " << pt);
+    const SummaryRow& sm = r.results[pt].summary.at(0);
+    const double c = cs[pt];
+    const double weights = c * c * 0.5 + std::ceil(c * c / 3) * 2;  // 7: 24.5 + 17·2 = 58.5; 9: 40.5 + 27·2 = 94.5
+    const double one = weights + 4 * (c * 64 + c * 64);
+    double bytes = 0;
+    for (int k = 0; k < 3; ++k) bytes += one;
+    CHECK(sm.bytes == bytes);
+    CHECK(sm.bytes != std::trunc(sm.bytes));  // (the case it is for: 3 × (58.5 + 3,584) has a half)
+    CHECK(sm.flops == 3 * 2 * c * c * 64);
+    CHECK(sm.layers == 3);
+  }
+}
+
 TEST_CASE("a list with `${…}` (an [h, w] kernel, a layer's inputs) is substituted when a name it reads changes", "[binding]") {
   // conv k: a [k, 1] kernel on 1×2×8×8 (padding 0): out 8−k+1 rows × 8 columns; MACs = 3 (out) ×
   // 2 (in) × k taps × rows × 8. The add's inputs switch with `pick` between the conv and a 1×1 conv
@@ -343,6 +486,30 @@ TEST_CASE("every shipped sweep gives the same tables re-bound as built afresh at
     multi += rebound.results.size() > 1;
     CHECK(summary_csv(rebound, s) == summary_csv(built, fresh));
     CHECK(results_csv(rebound, s) == results_csv(built, fresh));
+    // network totals only: repeated layers and repeated blocks read through the first of their kind
+    CHECK(summary_csv(run(s, 1, false), s) == summary_csv(built, fresh));
   }
   CHECK(multi >= 8);
+}
+
+TEST_CASE("zoo models swept: network totals re-bound with repeats as built afresh at each point", "[binding]") {
+  // An equivalence, as above, on models with repeated blocks (their copies found as repeats and
+  // read through the first copy where their inputs agree): ResNet-50 and MobileNet-V2, whose
+  // stages start with a projection or a stride (the copies after the first repeat), across image
+  // sizes and batches; Llama-3-8B decode and GPT-2 prefill across batches and context lengths.
+  std::string y = R"(name: t
+sweep: {grid: {b: [1, 3], s: [160, 224], ctx: [128, 1000]}}
+platforms: [rtx3080, h100_sxm]
+networks:
+  - {model: resnet50, args: {batch: "${b}", size: "${s}"}}
+  - {model: mobilenet_v2, args: {batch: "${b}", size: "${s}"}}
+  - {model: llama3_8b, name: d, args: {phase: decode, batch: "${b}", context: "${ctx}"}}
+  - {model: gpt2, name: g, args: {phase: prefill, batch: "${b}", seq: "${ctx // 4}"}}
+)";
+  Scenario s = parse_scenario(y, src("scenarios/t.yaml"));
+  Scenario fresh = s;
+  fresh.scripts.push_back(Script{"none.lua", "", {}});
+  RunResult built = run(fresh, 1, false);
+  REQUIRE(built.results.size() == 8);
+  for (int jobs : {1, 2}) CHECK(summary_csv(run(s, jobs, false), s) == summary_csv(built, fresh));
 }
