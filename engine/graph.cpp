@@ -1135,15 +1135,24 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     NetworkPlan::Slot& sl = plan.slots[si];
     // an attribute of a repeat's later copy, borrowing: left stale until the copy is looked at
     // (its layer borrows the first copy's work, whose attribute is the same; see the layer loop)
-    if (borrow && sl.in_copy) {
-      sl.stale = true;
+    if (sl.repeat >= 0) {
+      NetworkPlan::Repeat& R = plan.repeats[static_cast<size_t>(sl.repeat)];
+      if (borrow) {
+        R.stale = true;
+        si = sl.run_end - 1;
+        continue;
+      }
+      const int r = apply(si, R.stale);
+      if (r < 0) return false;
+      any = any || r > 0;
       continue;
     }
-    const int r = apply(si, sl.stale);
+    const int r = apply(si, false);
     if (r < 0) return false;
-    sl.stale = false;
     any = any || r > 0;
   }
+  if (!borrow)
+    for (auto& R : plan.repeats) R.stale = false;  // (each slot of theirs substituted above)
   if (!any) return true;
   changed = true;
   // shapes and costs, in layer order: only where attributes or input shapes changed; a layer
@@ -1175,8 +1184,15 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     for (size_t si = 0; si < plan.slots.size(); ++si) {  // the attribute slots of the repeats' later copies
       NetworkPlan::Slot& sl = plan.slots[si];
       if (sl.kind != NetworkPlan::SlotKind::Attr || plan.groups[static_cast<size_t>(plan.group_of[si])].tree) continue;
-      for (auto& R : plan.repeats)
-        if (sl.layer >= R.begin + R.period && sl.layer < R.begin + R.period * R.copies) sl.in_copy = true, R.copy_slots.push_back(static_cast<int>(si));
+      for (size_t ri = 0; ri < plan.repeats.size(); ++ri) {
+        NetworkPlan::Repeat& R = plan.repeats[ri];
+        if (sl.layer >= R.begin + R.period && sl.layer < R.begin + R.period * R.copies) sl.repeat = static_cast<int>(ri), R.copy_slots.push_back(static_cast<int>(si));
+      }
+    }
+    for (size_t si = plan.slots.size(); si-- > 0;) {
+      NetworkPlan::Slot& sl = plan.slots[si];
+      const bool joins = si + 1 < plan.slots.size() && plan.slots[si + 1].repeat == sl.repeat;
+      sl.run_end = joins ? plan.slots[si + 1].run_end : si + 1;
     }
   }
   std::vector<size_t>& holder = plan.holder;
@@ -1194,14 +1210,26 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     // layers borrow those of the first copy's first of their kind, without a look at each.
     if (next_repeat < plan.repeats.size() && i == plan.repeats[next_repeat].begin + plan.repeats[next_repeat].period) {
       NetworkPlan::Repeat& R = plan.repeats[next_repeat++];
+      const bool was = R.held;
       R.held = borrow && copies_agree(plan, net, R);
-      if (borrow && !R.held) {  // its layers are looked at one by one: their attributes of this point first
-        for (int si : R.copy_slots) {
-          NetworkPlan::Slot& sl = plan.slots[static_cast<size_t>(si)];
-          if (!sl.stale) continue;
+      if (!R.held && R.stale) {  // its layers are looked at one by one: their attributes of this point first
+        for (int si : R.copy_slots)
           if (apply(static_cast<size_t>(si), true) < 0) return false;
-          sl.stale = false;
-        }
+        R.stale = false;
+      }
+      // the first of their kind of the first copy's layers: the later copies' layers still borrow
+      // theirs from the last point when the repeat held then too and these are the same
+      bool kept = was && R.held;
+      R.firsts.resize(R.period);
+      for (size_t q = 0; q < R.period && R.held; ++q) {
+        const int t = net.layers[R.begin + q].same_as;
+        const int f = t >= 0 ? t : static_cast<int>(R.begin + q);
+        kept = kept && R.firsts[q] == f;
+        R.firsts[q] = f;
+      }
+      if (kept) {
+        i = R.begin + R.period * R.copies - 1;
+        continue;
       }
       if (R.held) {
         const size_t end = R.begin + R.period * R.copies;

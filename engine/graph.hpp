@@ -90,10 +90,12 @@ struct NetworkPlan {
     size_t layer = 0, index = 0;  // Attr: the layer and the attribute's position; InputDim: input, dimension
     const AttrSpec* spec = nullptr;  // Attr
     bool int_attr = false;  // an Attr slot of an integer attribute written as one scalar (set by make_groups)
-    // An Attr slot of a layer in a repeat's later copy (not a subtree's): a point that borrows
-    // leaves it `stale` (not substituted) while the repeat holds; it is substituted again, with
-    // its group's text of that point, before anything reads its layer's attributes
-    bool in_copy = false, stale = false;
+    // An Attr slot of a layer in a repeat's later copy (not a subtree's): `repeat` (else -1). A
+    // point that borrows leaves it unsubstituted (the repeat `stale`) while the repeat holds; it
+    // is substituted again, with its group's text of that point, before anything reads its
+    // layer's attributes. `run_end`: the slot after the run of slots of the same repeat it starts.
+    int repeat = -1;
+    size_t run_end = 0;
   };
   // The bindings of a block's layers: its parent's, then the block's parameters (a constant, or
   // the value of an Env slot), then repeat_index.
@@ -168,7 +170,9 @@ struct NetworkPlan {
   struct Repeat {
     size_t begin = 0, period = 0, copies = 0;
     bool held = false;  // at this point (borrowing): every copy's layers borrow the first copy's
-    std::vector<int> copy_slots;  // the Attr slots of its later copies' layers (Slot::in_copy)
+    bool stale = false;  // its copies' attribute slots were left unsubstituted at a point
+    std::vector<int> copy_slots;  // the Attr slots of its later copies' layers (Slot::repeat)
+    std::vector<int> firsts;      // when held: the first of its kind of each layer of the first copy
   };
   std::vector<Repeat> repeats;
 };

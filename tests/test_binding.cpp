@@ -386,6 +386,43 @@ layers:
   }
 }
 
+TEST_CASE("network totals only: a repeat whose first copy starts or stops doing an earlier layer's work", "[binding]") {
+  // Five 1×1 convs with bias on 8×8, 16 → c → c → c → c: the last four a repeat of one layer.
+  // At c = 16 the first copy does the first conv's work (16 → 16) and every copy is read through
+  // that conv; at c ≠ 16 through the first copy. Totals derived here, as above: a conv Cin → Cout
+  // has FLOPs 2·Cin·Cout·64, bytes 4·(Cin·Cout + Cout + Cin·64 + Cout·64), params Cin·Cout + Cout.
+  std::string y = R"(name: t
+sweep: {grid: {c: [16, 24, 16, 16, 32, 24, 16]}}
+platforms: [rtx3080]
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: b, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: e, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: f, op: conv2d, out_channels: "${c}", kernel: 1}
+      - {name: g, op: conv2d, out_channels: "${c}", kernel: 1}
+)";
+  const double cs[] = {16, 24, 16, 16, 32, 24, 16};
+  RunResult r = run_text(y, 1, false);
+  REQUIRE(r.results.size() == 7);
+  for (size_t pt = 0; pt < 7; ++pt) {
+    INFO("point " << pt);
+    const SummaryRow& sm = r.results[pt].summary.at(0);
+    const double c = cs[pt];
+    double flops = 0, bytes = 0, params = 0;
+    for (int k = 0; k < 5; ++k) {
+      const double ci = k == 0 ? 16 : c;
+      flops += 2 * ci * c * 64, bytes += 4 * (ci * c + c + ci * 64 + c * 64), params += ci * c + c;
+    }
+    CHECK(sm.flops == flops);
+    CHECK(sm.bytes == bytes);
+    CHECK(sm.params == params);
+    CHECK(sm.layers == 5);
+  }
+}
+
 TEST_CASE("network totals only: repeated layers with fractional bytes are added one by one", "[binding]") {
   // int4 weights (half a byte each, plus one 2-byte scale per 3 weights) give a conv an odd
   // number of half bytes: a repeat's totals are then not added as copies × one copy's sum (which
