@@ -17,7 +17,7 @@
 
 namespace rsim {
 
-const CNode* CNode::find(const std::string& key) const {
+const CNode* CNode::find(std::string_view key) const {
   for (const auto& e : entries)
     if (e.key == key) return &e.value;
   return nullptr;

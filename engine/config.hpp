@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/diagnostics.hpp"
@@ -24,7 +25,7 @@ struct CNode {
   bool is_scalar() const { return kind == Kind::Scalar; }
   bool is_seq() const { return kind == Kind::Seq; }
   bool is_map() const { return kind == Kind::Map; }
-  const CNode* find(const std::string& key) const;  // Map only; nullptr if absent
+  const CNode* find(std::string_view key) const;  // Map only; nullptr if absent
   std::vector<std::string> keys() const;
   const char* kind_name() const;
 

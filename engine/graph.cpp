@@ -799,7 +799,8 @@ void clear_work_table(std::vector<size_t>& memo, size_t n) {
 
 // The first earlier layer that does layer i's work, or -1 after adding layer i as the first of
 // its kind.
-int first_of_work(const Network& net, size_t i, std::vector<size_t>& memo, std::vector<size_t>& hashes, const std::vector<unsigned>& kv) {
+int first_of_work(const Network& net, size_t i, std::vector<size_t>& memo, std::vector<size_t>& hashes, const std::vector<unsigned>& kv,
+                  std::vector<size_t>* used = nullptr) {
   const Layer& L = net.layers[i];
   const size_t h = hashes[i] = work_hash(L, kv[i]);
   const size_t mask = memo.size() - 1;
@@ -809,6 +810,7 @@ int first_of_work(const Network& net, size_t i, std::vector<size_t>& memo, std::
     if (hashes[j] == h && same_work(L, kv[i], net.layers[j], kv[j])) return static_cast<int>(j);
   }
   memo[at] = i + 1;
+  if (used) used->push_back(at);  // (for the caller to clear: rebind_network at its next point)
   return -1;
 }
 
@@ -1060,9 +1062,14 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     return envs[u];
   };
   std::vector<char>& dirty = plan.dirty;
-  dirty.assign(net.layers.size(), 0);
   std::vector<NetworkPlan::Updates>& updates = plan.updates;
-  updates.assign(net.layers.size(), NetworkPlan::Updates{});
+  if (dirty.size() != net.layers.size()) {
+    dirty.assign(net.layers.size(), 0);
+    updates.assign(net.layers.size(), NetworkPlan::Updates{});
+  } else {  // only the layers a slot set at the last point hold anything
+    for (size_t l : plan.touched) dirty[l] = 0, updates[l] = NetworkPlan::Updates{};
+  }
+  plan.touched.clear();
   bool any = false;
   // a subtree's slot text, substituted (its group is its own, so every read of it below follows
   // its assignment in the same iteration); one node for the loop, not one built per slot
@@ -1109,6 +1116,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
           if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return -1;
           net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
         }
+        if (!dirty[sl.layer]) plan.touched.push_back(sl.layer);
         dirty[sl.layer] = 1;
         if (NetworkPlan::Updates& u = updates[sl.layer]; u.n < 2) {
           u.at[u.n] = static_cast<unsigned>(sl.index);
@@ -1164,7 +1172,12 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<size_t>& memo = plan.memo;
   kv.resize(n);      // (each layer's set before a later one reads it)
   hashes.resize(n);  // (set for a layer when it enters the table, which is cleared here)
-  clear_work_table(memo, n);
+  if (size_t cap = 16; [&] { while (cap < 2 * n) cap *= 2; return memo.size() != cap; }()) {
+    clear_work_table(memo, n);
+  } else {  // only the entries the last point made
+    for (size_t at : plan.memo_used) memo[at] = 0;
+  }
+  plan.memo_used.clear();
   if (plan.ref_begin.size() != n + 1) {  // the graph, read once from the layers (a layer's first cache lines are the costly part of the loop)
     plan.ref_begin.assign(1, 0);
     plan.refs.clear();
@@ -1308,7 +1321,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       const size_t first = net.layers[j].same_as >= 0 ? static_cast<size_t>(net.layers[j].same_as) : j;
       if (quick || same_work(L, kv_inputs, net.layers[first], kv[first])) L.same_as = static_cast<int>(first);
     }
-    if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv);
+    if (L.same_as < 0) L.same_as = first_of_work(net, i, memo, hashes, kv, &plan.memo_used);
     if (L.same_as >= 0 && borrow) {
       L.borrowed = plan.borrowed = true;
       holder[i] = static_cast<size_t>(L.same_as);

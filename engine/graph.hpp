@@ -132,6 +132,8 @@ struct NetworkPlan {
   size_t stamp = 0;
   // rebind_network's working memory, kept between points
   std::vector<size_t> memo;    // open-addressed table of layer index + 1 by work hash
+  std::vector<size_t> memo_used;  // its entries made at the last point (cleared at the next)
+  std::vector<size_t> touched;    // the layers whose `dirty` and `updates` the last point set
   std::vector<size_t> hashes;  // per layer
   std::vector<unsigned> kv;    // per layer: its inputs read from the KV cache
   std::vector<Env> bindings;   // per EnvDef, at this point
