@@ -77,8 +77,19 @@ struct Bounded {
 // (copies - 1) × one copy's sum: the same number as adding them one by one only where every term
 // and the total so far are integers and no sum reaches 2^53 (each addition is then exact). When
 // that does not hold, nothing is added and it returns false (the loop adds them one by one).
+// Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
+// kernels (their layers each alone in a kernel, numbered one after the other): kernels [begin,
+// begin + count) take, in turn, the times of `period` kernels (their layers' first of kind's,
+// each with the launch overhead: the terms that sum would add), held in `times` from `at`.
+struct KernelSpan {
+  size_t begin = 0, count = 0, period = 0, at = 0;
+};
+struct SpanTimes {
+  double time = 0, derated = 0;
+};
+
 bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIndex& kix, const std::vector<Bounded>& bounded, SummaryRow& sum,
-                std::vector<KernelTime>& kernels) {
+                std::vector<KernelTime>& kernels, double launch, std::vector<KernelSpan>& spans, std::vector<SpanTimes>& times) {
   const size_t first = R.begin + R.period, end = R.begin + R.period * R.copies;
   struct Field {
     double* total;
@@ -104,15 +115,25 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
   const double more = static_cast<double>(R.copies - 1);
   for (const Field& x : f)
     if (*x.total != std::trunc(*x.total) || !(std::fabs(*x.total) + more * x.size < 9007199254740992.0)) return false;
-  for (size_t k = first; k < end; ++k)
-    if (int ki = kix.of_layer[k]; ki >= 0) {
+  if (kix.alone_run[first] >= end - first) {  // each layer alone in its kernel: the kernels' terms of one copy, added in turn by the sum
+    spans.push_back(KernelSpan{static_cast<size_t>(kix.of_layer[first]), end - first, R.period, times.size()});
+    for (size_t k = first; k < first + R.period; ++k) {
       const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
-      KernelTime& kt = kernels[static_cast<size_t>(ki)];
-      kt.compute += b.theoretical.compute_time_s;
-      kt.memory += b.theoretical.memory_time_s;
-      kt.dcompute += b.derated.compute_time_s;
-      kt.dmemory += b.derated.memory_time_s;
+      // (as the sum computes a kernel of one layer: 0 + each time, the larger, + the launch)
+      const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s};
+      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + launch, std::max(kt.dcompute, kt.dmemory) + launch});
     }
+  } else {
+    for (size_t k = first; k < end; ++k)
+      if (int ki = kix.of_layer[k]; ki >= 0) {
+        const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
+        KernelTime& kt = kernels[static_cast<size_t>(ki)];
+        kt.compute += b.theoretical.compute_time_s;
+        kt.memory += b.theoretical.memory_time_s;
+        kt.dcompute += b.derated.compute_time_s;
+        kt.dmemory += b.derated.memory_time_s;
+      }
+  }
   for (Field& x : f) *x.total += more * x.one;
   sum.layers += static_cast<double>(end - first);
   sum.activation_bytes = activation;
@@ -429,6 +450,18 @@ KernelIndex index_kernels(const Network& net) {
     if (fresh) ++k.count;
     k.of_layer.push_back(it->second);
   }
+  std::vector<int> members(k.count, 0);
+  for (int ki : k.of_layer)
+    if (ki >= 0) ++members[static_cast<size_t>(ki)];
+  const size_t n = net.layers.size();
+  k.alone_run.assign(n + 1, 0);
+  for (size_t i = n; i-- > 0;) {
+    const int ki = k.of_layer[i];
+    if (ki < 0 || members[static_cast<size_t>(ki)] != 1) continue;
+    const bool next = i + 1 < n && k.of_layer[i + 1] == ki + 1 && k.alone_run[i + 1] > 0;
+    k.alone_run[i] = next ? k.alone_run[i + 1] + 1 : 1;
+  }
+  k.alone_run.pop_back();
   return k;
 }
 
@@ -678,12 +711,15 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
       };
       const std::vector<NetworkPlan::Repeat>* repeats = net_repeats[ni];
       size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
+      thread_local std::vector<KernelSpan> spans;  // (in kernel order: repeats come in layer order)
+      thread_local std::vector<SpanTimes> span_times;
+      spans.clear(), span_times.clear();
       for (size_t li = 0; li < net.layers.size(); ++li) {
         // summary only, at a repeat's second copy, when every later copy borrows the first copy's
         // layers: their totals at once (see add_copies)
         if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
           const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
-          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels)) {
+          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels, pl.launch_overhead_s, spans, span_times)) {
             li = R.begin + R.period * R.copies - 1;
             continue;
           }
@@ -802,10 +838,24 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         tally(li, cost, r.bytes, r.theoretical, r.derated);
         if (ctx.rows) out.rows.push_back(std::move(r));
       }
-      for (const KernelTime& kt : kernels) {
-        sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
-        sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.launch_overhead_s;
+      auto add_kernels = [&](size_t from, size_t to) {
+        for (size_t k = from; k < to; ++k) {
+          const KernelTime& kt = kernels[k];
+          sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
+          sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.launch_overhead_s;
+        }
+      };
+      size_t done = 0;  // kernels added so far, in order
+      for (const KernelSpan& sp : spans) {
+        add_kernels(done, sp.begin);
+        double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
+        const SpanTimes* one = span_times.data() + sp.at;
+        for (size_t k = 0; k < sp.count; k += sp.period)
+          for (size_t q = 0; q < sp.period; ++q) t += one[q].time, dt += one[q].derated;
+        sum.time_s = t, sum.derated_time_s = dt;
+        done = sp.begin + sp.count;
       }
+      add_kernels(done, kernels.size());
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;

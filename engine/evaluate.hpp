@@ -187,6 +187,9 @@ class NetworkImporter {
 struct KernelIndex {
   std::vector<int> of_layer;
   size_t count = 0;
+  // per layer: how many layers from it on each run alone in a kernel of their own, numbered one
+  // after the other (the layer's kernel, the next one's kernel + 1...): 0 when the layer does not
+  std::vector<size_t> alone_run;
 };
 KernelIndex index_kernels(const Network& net);
 
