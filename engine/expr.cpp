@@ -25,6 +25,7 @@ bool has_expr(const std::string& text) { return text.find("${") != std::string::
 static bool is_keyword(std::string_view w) {
   static constexpr std::string_view kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
                                                    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};
+  if (w.size() < 2 || w.size() > 8 || w[0] < 'a' || w[0] > 'w') return false;  // (none is shorter, longer, or starts elsewhere)
   for (std::string_view k : kKeywords)
     if (w == k) return true;
   return false;
@@ -110,9 +111,16 @@ static const std::string* plain_variable(std::string_view expr, const Env& env) 
   if (!v || v->empty()) return nullptr;
   // an integer (Lua integer: printed in decimal) or a finite float printed as format_number does
   if (v->find_first_of(".eE") == std::string::npos) {
+    // printed as to_string prints it: an optional minus, then 0 alone (not after a minus) or digits
+    // without a leading 0, and in range
+    const std::string& t = *v;
+    const size_t k = t[0] == '-' ? 1 : 0;
+    if (k == t.size() || (t[k] == '0' && (k == 1 || t.size() > 1))) return nullptr;
+    for (size_t j = k; j < t.size(); ++j)
+      if (t[j] < '0' || t[j] > '9') return nullptr;
     long long i = 0;
-    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), i);
-    if (ec == std::errc() && ptr == v->data() + v->size() && std::to_string(i) == *v) return v;
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), i);
+    if (ec == std::errc() && ptr == t.data() + t.size()) return v;
     return nullptr;
   }
   auto d = parse_double(*v);

@@ -72,9 +72,9 @@ networks:
 }
 
 TEST_CASE("numbers are substituted as the expression language prints them", "[binding]") {
-  // "016" is the integer 16 and "2.50" the number 2.5: the text of `${x}` is the number's
+  // "016" is the integer 16, "2.50" the number 2.5 and "-0" the integer 0: the text of `${x}` is the number's
   std::string y = R"(name: t
-sweep: {zip: {c: ["016", "8"], x: ["2.50", "3"]}}
+sweep: {zip: {c: ["016", "8", "8"], x: ["2.50", "3", "-0"]}}
 platforms: [rtx3080]
 networks:
   - name: n
@@ -85,6 +85,7 @@ networks:
   RunResult r = run_text(y);
   CHECK(layer_names(r, 0) == std::vector<std::string>{"l2.5"});
   CHECK(layer_names(r, 1) == std::vector<std::string>{"l3"});
+  CHECK(layer_names(r, 2) == std::vector<std::string>{"l0"});
   CHECK(rows_of(r, 0, "rtx3080")[0]->input_shapes == "1x16x10x10");
   CHECK(rows_of(r, 1, "rtx3080")[0]->input_shapes == "1x8x10x10");
 }
