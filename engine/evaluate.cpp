@@ -850,8 +850,10 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         add_kernels(done, sp.begin);
         double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
         const SpanTimes* one = span_times.data() + sp.at;
-        for (size_t k = 0; k < sp.count; k += sp.period)
-          for (size_t q = 0; q < sp.period; ++q) t += one[q].time, dt += one[q].derated;
+        for (size_t k = 0, q = 0; k < sp.count; ++k) {
+          t += one[q].time, dt += one[q].derated;
+          if (++q == sp.period) q = 0;
+        }
         sum.time_s = t, sum.derated_time_s = dt;
         done = sp.begin + sp.count;
       }
