@@ -14,6 +14,50 @@ std::vector<std::string> layer_names(const RunResult& r, size_t point) {
   for (const Row* row : rows_of(r, point, "rtx3080")) n.push_back(row->layer);
   return n;
 }
+
+// The network totals of a one-network scenario at each of its `points`, summary only (as
+// `--tables summary` runs: no layer rows).
+std::vector<SummaryRow> totals(const std::string& yaml, int jobs, size_t points) {
+  RunResult r = run_text(yaml, jobs, false);
+  REQUIRE(r.results.size() == points);
+  std::vector<SummaryRow> t;
+  for (const PointResult& pr : r.results) {
+    CHECK(pr.rows.empty());
+    REQUIRE(pr.summary.size() == 1);
+    t.push_back(pr.summary[0]);
+  }
+  return t;
+}
+
+// A network's totals on rtx3080 derived by hand, layer by layer (fp32, inputs + weights + outputs;
+// each layer its own kernel): time = Σ max(FLOPs / 29.8e12, bytes / 760.32e9) + 5 µs of launch.
+struct HandTotals {
+  double layers = 0, flops = 0, macs = 0, bytes = 0, params = 0, time = 0, activation = 0;
+  void layer(double f, double b, double act) {
+    layers += 1, flops += f, bytes += b, activation = std::max(activation, act);
+    time += std::max(f / 29.8e12, b / 760.32e9) + 5e-6;
+  }
+  // A 1×1 conv with bias, Cin → Cout, from H×H to H'×H' (H' = (H − 1) / stride + 1):
+  // MACs Cin·Cout·H'², FLOPs 2 × MACs, bytes 4·(Cin·Cout + Cout + Cin·H² + Cout·H'²), params
+  // Cin·Cout + Cout; its activations Cin·H² in and Cout·H'² out. Returns H'.
+  double conv1x1(double cin, double cout, double h, double stride = 1) {
+    const double ho = std::floor((h - 1) / stride) + 1;
+    layer(2 * cin * cout * ho * ho, 4 * (cin * cout + cout + cin * h * h + cout * ho * ho), 4 * (cin * h * h + cout * ho * ho));
+    macs += cin * cout * ho * ho, params += cin * cout + cout;
+    return ho;
+  }
+  void check(const SummaryRow& sm) const {
+    CHECK(sm.layers == layers);
+    CHECK(sm.kernels == layers);
+    CHECK(sm.flops == flops);
+    CHECK(sm.macs == macs);
+    CHECK(sm.bytes == bytes);
+    CHECK(sm.params == params);
+    CHECK(sm.time_s == Approx(time).epsilon(1e-12));
+    CHECK(sm.weight_footprint_bytes == 4 * params);
+    CHECK(sm.activation_bytes == activation);  // the largest of a layer's inputs and outputs
+  }
+};
 }  // namespace
 
 TEST_CASE("a block's arguments and a repeat re-bound per point, back and forth", "[binding]") {
@@ -238,9 +282,7 @@ TEST_CASE("network totals only: repeated layers that part and rejoin are counted
   // that layer (it keeps no shapes or cost of its own while it does). Four 1×1 convs with bias on
   // 8×8: a (16 → c), b (c → d), e (d → c), f (c → d). The points make b, e and f all do a's work
   // (c = d = 16), part (b and f through d, e through its input shapes), rejoin and part again.
-  // Totals derived here: a conv Cin → Cout has FLOPs = 2 × Cin·Cout·64 and bytes =
-  // 4 × (Cin·Cout + Cout weights and bias, Cin·64 in, Cout·64 out); its time is
-  // max(FLOPs / 29.8e12, bytes / 760.32e9) plus rtx3080's 5 µs launch overhead.
+  // Totals derived by hand, layer by layer (HandTotals).
   std::string y = R"(name: t
 sweep: {zip: {c: [16, 16, 32, 16, 16, 32, 16], d: [16, 32, 32, 16, 16, 16, 16]}}
 platforms: [rtx3080]
@@ -255,26 +297,15 @@ networks:
 )";
   const double cs[] = {16, 16, 32, 16, 16, 32, 16}, ds[] = {16, 32, 32, 16, 16, 16, 16};
   for (int jobs : {1, 2}) {
-    RunResult r = run_text(y, jobs, false);
-    REQUIRE(r.results.size() == 7);
+    const std::vector<SummaryRow> got = totals(y, jobs, 7);
     for (size_t pt = 0; pt < 7; ++pt) {
       INFO("point " << pt << ", jobs " << jobs);
-      CHECK(r.results[pt].rows.empty());
-      REQUIRE(r.results[pt].summary.size() == 1);
-      const SummaryRow& sm = r.results[pt].summary[0];
+      const SummaryRow& sm = got[pt];
       const double c = cs[pt], d = ds[pt];
       const double io[4][2] = {{16, c}, {c, d}, {d, c}, {c, d}};  // each layer's Cin, Cout
-      double flops = 0, bytes = 0, params = 0, time = 0;
-      for (const auto& [ci, co] : io) {
-        const double f = 2 * ci * co * 64, b = 4 * (ci * co + co + ci * 64 + co * 64);
-        flops += f, bytes += b, params += ci * co + co;
-        time += std::max(f / 29.8e12, b / 760.32e9) + 5e-6;
-      }
-      CHECK(sm.layers == 4);
-      CHECK(sm.flops == flops);
-      CHECK(sm.bytes == bytes);
-      CHECK(sm.params == params);
-      CHECK(sm.time_s == Approx(time).epsilon(1e-12));
+      HandTotals want;
+      for (const auto& [ci, co] : io) want.conv1x1(ci, co, 8);
+      want.check(sm);
       CHECK(sm.memory_bound == 4);  // at most 2·32·32·64 FLOPs against ≥ 4·(16·16 + 16 + 2·16·64) bytes: far below the ridge (39 FLOP/byte)
     }
   }
@@ -283,16 +314,13 @@ networks:
 TEST_CASE("network totals only: a repeated block's copies count as themselves whether or not they repeat its work", "[binding]") {
   // A block of a 1×1 conv (bias, `w` output channels, stride s) and a relu, repeated 4 times on
   // 16 × 8×8 inputs, then a 1×1 conv to 8 channels. The first copy reads the network input; from
-  // the second on, each reads the one before. With s = 1 every
-  // later copy does the second one's work and is read through it (its attributes are not even
-  // substituted); with s = 2 each copy halves the image and is evaluated as itself, with the
-  // attributes of its point. The points go through both, with c changing while the copies repeat
+  // the second on, each reads the one before. With s = 1 every later copy does the second one's
+  // work and is read through it (its attributes are not even substituted); with s = 2 each copy
+  // halves the image and is evaluated as itself, with the attributes of its point. The points go through both, with c changing while the copies repeat
   // (points 1 → 2) and staying when they stop (2 → 3): a copy whose attribute was left
   // unsubstituted must get its point's value back.
-  // Totals derived here (fp32, inputs + weights + outputs): a conv Cin → Cout from H×H to
-  // H'×H' (H' = (H − 1) / s + 1) has FLOPs 2·Cin·Cout·H'², bytes 4·(Cin·Cout + Cout + Cin·H² +
-  // Cout·H'²), params Cin·Cout + Cout; a relu on C × H'² FLOPs C·H'², bytes 4·2·C·H'². Each
-  // layer is its own kernel: time = Σ max(FLOPs / 29.8e12, bytes / 760.32e9) + 5 µs (rtx3080).
+  // Totals derived by hand, layer by layer (HandTotals); a relu on C × H² has FLOPs C·H² and
+  // bytes 4·2·C·H².
   std::string y = R"(name: t
 sweep: {zip: {c: [16, 32, 16, 16, 24, 24, 16], s: [1, 1, 1, 2, 2, 1, 1]}}
 platforms: [rtx3080]
@@ -311,42 +339,22 @@ networks:
 )";
   const double cs[] = {16, 32, 16, 16, 24, 24, 16}, ss[] = {1, 1, 1, 2, 2, 1, 1};
   for (int jobs : {1, 2}) {
-    RunResult r = run_text(y, jobs, false);
-    REQUIRE(r.results.size() == 7);
+    const std::vector<SummaryRow> got = totals(y, jobs, 7);
     for (size_t pt = 0; pt < 7; ++pt) {
       INFO("point " << pt << ", jobs " << jobs);
-      REQUIRE(r.results[pt].summary.size() == 1);
-      const SummaryRow& sm = r.results[pt].summary[0];
+      const SummaryRow& sm = got[pt];
       const double c = cs[pt], st = ss[pt];
-      double flops = 0, macs = 0, bytes = 0, params = 0, time = 0, act = 0;
-      auto layer = [&](double f, double b, double a) {
-        flops += f, bytes += b, act = std::max(act, a);
-        time += std::max(f / 29.8e12, b / 760.32e9) + 5e-6;
-      };
+      HandTotals want;
       double h = 8, ci = 16;
-      auto conv = [&](double co, double s) {  // 1×1, bias
-        const double ho = std::floor((h - 1) / s) + 1;
-        layer(2 * ci * co * ho * ho, 4 * (ci * co + co + ci * h * h + co * ho * ho), 4 * (ci * h * h + co * ho * ho));
-        macs += ci * co * ho * ho;
-        params += ci * co + co;
-        h = ho, ci = co;
-      };
       for (int copy = 0; copy < 4; ++copy) {  // s = 2: 8×8 → 4, 2, 1, 1
-        conv(c, st);
-        layer(c * h * h, 4 * 2 * c * h * h, 4 * 2 * c * h * h);
+        h = want.conv1x1(ci, c, h, st), ci = c;
+        want.layer(c * h * h, 4 * 2 * c * h * h, 4 * 2 * c * h * h);  // the relu
       }
-      conv(8, 1);
-      CHECK(sm.layers == 9);
-      CHECK(sm.kernels == 9);
-      CHECK(sm.flops == flops);
-      CHECK(sm.macs == macs);
-      CHECK(sm.bytes == bytes);
-      CHECK(sm.params == params);
-      CHECK(sm.time_s == Approx(time).epsilon(1e-12));
+      want.conv1x1(c, 8, h);
+      REQUIRE(want.layers == 9);
+      want.check(sm);
       CHECK(sm.memory_bound == 9);  // a 1×1 conv does 2·Cin·Cout FLOPs per pixel against ≥ 4·Cin bytes: at most 2·32/4 = 16 FLOP/byte, below the ridge (39)
       CHECK(sm.compute_bound == 0);
-      CHECK(sm.weight_footprint_bytes == 4 * params);
-      CHECK(sm.activation_bytes == act);  // the largest of a layer's inputs and outputs
     }
   }
 }
@@ -390,8 +398,7 @@ layers:
 TEST_CASE("network totals only: a repeat whose first copy starts or stops doing an earlier layer's work", "[binding]") {
   // Five 1×1 convs with bias on 8×8, 16 → c → c → c → c: the last four a repeat of one layer.
   // At c = 16 the first copy does the first conv's work (16 → 16) and every copy is read through
-  // that conv; at c ≠ 16 through the first copy. Totals derived here, as above: a conv Cin → Cout
-  // has FLOPs 2·Cin·Cout·64, bytes 4·(Cin·Cout + Cout + Cin·64 + Cout·64), params Cin·Cout + Cout.
+  // that conv; at c ≠ 16 through the first copy. Totals derived by hand (HandTotals).
   std::string y = R"(name: t
 sweep: {grid: {c: [16, 24, 16, 16, 32, 24, 16]}}
 platforms: [rtx3080]
@@ -406,21 +413,14 @@ networks:
       - {name: g, op: conv2d, out_channels: "${c}", kernel: 1}
 )";
   const double cs[] = {16, 24, 16, 16, 32, 24, 16};
-  RunResult r = run_text(y, 1, false);
-  REQUIRE(r.results.size() == 7);
+  const std::vector<SummaryRow> got = totals(y, 1, 7);
   for (size_t pt = 0; pt < 7; ++pt) {
     INFO("point " << pt);
-    const SummaryRow& sm = r.results[pt].summary.at(0);
+    const SummaryRow& sm = got[pt];
     const double c = cs[pt];
-    double flops = 0, bytes = 0, params = 0;
-    for (int k = 0; k < 5; ++k) {
-      const double ci = k == 0 ? 16 : c;
-      flops += 2 * ci * c * 64, bytes += 4 * (ci * c + c + ci * 64 + c * 64), params += ci * c + c;
-    }
-    CHECK(sm.flops == flops);
-    CHECK(sm.bytes == bytes);
-    CHECK(sm.params == params);
-    CHECK(sm.layers == 5);
+    HandTotals want;
+    for (int k = 0; k < 5; ++k) want.conv1x1(k == 0 ? 16 : c, c, 8);
+    want.check(sm);
   }
 }
 
@@ -443,11 +443,10 @@ networks:
       - {name: e, op: conv2d, out_channels: "${c}", kernel: 1, bias: false}
 )";
   const double cs[] = {7, 9, 7};
-  RunResult r = run_text(y, 1, false);
-  REQUIRE(r.results.size() == 3);
+  const std::vector<SummaryRow> got = totals(y, 1, 3);
   for (size_t pt = 0; pt < 3; ++pt) {
     INFO("point " << pt);
-    const SummaryRow& sm = r.results[pt].summary.at(0);
+    const SummaryRow& sm = got[pt];
     const double c = cs[pt];
     const double weights = c * c * 0.5 + std::ceil(c * c / 3) * 2;  // 7: 24.5 + 17·2 = 58.5; 9: 40.5 + 27·2 = 94.5
     const double one = weights + 4 * (c * 64 + c * 64);
