@@ -70,13 +70,6 @@ struct Bounded {
   Efficiency efficiency;
 };
 
-// Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
-// only; the repeat held at this point: each of those layers takes the roofline of the first copy's
-// first of its kind, as evaluate_point's layer loop would add them one by one). Kernel times are
-// added layer by layer, in order. Counts, FLOPs, parameters and bytes are added at once, as
-// (copies - 1) × one copy's sum: the same number as adding them one by one only where every term
-// and the total so far are integers and no sum reaches 2^53 (each addition is then exact). When
-// that does not hold, nothing is added and it returns false (the loop adds them one by one).
 // Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
 // kernels (their layers each alone in a kernel, numbered one after the other): kernels [begin,
 // begin + count) take, in turn, the times of `period` kernels (their layers' first of kind's,
@@ -87,6 +80,16 @@ struct KernelSpan {
 struct SpanTimes {
   double time = 0, derated = 0;
 };
+
+// Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
+// only; the repeat held at this point: each of those layers takes the roofline of the first copy's
+// first of its kind, as evaluate_point's layer loop would add them one by one). Counts, FLOPs,
+// parameters and bytes are added at once, as (copies - 1) × one copy's sum: the same number as
+// adding them one by one only where every term and the total so far are integers and no sum
+// reaches 2^53 (each addition is then exact). When that does not hold, nothing is added and it
+// returns false (the loop adds them one by one). Kernel times: where each of those layers runs
+// alone in a kernel, numbered one after the other, one copy's terms as a span (added in order by
+// the sum over kernels); else into each layer's kernel, in layer order.
 
 bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIndex& kix, const std::vector<Bounded>& bounded, SummaryRow& sum,
                 std::vector<KernelTime>& kernels, double launch, std::vector<KernelSpan>& spans, std::vector<SpanTimes>& times) {
@@ -574,8 +577,8 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
         }
         nets.push_back(c.net);
         net_kernels.push_back(c.kernels);
-        net_repeats.resize(nets.size() - 1);
-        net_repeats.push_back(borrow ? &c.plan.repeats : nullptr);
+        net_repeats.resize(nets.size());
+        net_repeats.back() = borrow ? &c.plan.repeats : nullptr;
         if (c.optimized) nets.push_back(c.optimized), net_kernels.push_back(c.opt_kernels);
         bound = true;
       } else {

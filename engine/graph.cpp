@@ -791,11 +791,12 @@ unsigned kv_mask(const Network& net, const Layer& L) {
 
 // The table of the kinds of work of a network's layers: open-addressed, layer index + 1 by work
 // hash (kv and hashes per layer, filled as layers are looked up). Sized for `n` layers.
-void clear_work_table(std::vector<size_t>& memo, size_t n) {
+size_t work_table_size(size_t n) {
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  memo.assign(cap, 0);
+  return cap;
 }
+void clear_work_table(std::vector<size_t>& memo, size_t n) { memo.assign(work_table_size(n), 0); }
 
 // The first earlier layer that does layer i's work, or -1 after adding layer i as the first of
 // its kind.
@@ -862,18 +863,21 @@ static void make_groups(NetworkPlan& plan) {
     const std::vector<std::string> read = expr_names(sl.raw->scalar, opaque);
     fixed = !opaque;
     if (opaque) return sl.env;
-    for (const auto& name : read) {
-      const NetworkPlan::EnvAdd* bound = nullptr;
-      for (int e = sl.env; e > 0 && !bound; e = plan.envs[static_cast<size_t>(e)].parent)
-        for (const auto& a : plan.envs[static_cast<size_t>(e)].adds)
-          if (a.name == name) bound = &a;  // (the last of a name in one EnvDef: later bindings hide earlier ones)
-      fixed = fixed && bound && bound->slot < 0;
+    // walking out from the slot's own bindings, each name is bound where first met (within one
+    // EnvDef, by its last binding of the name: later bindings hide earlier ones)
+    int from = 0;
+    std::vector<char> bound(read.size(), 0);
+    for (int e = sl.env; e > 0; e = plan.envs[static_cast<size_t>(e)].parent) {
+      const auto& adds = plan.envs[static_cast<size_t>(e)].adds;
+      for (auto a = adds.rbegin(); a != adds.rend(); ++a) {
+        const size_t k = static_cast<size_t>(std::find(read.begin(), read.end(), a->name) - read.begin());
+        if (k == read.size() || bound[k]) continue;
+        bound[k] = 1, fixed = fixed && a->slot < 0;
+        if (!from) from = e;
+      }
     }
-    // the innermost: the first one met walking out from the slot's own
-    for (int e = sl.env; e > 0; e = plan.envs[static_cast<size_t>(e)].parent)
-      for (const auto& a : plan.envs[static_cast<size_t>(e)].adds)
-        if (std::find(read.begin(), read.end(), a.name) != read.end()) return e;
-    return 0;
+    fixed = fixed && std::all_of(bound.begin(), bound.end(), [](char b) { return b != 0; });  // (else read from the point's bindings)
+    return from;
   };
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const NetworkPlan::Slot& sl = plan.slots[i];
@@ -1172,7 +1176,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   std::vector<size_t>& memo = plan.memo;
   kv.resize(n);      // (each layer's set before a later one reads it)
   hashes.resize(n);  // (set for a layer when it enters the table, which is cleared here)
-  if (size_t cap = 16; [&] { while (cap < 2 * n) cap *= 2; return memo.size() != cap; }()) {
+  if (memo.size() != work_table_size(n)) {
     clear_work_table(memo, n);
   } else {  // only the entries the last point made
     for (size_t at : plan.memo_used) memo[at] = 0;
