@@ -9,7 +9,8 @@ packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboos
           python3-jsonschema python3-yaml             # the schema test validates scenarios with a real validator
           python3-dev pybind11-dev                    # the Python module (make python)
           nlohmann-json3-dev                          # the tests parse every JSON output with a real parser
-          clang-14 libclang-rt-14-dev)                # the clang build, the ThreadSanitizer run and the fuzzers of CI
+          clang-14 libclang-rt-14-dev                 # the clang build, the ThreadSanitizer run and the fuzzers of CI
+          poppler-utils)                              # CI's gallery check reads the paper PDF's page size and fonts (pdfinfo, pdffonts)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
