@@ -7,9 +7,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -263,16 +265,61 @@ std::optional<long long> parse_integer(const std::string& s) {
   return static_cast<long long>(*v);
 }
 
+namespace {
+
+// "00" "01" … "99": an integer's digits are written two at a time
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[static_cast<size_t>(2 * i)] = static_cast<char>('0' + i / 10);
+    t[static_cast<size_t>(2 * i + 1)] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
+constexpr std::array<uint64_t, 20> kPowersOf10 = [] {
+  std::array<uint64_t, 20> t{};
+  t[0] = 1;
+  for (size_t i = 1; i < t.size(); ++i) t[i] = t[i - 1] * 10;
+  return t;
+}();
+
+char* write_digits(char* p, uint64_t u) {
+  // the digit count: floor(log10(2^b)) + 1 or one more, b the highest set bit (1233 / 4096 ≈ log10 2)
+  const unsigned b = 63u - static_cast<unsigned>(__builtin_clzll(u | 1));
+  size_t n = (b * 1233u >> 12) + 1;
+  if (n < kPowersOf10.size() && u >= kPowersOf10[n]) ++n;
+  char* const end = p + n;
+  char* q = end;
+  while (u >= 100) {
+    const uint64_t r = u % 100;
+    u /= 100;
+    q -= 2;
+    std::memcpy(q, &kDigitPairs[2 * r], 2);
+  }
+  if (u >= 10) std::memcpy(q - 2, &kDigitPairs[2 * u], 2);
+  else q[-1] = static_cast<char>('0' + u);
+  return end;
+}
+
+}  // namespace
+
+char* write_number(char* p, double v) {
+  if (std::fabs(v) < 1e15) {  // an integer's digits (-0 too, as "0")
+    const long long i = static_cast<long long>(v);
+    if (static_cast<double>(i) == v) {
+      if (i < 0) *p++ = '-';
+      return write_digits(p, i < 0 ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i));
+    }
+  }
+  return std::to_chars(p, p + kNumberChars, v).ptr;
+}
+
 std::string format_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (std::floor(v) == v && std::fabs(v) < 1e15) {
-    return std::to_string(static_cast<long long>(v));
-  }
-  char buf[64];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  (void)ec;
-  return std::string(buf, p);
+  char buf[kNumberChars];
+  return std::string(buf, write_number(buf, v));
 }
 
 static bool expect_scalar(const CNode& n, Diags& d, const std::string& what) {

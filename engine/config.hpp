@@ -93,5 +93,8 @@ std::optional<double> parse_double(const std::string& s);
 std::optional<long long> parse_integer(const std::string& s);  // accepts "28.0"
 // Shortest text that reads back as the same double; integers without ".0".
 std::string format_number(double v);
+// format_number's text of a finite number, written at p (at most kNumberChars bytes); returns its end
+constexpr size_t kNumberChars = 24;
+char* write_number(char* p, double v);
 
 }  // namespace rsim

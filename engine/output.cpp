@@ -87,9 +87,8 @@ std::string_view finite_text(double v) {
   std::memcpy(&bits, &v, sizeof bits);
   Recent& r = recent[(bits * 0x9e3779b97f4a7c15ULL) >> 58];
   if (r.len && r.bits == bits) return {r.text, r.len};
-  char* end;
-  if (std::floor(v) == v && std::fabs(v) < 1e15) end = std::to_chars(r.text, r.text + sizeof r.text, static_cast<long long>(v)).ptr;
-  else end = std::to_chars(r.text, r.text + sizeof r.text, v).ptr;
+  static_assert(sizeof r.text >= kNumberChars);
+  char* end = write_number(r.text, v);
   r.len = static_cast<unsigned char>(end - r.text);
   r.bits = bits;
   return {r.text, r.len};
@@ -216,8 +215,8 @@ class Buf {
   void num(double v) {
     if (std::isnan(v)) return lit("nan");
     if (std::isinf(v)) return lit(v > 0 ? "inf" : "-inf");
-    if (std::floor(v) == v && std::fabs(v) < 1e15) p_ = std::to_chars(p_, p_ + kNum, static_cast<long long>(v)).ptr;
-    else p_ = std::to_chars(p_, p_ + kNum, v).ptr;
+    static_assert(kNum >= kNumberChars);
+    p_ = write_number(p_, v);
   }
   void json_num(double v) {
     if (!std::isfinite(v)) return lit("null");

@@ -84,6 +84,25 @@ TEST_CASE("numbers format shortest and integers without a decimal point", "[conf
   CHECK(format_number(28.0) == "28");
   CHECK(format_number(0.1) == "0.1");
   CHECK(format_number(1e20) == "1e+20");
+  // integers below 10^15 as plain digits, at each change of digit count (written two at a time,
+  // so odd and even counts and a leading single digit each take their own path)
+  CHECK(format_number(0.0) == "0");
+  CHECK(format_number(-0.0) == "0");
+  CHECK(format_number(7.0) == "7");
+  CHECK(format_number(9.0) == "9");
+  CHECK(format_number(10.0) == "10");
+  CHECK(format_number(99.0) == "99");
+  CHECK(format_number(100.0) == "100");
+  CHECK(format_number(-305.0) == "-305");
+  CHECK(format_number(1024.0) == "1024");
+  CHECK(format_number(65535.0) == "65535");
+  CHECK(format_number(8589934592.0) == "8589934592");                     // 2^33
+  CHECK(format_number(999999999999999.0) == "999999999999999");           // 10^15 - 1: the largest
+  CHECK(format_number(-999999999999999.0) == "-999999999999999");
+  CHECK(format_number(1e15) == "1e+15");                                  // 10^15: shortest form
+  CHECK(format_number(123456789012345.5) == "123456789012345.5");         // not an integer
+  CHECK(format_number(-2.5) == "-2.5");
+  CHECK(format_number(-1.2345678901234567e-308) == "-1.2345678901234567e-308");  // the longest: 24 characters
   CHECK(*parse_integer("28.0") == 28);
   CHECK_FALSE(parse_integer("28.5"));
 }
