@@ -1343,7 +1343,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       for (const auto& sh : L.out_shapes)
         for (auto dim : sh)
           if (dim <= 0 || dim > 1000000000000LL) return false;
-      L.cost = layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac);
+      layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac, L.cost);
       if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
     } catch (const ShapeError&) {
       return false;

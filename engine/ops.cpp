@@ -182,8 +182,19 @@ double OpCost::input_total() const { return std::accumulate(input_bytes.begin(),
 double OpCost::output_total() const { return std::accumulate(output_bytes.begin(), output_bytes.end(), 0.0); }
 
 OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac) {
-  OpWork w = op.work ? op.work(args, out) : OpWork{};
   OpCost c;
+  layer_cost(op, args, out, flops_per_mac, c);
+  return c;
+}
+
+void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac, OpCost& c) {
+  OpWork w = op.work ? op.work(args, out) : OpWork{};
+  {
+    std::vector<double> in = std::move(c.input_bytes), outs = std::move(c.output_bytes);
+    c = OpCost{};
+    in.clear(), outs.clear();
+    c.input_bytes = std::move(in), c.output_bytes = std::move(outs);
+  }
   double size = dtype_bytes(args.dtype);
   DType wt = args.weights_dtype();
   double wsize = dtype_bytes(wt), kvsize = dtype_bytes(args.kv_dtype());
@@ -222,7 +233,6 @@ OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>&
   }
   c.scratch_bytes = w.scratch_elems * w.scratch_passes * size;
   c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + w.scratch_elems * size;
-  return c;
 }
 
 // ---------------------------------------------------------------- registry
@@ -342,7 +352,14 @@ Window conv_dim(long long in, long long k, long long s, long long d, const AttrV
   return {(padded - eff) / s + 1, 2 * p};
 }
 
-std::vector<Shape> same_shape(const OpArgs& a) { return {a.in[0]}; }
+// One output shape (a braced list `return {{…}}` would build the shape and then copy it)
+std::vector<Shape> one_shape(Shape s) {
+  std::vector<Shape> out;
+  out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<Shape> same_shape(const OpArgs& a) { return one_shape(a.in[0]); }
 
 OpWork per_element(const std::vector<Shape>& out, double flops_per_element) {
   OpWork w;
@@ -434,7 +451,7 @@ void add_conv(OpRegistry& r) {
     const AttrValue& pad = a.attrs.at("padding");
     Window h = conv_dim(x[2], k[0], s[0], dl[0], pad, 0, "height");
     Window w = conv_dim(x[3], k[1], s[1], dl[1], pad, 1, "width");
-    return {{x[0], cout, h.out, w.out}};
+    return one_shape({x[0], cout, h.out, w.out});
   };
   conv.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     const Shape& x = a.in[0];
@@ -654,7 +671,7 @@ void add_pool(OpRegistry& r) {
   g.formula = "FLOPs = N · C · H · W (H·W − 1 adds and one scale per channel)\nMACs = 0; params = 0";
   g.infer = [](const OpArgs& a) -> std::vector<Shape> {
     need_rank(a.in[0], 4, "global_avg_pool");
-    return {{a.in[0][0], a.in[0][1], 1, 1}};
+    return one_shape({a.in[0][0], a.in[0][1], 1, 1});
   };
   g.work = [](const OpArgs& a, const std::vector<Shape>&) {
     OpWork w;
@@ -673,7 +690,7 @@ void add_pool(OpRegistry& r) {
   ad.infer = [](const OpArgs& a) -> std::vector<Shape> {
     need_rank(a.in[0], 4, "adaptive_avg_pool2d");
     const auto& o = a.attrs.ints("output_size");
-    return {{a.in[0][0], a.in[0][1], positive(o[0], "output_size"), positive(o[1], "output_size")}};
+    return one_shape({a.in[0][0], a.in[0][1], positive(o[0], "output_size"), positive(o[1], "output_size")});
   };
   ad.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     auto span_sum = [](long long in, long long n) {
@@ -985,10 +1002,10 @@ void add_layout(OpRegistry& r) {
     if (a.attrs.has("scale") == a.attrs.has("size")) fail("upsample needs exactly one of 'scale' or 'size'");
     if (a.attrs.has("size")) {
       const auto& s = a.attrs.ints("size");
-      return {{x[0], x[1], positive(s[0], "size"), positive(s[1], "size")}};
+      return one_shape({x[0], x[1], positive(s[0], "size"), positive(s[1], "size")});
     }
     const auto& s = a.attrs.ints("scale");
-    return {{x[0], x[1], x[2] * positive(s[0], "scale"), x[3] * positive(s[1], "scale")}};
+    return one_shape({x[0], x[1], x[2] * positive(s[0], "scale"), x[3] * positive(s[1], "scale")});
   };
   up.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     return per_element(out, a.attrs.s("mode") == "bilinear" ? 9 : 0);

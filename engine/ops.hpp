@@ -148,6 +148,8 @@ struct OpCost {
 // activations in args.dtype, matrix weights in the weights dtype (plus one fp16 scale per
 // quant_group weights when they are int8/int4/fp8), KV-cache tensors in the KV dtype.
 OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac);
+// The same, written over `c` (keeping the storage of its per-tensor byte lists)
+void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac, OpCost& c);
 
 class OpRegistry {
  public:

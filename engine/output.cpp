@@ -1103,10 +1103,22 @@ void TableWriter::start(const RunHeader& h) {
   if (next) next->start(h);
 }
 
+namespace {
+
+// A point's text buffer, handed back by consume for the next point that thread prepares (with
+// one worker, every point reuses one buffer: no allocation of a few kB per point)
+std::string& spare_text() {
+  thread_local std::string spare;
+  return spare;
+}
+
+}  // namespace
+
 void TableWriter::prepare(PointResult& pr, const Point& p) {
-  // every piece of the point in one buffer (one allocation), cut at text_end
+  // every piece of the point in one buffer (one allocation at most), cut at text_end
   const bool layers = tables_ == Tables::All;
   std::string& o = pr.text;
+  if (o.capacity() < spare_text().capacity()) o.swap(spare_text());
   o.clear();
   o.reserve(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024);
   thread_local std::vector<SummaryTexts> texts;  // each summary row's numbers, formatted once for both files
@@ -1140,6 +1152,8 @@ void TableWriter::consume(PointResult&& pr, const Point& p) {
   put(k, piece(4));
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
+  std::string& spare = spare_text();
+  if (spare.capacity() < pr.text.capacity()) spare.swap(pr.text);
   std::string().swap(pr.text);
   if (next) next->consume(std::move(pr), p);
 }
