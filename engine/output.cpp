@@ -82,12 +82,12 @@ std::string_view finite_text(double v) {
     unsigned char len = 0;  // 0: empty
     char text[31];
   };
+  static_assert(sizeof(Recent::text) >= kNumberChars);
   thread_local std::array<Recent, 64> recent{};
   uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
   Recent& r = recent[(bits * 0x9e3779b97f4a7c15ULL) >> 58];
   if (r.len && r.bits == bits) return {r.text, r.len};
-  static_assert(sizeof r.text >= kNumberChars);
   char* end = write_number(r.text, v);
   r.len = static_cast<unsigned char>(end - r.text);
   r.bits = bits;
@@ -329,9 +329,15 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
     std::memcpy(&bits, &t.v[f], sizeof bits);
     Memo& m = memo[f];
     if (!m.len || m.bits != bits) {
-      const std::string_view x = num_view(t.v[f]);
-      std::memcpy(m.text, x.data(), x.size());
-      m.len = static_cast<unsigned char>(x.size());
+      if (std::isfinite(t.v[f])) {  // finite_text's text lies in kNumberChars bytes or more: copied as a whole
+        const std::string_view x = finite_text(t.v[f]);
+        std::memcpy(m.text, x.data(), kNumberChars);
+        m.len = static_cast<unsigned char>(x.size());
+      } else {
+        const std::string_view x = num_view(t.v[f]);
+        std::memcpy(m.text, x.data(), x.size());
+        m.len = static_cast<unsigned char>(x.size());
+      }
       m.bits = bits;
     }
     std::memcpy(t.text[f], m.text, Buf::kNum);
