@@ -470,6 +470,14 @@ KernelIndex index_kernels(const Network& net) {
 
 PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) {
   PointResult out;
+  evaluate_point(s, p, ctx, out);
+  return out;
+}
+
+void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  out.settings = Settings{};
+  out.platforms.clear(), out.rows.clear(), out.summary.clear(), out.warnings.clear(), out.footprint_excess.clear();
+  out.text_end = {};
   Diags d;
   // variables: sweep bindings, then vars in order (each may use what came before); without vars,
   // the point's bindings themselves
@@ -875,7 +883,6 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
     }
   }
   if (!d.empty()) throw with_point(d);
-  return out;
 }
 
 void CollectSink::start(const RunHeader& h) {
@@ -956,6 +963,10 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
         cv.notify_all();
       }
     }
+    // a point and its result, written over from point to point: a sink that keeps a result moves
+    // it away; one that does not (the table writer) leaves its lists' storage to the next point
+    Point p;
+    PointResult pr;
     while (true) {
       size_t i;
       {
@@ -964,10 +975,10 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
         if (stop || next >= n) break;
         i = next++;
       }
-      Point p = listed ? opt.points[i] : sweep_point(s.sweep, i);
-      PointResult pr;
+      if (listed) p = opt.points[i];
+      else sweep_point(s.sweep, i, p);
       try {
-        pr = evaluate_point(s, p, ctx);
+        evaluate_point(s, p, ctx, pr);
         sink.prepare(pr, p);
       } catch (const ConfigError& e) {
         std::lock_guard<std::mutex> lock(mu);

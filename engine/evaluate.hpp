@@ -230,6 +230,8 @@ Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d);
 
 // Evaluate one point. Throws ConfigError (with the point's bindings as a note).
 PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx);
+// The same, written over `out` (keeping the storage of its lists: a worker's result point after point)
+void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
 
 struct RunOptions {
   int jobs = 1;

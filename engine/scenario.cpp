@@ -408,8 +408,13 @@ double point_count(const Sweep& s) {
 
 Point sweep_point(const Sweep& s, size_t index) {
   Point p;
+  sweep_point(s, index, p);
+  return p;
+}
+
+void sweep_point(const Sweep& s, size_t index, Point& p) {
   p.index = index;
-  p.bindings.reserve(s.zip.size() + s.grid.size());
+  p.bindings.resize(s.zip.size() + s.grid.size());
   // mixed radix, the last grid variable fastest, the zip dimension slowest
   size_t few[16];  // (a sweep has a few grid variables: no allocation per point)
   std::vector<size_t> many(s.grid.size() > 16 ? s.grid.size() : 0);
@@ -419,9 +424,12 @@ Point sweep_point(const Sweep& s, size_t index) {
     idx[g] = rest % s.grid[g].values.size();
     rest /= s.grid[g].values.size();
   }
-  for (const auto& v : s.zip) p.bindings.emplace_back(v.name, v.values[rest]);
-  for (size_t g = 0; g < s.grid.size(); ++g) p.bindings.emplace_back(s.grid[g].name, s.grid[g].values[idx[g]]);
-  return p;
+  auto bind = [&](size_t k, const std::string& name, const std::string& value) {
+    p.bindings[k].first = name;
+    p.bindings[k].second = value;
+  };
+  for (size_t z = 0; z < s.zip.size(); ++z) bind(z, s.zip[z].name, s.zip[z].values[rest]);
+  for (size_t g = 0; g < s.grid.size(); ++g) bind(s.zip.size() + g, s.grid[g].name, s.grid[g].values[idx[g]]);
 }
 
 void check_point_limit(const Sweep& s) {

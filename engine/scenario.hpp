@@ -87,6 +87,8 @@ std::vector<Point> expand_sweep(const Sweep& s);
 void check_point_limit(const Sweep& s);
 // Point `index` of the sweep (index < point_count), computed without expanding the others.
 Point sweep_point(const Sweep& s, size_t index);
+// The same, written over `p` (keeping the storage of its bindings: a worker's point after point)
+void sweep_point(const Sweep& s, size_t index, Point& p);
 // The points `validate` evaluates, in point order: along each dimension (each grid variable in
 // turn, the others at their first value; the zip positions) the first and last value, the
 // smallest and largest numeric value and up to 16 spread evenly between; plus the last point.
