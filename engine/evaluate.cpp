@@ -19,11 +19,10 @@
 namespace rsim {
 
 namespace {
-// The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
-// +inf is the legal value of a layer that moves no bytes.
-std::string nonfinite_field(const Row& r, const OpCost& cost) {
-  // the common case in one sum: every value finite (a NaN or an infinity makes the sum one too; a
-  // sum that only overflows, or a layer's legal infinite intensity, takes the detailed look below)
+// Whether every number of a row is finite, in one sum: a NaN or an infinity makes the sum one
+// too. When it is not, nonfinite_field looks closer (a sum that only overflows, or a layer's legal
+// infinite intensity, is not an error).
+bool sum_is_finite(const Row& r, const OpCost& cost) {
   double sum = cost.macs + cost.flops + cost.params + cost.weight_bytes + r.bytes + r.efficiency.compute + r.efficiency.bandwidth;
   for (const auto* rp : {&r.theoretical, &r.derated})
     sum += rp->peak_flops_per_s + rp->bandwidth_bytes_per_s + rp->attainable_flops_per_s + rp->compute_time_s + rp->memory_time_s + rp->time_s +
@@ -31,7 +30,12 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
   for (double v : cost.input_bytes) sum += v;
   for (double v : cost.output_bytes) sum += v;
   for (double m : r.metrics) sum += m;
-  if (std::isfinite(sum)) return "";
+  return std::isfinite(sum);
+}
+
+// The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
+// +inf is the legal value of a layer that moves no bytes.
+std::string nonfinite_field(const Row& r, const OpCost& cost) {
   auto bad = [](double v) { return !std::isfinite(v); };
   auto what = [](const std::string& name, double v) { return name + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
   const std::pair<const char*, double> costs[] = {{"MACs", cost.macs},           {"FLOPs", cost.flops},     {"params", cost.params},
@@ -829,7 +833,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
               break;
             }
           }
-          if (std::string bad = nonfinite_field(r, cost); !bad.empty()) {
+          if (std::string bad = sum_is_finite(r, cost) ? std::string() : nonfinite_field(r, cost); !bad.empty()) {
             std::string ins;
             for (size_t k = 0; k < L.in_shapes.size(); ++k) {
               if (k) ins += ';';
