@@ -292,18 +292,23 @@ constexpr size_t kSummaryCsvBound = 40 * (Buf::kNum + 1) + 64;
 constexpr size_t kSummaryJsonBound = 40 * Buf::kNum + 800;
 
 // A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
-// order). Each column keeps its last number and text from point to point (most columns of a sweep
-// repeat: bound counts, batch, the platform's memory); a new number goes through finite_text's
-// cache (a row's derated totals often equal its theoretical ones).
+// order). The writer keeps one per summary row from point to point (a row is the same platform
+// and network at every point of a sweep), and a column whose number is bit for bit its last one
+// keeps its text (most columns of a sweep repeat: bound counts, batch, the platform's memory); a
+// new number goes through finite_text's cache (a row's derated totals often equal its theoretical
+// ones).
 struct SummaryTexts {
   enum Field {
     Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
     DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
     DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, kFields
   };
-  std::array<double, kFields> v;
-  std::array<unsigned char, kFields> len;
+  std::array<double, kFields> v{};
+  std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
+  uint32_t known = 0;                    // bit f: text[f] is of bits[f]
+  std::array<unsigned char, kFields> len{};
   char text[kFields][Buf::kNum];
+  static_assert(kFields <= 32);
   void csv(Buf& b, Field f) const { b.number_text(text[f], len[f]); }  // num_view's text: nan, inf, -inf or the number
   void json(Buf& b, Field f) const {  // JSON has no infinity or NaN: null
     if (std::isfinite(v[f])) b.number_text(text[f], len[f]);
@@ -318,31 +323,31 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          static_cast<double>(s.derated_memory_bound), static_cast<double>(s.derated_compute_bound), s.batch, s.derated_time_s / s.batch,
          st.flops_per_mac, s.active_params, l.tokens, l.tokens_per_s, l.derated_tokens_per_s, l.ttft_s, l.derated_ttft_s, l.tpot_s,
          l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes};
-  struct Memo {
-    uint64_t bits = 0;
-    unsigned char len = 0;  // 0: none yet
-    char text[Buf::kNum];
-  };
-  thread_local std::array<Memo, SummaryTexts::kFields> memo{};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
     std::memcpy(&bits, &t.v[f], sizeof bits);
-    Memo& m = memo[f];
-    if (!m.len || m.bits != bits) {
-      if (std::isfinite(t.v[f])) {  // finite_text's text lies in kNumberChars bytes or more: copied as a whole
-        const std::string_view x = finite_text(t.v[f]);
-        std::memcpy(m.text, x.data(), kNumberChars);
-        m.len = static_cast<unsigned char>(x.size());
-      } else {
-        const std::string_view x = num_view(t.v[f]);
-        std::memcpy(m.text, x.data(), x.size());
-        m.len = static_cast<unsigned char>(x.size());
-      }
-      m.bits = bits;
+    if ((t.known >> f & 1u) && t.bits[f] == bits) continue;
+    if (std::isfinite(t.v[f])) {  // finite_text's text lies in kNumberChars bytes or more: copied as a whole
+      const std::string_view x = finite_text(t.v[f]);
+      std::memcpy(t.text[f], x.data(), kNumberChars);
+      t.len[f] = static_cast<unsigned char>(x.size());
+    } else {
+      const std::string_view x = num_view(t.v[f]);
+      std::memcpy(t.text[f], x.data(), x.size());
+      t.len[f] = static_cast<unsigned char>(x.size());
     }
-    std::memcpy(t.text[f], m.text, Buf::kNum);
-    t.len[f] = m.len;
+    t.bits[f] = bits;
+    t.known |= 1u << f;
   }
+}
+
+// Each summary row's texts of a point, in a per-thread list kept from point to point (the writer's
+// and the whole-table functions' alike)
+const SummaryTexts* summary_texts(const PointResult& pr) {
+  thread_local std::vector<SummaryTexts> texts;
+  texts.resize(pr.summary.size());
+  for (size_t i = 0; i < pr.summary.size(); ++i) format_summary(texts[i], pr.summary[i], pr.settings);
+  return texts.data();
 }
 
 }  // namespace
@@ -542,10 +547,9 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
   using F = SummaryTexts::Field;
   size_t lead_bound = Buf::kNum + 1;
   for (const auto& kv : p.bindings) lead_bound += Buf::csv_bound(kv.second) + 1;
-  SummaryTexts own;
   for (size_t si = 0; si < pr.summary.size(); ++si) {
     const SummaryRow& s = pr.summary[si];
-    const SummaryTexts& t = texts ? texts[si] : (format_summary(own, s, pr.settings), own);
+    const SummaryTexts& t = texts[si];
     Buf b(out, lead_bound + kSummaryCsvBound + Buf::csv_bound(s.platform) + Buf::csv_bound(s.network) + Buf::csv_bound(s.phase));
     b.num(static_cast<double>(p.index));
     for (const auto& kv : p.bindings) b.ch(','), b.csv(kv.second);
@@ -571,7 +575,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
 
 }  // namespace
 
-void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) { put_summary_csv(out, pr, p, nullptr); }
+void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) { put_summary_csv(out, pr, p, summary_texts(pr)); }
 
 std::string results_csv(const RunResult& r, const Scenario&) {
   std::string out = results_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
@@ -892,10 +896,9 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
   j.close(']');
   j.key("summary");
   j.open('[');
-  SummaryTexts own;
   for (size_t si = 0; si < pr.summary.size(); ++si) {
     const SummaryRow& sm = pr.summary[si];
-    const SummaryTexts& t = texts ? texts[si] : (format_summary(own, sm, pr.settings), own);
+    const SummaryTexts& t = texts[si];
     Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
@@ -1033,7 +1036,9 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
 
 }  // namespace
 
-void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) { put_point_json_tail(out, pr, h, layers, nullptr); }
+void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) {
+  put_point_json_tail(out, pr, h, layers, summary_texts(pr));
+}
 
 std::string results_json(const RunResult& r, const RunInfo& info) {
   RunHeader h{r.var_names, r.metric_names, r.points.size()};
@@ -1127,18 +1132,16 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   if (o.capacity() < spare_text().capacity()) o.swap(spare_text());
   o.clear();
   o.reserve(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024);
-  thread_local std::vector<SummaryTexts> texts;  // each summary row's numbers, formatted once for both files
-  texts.resize(pr.summary.size());
-  for (size_t i = 0; i < pr.summary.size(); ++i) format_summary(texts[i], pr.summary[i], pr.settings);
+  const SummaryTexts* texts = summary_texts(pr);  // each summary row's numbers, formatted once for both files
   if (layers) append_results_csv(o, pr, p);
   pr.text_end[0] = o.size();
-  put_summary_csv(o, pr, p, texts.data());
+  put_summary_csv(o, pr, p, texts);
   pr.text_end[1] = o.size();
   if (layers) append_kernels_csv(o, pr, p);
   pr.text_end[2] = o.size();
   append_point_json_head(o, pr, p);
   pr.text_end[3] = o.size();
-  put_point_json_tail(o, pr, header_, layers, texts.data());
+  put_point_json_tail(o, pr, header_, layers, texts);
   pr.text_end[4] = o.size();
   if (next) next->prepare(pr, p);
 }
