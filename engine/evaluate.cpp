@@ -865,9 +865,14 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         add_kernels(done, sp.begin);
         double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
         const SpanTimes* one = span_times.data() + sp.at;
-        for (size_t k = 0, q = 0; k < sp.count; ++k) {
-          t += one[q].time, dt += one[q].derated;
-          if (++q == sp.period) q = 0;
+        if (sp.period == 1) {  // (a chain of one repeated layer: no position in the copy to keep)
+          const double a = one[0].time, b = one[0].derated;
+          for (size_t k = 0; k < sp.count; ++k) t += a, dt += b;
+        } else {
+          for (size_t k = 0, q = 0; k < sp.count; ++k) {
+            t += one[q].time, dt += one[q].derated;
+            if (++q == sp.period) q = 0;
+          }
         }
         sum.time_s = t, sum.derated_time_s = dt;
         done = sp.begin + sp.count;
