@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 namespace rsim {
@@ -692,7 +694,9 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       const KernelIndex* kix = net_kernels[ni].get();
       if (!kix) made = std::make_shared<const KernelIndex>(index_kernels(net)), kix = made.get();
       thread_local std::vector<KernelTime> kernels;  // (plain numbers: its room is reused from point to point)
-      kernels.assign(kix->count, KernelTime{});
+      kernels.resize(kix->count);  // all zero: zero bits are 0.0
+      static_assert(std::is_trivially_copyable_v<KernelTime>);
+      if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
       // efficiency model or metrics, which see the layer's name)

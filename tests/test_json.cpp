@@ -213,3 +213,15 @@ TEST_CASE("results.json escapes a tab in a network's and a layer's name", "[outp
   CHECK(p["layers"][0]["layer"] == "r\tx");
   CHECK(p["layers"][0]["network"] == "n\tm");
 }
+
+TEST_CASE("results.json escapes a quote and a backslash at either end of a name", "[output][json]") {
+  // the network is named "a\ (a quote first, a backslash last): written as \"a\\ between quotes
+  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: '\"a\\'\n    input: [1, 8]\n    layers:\n"
+                              "      - {name: r, op: relu}\n",
+                              "j.yaml");
+  RunResult r = run(s);
+  const std::string text = results_json(r, RunInfo{RSIM_VERSION, &s});
+  CHECK(text.find("\"network\":\"\\\"a\\\\\"") != std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j["points"][0]["summary"][0]["network"] == "\"a\\");
+}
