@@ -256,16 +256,12 @@ class Buf {
   }
   void json_str(std::string_view v) {
     ch('"');
-    for (size_t i = 0; i < v.size(); ++i) {
-      // the characters that need no escape, up to the next that does: through a local pointer (a
-      // char written through the member could be the member itself, which would be stored and
-      // read again for every character)
-      char* q = p_;
-      while (i < v.size() && static_cast<unsigned char>(v[i]) >= 0x20 && v[i] != '"' && v[i] != '\\') *q++ = v[i++];
-      p_ = q;
-      if (i == v.size()) break;
-      const char c = v[i];
-      const unsigned char u = static_cast<unsigned char>(c);
+    for (char c : v) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && c != '"' && c != '\\') {
+        ch(c);
+        continue;
+      }
       switch (c) {
         case '"': lit("\\\""); break;
         case '\\': lit("\\\\"); break;
