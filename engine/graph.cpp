@@ -1,6 +1,8 @@
 #include "engine/graph.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -701,7 +703,11 @@ size_t work_hash(const Layer& L, unsigned kv_inputs) {
     if (!v.set) continue;
     mix(k);
     mix(static_cast<size_t>(v.i) ^ static_cast<size_t>(v.b) << 63);
-    if (v.f != 0) mix(std::hash<double>()(v.f));
+    if (v.f != 0) {  // (its bits: the table lives for one process)
+      uint64_t bits;
+      std::memcpy(&bits, &v.f, sizeof bits);
+      mix(static_cast<size_t>(bits));
+    }
     if (!v.s.empty()) mix(std::hash<std::string>()(v.s));
     for (auto i : v.ints) mix(static_cast<size_t>(i));
   }

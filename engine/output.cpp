@@ -310,7 +310,7 @@ struct SummaryTexts {
   char text[kFields][Buf::kNum];
   static_assert(kFields <= 32);
   void csv(Buf& b, Field f) const { b.number_text(text[f], len[f]); }  // num_view's text: nan, inf, -inf or the number
-  void json(Buf& b, Field f) const {  // JSON has no infinity or NaN: null
+  [[gnu::always_inline]] void json(Buf& b, Field f) const {  // JSON has no infinity or NaN: null
     if (std::isfinite(v[f])) b.number_text(text[f], len[f]);
     else b.lit("null");
   }
