@@ -284,15 +284,16 @@ constexpr std::array<uint64_t, 20> kPowersOf10 = [] {
   return t;
 }();
 
-char* write_digits(char* p, uint64_t u) {
+// the digits of u < 10^8 (32-bit arithmetic)
+char* write_small(char* p, uint32_t u) {
   // the digit count: floor(log10(2^b)) + 1 or one more, b the highest set bit (1233 / 4096 ≈ log10 2)
-  const unsigned b = 63u - static_cast<unsigned>(__builtin_clzll(u | 1));
+  const unsigned b = 31u - static_cast<unsigned>(__builtin_clz(u | 1));
   size_t n = (b * 1233u >> 12) + 1;
-  if (n < kPowersOf10.size() && u >= kPowersOf10[n]) ++n;
+  if (u >= kPowersOf10[n]) ++n;
   char* const end = p + n;
   char* q = end;
   while (u >= 100) {
-    const uint64_t r = u % 100;
+    const uint32_t r = u % 100;
     u /= 100;
     q -= 2;
     std::memcpy(q, &kDigitPairs[2 * r], 2);
@@ -302,6 +303,23 @@ char* write_digits(char* p, uint64_t u) {
   return end;
 }
 
+// exactly 8 digits of u < 10^8, leading zeros included
+void write_8(char* p, uint32_t u) {
+  const uint32_t hi = u / 10000, lo = u % 10000;
+  std::memcpy(p, &kDigitPairs[2 * (hi / 100)], 2);
+  std::memcpy(p + 2, &kDigitPairs[2 * (hi % 100)], 2);
+  std::memcpy(p + 4, &kDigitPairs[2 * (lo / 100)], 2);
+  std::memcpy(p + 6, &kDigitPairs[2 * (lo % 100)], 2);
+}
+
+// the digits of u < 10^16: the part above the last 8 digits, then those 8
+char* write_digits(char* p, uint64_t u) {
+  if (u < 100000000) return write_small(p, static_cast<uint32_t>(u));
+  p = write_small(p, static_cast<uint32_t>(u / 100000000));
+  write_8(p, static_cast<uint32_t>(u % 100000000));
+  return p + 8;
+}
+
 }  // namespace
 
 char* write_number(char* p, double v) {
@@ -309,7 +327,7 @@ char* write_number(char* p, double v) {
     const long long i = static_cast<long long>(v);
     if (static_cast<double>(i) == v) {
       if (i < 0) *p++ = '-';
-      return write_digits(p, i < 0 ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i));
+      return write_digits(p, i < 0 ? 0 - static_cast<uint64_t>(i) : static_cast<uint64_t>(i));  // (below 10^15)
     }
   }
   return std::to_chars(p, p + kNumberChars, v).ptr;

@@ -96,6 +96,11 @@ TEST_CASE("numbers format shortest and integers without a decimal point", "[conf
   CHECK(format_number(-305.0) == "-305");
   CHECK(format_number(1024.0) == "1024");
   CHECK(format_number(65535.0) == "65535");
+  CHECK(format_number(99999999.0) == "99999999");                         // 10^8 - 1: the last of 8 digits
+  CHECK(format_number(100000000.0) == "100000000");                       // 10^8: a 1, then 8 zeros
+  CHECK(format_number(100000007.0) == "100000007");
+  CHECK(format_number(123400005678.0) == "123400005678");                 // zeros inside the last 8 digits
+  CHECK(format_number(-10000000000000.0) == "-10000000000000");           // -10^13
   CHECK(format_number(8589934592.0) == "8589934592");                     // 2^33
   CHECK(format_number(999999999999999.0) == "999999999999999");           // 10^15 - 1: the largest
   CHECK(format_number(-999999999999999.0) == "-999999999999999");
