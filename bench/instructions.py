@@ -7,7 +7,8 @@ Two scenarios of bench/e2e.py's kind (3x3 convolutions on 14x14 inputs, swept ov
 `--tables summary`, one worker): 50 layers x 2,000 points, and 1 layer x 20,000 points (what a
 point costs beyond its layers). For each: the whole process per point (its start spread over the
 points), and per point the inclusive counts of the stages (evaluating a point, of which re-binding
-its network; formatting it; writing it). Needs valgrind (apt-get install valgrind).
+its network; formatting it; writing it). Then a point of the 50-layer network alone: a run of
+20,000 points minus a run of one, per point. Needs valgrind (apt-get install valgrind).
 
 usage: bench/instructions.py [--rsim build/rsim] [--keep DIR]
 """
@@ -65,6 +66,14 @@ def main():
         print(f"{layers} layer{'s' if layers > 1 else ''} x {points} points: {total:,.0f} instructions per point (the process's start included)")
         for name, _ in STAGES:
             print(f"  {name:<40} {stages.get(name, 0):>10,.0f}")
+    # a point alone: 20,000 points of the 50-layer network beyond a one-point run of it (the
+    # process's start taken out; the README's figure)
+    runs = {}
+    for points in (20000, 1):
+        yaml = os.path.join(work, f"t{points}.yaml")
+        scenario(yaml, points, 50)
+        runs[points] = count(rsim, yaml, points, work)[0] * points
+    print(f"50 layers, a point beyond the process's start (20000 points minus 1): {(runs[20000] - runs[1]) / 19999:,.0f} instructions")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

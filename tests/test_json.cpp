@@ -197,14 +197,18 @@ TEST_CASE("a wrong twin hint costs a compare, never a wrong number", "[output][j
   CHECK(second == "0,p,n,b" + first.substr(7, k - 7) + ",b," + first.substr(k + 3));
 }
 
+// results.json of a one-layer network (a relu on [1, 8]) named as given in YAML, its layer too
+static std::string named_json(const std::string& network_yaml, const std::string& layer_yaml) {
+  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: " + network_yaml + "\n    input: [1, 8]\n    layers:\n" +
+                                  "      - {name: " + layer_yaml + ", op: relu}\n",
+                              "j.yaml");
+  return results_json(run(s), RunInfo{RSIM_VERSION, &s});
+}
+
 TEST_CASE("results.json escapes a tab in a network's and a layer's name", "[output][json]") {
   // JSON strings hold no raw control characters: a tab is written as the two characters \t (in the
   // summary objects and the layer rows alike), and a parser reads the names back whole
-  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: \"n\\tm\"\n    input: [1, 8]\n    layers:\n"
-                              "      - {name: \"r\\tx\", op: relu}\n",
-                              "j.yaml");
-  RunResult r = run(s);
-  const std::string text = results_json(r, RunInfo{RSIM_VERSION, &s});
+  const std::string text = named_json("\"n\\tm\"", "\"r\\tx\"");
   CHECK(text.find("\"network\":\"n\\tm\"") != std::string::npos);
   CHECK(text.find('\t') == std::string::npos);
   nlohmann::json j = nlohmann::json::parse(text);
@@ -216,11 +220,7 @@ TEST_CASE("results.json escapes a tab in a network's and a layer's name", "[outp
 
 TEST_CASE("results.json escapes a quote and a backslash at either end of a name", "[output][json]") {
   // the network is named "a\ (a quote first, a backslash last): written as \"a\\ between quotes
-  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080]\nnetworks:\n  - name: '\"a\\'\n    input: [1, 8]\n    layers:\n"
-                              "      - {name: r, op: relu}\n",
-                              "j.yaml");
-  RunResult r = run(s);
-  const std::string text = results_json(r, RunInfo{RSIM_VERSION, &s});
+  const std::string text = named_json("'\"a\\'", "r");
   CHECK(text.find("\"network\":\"\\\"a\\\\\"") != std::string::npos);
   nlohmann::json j = nlohmann::json::parse(text);
   CHECK(j["points"][0]["summary"][0]["network"] == "\"a\\");
