@@ -1131,7 +1131,10 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   std::string& o = pr.text;
   if (o.capacity() < spare_text().capacity()) o.swap(spare_text());
   o.clear();
-  o.reserve(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024);
+  // room for the point: an estimate, or the last point's size on this thread and an eighth more
+  // (the points of a sweep are much alike; a buffer that grows copies what it holds)
+  thread_local size_t last = 0;
+  o.reserve(std::max(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024, last + last / 8));
   const SummaryTexts* texts = summary_texts(pr);  // each summary row's numbers, formatted once for both files
   if (layers) append_results_csv(o, pr, p);
   pr.text_end[0] = o.size();
@@ -1143,6 +1146,7 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   pr.text_end[3] = o.size();
   put_point_json_tail(o, pr, header_, layers, texts);
   pr.text_end[4] = o.size();
+  last = o.size();
   if (next) next->prepare(pr, p);
 }
 
