@@ -235,6 +235,12 @@ void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& o
   c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + w.scratch_elems * size;
 }
 
+std::vector<Shape> one_shape(Shape s) {
+  std::vector<Shape> out;
+  out.push_back(std::move(s));
+  return out;
+}
+
 // ---------------------------------------------------------------- registry
 
 void OpRegistry::add(OpDef def) {
@@ -350,13 +356,6 @@ Window conv_dim(long long in, long long k, long long s, long long d, const AttrV
          " is larger than the padded input " + dim_name + " " + std::to_string(padded) + " (" + std::to_string(in) +
          " plus padding " + std::to_string(p) + " on each side)");
   return {(padded - eff) / s + 1, 2 * p};
-}
-
-// One output shape (a braced list `return {{…}}` would build the shape and then copy it)
-std::vector<Shape> one_shape(Shape s) {
-  std::vector<Shape> out;
-  out.push_back(std::move(s));
-  return out;
 }
 
 std::vector<Shape> same_shape(const OpArgs& a) { return one_shape(a.in[0]); }
@@ -719,7 +718,7 @@ void add_norm(OpRegistry& r) {
       "weights read = 4 · C (γ, β, mean, var)";
   bn.infer = [](const OpArgs& a) -> std::vector<Shape> {
     need_min_rank(a.in[0], 2, "batchnorm");
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   bn.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     OpWork w = per_element(out, 2);
@@ -742,7 +741,7 @@ void add_norm(OpRegistry& r) {
   ln.infer = [](const OpArgs& a) -> std::vector<Shape> {
     long long d = positive(a.attrs.i("dims"), "dims");
     if (static_cast<size_t>(d) > a.in[0].size()) fail("layernorm dims " + std::to_string(d) + " exceeds the rank of " + shape_str(a.in[0]));
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   ln.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     bool affine = a.attrs.b("affine");
@@ -798,7 +797,7 @@ void add_elementwise(OpRegistry& r) {
     d.summary = std::string("elementwise ") + name + " of two tensors with NumPy broadcasting";
     d.formula = "output shape = broadcast of the inputs\nFLOPs = 1 per output element; MACs = 0; params = 0";
     d.min_inputs = d.max_inputs = 2;
-    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return {broadcast(a.in[0], a.in[1])}; };
+    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(broadcast(a.in[0], a.in[1])); };
     d.work = [](const OpArgs&, const std::vector<Shape>& out) { return per_element(out, 1); };
     r.add(d);
   }
@@ -1020,7 +1019,7 @@ void add_layout(OpRegistry& r) {
   sm.attrs = {{"axis", AttrType::Int, "-1", "axis to normalise", {}}};
   sm.infer = [](const OpArgs& a) -> std::vector<Shape> {
     axis_of(a.attrs.i("axis"), a.in[0].size(), "softmax");
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   sm.work = [](const OpArgs&, const std::vector<Shape>& out) { return per_element(out, 5); };
   r.add(sm);

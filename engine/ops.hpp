@@ -120,6 +120,10 @@ struct OpDef {
   std::function<OpWork(const OpArgs&, const std::vector<Shape>& out)> work;
 };
 
+// An operator's one output shape as infer returns it (a braced `return {shape}` would build the
+// shape and then copy it)
+std::vector<Shape> one_shape(Shape s);
+
 // Full cost of one layer: arithmetic plus bytes by tensor.
 struct OpCost {
   double macs = 0;

@@ -248,7 +248,7 @@ void add_norms(OpRegistry& r) {
       "params = 2 · C (γ, β); weights read = params";
   in.infer = [](const OpArgs& a) -> std::vector<Shape> {
     if (a.in[0].size() < 3) fail("instance_norm expects (N, C, D1, ...), got " + shape_str(a.in[0]));
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   in.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     OpWork w = per_out(out, 8);
@@ -266,7 +266,7 @@ void add_norms(OpRegistry& r) {
   lrn.infer = [](const OpArgs& a) -> std::vector<Shape> {
     if (a.in[0].size() < 3) fail("lrn expects (N, C, D1, ...), got " + shape_str(a.in[0]));
     positive(a.attrs.i("size"), "size");
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   lrn.work = [](const OpArgs& a, const std::vector<Shape>& out) { return per_out(out, 2.0 * static_cast<double>(a.attrs.i("size")) + 3); };
   r.add(lrn);
@@ -307,7 +307,7 @@ void add_unary(OpRegistry& r) {
     d.summary = std::string("elementwise ") + e.name;
     d.formula = std::string(e.rule) + "\nMACs = 0; params = 0";
     if (d.name == "cumsum") d.attrs = {{"axis", AttrType::Int, "0", "axis to accumulate along", {}}};
-    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return {a.in[0]}; };
+    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(a.in[0]); };
     double f = e.flops;
     d.work = [f](const OpArgs&, const std::vector<Shape>& out) { return per_out(out, f); };
     r.add(d);
@@ -321,7 +321,7 @@ void add_unary(OpRegistry& r) {
   pr.infer = [](const OpArgs& a) -> std::vector<Shape> {
     Shape slope(a.attrs.ints("slope_shape").begin(), a.attrs.ints("slope_shape").end());
     if (broadcast2(a.in[0], slope) != a.in[0]) fail("prelu slope " + shape_str(slope) + " does not broadcast to " + shape_str(a.in[0]));
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   pr.work = [](const OpArgs& a, const std::vector<Shape>& out) {
     OpWork w = per_out(out, 2);
@@ -338,7 +338,7 @@ void add_unary(OpRegistry& r) {
   ls.attrs = {{"axis", AttrType::Int, "-1", "axis to normalise", {}}};
   ls.infer = [](const OpArgs& a) -> std::vector<Shape> {
     axis_in(a.attrs.i("axis"), a.in[0].size(), "log_softmax");
-    return {a.in[0]};
+    return one_shape(a.in[0]);
   };
   ls.work = [](const OpArgs&, const std::vector<Shape>& out) { return per_out(out, 5); };
   r.add(ls);
@@ -363,7 +363,7 @@ void add_broadcasting(OpRegistry& r) {
     d.summary = std::string("elementwise ") + e.name + " of two tensors with NumPy broadcasting";
     d.formula = std::string("output shape = broadcast of the inputs\n") + e.rule + "; MACs = 0; params = 0";
     d.min_inputs = d.max_inputs = 2;
-    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return {broadcast_all(a.in)}; };
+    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(broadcast_all(a.in)); };
     double f = e.flops;
     d.work = [f](const OpArgs&, const std::vector<Shape>& out) { return per_out(out, f); };
     r.add(d);
@@ -381,7 +381,7 @@ void add_broadcasting(OpRegistry& r) {
     d.formula = std::string("output shape = broadcast of the inputs\n") + e.rule + "; MACs = 0; params = 0";
     d.min_inputs = 1;
     d.max_inputs = -1;
-    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return {broadcast_all(a.in)}; };
+    d.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(broadcast_all(a.in)); };
     double extra = e.flops;
     d.work = [extra](const OpArgs& a, const std::vector<Shape>& out) {
       return per_out(out, static_cast<double>(a.in.size()) - 1 + extra);
@@ -394,7 +394,7 @@ void add_broadcasting(OpRegistry& r) {
   w.summary = "select x where the condition holds, else y (three tensors, broadcast)";
   w.formula = "inputs: condition, x, y; output shape = broadcast of the three\nFLOPs = 1 per output element (a select); MACs = 0; params = 0";
   w.min_inputs = w.max_inputs = 3;
-  w.infer = [](const OpArgs& a) -> std::vector<Shape> { return {broadcast_all(a.in)}; };
+  w.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(broadcast_all(a.in)); };
   w.work = [](const OpArgs&, const std::vector<Shape>& out) { return per_out(out, 1); };
   r.add(w);
 }
@@ -559,7 +559,7 @@ void add_data_movement(OpRegistry& r) {
   e.infer = [](const OpArgs& a) -> std::vector<Shape> {
     Shape s(a.attrs.ints("shape").begin(), a.attrs.ints("shape").end());
     for (auto d : s) positive(d, "expand dimension");
-    return {broadcast2(a.in[0], s)};
+    return one_shape(broadcast2(a.in[0], s));
   };
   r.add(e);
 

@@ -149,7 +149,7 @@ void add_norm_and_position(OpRegistry& r) {
   n.attrs = {{"affine", AttrType::Bool, "true", "learnable γ", {}}};
   n.infer = [](const OpArgs& x) -> std::vector<Shape> {
     rows_of(x.in[0], "rmsnorm");
-    return {x.in[0]};
+    return one_shape(x.in[0]);
   };
   n.work = [](const OpArgs& x, const std::vector<Shape>& out) {
     bool affine = x.attrs.b("affine");
@@ -233,7 +233,7 @@ void add_mlps(OpRegistry& r) {
     m.infer = [name = std::string(g.name)](const OpArgs& x) -> std::vector<Shape> {
       rows_of(x.in[0], name.c_str());
       positive(x.attrs.i("intermediate"), "intermediate");
-      return {x.in[0]};
+      return one_shape(x.in[0]);
     };
     double af = g.act_flops;
     m.work = [af, name = std::string(g.name)](const OpArgs& x, const std::vector<Shape>&) {
@@ -274,7 +274,7 @@ void add_mlps(OpRegistry& r) {
     long long k = positive(x.attrs.i("top_k"), "top_k");
     if (k > e) fail("top_k (" + std::to_string(k) + ") cannot exceed experts (" + std::to_string(e) + ")");
     positive(x.attrs.i("intermediate"), "intermediate");
-    return {x.in[0]};
+    return one_shape(x.in[0]);
   };
   moe.work = [](const OpArgs& x, const std::vector<Shape>&) {
     Rows rw = rows_of(x.in[0], "moe");
