@@ -10,7 +10,10 @@
 #include <unordered_map>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <filesystem>
 #include <memory>
@@ -1056,14 +1059,12 @@ std::string results_json(const RunResult& r, const RunInfo& info) {
 TableWriter::TableWriter(std::string dir, Tables tables, RunInfo info) : dir_(std::move(dir)), tables_(tables), info_(std::move(info)) {}
 
 TableWriter::~TableWriter() {
+  try {
+    write_pending();  // (what a failed run wrote is removed by the caller)
+  } catch (const std::exception&) {
+  }
   for (auto& f : files_)
-    if (f.fd >= 0) {
-      try {
-        flush(f);  // (what a failed run wrote is removed by the caller)
-      } catch (const std::exception&) {
-      }
-      ::close(f.fd);
-    }
+    if (f.fd >= 0) ::close(f.fd);
 }
 
 void TableWriter::open(const std::string& name, const std::string& head) {
@@ -1072,7 +1073,7 @@ void TableWriter::open(const std::string& name, const std::string& head) {
   std::string path = (std::filesystem::path(dir_) / name).string();
   f.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (f.fd < 0) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-  f.buffer.reset(new char[kFileBuffer]);
+  if (!arena_) arena_.reset(new char[kArena]);
   files_.push_back(std::move(f));
   put(files_.size() - 1, head);
 }
@@ -1088,21 +1089,59 @@ void TableWriter::write_all(const File& f, const char* p, size_t n) {
   }
 }
 
-void TableWriter::flush(File& f) {
-  const size_t n = f.used;
-  f.used = 0;
-  write_all(f, f.buffer.get(), n);
+void TableWriter::write_pending() {
+  std::vector<iovec> iov;
+  for (auto& f : files_) {
+    if (f.fd < 0) continue;
+    // writev takes at most IOV_MAX pieces and may write part of them
+    size_t k = 0;
+    while (k < f.pending.size()) {
+      iov.clear();
+      for (size_t j = k; j < f.pending.size() && iov.size() < IOV_MAX; ++j) iov.push_back({const_cast<char*>(f.pending[j].data), f.pending[j].size});
+      const ssize_t w = ::writev(f.fd, iov.data(), static_cast<int>(iov.size()));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        f.pending.clear();
+        throw std::runtime_error("cannot write '" + (std::filesystem::path(dir_) / f.name).string() + "': " + std::strerror(w < 0 ? errno : ENOSPC));
+      }
+      size_t left = static_cast<size_t>(w);
+      while (left > 0 && left >= f.pending[k].size) left -= f.pending[k++].size;
+      if (left > 0) {  // part of a piece: the rest stays
+        f.pending[k].data += left;
+        f.pending[k].size -= left;
+      }
+    }
+    f.pending.clear();
+  }
+  arena_used_ = 0;
+  pending_ = 0;
 }
 
-// Appends to a file through its buffer (a point writes a few pieces to each file: stdio's locking
-// and bookkeeping per call cost more than the copy)
-void TableWriter::put(size_t i, std::string_view text) {
+void TableWriter::flush_all() {
+  write_pending();
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  for (auto& t : held_) pool_.push_back(std::move(t));
+  held_.clear();
+}
+
+// Queues text for a file: a long piece of a held point text as it lies, anything else copied to
+// the arena (a point writes a few small pieces to each file; the kernel copies the lot once)
+void TableWriter::put(size_t i, std::string_view text, bool held) {
+  if (text.empty()) return;
   File& f = files_[i];
   bytes_ += static_cast<double>(text.size());
-  if (f.used + text.size() > kFileBuffer) flush(f);
-  if (text.size() >= kFileBuffer) return write_all(f, text.data(), text.size());  // (as it is)
-  std::memcpy(f.buffer.get() + f.used, text.data(), text.size());
-  f.used += text.size();
+  if (held && text.size() >= kHeldPiece) {
+    f.pending.push_back({text.data(), text.size()});
+  } else {
+    if (arena_used_ + text.size() > kArena) write_pending();
+    if (text.size() > kArena) return write_all(f, text.data(), text.size());  // (nothing waits now)
+    char* d = arena_.get() + arena_used_;
+    std::memcpy(d, text.data(), text.size());
+    arena_used_ += text.size();
+    if (!f.pending.empty() && f.pending.back().data + f.pending.back().size == d) f.pending.back().size += text.size();
+    else f.pending.push_back({d, text.size()});
+  }
+  pending_ += text.size();
 }
 
 void TableWriter::start(const RunHeader& h) {
@@ -1116,8 +1155,8 @@ void TableWriter::start(const RunHeader& h) {
 
 namespace {
 
-// A point's text buffer, handed back by consume for the next point that thread prepares (with
-// one worker, every point reuses one buffer: no allocation of a few kB per point)
+// A point's text buffer, handed back by consume for the next point that thread prepares when the
+// point's text was copied (small points: one worker reuses one buffer, with no lock)
 std::string& spare_text() {
   thread_local std::string spare;
   return spare;
@@ -1130,6 +1169,13 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   const bool layers = tables_ == Tables::All;
   std::string& o = pr.text;
   if (o.capacity() < spare_text().capacity()) o.swap(spare_text());
+  if (o.capacity() < kHeldPiece) {  // a text written out by consume, if one is back
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      o.swap(pool_.back());
+      pool_.pop_back();
+    }
+  }
   o.clear();
   // room for the point: an estimate, or the last point's size on this thread and an eighth more
   // (the points of a sweep are much alike; a buffer that grows copies what it holds)
@@ -1152,22 +1198,30 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
 
 void TableWriter::consume(PointResult&& pr, const Point& p) {
   double before = bytes_;
-  auto piece = [&](size_t k) { return std::string_view(pr.text).substr(k ? pr.text_end[k - 1] : 0, pr.text_end[k] - (k ? pr.text_end[k - 1] : 0)); };
+  // a text with a piece long enough to be written as it lies is held until it is written
+  bool hold = false;
+  for (size_t k = 0; k < 5; ++k) hold = hold || pr.text_end[k] - (k ? pr.text_end[k - 1] : 0) >= kHeldPiece;
+  if (hold) held_.push_back(std::move(pr.text));
+  const std::string& text = hold ? held_.back() : pr.text;
+  auto piece = [&](size_t k) { return std::string_view(text).substr(k ? pr.text_end[k - 1] : 0, pr.text_end[k] - (k ? pr.text_end[k - 1] : 0)); };
   size_t k = 0;
-  if (tables_ == Tables::All) put(k++, piece(0));
-  put(k++, piece(1));
-  if (tables_ == Tables::All) put(k++, piece(2));
+  if (tables_ == Tables::All) put(k++, piece(0), hold);
+  put(k++, piece(1), hold);
+  if (tables_ == Tables::All) put(k++, piece(2), hold);
   if (points_) put(k, ",");
-  put(k, piece(3));
+  put(k, piece(3), hold);
   platforms_.clear();
   platform_refs_.append(platforms_, pr, p);
   put(k, platforms_);
-  put(k, piece(4));
+  put(k, piece(4), hold);
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
-  std::string& spare = spare_text();
-  if (spare.capacity() < pr.text.capacity()) spare.swap(pr.text);
+  if (!hold) {
+    std::string& spare = spare_text();
+    if (spare.capacity() < pr.text.capacity()) spare.swap(pr.text);
+  }
   std::string().swap(pr.text);
+  if (pending_ >= kPending) flush_all();
   if (next) next->consume(std::move(pr), p);
 }
 
@@ -1177,13 +1231,13 @@ std::vector<std::string> TableWriter::finish() {
   std::vector<std::string> names;
   std::string failed;
   std::string error;
+  try {
+    flush_all();
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
   for (auto& f : files_) {
-    try {
-      flush(f);
-    } catch (const std::runtime_error& e) {
-      if (error.empty()) error = e.what();
-    }
-    if (::close(f.fd) != 0 && error.empty()) failed = f.name;
+    if (::close(f.fd) != 0 && failed.empty()) failed = f.name;
     f.fd = -1;
     names.push_back(f.name);
   }

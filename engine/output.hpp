@@ -2,8 +2,10 @@
 #pragma once
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,17 +96,33 @@ class TableWriter : public ResultSink {
   std::function<void(double bytes)> on_projection;
 
  private:
-  static constexpr size_t kFileBuffer = 1 << 20;
+  // What waits to be written goes out in one writev per file: the large pieces of a point's text
+  // from the text itself (kept in held_ until then: no copy of the bulk of the tables in user
+  // space), small pieces through the arena.
+  static constexpr size_t kArena = 1 << 18;     // small pieces (headers, a JSON comma, platforms)
+  static constexpr size_t kHeldPiece = 2048;    // a piece of a point's text this long is not copied
+  static constexpr size_t kPending = 2 << 20;   // bytes waiting before consume writes them
+  struct Piece {
+    const char* data;
+    size_t size;
+  };
   struct File {
     std::string name;
     int fd = -1;
-    std::unique_ptr<char[]> buffer;  // kFileBuffer bytes, `used` of them waiting to be written
-    size_t used = 0;
+    std::vector<Piece> pending;  // in file order
   };
   void open(const std::string& name, const std::string& head);
-  void put(size_t file, std::string_view text);
-  void flush(File& f);                                      // throws std::runtime_error
+  // `held`: text lies in a point's text moved to held_ (it stays until flush_all)
+  void put(size_t file, std::string_view text, bool held = false);
+  void write_pending();  // writes every file's pending pieces; throws std::runtime_error
+  void flush_all();      // the same, then the held texts go back to the pool
   void write_all(const File& f, const char* p, size_t n);  // throws std::runtime_error
+  std::unique_ptr<char[]> arena_;
+  size_t arena_used_ = 0;
+  size_t pending_ = 0;
+  std::deque<std::string> held_;  // points' texts referenced by pending pieces (a deque: never moved)
+  std::mutex pool_mu_;
+  std::vector<std::string> pool_;  // texts written out, for prepare to fill again (any thread)
   std::string dir_;
   Tables tables_;
   RunInfo info_;
