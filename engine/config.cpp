@@ -333,6 +333,13 @@ char* write_number(char* p, double v) {
   return std::to_chars(p, p + kNumberChars, v).ptr;
 }
 
+char* write_integer(char* p, long long v) {
+  const uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  if (u >= 10000000000000000ull) return std::to_chars(p, p + 20, v).ptr;  // (write_digits: below 10^16)
+  if (v < 0) *p++ = '-';
+  return write_digits(p, u);
+}
+
 std::string format_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

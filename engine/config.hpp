@@ -96,5 +96,7 @@ std::string format_number(double v);
 // format_number's text of a finite number, written at p (at most kNumberChars bytes); returns its end
 constexpr size_t kNumberChars = 24;
 char* write_number(char* p, double v);
+// An integer's decimal text (std::to_chars's), written at p (at most 20 bytes); returns its end
+char* write_integer(char* p, long long v);
 
 }  // namespace rsim

@@ -1,5 +1,7 @@
 #include "engine/tensor.hpp"
 
+#include "engine/config.hpp"
+
 #include <charconv>
 
 namespace rsim {
@@ -58,11 +60,15 @@ void append_shape(std::string& out, const Shape& s) {
     out += "scalar";
     return;
   }
-  char buf[24];
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) out += 'x';
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, s[i]);
-    (void)ec;
+  // the text in a buffer, then one append (a shape is written for every layer row)
+  char buf[8 * 21];
+  size_t i = 0;
+  while (i < s.size()) {
+    char* p = buf;
+    for (; i < s.size() && p + 21 <= buf + sizeof buf; ++i) {
+      if (i) *p++ = 'x';
+      p = write_integer(p, s[i]);
+    }
     out.append(buf, p);
   }
 }

@@ -3,6 +3,7 @@
 
 #include "engine/config.hpp"
 #include "engine/diagnostics.hpp"
+#include "engine/tensor.hpp"
 #include "engine/units.hpp"
 
 using namespace rsim;
@@ -78,6 +79,30 @@ TEST_CASE("YAML syntax errors carry the file position", "[config]") {
     CHECK(msg.rfind("bad.yaml:", 0) == 0);
     CHECK(msg.find("error: ") != std::string::npos);
   }
+}
+
+TEST_CASE("integers and shapes are written as plain decimal digits", "[config]") {
+  auto text = [](long long v) {
+    char buf[20];
+    return std::string(buf, write_integer(buf, v));
+  };
+  CHECK(text(0) == "0");
+  CHECK(text(9) == "9");
+  CHECK(text(10) == "10");
+  CHECK(text(-7) == "-7");
+  CHECK(text(99999999) == "99999999");                      // 10^8 - 1
+  CHECK(text(100000000) == "100000000");                    // 10^8: a 1, then 8 zeros
+  CHECK(text(9999999999999999) == "9999999999999999");      // 10^16 - 1: the largest of the digit pairs
+  CHECK(text(10000000000000000) == "10000000000000000");    // 10^16: past them
+  CHECK(text(-9223372036854775807 - 1) == "-9223372036854775808");  // -2^63: 20 characters
+  CHECK(text(9223372036854775807) == "9223372036854775807");        // 2^63 - 1
+  CHECK(shape_str({1, 8, 14, 14}) == "1x8x14x14");
+  CHECK(shape_str({}) == "scalar");
+  CHECK(shape_str({0}) == "0");
+  // nine dimensions of 19 digits: more than the 8 × 21 characters written before one append
+  CHECK(shape_str(Shape(9, 1000000000000000000)) == "1000000000000000000x1000000000000000000x1000000000000000000x1000000000000000000x"
+                                                    "1000000000000000000x1000000000000000000x1000000000000000000x1000000000000000000x"
+                                                    "1000000000000000000");
 }
 
 TEST_CASE("numbers format shortest and integers without a decimal point", "[config]") {
