@@ -480,9 +480,34 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   return out;
 }
 
+void Row::clear() {
+  static_assert(sizeof(Row) == 696, "a field added to Row: reset it in Row::clear, then update this size");
+  point = 0;
+  platform.clear(), network.clear(), layer.clear(), op.clear();
+  dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
+  has_weights = touches_kv = false;
+  input_shapes.clear(), output_shapes.clear();
+  output_shape.clear();
+  std::vector<double> in = std::move(cost.input_bytes), outs = std::move(cost.output_bytes);
+  cost = OpCost{};
+  in.clear(), outs.clear();
+  cost.input_bytes = std::move(in), cost.output_bytes = std::move(outs);
+  bytes = 0;
+  compute_roof.clear(), memory_level.clear();
+  theoretical = derated = RoofPoint{};
+  kernel.clear();
+  kernel_index = -1;
+  efficiency = Efficiency{};
+  metrics.clear();
+  twin = -1;
+}
+
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.settings = Settings{};
-  out.platforms.clear(), out.rows.clear(), out.summary.clear(), out.warnings.clear(), out.footprint_excess.clear();
+  // (the rows of the last point are written over when rows are kept: see rows_used)
+  out.platforms.clear(), out.summary.clear(), out.warnings.clear(), out.footprint_excess.clear();
+  if (!ctx.rows) out.rows.clear();
+  size_t rows_used = 0;
   out.text_end = {};
   Diags d;
   // variables: sweep bindings, then vars in order (each may use what came before); without vars,
@@ -658,7 +683,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
   if (ctx.rows) {  // every row of the point, in one allocation
     size_t layers = 0;
     for (const auto& net : nets) layers += net->layers.size();
-    out.rows.reserve(layers * out.platforms.size());
+    out.rows.reserve(std::max(out.rows.size(), layers * out.platforms.size()));
   }
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = *out.platforms[pi];
@@ -704,7 +729,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       thread_local std::vector<Bounded> bounded;
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
       Row scratch;
-      const size_t rows_base = out.rows.size();  // this network's first row on this platform
+      const size_t rows_base = rows_used;  // this network's first row on this platform
       // a layer's roofline into its kernel's times and the network's totals
       auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de) {
         if (int k = kix->of_layer[li]; k >= 0) {
@@ -761,10 +786,12 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
                   {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
           break;
         }
-        // summary only: one row's room reused (its strings stay empty)
-        if (ctx.rows || full_rows) scratch = Row{};
+        // kept rows: the last point's row in this place written over (its strings' and lists'
+        // storage reused); otherwise one row's room (summary only: its strings stay empty)
+        Row& r = !ctx.rows ? scratch : rows_used < out.rows.size() ? out.rows[rows_used] : out.rows.emplace_back();
+        rows_used += ctx.rows;
+        if (full_rows) r.clear();
         else scratch.efficiency = Efficiency{}, scratch.metrics.clear();
-        Row& r = scratch;
         r.point = p.index;
         r.dtype = L.dtype;
         r.compute_dtype = L.compute_dtype();
@@ -777,18 +804,25 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           r.network = net.name;
           r.layer = L.name;
           r.op = L.op->name;
-          for (size_t k = 0; k < L.in_shapes.size(); ++k) {
-            if (k) r.input_shapes += ';';
-            append_shape(r.input_shapes, L.in_shapes[k]);
-          }
-          for (size_t k = 0; k < L.out_shapes.size(); ++k) {
-            if (k) r.output_shapes += ';';
-            append_shape(r.output_shapes, L.out_shapes[k]);
+          if (ctx.rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {  // the same shapes: the earlier row's text
+            const Row& t = out.rows[rows_base + static_cast<size_t>(L.same_as)];
+            r.input_shapes = t.input_shapes;
+            r.output_shapes = t.output_shapes;
+          } else {
+            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+              if (k) r.input_shapes += ';';
+              append_shape(r.input_shapes, L.in_shapes[k]);
+            }
+            for (size_t k = 0; k < L.out_shapes.size(); ++k) {
+              if (k) r.output_shapes += ';';
+              append_shape(r.output_shapes, L.out_shapes[k]);
+            }
           }
           if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
           r.compute_roof = roof->name;
           r.memory_level = mem->name;
           r.kernel = L.kernel;
+          r.kernel_index = kix->of_layer[li];
         }
         // summary only: the layer's cost is read in place (a row's copy holds two vectors)
         if (full_rows) r.cost = L.cost;
@@ -855,7 +889,6 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency};
         }
         tally(li, cost, r.bytes, r.theoretical, r.derated);
-        if (ctx.rows) out.rows.push_back(std::move(r));
       }
       auto add_kernels = [&](size_t from, size_t to) {
         for (size_t k = from; k < to; ++k) {
@@ -895,6 +928,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       out.summary.push_back(std::move(sum));
     }
   }
+  if (ctx.rows) out.rows.resize(rows_used);  // (a point with fewer rows than the last)
   if (!d.empty()) throw with_point(d);
 }
 

@@ -34,6 +34,7 @@ struct Row {
   std::string compute_roof, memory_level;
   RoofPoint theoretical, derated;
   std::string kernel;           // the kernel the layer runs in ("" = none: a view, or eliminated)
+  int kernel_index = -1;        // that kernel's number in the network, in order of first layer (-1: none or not known)
   Efficiency efficiency;        // from a script's efficiency model (1, 1 without one)
   std::vector<double> metrics;  // a script's derived metrics, in RunResult::metric_names order
   // A hint for the writers: the index in PointResult::rows of an earlier row of the same point
@@ -41,6 +42,9 @@ struct Row {
   // work on the same platform: Layer::same_as), -1 if none. Writers check it field by field
   // before copying that row's text (same_row_text in output.cpp): a wrong hint costs a compare.
   int twin = -1;
+  // Every field back to its default, keeping the strings' and lists' storage (a point's rows are
+  // written over from point to point). A field added to Row is reset here too.
+  void clear();
 };
 
 struct SummaryRow {
