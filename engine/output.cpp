@@ -454,12 +454,14 @@ bool same_row_text(const Row& a, const Row& b) {
          same_bits(a.metrics, b.metrics);
 }
 
-// The row's twin, checked (see Row::twin); nullptr when it has none or the hint is wrong.
-const Row* checked_twin(const std::vector<Row>& rows, size_t ri) {
-  const Row& r = rows[ri];
-  if (r.twin < 0 || static_cast<size_t>(r.twin) >= ri) return nullptr;
-  const Row& t = rows[static_cast<size_t>(r.twin)];
-  return same_row_text(r, t) ? &t : nullptr;
+// Each row's twin hint (Row::twin), checked: twin_ok[ri] is 1 when row ri prints its twin's text
+// but for its names (0 when it has none or the hint is wrong). Checked once for both writers.
+void check_twins(const std::vector<Row>& rows, std::vector<char>& twin_ok) {
+  twin_ok.assign(rows.size(), 0);
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    const Row& r = rows[ri];
+    twin_ok[ri] = r.twin >= 0 && static_cast<size_t>(r.twin) < ri && same_row_text(r, rows[static_cast<size_t>(r.twin)]);
+  }
 }
 
 // Where a row's text shared with its twins sits: [a0, a1) between the layer name and the kernel
@@ -470,7 +472,8 @@ struct Segments {
 
 }  // namespace
 
-void append_results_csv(std::string& out, const PointResult& pr, const Point& p) {
+// results.csv's rows of a point; twin_ok from check_twins
+static void put_results_csv(std::string& out, const PointResult& pr, const Point& p, const std::vector<char>& twin_ok) {
   std::string lead;  // point and sweep values: the same for every row of the point
   put_uint(lead, p.index);
   for (const auto& [k, v] : p.bindings) lead += ',', put_csv(lead, v);
@@ -489,9 +492,8 @@ void append_results_csv(std::string& out, const PointResult& pr, const Point& p)
     for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                  &row.memory_level, &row.kernel})
       bound += Buf::csv_bound(*s) + 1;
-    const Row* twin = checked_twin(pr.rows, ri);
     Segments& sg = seg[ri];
-    if (twin) {  // the twin's text with this row's names (the same bound: the same fields)
+    if (twin_ok[ri]) {  // the twin's text with this row's names (the same bound: the same fields)
       const Segments& ts = seg[static_cast<size_t>(row.twin)];
       Buf b(out, bound);
       b.lit(lead);
@@ -580,6 +582,12 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
 
 void append_summary_csv(std::string& out, const PointResult& pr, const Point& p) { put_summary_csv(out, pr, p, summary_texts(pr)); }
 
+void append_results_csv(std::string& out, const PointResult& pr, const Point& p) {
+  std::vector<char> twin_ok;
+  check_twins(pr.rows, twin_ok);
+  put_results_csv(out, pr, p, twin_ok);
+}
+
 std::string results_csv(const RunResult& r, const Scenario&) {
   std::string out = results_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
   for (size_t pi = 0; pi < r.results.size(); ++pi) append_results_csv(out, r.results[pi], r.points[pi]);
@@ -605,14 +613,22 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
   struct K {
     const Row* first;
     std::string names;
-    double layers = 0, flops = 0, bytes = 0, c = 0, m = 0, dc = 0, dm = 0;
-    size_t tail0 = 0, tail1 = 0;  // where its text after the layer names sits in `out`
+    double layers, flops, bytes, c, m, dc, dm;
+    size_t tail0, tail1;  // where its text after the layer names sits in `out`
   };
-  std::vector<K> ks;  // in order of first layer, per platform and network
+  // in order of first layer, per platform and network; kept from point to point (the names'
+  // storage is reused): the first `nk` are this point's
+  thread_local std::vector<K> ks;
+  size_t nk = 0;
   thread_local std::vector<int> kernel_of;  // each row's kernel in ks (-1: none)
   kernel_of.assign(pr.rows.size(), -1);
-  // rows of one platform and network are adjacent: the kernel index restarts with each
-  std::unordered_map<std::string_view, size_t> index;
+  // rows of one platform and network are adjacent: the kernel index restarts with each. A row
+  // knows its kernel's number in the network (Row::kernel_index) when evaluate_point made it;
+  // rows made otherwise are grouped by kernel name.
+  bool indexed = true;
+  for (const Row& row : pr.rows) indexed = indexed && (row.kernel.empty() || row.kernel_index >= 0);
+  thread_local std::vector<int> slot;  // indexed: ks's place of each kernel number of the group
+  std::unordered_map<std::string_view, size_t> index;  // otherwise: of each kernel name
   const Row* group = nullptr;
   for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
     const Row& row = pr.rows[ri];
@@ -620,11 +636,31 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     if (!group || group->platform != row.platform || group->network != row.network) {
       group = &row;
       index.clear();
+      slot.clear();
     }
-    auto [it, fresh] = index.try_emplace(row.kernel, ks.size());
-    if (fresh) ks.push_back(K{&row, ""});
-    kernel_of[ri] = static_cast<int>(it->second);
-    K& k = ks[it->second];
+    size_t at;
+    bool fresh;
+    if (indexed) {
+      const size_t ki = static_cast<size_t>(row.kernel_index);
+      if (ki >= slot.size()) slot.resize(ki + 1, -1);
+      fresh = slot[ki] < 0;
+      if (fresh) slot[ki] = static_cast<int>(nk);
+      at = static_cast<size_t>(slot[ki]);
+    } else {
+      auto [it, f] = index.try_emplace(row.kernel, nk);
+      fresh = f;
+      at = it->second;
+    }
+    if (fresh) {
+      K& k = nk < ks.size() ? ks[nk] : ks.emplace_back();
+      ++nk;
+      k.first = &row;
+      k.names.clear();
+      k.layers = k.flops = k.bytes = k.c = k.m = k.dc = k.dm = 0;
+      k.tail0 = k.tail1 = 0;
+    }
+    kernel_of[ri] = static_cast<int>(at);
+    K& k = ks[at];
     if (!k.names.empty()) k.names += ';';
     k.names += row.layer;
     k.layers += 1, k.flops += row.cost.flops, k.bytes += row.bytes;
@@ -648,34 +684,53 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
                       same_bits(o.m, k.m) && same_bits(o.dc, k.dc) && same_bits(o.dm, k.dm);
     return same ? &o : nullptr;
   };
-  for (size_t ki = 0; ki < ks.size(); ++ki) {
+  // the rows in one buffer: its bound is every row's
+  size_t bound = 0;
+  for (size_t ki = 0; ki < nk; ++ki) {
+    const K& k = ks[ki];
+    bound += lead.size() + Buf::csv_bound(k.first->platform) + Buf::csv_bound(k.first->network) + Buf::csv_bound(k.first->kernel) +
+             Buf::csv_bound(k.names) + 11 * (Buf::kNum + 1) + 64;
+  }
+  Buf b(out, bound);
+  thread_local std::array<Buf::Memo, 10> memo;  // per numeric column, kept from point to point
+  const std::string* overhead_of = nullptr;  // the platform whose launch overhead `overhead` is
+  double overhead = 0;
+  for (size_t ki = 0; ki < nk; ++ki) {
     K& k = ks[ki];
-    out += lead;
-    out += ',', put_csv(out, k.first->platform);
-    out += ',', put_csv(out, k.first->network);
-    out += ',', put_csv(out, k.first->kernel);
-    out += ',', put_num(out, k.layers);
-    out += ',', put_csv(out, k.names);
+    b.lit(lead);
+    b.ch(','), b.csv(k.first->platform);
+    b.ch(','), b.csv(k.first->network);
+    b.ch(','), b.csv(k.first->kernel);
+    b.ch(','), b.num(k.layers);
+    b.ch(','), b.csv(k.names);
     if (const K* o = twin_of(ki)) {
-      k.tail0 = out.size();
-      out.append(out, o->tail0, o->tail1 - o->tail0);
-      k.tail1 = out.size();
+      k.tail0 = b.pos();
+      b.copy(o->tail0, o->tail1);
+      k.tail1 = b.pos();
       continue;
     }
-    double overhead = 0;
-    for (const auto& pl : pr.platforms)
-      if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
-    auto bound = [](double c, double m) { return c == 0 && m == 0 ? "none" : m >= c ? "memory" : "compute"; };
+    if (!overhead_of || *overhead_of != k.first->platform) {
+      overhead_of = &k.first->platform;
+      overhead = 0;
+      for (const auto& pl : pr.platforms)
+        if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
+    }
+    auto bound_text = [&](double c, double m) {
+      if (c == 0 && m == 0) b.lit("none");
+      else if (m >= c) b.lit("memory");
+      else b.lit("compute");
+    };
     double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
-    k.tail0 = out.size();
-    for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) out += ',', put_num(out, v);
-    out += ',';
-    out += bound(k.c, k.m);
-    for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) out += ',', put_num(out, v);
-    out += ',';
-    out += bound(k.dc, k.dm);
-    out += '\n';
-    k.tail1 = out.size();
+    k.tail0 = b.pos();
+    size_t col = 0;
+    for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) b.ch(','), b.num(v, memo[col++]);
+    b.ch(',');
+    bound_text(k.c, k.m);
+    for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) b.ch(','), b.num(v, memo[col++]);
+    b.ch(',');
+    bound_text(k.dc, k.dm);
+    b.ch('\n');
+    k.tail1 = b.pos();
   }
 }
 
@@ -893,7 +948,9 @@ void append_results_json(std::string& out, const PointResult& pr, const Point& p
 
 namespace {
 
-void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers, const SummaryTexts* texts) {
+// twin_ok from check_twins (layers only)
+void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers, const SummaryTexts* texts,
+                         const std::vector<char>& twin_ok) {
   using F = SummaryTexts::Field;
   Json j(out);
   j.close(']');
@@ -967,7 +1024,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       b.lit(",\"network\":"), b.json_str(row.network);
       b.lit(",\"layer\":"), b.json_str(row.layer);
       Segments& sg = jseg[ri];
-      if (checked_twin(pr.rows, ri)) {  // the twin's text with this row's names
+      if (twin_ok[ri]) {  // the twin's text with this row's names
         const Segments& ts = jseg[static_cast<size_t>(row.twin)];
         sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
         b.lit(",\"kernel\":"), b.json_str(row.kernel);
@@ -1040,7 +1097,9 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
 }  // namespace
 
 void append_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers) {
-  put_point_json_tail(out, pr, h, layers, summary_texts(pr));
+  std::vector<char> twin_ok;
+  if (layers) check_twins(pr.rows, twin_ok);
+  put_point_json_tail(out, pr, h, layers, summary_texts(pr), twin_ok);
 }
 
 std::string results_json(const RunResult& r, const RunInfo& info) {
@@ -1089,10 +1148,26 @@ void TableWriter::write_all(const File& f, const char* p, size_t n) {
   }
 }
 
+void TableWriter::reserve(File& f, size_t more) {
+  if (!f.can_reserve || f.written + more <= f.reserved || f.written < kReserveFrom) return;
+  const size_t from = std::max(f.reserved, f.written), len = std::max(kReserveStep, f.written + more - from);
+  // (a file system without fallocate, or without the room: the writes themselves allocate, and
+  // report a full disk)
+  if (::fallocate(f.fd, 0, static_cast<off_t>(from), static_cast<off_t>(len)) != 0) {
+    f.can_reserve = false;
+    return;
+  }
+  f.reserved = from + len;
+}
+
 void TableWriter::write_pending() {
   std::vector<iovec> iov;
   for (auto& f : files_) {
     if (f.fd < 0) continue;
+    size_t bytes = 0;
+    for (const Piece& q : f.pending) bytes += q.size;
+    reserve(f, bytes);
+    f.written += bytes;
     // writev takes at most IOV_MAX pieces and may write part of them
     size_t k = 0;
     while (k < f.pending.size()) {
@@ -1134,7 +1209,11 @@ void TableWriter::put(size_t i, std::string_view text, bool held) {
     f.pending.push_back({text.data(), text.size()});
   } else {
     if (arena_used_ + text.size() > kArena) write_pending();
-    if (text.size() > kArena) return write_all(f, text.data(), text.size());  // (nothing waits now)
+    if (text.size() > kArena) {  // (nothing waits now)
+      reserve(f, text.size());
+      f.written += text.size();
+      return write_all(f, text.data(), text.size());
+    }
     char* d = arena_.get() + arena_used_;
     std::memcpy(d, text.data(), text.size());
     arena_used_ += text.size();
@@ -1182,7 +1261,9 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   thread_local size_t last = 0;
   o.reserve(std::max(pr.rows.size() * 1500 + pr.summary.size() * (kSummaryCsvBound + kSummaryJsonBound + 256) + 1024, last + last / 8));
   const SummaryTexts* texts = summary_texts(pr);  // each summary row's numbers, formatted once for both files
-  if (layers) append_results_csv(o, pr, p);
+  thread_local std::vector<char> twin_ok;        // the rows' twin hints, checked once for both files
+  if (layers) check_twins(pr.rows, twin_ok);
+  if (layers) put_results_csv(o, pr, p, twin_ok);
   pr.text_end[0] = o.size();
   put_summary_csv(o, pr, p, texts);
   pr.text_end[1] = o.size();
@@ -1190,7 +1271,7 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   pr.text_end[2] = o.size();
   append_point_json_head(o, pr, p);
   pr.text_end[3] = o.size();
-  put_point_json_tail(o, pr, header_, layers, texts);
+  put_point_json_tail(o, pr, header_, layers, texts, twin_ok);
   pr.text_end[4] = o.size();
   last = o.size();
   if (next) next->prepare(pr, p);
@@ -1237,6 +1318,9 @@ std::vector<std::string> TableWriter::finish() {
     error = e.what();
   }
   for (auto& f : files_) {
+    // a file whose room was allocated ahead is cut to what was written
+    if (error.empty() && f.reserved > f.written && ::ftruncate(f.fd, static_cast<off_t>(f.written)) != 0)
+      error = "cannot write '" + (std::filesystem::path(dir_) / f.name).string() + "': " + std::strerror(errno);
     if (::close(f.fd) != 0 && failed.empty()) failed = f.name;
     f.fd = -1;
     names.push_back(f.name);

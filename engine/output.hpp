@@ -110,7 +110,14 @@ class TableWriter : public ResultSink {
     std::string name;
     int fd = -1;
     std::vector<Piece> pending;  // in file order
+    size_t written = 0;          // bytes in the file
+    size_t reserved = 0;         // its size with the room allocated ahead (see reserve)
+    bool can_reserve = true;     // false once the file system refuses
   };
+  // A large file's disk room is allocated ahead of its writes, kReserveStep at a time (fewer
+  // block allocations per page written); finish cuts each file to what was written.
+  static constexpr size_t kReserveFrom = 1 << 20, kReserveStep = 16 << 20;
+  void reserve(File& f, size_t more);
   void open(const std::string& name, const std::string& head);
   // `held`: text lies in a point's text moved to held_ (it stays until flush_all)
   void put(size_t file, std::string_view text, bool held = false);

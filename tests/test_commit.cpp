@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -118,6 +119,34 @@ TEST_CASE("streamed tables equal the whole-run tables, byte for byte, for any nu
     CHECK(read(d / "results.json") == results_json(whole, info));
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("large streamed files end where their text ends (their room, allocated ahead, is cut)", "[commit]") {
+  // The writer allocates a file's room 16 MB at a time once it holds 1 MB, then cuts it to what
+  // was written. 1,500 points of a 20-layer network: results.csv has a header and 1,500 × 20 =
+  // 30,000 rows (several MB), kernels.csv as many (one kernel per layer), summary.csv 1,500.
+  fs::path d = scratch_dir("reserve");
+  write_long_scenario(d / "long.yaml", 1500);
+  Scenario s = load_scenario((d / "long.yaml").string());
+  Catalog cat(src("hardware"));
+  ScriptSetup setup = setup_scripts(s);
+  RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_evaluator = make_lua_evaluator;
+  fs::create_directories(d / "out");
+  TableWriter w((d / "out").string(), Tables::All, RunInfo{RSIM_VERSION, &s});
+  stream_scenario(s, cat, opt, w);
+  w.finish();
+  for (const auto& [name, lines] : std::vector<std::pair<std::string, size_t>>{{"results.csv", 1 + 30000}, {"kernels.csv", 1 + 30000}, {"summary.csv", 1 + 1500}, {"results.json", 1}}) {
+    INFO(name);
+    std::string text = read(d / "out" / name);
+    CHECK(text.size() == fs::file_size(d / "out" / name));
+    CHECK(std::count(text.begin(), text.end(), '\n') == static_cast<long>(lines));
+    CHECK(text.find('\0') == std::string::npos);  // no room left past the text
+    CHECK(text.back() == '\n');
+  }
+  CHECK(fs::file_size(d / "out" / "results.csv") > (2u << 20));  // (past the 1 MB from which room is allocated ahead)
+  fs::remove_all(d);
 }
 
 TEST_CASE("run with tables summary writes network totals only, the same totals as a full run", "[commit]") {
