@@ -965,8 +965,13 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
   model_dirs.insert(model_dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
   ModelLibrary models(model_dirs);
   int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::min<size_t>(n, 1024))));
-  // a worker may run ahead of the point being delivered by at most `window` points
-  const size_t window = 4 * static_cast<size_t>(jobs);
+  // A worker may run ahead of the point being delivered by `window` points, and by up to
+  // `window_far` while the points waiting in `ready` hold less than kAheadBytes: the worker
+  // delivering may be writing a few MB to the files meanwhile (small points: dozens of them)
+  const size_t window = 4 * static_cast<size_t>(jobs), window_far = 64 * static_cast<size_t>(jobs);
+  constexpr size_t kAheadBytes = 32 << 20;
+  size_t ready_bytes = 0;  // the text and rows of the points in `ready`
+  auto held_bytes = [](const PointResult& r) { return r.text.capacity() + r.rows.capacity() * sizeof(Row); };
 
   std::mutex mu;  // guards everything below
   std::condition_variable cv;
@@ -974,6 +979,8 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
   bool stop = false, started = false;
   bool delivering = false;  // a worker is handing points to the sink (outside the lock)
   std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
+  // points delivered from `ready`: their storage (rows, strings, lists) for a worker's next point
+  std::vector<std::pair<PointResult, Point>> spare;
   size_t err_index = SIZE_MAX;
   std::unique_ptr<ConfigError> err;
   std::exception_ptr other;
@@ -1018,7 +1025,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
       size_t i;
       {
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || next >= n || next < delivered + window; });
+        cv.wait(lock, [&] { return stop || next >= n || next < delivered + window || (next < delivered + window_far && ready_bytes < kAheadBytes); });
         if (stop || next >= n) break;
         i = next++;
       }
@@ -1045,7 +1052,15 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
       // the next point in order, with no worker delivering, is delivered from here (one worker:
       // every point); any other waits in `ready`
       const bool direct = !delivering && !stop && started && i == delivered;
-      if (!direct) ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+      if (!direct) {
+        ready_bytes += held_bytes(pr);
+        ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+        if (!spare.empty()) {  // written over by this worker's next point
+          pr = std::move(spare.back().first);
+          p = std::move(spare.back().second);
+          spare.pop_back();
+        }
+      }
       // whoever completes the next point in order delivers it and any that follow it, one worker
       // at a time and without the lock (writing the files), so the others keep evaluating
       if (!delivering) {
@@ -1053,7 +1068,10 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
         bool own = direct;
         while (!stop && started && (own || (!ready.empty() && ready.begin()->first == delivered))) {
           std::optional<decltype(ready)::node_type> node;
-          if (!own) node = ready.extract(ready.begin());
+          if (!own) {
+            node = ready.extract(ready.begin());
+            ready_bytes -= held_bytes(node->mapped().first);
+          }
           lock.unlock();
           std::exception_ptr bad;
           try {
@@ -1064,6 +1082,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
           }
           own = false;
           lock.lock();
+          if (node) spare.push_back(std::move(node->mapped()));
           if (bad) {
             fail(bad);
             break;
