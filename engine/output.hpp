@@ -99,7 +99,7 @@ class TableWriter : public ResultSink {
   // What waits to be written goes out in one writev per file: the large pieces of a point's text
   // from the text itself (kept in held_ until then: no copy of the bulk of the tables in user
   // space), small pieces through the arena.
-  static constexpr size_t kArena = 1 << 18;     // small pieces (headers, a JSON comma, platforms)
+  static constexpr size_t kArena = 1 << 20;     // small pieces (headers, a JSON comma, platforms)
   static constexpr size_t kHeldPiece = 2048;    // a piece of a point's text this long is not copied
   static constexpr size_t kPending = 2 << 20;   // bytes waiting before consume writes them
   struct Piece {
