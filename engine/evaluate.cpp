@@ -502,12 +502,37 @@ void Row::clear() {
   twin = -1;
 }
 
+void SummaryRow::clear() {
+  static_assert(sizeof(SummaryRow) == 336, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  point = 0;
+  platform.clear(), network.clear(), phase.clear(), memory_name.clear(), ignored.clear();
+  layers = kernels = macs = flops = params = bytes = 0;
+  batch = 1;
+  intensity = time_s = derated_time_s = achieved_flops_per_s = derated_achieved_flops_per_s = 0;
+  memory_bound = compute_bound = derated_memory_bound = derated_compute_bound = 0;
+  active_params = tokens = 0;
+  weight_footprint_bytes = kv_cache_bytes = activation_bytes = memory_footprint_bytes = memory_size_bytes = 0;
+}
+
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.settings = Settings{};
   // (the rows of the last point are written over when rows are kept: see rows_used)
-  out.platforms.clear(), out.summary.clear(), out.warnings.clear(), out.footprint_excess.clear();
+  // (and its summary rows and footprint excesses: see summary_used, excess_used)
+  out.platforms.clear(), out.warnings.clear();
   if (!ctx.rows) out.rows.clear();
-  size_t rows_used = 0;
+  size_t rows_used = 0, summary_used = 0, excess_used = 0;
+  struct Trim {  // the lists cut to what this point wrote, however it ends
+    PointResult& out;
+    size_t& rows;
+    size_t& summary;
+    size_t& excess;
+    bool keep_rows;
+    ~Trim() {
+      if (keep_rows) out.rows.resize(rows);
+      out.summary.resize(summary);
+      out.footprint_excess.resize(excess);
+    }
+  } trim{out, rows_used, summary_used, excess_used, ctx.rows};
   out.text_end = {};
   Diags d;
   // variables: sweep bindings, then vars in order (each may use what came before); without vars,
@@ -699,7 +724,9 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     }
     for (size_t ni = 0; ni < nets.size(); ++ni) {
       const Network& net = *nets[ni];
-      SummaryRow sum;
+      SummaryRow& sum = summary_used < out.summary.size() ? out.summary[summary_used] : out.summary.emplace_back();
+      ++summary_used;
+      sum.clear();
       sum.point = p.index;
       sum.platform = pl.name;
       sum.network = net.name;
@@ -920,15 +947,19 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
       sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
       sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
-      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes)
-        out.footprint_excess.push_back(FootprintExcess{*net_locs[ni], net.name, pl.name, sum.memory_name, sum.memory_footprint_bytes, sum.memory_size_bytes,
-                                                       sum.weight_footprint_bytes, sum.kv_cache_bytes, sum.activation_bytes});
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+        // (written over the last point's: a sweep past the memory has one at nearly every point)
+        FootprintExcess& x = excess_used < out.footprint_excess.size() ? out.footprint_excess[excess_used] : out.footprint_excess.emplace_back();
+        ++excess_used;
+        x.loc = *net_locs[ni];
+        x.network = net.name, x.platform = pl.name, x.memory = sum.memory_name;
+        x.footprint = sum.memory_footprint_bytes, x.size = sum.memory_size_bytes;
+        x.weights = sum.weight_footprint_bytes, x.kv_cache = sum.kv_cache_bytes, x.activations = sum.activation_bytes;
+      }
       for (const auto& [op, n] : net.ignored)
         sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
-      out.summary.push_back(std::move(sum));
     }
   }
-  if (ctx.rows) out.rows.resize(rows_used);  // (a point with fewer rows than the last)
   if (!d.empty()) throw with_point(d);
 }
 

@@ -71,6 +71,9 @@ struct SummaryRow {
   std::string memory_name;       // that level's name
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
   std::string ignored;
+  // Every field back to its default, keeping the strings' storage (a point's rows are written
+  // over from point to point). A field added to SummaryRow is reset here too.
+  void clear();
 };
 
 // A network whose memory footprint exceeds a platform's memory at a point: its warning's numbers.
