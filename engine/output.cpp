@@ -464,6 +464,26 @@ void check_twins(const std::vector<Row>& rows, std::vector<char>& twin_ok) {
   }
 }
 
+// The text of a row's platform and network in a table, made again only when they differ from the
+// last row's (a point's rows of one platform and network are adjacent)
+struct NamesText {
+  const Row* of = nullptr;
+  std::string text;
+  template <class Make>
+  const std::string& get(const Row& row, Make make) {
+    if (!of || of->platform != row.platform || of->network != row.network) {
+      text.clear();
+      make(text, row);
+    }
+    of = &row;
+    return text;
+  }
+};
+
+// A point's rows go through one Buf per chunk of rows whose bounds add up to about this much
+// (one Buf per row cost a scratch set-up and an append each)
+constexpr size_t kRowsChunk = 1 << 20;
+
 // Where a row's text shared with its twins sits: [a0, a1) between the layer name and the kernel
 // name, [b0, b1) after the kernel name; offsets into the output string of the point.
 struct Segments {
@@ -485,27 +505,36 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
   thread_local std::array<Buf::Memo, 32> memo;  // per numeric column, kept from point to point
   thread_local std::vector<Segments> seg;
   seg.resize(pr.rows.size());
-  for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
-    const Row& row = pr.rows[ri];
-    size_t col = 0;
+  auto row_bound = [&](const Row& row) {
     size_t bound = lead.size() + conv.size() + 256 + (32 + row.metrics.size()) * (Buf::kNum + 1);
     for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                  &row.memory_level, &row.kernel})
       bound += Buf::csv_bound(*s) + 1;
+    return bound;
+  };
+  NamesText names;
+  auto names_text = [](std::string& t, const Row& row) {
+    t += ',', put_csv(t, row.platform);
+    t += ',', put_csv(t, row.network);
+  };
+  for (size_t ri = 0; ri < pr.rows.size();) {
+    size_t end = ri, total = 0;
+    while (end < pr.rows.size() && (end == ri || total < kRowsChunk)) total += row_bound(pr.rows[end++]);
+    Buf b(out, total);
+    for (; ri < end; ++ri) {
+    const Row& row = pr.rows[ri];
+    size_t col = 0;
     Segments& sg = seg[ri];
+    b.lit(lead);
+    b.lit(names.get(row, names_text));
+    b.ch(','), b.csv(row.layer);
     if (twin_ok[ri]) {  // the twin's text with this row's names (the same bound: the same fields)
       const Segments& ts = seg[static_cast<size_t>(row.twin)];
-      Buf b(out, bound);
-      b.lit(lead);
-      for (const std::string* s : {&row.platform, &row.network, &row.layer}) b.ch(','), b.csv(*s);
       sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
       b.ch(','), b.csv(row.kernel);
       sg.b0 = b.pos(), b.copy(ts.b0, ts.b1), sg.b1 = b.pos();
       continue;
     }
-    Buf b(out, bound);
-    b.lit(lead);
-    for (const std::string* s : {&row.platform, &row.network, &row.layer}) b.ch(','), b.csv(*s);
     sg.a0 = b.pos();
     b.ch(','), b.csv(row.op);
     b.ch(',');
@@ -543,6 +572,7 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
     for (double m : row.metrics) b.ch(','), b.num(m);
     b.ch('\n');
     sg.b1 = b.pos();
+    }
   }
 }
 
@@ -1011,17 +1041,28 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     thread_local std::array<Buf::Memo, 48> jm;  // per numeric field (46, 47: input and output bytes), kept from point to point
     thread_local std::vector<Segments> jseg;
     jseg.resize(pr.rows.size());
-    for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
-      const Row& row = pr.rows[ri];
-      size_t col = 0;
+    auto row_bound = [&](const Row& row) {
       size_t bound = 1200 + (row.cost.input_bytes.size() + row.cost.output_bytes.size() + 40) * (Buf::kNum + 1);
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
                                    &row.memory_level, &row.kernel})
         bound += Buf::json_bound(*s);
       for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) bound += Buf::json_bound(h.metric_names[k]) + Buf::kNum + 2;
-      Buf b(out, bound);
-      b.lit(ri ? ",{\"platform\":" : "{\"platform\":"), b.json_str(row.platform);
-      b.lit(",\"network\":"), b.json_str(row.network);
+      return bound;
+    };
+    NamesText names;  // {"platform":…,"network":…
+    auto names_text = [](std::string& t, const Row& row) {
+      t += "{\"platform\":", put_json_str(t, row.platform);
+      t += ",\"network\":", put_json_str(t, row.network);
+    };
+    for (size_t ri = 0; ri < pr.rows.size();) {
+      size_t end = ri, total = 0;
+      while (end < pr.rows.size() && (end == ri || total < kRowsChunk)) total += row_bound(pr.rows[end++]);
+      Buf b(out, total);
+      for (; ri < end; ++ri) {
+      const Row& row = pr.rows[ri];
+      size_t col = 0;
+      if (ri) b.ch(',');
+      b.lit(names.get(row, names_text));
       b.lit(",\"layer\":"), b.json_str(row.layer);
       Segments& sg = jseg[ri];
       if (twin_ok[ri]) {  // the twin's text with this row's names
@@ -1088,6 +1129,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       }
       b.ch('}');
       sg.b1 = b.pos();
+      }
     }
     j.close(']');
   }
