@@ -1,5 +1,6 @@
 // results.json read back by a real JSON parser (nlohmann-json, test-only): valid UTF-8 and JSON,
 // and its numbers derived by hand.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -108,6 +109,56 @@ TEST_CASE("layers doing the same work print the same numbers, each under its own
   CHECK(lines[2] == renamed(lines[1], "r1", "r2"));
   CHECK(lines[3] == renamed(lines[1], "r1", "r3"));
   CHECK(lines[1].find(",rtx3080,n,r1,relu,fp32,fp32,,,1x8x4x4,1x8x4x4,0,128,0,128,") != std::string::npos);
+}
+
+TEST_CASE("rows of two platforms and two networks in one point each print their own names and numbers", "[output][json]") {
+  // platforms: the RTX 3080 (760.32 GB/s) and `half`, the same with half its bandwidth; networks a
+  // (two relus on 1×8×4×4: the second the first's twin) and b (one relu). Rows come platform by
+  // platform, each platform's networks in order. Every relu moves 128 × 4 B in + 128 × 4 B out =
+  // 1024 B: memory-bound, 1024 / 760.32e9 s on the RTX 3080, twice that on `half`.
+  Scenario s = parse_scenario("name: j\nplatforms: [rtx3080, {base: rtx3080, name: half, scale: {bandwidth: 0.5}}]\nnetworks:\n"
+                              "  - name: a\n    input: [1, 8, 4, 4]\n    layers:\n      - {name: a1, op: relu}\n      - {name: a2, op: relu}\n"
+                              "  - name: b\n    input: [1, 8, 4, 4]\n    layers:\n      - {name: b1, op: relu}\n",
+                              "j.yaml");
+  RunResult r = run(s);
+  const double t = 1024 / 760.32e9;
+  struct Expect {
+    const char *platform, *network, *layer;
+    double time;
+  };
+  const Expect rows[] = {{"rtx3080", "a", "a1", t}, {"rtx3080", "a", "a2", t}, {"rtx3080", "b", "b1", t},
+                         {"half", "a", "a1", 2 * t},   {"half", "a", "a2", 2 * t},   {"half", "b", "b1", 2 * t}};
+  nlohmann::json j = nlohmann::json::parse(results_json(r, RunInfo{RSIM_VERSION, &s}));
+  const auto& layers = j["points"][0]["layers"];
+  REQUIRE(layers.size() == 6);
+  // results.csv: point, platform, network, layer, … (the header names the columns)
+  std::string csv = results_csv(r, s);
+  std::vector<std::vector<std::string>> cells;
+  for (size_t at = 0; at < csv.size();) {
+    size_t end = csv.find('\n', at);
+    std::vector<std::string> row;
+    for (size_t c = at; c <= end;) {
+      size_t comma = std::min(csv.find(',', c), end);
+      row.push_back(csv.substr(c, comma - c));
+      c = comma + 1;
+    }
+    cells.push_back(row);
+    at = end + 1;
+  }
+  REQUIRE(cells.size() == 7);
+  const auto& head = cells[0];
+  auto col = [&](const std::string& name) { return static_cast<size_t>(std::find(head.begin(), head.end(), name) - head.begin()); };
+  for (size_t i = 0; i < 6; ++i) {
+    INFO("row " << i);
+    CHECK(layers[i]["platform"] == rows[i].platform);
+    CHECK(layers[i]["network"] == rows[i].network);
+    CHECK(layers[i]["layer"] == rows[i].layer);
+    CHECK(layers[i]["theoretical"]["time_s"].get<double>() == Approx(rows[i].time));
+    CHECK(cells[i + 1][col("platform")] == rows[i].platform);
+    CHECK(cells[i + 1][col("network")] == rows[i].network);
+    CHECK(cells[i + 1][col("layer")] == rows[i].layer);
+    CHECK(std::stod(cells[i + 1][col("time_s")]) == Approx(rows[i].time));
+  }
 }
 
 TEST_CASE("a wrong twin hint costs a compare, never a wrong number", "[output][json]") {
