@@ -484,6 +484,17 @@ struct NamesText {
 // (one Buf per row cost a scratch set-up and an append each)
 constexpr size_t kRowsChunk = 1 << 20;
 
+// Writes a point's rows so: bound(row) is a row's bound, write(b, ri) writes row ri into b
+template <class Bound, class Write>
+void write_rows(std::string& out, const std::vector<Row>& rows, Bound bound, Write write) {
+  for (size_t ri = 0; ri < rows.size();) {
+    size_t end = ri, total = 0;
+    while (end < rows.size() && (end == ri || total < kRowsChunk)) total += bound(rows[end++]);
+    Buf b(out, total);
+    for (; ri < end; ++ri) write(b, ri);
+  }
+}
+
 // Where a row's text shared with its twins sits: [a0, a1) between the layer name and the kernel
 // name, [b0, b1) after the kernel name; offsets into the output string of the point.
 struct Segments {
@@ -517,11 +528,7 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
     t += ',', put_csv(t, row.platform);
     t += ',', put_csv(t, row.network);
   };
-  for (size_t ri = 0; ri < pr.rows.size();) {
-    size_t end = ri, total = 0;
-    while (end < pr.rows.size() && (end == ri || total < kRowsChunk)) total += row_bound(pr.rows[end++]);
-    Buf b(out, total);
-    for (; ri < end; ++ri) {
+  write_rows(out, pr.rows, row_bound, [&](Buf& b, size_t ri) {
     const Row& row = pr.rows[ri];
     size_t col = 0;
     Segments& sg = seg[ri];
@@ -533,7 +540,7 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
       sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
       b.ch(','), b.csv(row.kernel);
       sg.b0 = b.pos(), b.copy(ts.b0, ts.b1), sg.b1 = b.pos();
-      continue;
+      return;
     }
     sg.a0 = b.pos();
     b.ch(','), b.csv(row.op);
@@ -572,8 +579,7 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
     for (double m : row.metrics) b.ch(','), b.num(m);
     b.ch('\n');
     sg.b1 = b.pos();
-    }
-  }
+  });
 }
 
 namespace {
@@ -1054,11 +1060,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       t += "{\"platform\":", put_json_str(t, row.platform);
       t += ",\"network\":", put_json_str(t, row.network);
     };
-    for (size_t ri = 0; ri < pr.rows.size();) {
-      size_t end = ri, total = 0;
-      while (end < pr.rows.size() && (end == ri || total < kRowsChunk)) total += row_bound(pr.rows[end++]);
-      Buf b(out, total);
-      for (; ri < end; ++ri) {
+    write_rows(out, pr.rows, row_bound, [&](Buf& b, size_t ri) {
       const Row& row = pr.rows[ri];
       size_t col = 0;
       if (ri) b.ch(',');
@@ -1070,7 +1072,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
         sg.a0 = b.pos(), b.copy(ts.a0, ts.a1), sg.a1 = b.pos();
         b.lit(",\"kernel\":"), b.json_str(row.kernel);
         sg.b0 = b.pos(), b.copy(ts.b0, ts.b1), sg.b1 = b.pos();
-        continue;
+        return;
       }
       sg.a0 = b.pos();
       b.lit(",\"op\":"), b.json_str(row.op);
@@ -1129,8 +1131,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       }
       b.ch('}');
       sg.b1 = b.pos();
-      }
-    }
+    });
     j.close(']');
   }
   j.close('}');
