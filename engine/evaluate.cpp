@@ -480,6 +480,19 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) 
   return out;
 }
 
+namespace {
+
+// The next element of a list written over from point to point: the last point's in this place, or
+// a new one; `used` counts the point's elements (the list is cut to them at the end)
+template <class T>
+T& next_slot(std::vector<T>& v, size_t& used) {
+  T& x = used < v.size() ? v[used] : v.emplace_back();
+  ++used;
+  return x;
+}
+
+}  // namespace
+
 void Row::clear() {
   static_assert(sizeof(Row) == 696, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
@@ -488,10 +501,7 @@ void Row::clear() {
   has_weights = touches_kv = false;
   input_shapes.clear(), output_shapes.clear();
   output_shape.clear();
-  std::vector<double> in = std::move(cost.input_bytes), outs = std::move(cost.output_bytes);
-  cost = OpCost{};
-  in.clear(), outs.clear();
-  cost.input_bytes = std::move(in), cost.output_bytes = std::move(outs);
+  cost.clear();
   bytes = 0;
   compute_roof.clear(), memory_level.clear();
   theoretical = derated = RoofPoint{};
@@ -724,8 +734,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     }
     for (size_t ni = 0; ni < nets.size(); ++ni) {
       const Network& net = *nets[ni];
-      SummaryRow& sum = summary_used < out.summary.size() ? out.summary[summary_used] : out.summary.emplace_back();
-      ++summary_used;
+      SummaryRow& sum = next_slot(out.summary, summary_used);
       sum.clear();
       sum.point = p.index;
       sum.platform = pl.name;
@@ -815,8 +824,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         }
         // kept rows: the last point's row in this place written over (its strings' and lists'
         // storage reused); otherwise one row's room (summary only: its strings stay empty)
-        Row& r = !ctx.rows ? scratch : rows_used < out.rows.size() ? out.rows[rows_used] : out.rows.emplace_back();
-        rows_used += ctx.rows;
+        Row& r = ctx.rows ? next_slot(out.rows, rows_used) : scratch;
         if (full_rows) r.clear();
         else scratch.efficiency = Efficiency{}, scratch.metrics.clear();
         r.point = p.index;
@@ -949,8 +957,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
       if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
         // (written over the last point's: a sweep past the memory has one at nearly every point)
-        FootprintExcess& x = excess_used < out.footprint_excess.size() ? out.footprint_excess[excess_used] : out.footprint_excess.emplace_back();
-        ++excess_used;
+        FootprintExcess& x = next_slot(out.footprint_excess, excess_used);
         x.loc = *net_locs[ni];
         x.network = net.name, x.platform = pl.name, x.memory = sum.memory_name;
         x.footprint = sum.memory_footprint_bytes, x.size = sum.memory_size_bytes;

@@ -187,14 +187,16 @@ OpCost layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>&
   return c;
 }
 
+void OpCost::clear() {
+  std::vector<double> in = std::move(input_bytes), outs = std::move(output_bytes);
+  *this = OpCost{};
+  in.clear(), outs.clear();
+  input_bytes = std::move(in), output_bytes = std::move(outs);
+}
+
 void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& out, double flops_per_mac, OpCost& c) {
   OpWork w = op.work ? op.work(args, out) : OpWork{};
-  {
-    std::vector<double> in = std::move(c.input_bytes), outs = std::move(c.output_bytes);
-    c = OpCost{};
-    in.clear(), outs.clear();
-    c.input_bytes = std::move(in), c.output_bytes = std::move(outs);
-  }
+  c.clear();
   double size = dtype_bytes(args.dtype);
   DType wt = args.weights_dtype();
   double wsize = dtype_bytes(wt), kvsize = dtype_bytes(args.kv_dtype());

@@ -146,6 +146,8 @@ struct OpCost {
   double activation_bytes = 0;  // activations live while the layer runs (inputs, outputs, scratch; not the KV cache)
   double input_total() const;
   double output_total() const;
+  // Every field back to zero, keeping the byte lists' storage (a cost written over, point by point)
+  void clear();
 };
 
 // flops = flops_per_mac * macs + other_flops; bytes = elements * dtype size (zero for views):
