@@ -69,8 +69,8 @@ const Command kCommands[] = {
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
     {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
      "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
-    {"calibrate", "calibrate MEASURED.csv... --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--hw-dir DIR]",
-     "fit an efficiency model per op class from measured.csv files into a platform file; print the cross-validated error", cmd_calibrate},
+    {"calibrate", "calibrate MEASURED.csv... [MEASURED_NETWORKS.csv...] --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--hw-dir DIR]",
+     "fit an efficiency model per op class (and the runtime, from whole networks) from measured files into a platform file; print the cross-validated error", cmd_calibrate},
     {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
     {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
      "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
@@ -956,9 +956,106 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
   }
 }
 
+// `rsim calibrate` of GPU measurements (layers timed by PyTorch, whole networks): rules per class
+// and compute roof with host overheads, the runtime from the network rows, and each network row
+// predicted by a fit without that network.
+int calibrate_gpu(const po::variables_map& vm, const std::string& path, const std::string& ptext, const Runtime& base,
+                  const std::vector<measure::Sample>& rows, const std::vector<measure::NetworkSample>& nets, const std::string& from,
+                  std::ostream& out, std::ostream& err) {
+  const measure::Model model = measure::fit_gpu_model(rows, nets, base);
+  const std::string output = vm["output"].as<std::string>();
+  const std::string name = fs::path(output).stem().string();
+  size_t timed = 0;
+  for (const auto& r : rows) timed += r.measured_s > 0;
+  std::string source = "rsim calibrate: graph_gap and host_overhead fitted on " + std::to_string(nets.size()) + " measured network times";
+  if (nets.empty()) source = "rsim calibrate: host overheads from " + std::to_string(timed) + " layers timed in eager mode";
+  const std::string yaml = measure::calibrated_platform_yaml(ptext, name, model.rules, from, {}, &model.runtime, source);
+  {  // the result must load as a platform
+    Diags d;
+    build_platform(parse_yaml(yaml, output), nullptr, d);
+    if (!d.empty()) {
+      err << ConfigError(d.list()).what();
+      return kConfig;
+    }
+  }
+  const measure::NetworkValidation val = measure::validate_networks(rows, nets, base);
+  const auto beaten = measure::beats_bound(rows);
+  std::string pred = "network,execution,kernels,measured_s,predicted_s,fitted_s,uncalibrated_s\n";
+  char buf[512];
+  for (const auto& c : val.cases) {
+    std::snprintf(buf, sizeof buf, ",%s,%zu,%.9g,%.9g,%.9g,%.9g\n", execution_name(c.m.execution), c.kernels, c.m.time_s, c.predicted_s, c.fitted_s,
+                  c.uncalibrated_s);
+    pred += csv_escape(c.m.network) + buf;
+  }
+  try {
+    write_file_atomic(output, yaml);
+    if (vm.count("predictions")) write_file_atomic(vm["predictions"].as<std::string>(), pred);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+  out << "fitted on " << timed << " measured layers and " << nets.size() << " measured networks (GPU: a rule per op class and compute roof; "
+      << "efficiency = a · x^b · g^c, x: MACs for compute, bytes for bandwidth; host: the host's time per kernel in eager mode):\n";
+  for (const auto& r : model.rules) {
+    std::string host = r.host_overhead_s >= 0 ? si(r.host_overhead_s, "s", 3) : std::string("-");
+    std::snprintf(buf, sizeof buf, "  %-15s %-26s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f   host %s%s\n", r.name.c_str(),
+                  r.roof.empty() ? "(every roof)" : r.roof.c_str(), r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c,
+                  host.c_str(), r.extrapolated ? "   (extrapolated: no measured layer of the class on this roof)" : "");
+    out << buf;
+  }
+  out << "runtime: launch_overhead " << si(model.runtime.launch_overhead_s, "s", 3) << " (the platform's)";
+  out << ", graph_gap " << (model.runtime.has_graph_gap() ? si(model.runtime.graph_gap_s, "s", 3) : std::string("none"));
+  out << ", host_overhead " << (model.runtime.has_host_overhead() ? si(model.runtime.host_overhead_s, "s", 3) : std::string("none"));
+  if (model.host_scale != 1) {
+    std::snprintf(buf, sizeof buf, " (the layers' host times × %.3g, fitted on the eager networks)", model.host_scale);
+    out << buf;
+  }
+  out << "\n";
+  if (val.cases.empty()) {
+    out << "networks: none measured as a whole (give measured_networks.csv to fit graph_gap and host_overhead)\n";
+  } else {
+    out << "each network predicted by a fit without it (its layers and its rows): measured, predicted, ratio (fitted on all; uncalibrated)\n";
+    for (Execution e : {Execution::Graph, Execution::Eager, Execution::Fused}) {
+      size_t n = 0, within = 0;
+      std::vector<double> errs;
+      for (const auto& c : val.cases) {
+        if (c.m.execution != e) continue;
+        const double r = c.predicted_s / c.m.time_s;
+        ++n, within += r <= 1.25 && r >= 1 / 1.25;
+        errs.push_back(std::fabs(r - 1));
+        std::snprintf(buf, sizeof buf, "  %-6s %-30s %10s %10s  %5.2f  (%5.2f; %5.2f)\n", execution_name(e), c.m.network.c_str(), si(c.m.time_s, "s", 4).c_str(),
+                      si(c.predicted_s, "s", 4).c_str(), r, c.fitted_s / c.m.time_s, c.uncalibrated_s / c.m.time_s);
+        out << buf;
+      }
+      if (!n) continue;
+      std::sort(errs.begin(), errs.end());
+      std::snprintf(buf, sizeof buf, "  %-6s %zu of %zu networks within 1.25×; median |predicted/measured − 1| %.1f %%, largest %.1f %%\n", execution_name(e), within,
+                    n, 100 * errs[errs.size() / 2], 100 * errs.back());
+      out << buf;
+    }
+  }
+  if (!beaten.empty()) {
+    out << beaten.size() << " measured layer" << (beaten.size() == 1 ? "" : "s") << " faster than the theoretical bound (time_s):\n";
+    size_t shown = 0;
+    for (const auto& b : beaten) {
+      if (++shown > 12) {
+        out << "  ... " << beaten.size() - 12 << " more\n";
+        break;
+      }
+      std::snprintf(buf, sizeof buf, "  %s %s (%s): %s measured, bound %s", b.network.c_str(), b.layer.c_str(), b.op.c_str(), si(b.measured_min_s, "s", 4).c_str(),
+                    si(b.time_s, "s", 4).c_str());
+      out << buf << (b.reason.empty() ? std::string("; reason unknown") : "; " + b.reason) << "\n";
+    }
+  }
+  out << "wrote " << output << "\n";
+  if (vm.count("predictions")) out << "wrote " << vm["predictions"].as<std::string>() << "\n";
+  (void)path;
+  return kOk;
+}
+
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim calibrate options");
-  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv files (rsim measure)")(
+  desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv and measured_networks.csv files (rsim measure, rsim_torch), in any order")(
       "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
       "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name")(
       "predictions", po::value<std::string>(), "also write the cross-validated prediction of every measured layer (CSV)");
@@ -989,7 +1086,18 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     err << "rsim: error: " << path << " is already calibrated; calibrate the uncalibrated platform\n";
     return kConfig;
   }
-  std::vector<measure::Sample> samples;
+  Runtime base_runtime;  // the platform's own: launch_overhead per graph, and what a fit without network rows keeps
+  {
+    Diags d;
+    Platform bp = build_platform(parse_yaml(ptext, path), nullptr, d);
+    if (!d.empty()) {
+      err << ConfigError(d.list()).what();
+      return kConfig;
+    }
+    base_runtime = bp.runtime;
+  }
+  std::vector<measure::Sample> rows;          // every layer row of the measured.csv files
+  std::vector<measure::NetworkSample> nets;   // every row of the measured_networks.csv files
   std::string from;
   try {
     for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
@@ -999,14 +1107,36 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
         return kConfig;
       }
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto s = measure::read_measured_csv(text, f);
-      samples.insert(samples.end(), s.begin(), s.end());
+      switch (measure::measured_kind(text)) {
+        case measure::CsvKind::Layers: {
+          auto s = measure::read_measured_rows(text, f);
+          rows.insert(rows.end(), s.begin(), s.end());
+          break;
+        }
+        case measure::CsvKind::Networks: {
+          auto n = measure::read_measured_networks_csv(text, f);
+          nets.insert(nets.end(), n.begin(), n.end());
+          break;
+        }
+        case measure::CsvKind::Unknown:
+          err << "rsim: error: " << f << " is neither a measured.csv (a header with network, layer, op, ..., measured_time_s) nor a "
+              << "measured_networks.csv (network, execution, measured_time_s)\n";
+          return kConfig;
+      }
       from += (from.empty() ? "" : ", ") + fs::path(f).parent_path().filename().string() + "/" + fs::path(f).filename().string();
     }
   } catch (const std::exception& e) {
     err << "rsim: error: " << e.what() << "\n";
     return kConfig;
   }
+  std::vector<measure::Sample> samples;  // the timed layers
+  for (const auto& r : rows)
+    if (r.measured_s > 0) samples.push_back(r);
+  if (samples.empty() && nets.empty()) {
+    err << "rsim: error: no measured layers or networks in the given files\n";
+    return kConfig;
+  }
+  if (measure::gpu_data(rows, nets)) return calibrate_gpu(vm, path, ptext, base_runtime, rows, nets, from, out, err);
   if (samples.empty()) {
     err << "rsim: error: no measured layers in the given files\n";
     return kConfig;
@@ -1014,7 +1144,10 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   measure::Model model = measure::fit_model(samples);
   const auto& rules = model.rules;
   std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
-  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention, model.overhead_s);
+  Runtime rt = base_runtime;
+  rt.launch_overhead_s = model.overhead_s;
+  std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention, model.overhead_s > 0 ? &rt : nullptr,
+                                                       "launch_overhead fitted by rsim calibrate (a fixed time per layer)");
   {  // the result must load as a platform
     Diags d;
     build_platform(parse_yaml(yaml, vm["output"].as<std::string>()), nullptr, d);
@@ -1043,7 +1176,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   if (model.overhead_s > 0) {
-    std::snprintf(buf, sizeof buf, "  overhead        %.3g µs per layer (the platform's launch_overhead)\n", model.overhead_s * 1e6);
+    std::snprintf(buf, sizeof buf, "  overhead        %.3g µs per layer (the platform's runtime.launch_overhead)\n", model.overhead_s * 1e6);
     out << buf;
   } else {
     out << "  overhead        none\n";

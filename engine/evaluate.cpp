@@ -63,10 +63,12 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
   return "";
 }
 
-// A kernel's times on both roofs, summed over its layers.
+// A kernel's times on both roofs, summed over its layers, and the host time to issue it in eager
+// mode (the largest of its layers' classes' host_overhead; -1: the platform's runtime.host_overhead).
 struct KernelTime {
-  double compute = 0, memory = 0, dcompute = 0, dmemory = 0;
+  double compute = 0, memory = 0, dcompute = 0, dmemory = 0, host = -1;
 };
+
 
 // A layer's roofline on a platform, kept for the later layers that do the same work.
 struct Bounded {
@@ -74,6 +76,7 @@ struct Bounded {
   const MemoryLevel* level = nullptr;
   RoofPoint theoretical, derated;
   Efficiency efficiency;
+  double host = -1;  // its class's host overhead in eager mode (-1: the platform's)
 };
 
 // Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
@@ -84,7 +87,7 @@ struct KernelSpan {
   size_t begin = 0, count = 0, period = 0, at = 0;
 };
 struct SpanTimes {
-  double time = 0, derated = 0;
+  double time = 0, derated = 0, host = -1;
 };
 
 // Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
@@ -130,7 +133,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
       const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
       // (as the sum computes a kernel of one layer: 0 + each time, the larger, + the launch)
       const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s};
-      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + launch, std::max(kt.dcompute, kt.dmemory) + launch});
+      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + launch, std::max(kt.dcompute, kt.dmemory) + launch, b.host});
     }
   } else {
     for (size_t k = first; k < end; ++k)
@@ -141,6 +144,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
         kt.memory += b.theoretical.memory_time_s;
         kt.dcompute += b.derated.compute_time_s;
         kt.dmemory += b.derated.memory_time_s;
+        kt.host = std::max(kt.host, b.host);
       }
   }
   for (Field& x : f) *x.total += more * x.one;
@@ -723,6 +727,19 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = *out.platforms[pi];
     const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
+    const bool fused = out.settings.execution == Execution::Fused;
+    if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
+        (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
+      const bool graph = out.settings.execution == Execution::Graph;
+      const std::string key = graph ? "graph_gap" : "host_overhead";
+      d.error(out.settings.execution_loc,
+              std::string("execution: ") + execution_name(out.settings.execution) + " needs the platform's runtime." + key + "; platform '" + pl.name +
+                  "' has none",
+              {Note{plat_nodes[pi]->loc, "platform used here"},
+               Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_" + execution_name(out.settings.execution) + ", runtime: {" + key +
+                            (graph ? ": 2 us}}" : ": 20 us}}") + " (rsim calibrate fits both from measured network times)"}});
+      continue;
+    }
     const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
     if (!mem) {
       std::vector<std::string> names;
@@ -758,6 +775,8 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       kernels.resize(kix->count);  // all zero: zero bits are 0.0
       static_assert(std::is_trivially_copyable_v<KernelTime>);
       if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
+      if (out.settings.execution == Execution::Eager)  // (no class's own host overhead yet: the runtime's)
+        for (KernelTime& kt : kernels) kt.host = -1;
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
       // efficiency model or metrics, which see the layer's name)
@@ -767,13 +786,14 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       Row scratch;
       const size_t rows_base = rows_used;  // this network's first row on this platform
       // a layer's roofline into its kernel's times and the network's totals
-      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de) {
+      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host) {
         if (int k = kix->of_layer[li]; k >= 0) {
           KernelTime& kt = kernels[static_cast<size_t>(k)];
           kt.compute += th.compute_time_s;
           kt.memory += th.memory_time_s;
           kt.dcompute += de.compute_time_s;
           kt.dmemory += de.memory_time_s;
+          kt.host = std::max(kt.host, host);
         }
         sum.layers += 1;
         sum.macs += cost.macs;
@@ -799,7 +819,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         // layers: their totals at once (see add_copies)
         if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
           const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
-          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels, pl.launch_overhead_s, spans, span_times)) {
+          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels, fused ? pl.runtime.launch_overhead_s : 0, spans, span_times)) {
             li = R.begin + R.period * R.copies - 1;
             continue;
           }
@@ -810,7 +830,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         // earlier layer's (the same precisions), found there.
         if (reuse && !full_rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
-          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated);  // (L's may be borrowed)
+          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated, b.host);  // (L's may be borrowed)
           continue;
         }
         if (L.borrowed) throw std::logic_error("evaluate_point: layer '" + L.name + "' has no shapes of its own");
@@ -862,6 +882,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         // summary only: the layer's cost is read in place (a row's copy holds two vectors)
         if (full_rows) r.cost = L.cost;
         const OpCost& cost = L.cost;
+        double host = -1;  // the host time of the layer's class in eager mode (-1: the platform's)
         if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
           bounded[li] = b;
@@ -871,6 +892,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           r.theoretical = b.theoretical;
           r.derated = b.derated;
           r.efficiency = b.efficiency;
+          host = b.host;
         } else {
           r.bytes = layer_bytes(L.cost, mm);
           const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
@@ -884,10 +906,11 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
               d.add(e);
               break;
             }
-          } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name)) {  // fitted by rsim calibrate
+          } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name, roof->name)) {  // fitted by rsim calibrate
             const double cpg = channels_per_group(L);
             r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
             r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
+            host = cal->host_overhead_s;
           }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
@@ -921,22 +944,35 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
                      Note{plat_nodes[pi]->loc, "platform used here"}});
             break;
           }
-          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency};
+          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host};
         }
-        tally(li, cost, r.bytes, r.theoretical, r.derated);
+        tally(li, cost, r.bytes, r.theoretical, r.derated, host);
       }
+      ExecutionClock clock(out.settings.execution, pl.runtime);
       auto add_kernels = [&](size_t from, size_t to) {
         for (size_t k = from; k < to; ++k) {
           const KernelTime& kt = kernels[k];
-          sum.time_s += std::max(kt.compute, kt.memory) + pl.launch_overhead_s;
-          sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.launch_overhead_s;
+          if (fused) {  // (today's sum, in today's order)
+            sum.time_s += std::max(kt.compute, kt.memory) + pl.runtime.launch_overhead_s;
+            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.runtime.launch_overhead_s;
+          } else {
+            clock.add(std::max(kt.compute, kt.memory), std::max(kt.dcompute, kt.dmemory), kt.host);
+          }
         }
       };
       size_t done = 0;  // kernels added so far, in order
       for (const KernelSpan& sp : spans) {
         add_kernels(done, sp.begin);
-        double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
         const SpanTimes* one = span_times.data() + sp.at;
+        if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
+          for (size_t k = 0, q = 0; k < sp.count; ++k) {
+            clock.add(one[q].time, one[q].derated, one[q].host);
+            if (++q == sp.period) q = 0;
+          }
+          done = sp.begin + sp.count;
+          continue;
+        }
+        double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
         if (sp.period == 1) {  // (a chain of one repeated layer: no position in the copy to keep)
           const double a = one[0].time, b = one[0].derated;
           for (size_t k = 0; k < sp.count; ++k) t += a, dt += b;
@@ -950,6 +986,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         done = sp.begin + sp.count;
       }
       add_kernels(done, kernels.size());
+      if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;

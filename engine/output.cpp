@@ -290,7 +290,7 @@ class Buf {
 };
 
 // Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
-// (commas, dtype and memory model names; the JSON keys: 681 characters in all)
+// (commas, dtype and memory model names; the JSON keys: 702 characters in all)
 constexpr size_t kSummaryCsvBound = 40 * (Buf::kNum + 1) + 64;
 constexpr size_t kSummaryJsonBound = 40 * Buf::kNum + 800;
 
@@ -372,7 +372,7 @@ const std::vector<std::string>& summary_columns() {
       "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
       "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
-      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory"};
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution"};
   return c;
 }
 
@@ -610,6 +610,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     if (s.memory_size_bytes > 0) t.csv(b, F::MemorySize);
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
+    b.ch(','), b.lit(execution_name(pr.settings.execution));
     b.ch('\n');
   }
 }
@@ -639,7 +640,8 @@ std::string summary_csv(const RunResult& r, const Scenario&) {
 const std::vector<std::string>& kernels_columns() {
   static const std::vector<std::string> c = {
       "point", "platform", "network", "kernel", "layers", "layer_names", "flops", "bytes", "intensity", "compute_time_s", "memory_time_s",
-      "launch_overhead_s", "time_s", "bound", "derated_compute_time_s", "derated_memory_time_s", "derated_time_s", "derated_bound"};
+      "launch_overhead_s", "time_s", "bound", "derated_compute_time_s", "derated_memory_time_s", "derated_launch_overhead_s", "derated_time_s",
+      "derated_bound"};
   return c;
 }
 
@@ -650,6 +652,8 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     const Row* first;
     std::string names;
     double layers, flops, bytes, c, m, dc, dm;
+    double host;      // the host time to issue it in eager mode (-1: the platform's runtime.host_overhead)
+    double o, dover;  // the time the execution mode adds before it, on the theoretical and derated timelines
     size_t tail0, tail1;  // where its text after the layer names sits in `out`
   };
   // in order of first layer, per platform and network; kept from point to point (the names'
@@ -666,6 +670,8 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
   thread_local std::vector<int> slot;  // indexed: ks's place of each kernel number of the group
   std::unordered_map<std::string_view, size_t> index;  // otherwise: of each kernel name
   const Row* group = nullptr;
+  const Platform* group_pl = nullptr;  // the group's platform (its calibration gives a kernel's host time)
+  const bool eager = pr.settings.execution == Execution::Eager;
   for (size_t ri = 0; ri < pr.rows.size(); ++ri) {
     const Row& row = pr.rows[ri];
     if (row.kernel.empty()) continue;  // a view or an eliminated layer runs no kernel
@@ -673,6 +679,9 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
       group = &row;
       index.clear();
       slot.clear();
+      group_pl = nullptr;
+      for (const auto& pl : pr.platforms)
+        if (pl->name == row.platform) group_pl = pl.get();
     }
     size_t at;
     bool fresh;
@@ -692,7 +701,8 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
       ++nk;
       k.first = &row;
       k.names.clear();
-      k.layers = k.flops = k.bytes = k.c = k.m = k.dc = k.dm = 0;
+      k.layers = k.flops = k.bytes = k.c = k.m = k.dc = k.dm = k.o = k.dover = 0;
+      k.host = -1;
       k.tail0 = k.tail1 = 0;
     }
     kernel_of[ri] = static_cast<int>(at);
@@ -702,6 +712,34 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     k.layers += 1, k.flops += row.cost.flops, k.bytes += row.bytes;
     k.c += row.theoretical.compute_time_s, k.m += row.theoretical.memory_time_s;
     k.dc += row.derated.compute_time_s, k.dm += row.derated.memory_time_s;
+    if (eager && group_pl)
+      if (const CalibrationRule* cal = group_pl->calibration_for(row.op, row.compute_roof)) k.host = std::max(k.host, cal->host_overhead_s);
+  }
+  // each kernel's overhead under the point's execution mode, in kernel order per platform and
+  // network (the rule of evaluate_point's clock): its time_s adds it, so a network's kernels add
+  // up to its summary time
+  {
+    const Row* g = nullptr;
+    std::optional<ExecutionClock> clock;
+    for (size_t ki = 0; ki < nk; ++ki) {
+      K& k = ks[ki];
+      if (!g || g->platform != k.first->platform || g->network != k.first->network) {
+        g = k.first;
+        Runtime rt;
+        for (const auto& pl : pr.platforms)
+          if (pl->name == g->platform) rt = pl->runtime;
+        clock.emplace(pr.settings.execution, rt);
+      }
+      const double t = clock->t, dt = clock->dt, kt = std::max(k.c, k.m), dkt = std::max(k.dc, k.dm);
+      if (clock->mode == Execution::Eager) {  // the wait for the host: the kernel's start - the last one's end
+        clock->add(kt, dkt, k.host);
+        k.o = std::max(clock->issue - t, 0.0);
+        k.dover = std::max(clock->issue - dt, 0.0);
+      } else {  // (exactly the runtime's figure)
+        k.o = k.dover = clock->mode == Execution::Fused || clock->n == 0 ? clock->launch : clock->gap;
+        clock->add(kt, dkt, k.host);
+      }
+    }
   }
   std::string lead;
   put_uint(lead, p.index);
@@ -717,7 +755,7 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     const K& o = ks[static_cast<size_t>(tk)];
     const bool same = o.first == &pr.rows[static_cast<size_t>(t)] && o.first->platform == k.first->platform &&
                       same_bits(o.layers, k.layers) && same_bits(o.flops, k.flops) && same_bits(o.bytes, k.bytes) && same_bits(o.c, k.c) &&
-                      same_bits(o.m, k.m) && same_bits(o.dc, k.dc) && same_bits(o.dm, k.dm);
+                      same_bits(o.m, k.m) && same_bits(o.dc, k.dc) && same_bits(o.dm, k.dm) && same_bits(o.o, k.o) && same_bits(o.dover, k.dover);
     return same ? &o : nullptr;
   };
   // the rows in one buffer: its bound is every row's
@@ -725,12 +763,10 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
   for (size_t ki = 0; ki < nk; ++ki) {
     const K& k = ks[ki];
     bound += lead.size() + Buf::csv_bound(k.first->platform) + Buf::csv_bound(k.first->network) + Buf::csv_bound(k.first->kernel) +
-             Buf::csv_bound(k.names) + 11 * (Buf::kNum + 1) + 64;
+             Buf::csv_bound(k.names) + 12 * (Buf::kNum + 1) + 64;
   }
   Buf b(out, bound);
-  thread_local std::array<Buf::Memo, 10> memo;  // per numeric column, kept from point to point
-  const std::string* overhead_of = nullptr;  // the platform whose launch overhead `overhead` is
-  double overhead = 0;
+  thread_local std::array<Buf::Memo, 11> memo;  // per numeric column, kept from point to point
   for (size_t ki = 0; ki < nk; ++ki) {
     K& k = ks[ki];
     b.lit(lead);
@@ -745,12 +781,6 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
       k.tail1 = b.pos();
       continue;
     }
-    if (!overhead_of || *overhead_of != k.first->platform) {
-      overhead_of = &k.first->platform;
-      overhead = 0;
-      for (const auto& pl : pr.platforms)
-        if (pl->name == k.first->platform) overhead = pl->launch_overhead_s;
-    }
     auto bound_text = [&](double c, double m) {
       if (c == 0 && m == 0) b.lit("none");
       else if (m >= c) b.lit("memory");
@@ -759,10 +789,10 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     double inten = k.flops > 0 ? (k.bytes > 0 ? k.flops / k.bytes : INFINITY) : 0;
     k.tail0 = b.pos();
     size_t col = 0;
-    for (double v : {k.flops, k.bytes, inten, k.c, k.m, overhead, std::max(k.c, k.m) + overhead}) b.ch(','), b.num(v, memo[col++]);
+    for (double v : {k.flops, k.bytes, inten, k.c, k.m, k.o, std::max(k.c, k.m) + k.o}) b.ch(','), b.num(v, memo[col++]);
     b.ch(',');
     bound_text(k.c, k.m);
-    for (double v : {k.dc, k.dm, std::max(k.dc, k.dm) + overhead}) b.ch(','), b.num(v, memo[col++]);
+    for (double v : {k.dc, k.dm, k.dover, std::max(k.dc, k.dm) + k.dover}) b.ch(','), b.num(v, memo[col++]);
     b.ch(',');
     bound_text(k.dc, k.dm);
     b.ch('\n');
@@ -866,6 +896,12 @@ void platform_json(Json& j, const Platform& p) {
     j.close('}');
   }
   j.close(']');
+  j.key("runtime");
+  j.open('{');
+  j.key("launch_overhead_s"), j.num(p.runtime.launch_overhead_s);
+  if (p.runtime.has_graph_gap()) j.key("graph_gap_s"), j.num(p.runtime.graph_gap_s);
+  if (p.runtime.has_host_overhead()) j.key("host_overhead_s"), j.num(p.runtime.host_overhead_s);
+  j.close('}');
   j.close('}');
 }
 
@@ -889,8 +925,10 @@ std::string results_json_head(const RunHeader& h, const RunInfo& info) {
   j.key("flops"), j.str("FLOPs = flops_per_mac × MACs for multiply-accumulate operators, plus each operator's stated per-element FLOPs (`rsim ops NAME`)");
   j.key("bytes"), j.str("memory_model of each point: weights+outputs, or inputs+weights+outputs; per-tensor bytes are given so either can be recomputed");
   j.key("intensity"), j.str("flops / bytes in FLOP/byte; null when bytes = 0 and flops > 0 (infinite intensity)");
-  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s = sum over kernels (a layer, or a fused group: "
-                      "see kernels.csv) of max(sum of compute times, sum of memory times) of its layers, plus the platform's launch_overhead per kernel");
+  j.key("time"), j.str("time_s = max(flops / peak, bytes / bandwidth) per layer, alone; network time_s: the kernels (a layer, or a fused group: "
+                      "see kernels.csv), each taking max(sum of compute times, sum of memory times) of its layers, issued under settings.execution: "
+                      "fused = their sum plus runtime.launch_overhead per kernel; graph = their sum plus runtime.graph_gap between kernels and one "
+                      "launch_overhead; eager = the end of the last kernel when the host issues kernel i after its own host_overhead and the ones before");
   j.key("units"), j.str("SI: FLOP, byte, second; rates per second");
   j.key("precision"), j.str("activations in dtype; matrix weights in weights_dtype with one fp16 scale per quant_group weights when int8/int4/fp8; the KV cache in kv_dtype; the compute roof is the one of compute_dtype (default dtype: weights are dequantized to the activation precision)");
   j.key("kv_cache"), j.str("KV-cache reads (kv_read_bytes) and a layer's internal scratch traffic count under both memory models");
@@ -916,11 +954,12 @@ void append_point_json_head(std::string& out, const PointResult& pr, const Point
     bool valid = false;
     std::array<DType, 4> dtypes;
     MemoryModel model;
+    Execution execution;
     double flops_per_mac, quant_group;
     std::string level, text;
   } last;
   if (!last.valid || last.dtypes != dtypes || last.model != st.memory_model || !(last.flops_per_mac == st.flops_per_mac) ||
-      last.quant_group != static_cast<double>(pc.quant_group) || last.level != st.memory_level) {
+      last.quant_group != static_cast<double>(pc.quant_group) || last.level != st.memory_level || last.execution != st.execution) {
     last.text.clear();
     Json sj(last.text);
     sj.open('{');
@@ -932,7 +971,9 @@ void append_point_json_head(std::string& out, const PointResult& pr, const Point
     sj.key("kv_dtype"), sj.str(dtype_name(dtypes[2]));
     sj.key("compute_dtype"), sj.str(dtype_name(dtypes[3]));
     sj.key("quant_group"), sj.num(static_cast<double>(pc.quant_group));
+    sj.key("execution"), sj.str(execution_name(st.execution));
     sj.close('}');
+    last.execution = st.execution;
     last.valid = true, last.dtypes = dtypes, last.model = st.memory_model, last.flops_per_mac = st.flops_per_mac;
     last.quant_group = static_cast<double>(pc.quant_group), last.level = st.memory_level;
   }
@@ -998,6 +1039,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
+    b.lit(",\"execution\":\""), b.lit(execution_name(pr.settings.execution)), b.ch('"');
     b.lit(",\"layers\":"), t.json(b, F::Layers);
     b.lit(",\"kernels\":"), t.json(b, F::Kernels);
     b.lit(",\"macs\":"), t.json(b, F::Macs);

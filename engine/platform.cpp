@@ -33,10 +33,23 @@ const PowerLaw& CalibrationRule::bandwidth_on(const std::string& level) const {
   return bandwidth;
 }
 
-const CalibrationRule* Platform::calibration_for(const std::string& op) const {
-  for (const auto& r : calibration)
-    if (std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end()) return &r;
-  return nullptr;
+const CalibrationRule* Platform::calibration_for(const std::string& op, const std::string& roof) const {
+  const CalibrationRule* any = nullptr;  // a rule for every roof (or, with no roof asked for, the first)
+  for (const auto& r : calibration) {
+    if (std::find(r.ops.begin(), r.ops.end(), op) == r.ops.end()) continue;
+    if (!r.roof.empty() && r.roof == roof) return &r;
+    if ((r.roof.empty() || roof.empty()) && !any) any = &r;
+  }
+  return any;
+}
+
+const char* execution_name(Execution e) {
+  switch (e) {
+    case Execution::Fused: return "fused";
+    case Execution::Graph: return "graph";
+    case Execution::Eager: return "eager";
+  }
+  return "fused";
 }
 
 const MemoryLevel* Platform::level_for(double ws) const {
@@ -365,8 +378,40 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   return r;
 }
 
-// Overlay: keys of `top` replace those of `base`; `derate` merges key by key, so a what-if that
-// sets one derating factor keeps the base's others (e.g. its AVX-512 clock).
+// A time of `runtime:` (0 allowed) within [0, 1 s], or nullopt after an error.
+std::optional<double> runtime_time(const CNode* n, Diags& d, const std::string& what) {
+  if (!n) return std::nullopt;
+  if (!n->is_scalar()) {
+    d.error(n->loc, what + " must be a time such as '5 us'");
+    return std::nullopt;
+  }
+  QuantityResult q = parse_quantity(n->scalar, Dim::Time);
+  if (!q.value) {
+    d.error(n->loc, what + ": " + q.error);
+    return std::nullopt;
+  }
+  if (!(*q.value >= 0) || *q.value > 1) {
+    d.error(n->loc, what + " must be between 0 and 1 s");
+    return std::nullopt;
+  }
+  return q.value;
+}
+
+Runtime read_runtime(const CNode& n, Diags& d) {
+  Runtime r;
+  MapReader m(n, keys::map("runtime"), "runtime", d);
+  if (!m.ok()) return r;
+  if (auto v = runtime_time(m.get("launch_overhead"), d, "launch_overhead")) r.launch_overhead_s = *v;
+  if (auto v = runtime_time(m.get("graph_gap"), d, "graph_gap")) r.graph_gap_s = *v;
+  if (auto v = runtime_time(m.get("host_overhead"), d, "host_overhead")) r.host_overhead_s = *v;
+  m.get("source");
+  m.finish();
+  return r;
+}
+
+// Overlay: keys of `top` replace those of `base`; `derate` and `runtime` merge key by key, so a
+// what-if that sets one derating factor keeps the base's others (e.g. its AVX-512 clock), and one
+// that sets the graph gap keeps the base's host overhead.
 CNode overlay(const CNode& base, const CNode& top) {
   CNode out = base;
   for (const auto& e : top.entries) {
@@ -374,7 +419,7 @@ CNode overlay(const CNode& base, const CNode& top) {
     bool replaced = false;
     for (auto& b : out.entries)
       if (b.key == e.key) {
-        b.value = (e.key == "derate" && b.value.is_map() && e.value.is_map()) ? overlay(b.value, e.value) : e.value;
+        b.value = ((e.key == "derate" || e.key == "runtime") && b.value.is_map() && e.value.is_map()) ? overlay(b.value, e.value) : e.value;
         replaced = true;
       }
     if (!replaced) out.entries.push_back(e);
@@ -396,15 +441,15 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   if (const CNode* v = m.get("kind")) p.kind = to_string(*v, d, "kind").value_or("");
   if (const CNode* v = m.get("source")) p.source = to_string(*v, d, "source").value_or("");
   m.get("notes");
-  if (const CNode* lo = m.get("launch_overhead")) {
-    if (!lo->is_scalar()) d.error(lo->loc, "launch_overhead must be a time such as '5 us'");
-    else {
-      QuantityResult q = parse_quantity(lo->scalar, Dim::Time);
-      if (!q.value) d.error(lo->loc, "launch_overhead: " + q.error);
-      else if (*q.value < 0 || *q.value > 1) d.error(lo->loc, "launch_overhead must be between 0 and 1 s");
-      else p.launch_overhead_s = *q.value;
-    }
+  if (const CNode* lo = merged.find("launch_overhead")) {  // the key of rsim before `runtime:`
+    const CEntry* e = nullptr;
+    for (const auto& x : merged.entries)
+      if (x.key == "launch_overhead") e = &x;
+    d.error(e ? e->key_loc : lo->loc, "launch_overhead has moved into the platform's runtime block",
+            {Note{{}, "write `runtime: {launch_overhead: " + (lo->is_scalar() ? lo->scalar : std::string("5 us")) +
+                          "}` (with graph_gap and host_overhead for `execution: graph | eager`)"}});
   }
+  if (const CNode* rt = m.get("runtime")) p.runtime = read_runtime(*rt, d);
   Derating der = read_derating(m.get("derate"), d);
   if (const CNode* c = m.require("compute")) {
     if (!c->is_seq() || c->items.empty())
@@ -443,6 +488,9 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         if (const CNode* v = cm.require("ops"))
           for (const CNode* o : as_list(*v))
             if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
+        if (const CNode* v = cm.get("roof")) rule.roof = to_string(*v, d, "roof").value_or("");
+        if (auto h = runtime_time(cm.get("host_overhead"), d, "host_overhead")) rule.host_overhead_s = *h;
+        if (const CNode* v = cm.get("extrapolated")) rule.extrapolated = to_bool(*v, d, "extrapolated").value_or(false);
         // [a, b] or [a, b, c]
         auto read_law = [&](const CNode& v, const std::string& key, PowerLaw& pl) {
           if (!v.is_seq() || v.items.size() < 2 || v.items.size() > 3) {
@@ -480,6 +528,14 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
           }
         }
         cm.finish();
+        if (!rule.roof.empty() && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == rule.roof; })) {
+          std::vector<std::string> names;
+          for (const auto& r : p.compute) names.push_back(r.name);
+          std::string hint = did_you_mean(rule.roof, names), list;
+          for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+          d.error(cm.node().find("roof")->loc, "calibration rule '" + rule.name + "' names compute roof '" + rule.roof + "', which the platform lacks",
+                  {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
+        }
         p.calibration.push_back(rule);
       }
   }
@@ -516,7 +572,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
       sm.finish();
     }
   }
-  m.finish();
+  m.finish(merged.find("launch_overhead") ? std::vector<std::string>{"launch_overhead"} : std::vector<std::string>{});  // (reported above)
   return p;
 }
 
@@ -524,7 +580,13 @@ std::string describe_platform(const Platform& p) {
   std::string s = p.name + (p.title.empty() ? "" : " — " + p.title) + "\n";
   if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";
   if (!p.source.empty()) s += "  source: " + p.source + "\n";
-  if (p.launch_overhead_s > 0) s += "  launch overhead: " + si6(p.launch_overhead_s, "s") + " per kernel\n";
+  if (p.runtime.launch_overhead_s > 0 || p.runtime.has_graph_gap() || p.runtime.has_host_overhead()) {
+    s += "  runtime: launch overhead " + si6(p.runtime.launch_overhead_s, "s") + " per kernel (fused) or per graph";
+    s += p.runtime.has_graph_gap() ? "; graph gap " + si6(p.runtime.graph_gap_s, "s") + " between kernels of a graph" : "; no graph gap (execution: graph unavailable)";
+    s += p.runtime.has_host_overhead() ? "; host overhead " + si6(p.runtime.host_overhead_s, "s") + " per kernel in eager mode"
+                                       : "; no host overhead (execution: eager unavailable)";
+    s += "\n";
+  }
   if (p.contention.active())
     s += "  contention (calibrated): compute-bound layers longer than " + si6(p.contention.onset_s, "s") + " slowed up to " + num(p.contention.slowdown) +
          "×\n";

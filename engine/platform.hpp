@@ -1,6 +1,7 @@
 // Hardware platforms: compute roofs per precision and memory levels, each with its derivation,
 // theoretical and derated.
 #pragma once
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,11 +52,72 @@ struct Contention {
 struct CalibrationRule {
   std::string name;               // op class, e.g. "conv"
   std::vector<std::string> ops;   // operator names it covers
+  // The compute roof whose layers it covers ("" = every roof): a class runs differently on fp32
+  // CUDA cores and on tensor cores, so `rsim calibrate` fits one rule per class and roof.
+  std::string roof;
+  // Host time to issue one kernel of the class under `execution: eager` (-1: the platform's
+  // runtime.host_overhead); fitted by `rsim calibrate` from layers timed one by one in eager mode.
+  double host_overhead_s = -1;
+  // Transferred, not fitted: no measured layer of the class ran on its roof, so its laws are those
+  // of the roof's other classes together (rsim calibrate).
+  bool extrapolated = false;
   PowerLaw compute, bandwidth;
   // Bandwidth efficiency on a memory level of its own (`bandwidth_by_level`): the level a layer is
   // bounded on (its own under memory_level: auto) picks the law; a level without one takes `bandwidth`.
   std::vector<std::pair<std::string, PowerLaw>> bandwidth_by_level;
   const PowerLaw& bandwidth_on(const std::string& level) const;
+};
+
+// How kernels are issued (settings.execution), and the platform's times for each way
+// (`runtime:`). With n kernels of times t_i:
+//   fused: Σ t_i + n × launch_overhead (each kernel launched on its own, back to back)
+//   graph: Σ t_i + (n − 1) × graph_gap + launch_overhead (one CUDA graph: one launch)
+//   eager: kernel i is issued by the host at Σ_{j ≤ i} host_j (host_j: its class's host_overhead,
+//          else runtime.host_overhead) and starts at max(its issue time, the previous kernel's
+//          end); the network time is the last kernel's end.
+enum class Execution { Fused, Graph, Eager };
+const char* execution_name(Execution e);  // "fused", "graph", "eager"
+
+struct Runtime {
+  double launch_overhead_s = 0;  // per kernel (fused), per graph (graph)
+  double graph_gap_s = -1;       // between kernels of one graph (-1: not stated)
+  double host_overhead_s = -1;   // host time per kernel in eager mode (-1: not stated)
+  bool has_graph_gap() const { return graph_gap_s >= 0; }
+  bool has_host_overhead() const { return host_overhead_s >= 0; }
+};
+
+// A network's time as its kernels are issued one after the other under an execution mode: add
+// each kernel's theoretical and derated time in order (the rule above; the engine, kernels.csv and
+// `rsim calibrate` all time networks through it).
+struct ExecutionClock {
+  Execution mode = Execution::Fused;
+  double launch = 0, gap = 0, host = 0;  // the runtime's (gap and host: 0 when not stated)
+  double t = 0, dt = 0;                  // the network's time so far, on both roofs
+  double issue = 0;                      // eager: when the host has issued the kernels so far
+  size_t n = 0;                          // kernels added
+  ExecutionClock(Execution m, const Runtime& r)
+      : mode(m), launch(r.launch_overhead_s), gap(r.graph_gap_s > 0 ? r.graph_gap_s : 0), host(r.host_overhead_s > 0 ? r.host_overhead_s : 0) {}
+  // kernel_host: the host time to issue this kernel in eager mode (< 0: the runtime's)
+  void add(double kt, double dkt, double kernel_host = -1) {
+    switch (mode) {
+      case Execution::Fused:
+        t += kt + launch;
+        dt += dkt + launch;
+        break;
+      case Execution::Graph: {  // one launch for the graph, then a gap before each later kernel
+        const double o = n ? gap : launch;
+        t += kt + o;
+        dt += dkt + o;
+        break;
+      }
+      case Execution::Eager:
+        issue += kernel_host >= 0 ? kernel_host : host;
+        t = std::max(issue, t) + kt;
+        dt = std::max(issue, dt) + dkt;
+        break;
+    }
+    ++n;
+  }
 };
 
 struct Platform {
@@ -65,11 +127,13 @@ struct Platform {
   std::string source; // where the figures come from
   std::vector<ComputeRoof> compute;
   std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
-  double launch_overhead_s = 0;     // added per kernel (e.g. a GPU kernel launch)
+  Runtime runtime;                  // `runtime:`: launch overhead, graph gap, host overhead
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
   Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
 
-  const CalibrationRule* calibration_for(const std::string& op) const;
+  // The rule for an operator on a compute roof: one of that roof, else one for every roof (with
+  // roof "", the operator's first rule).
+  const CalibrationRule* calibration_for(const std::string& op, const std::string& roof = "") const;
 
   const ComputeRoof* roof_for(DType t) const;
   const MemoryLevel* level(const std::string& name) const;

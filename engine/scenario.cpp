@@ -222,6 +222,18 @@ Settings read_settings(const CNode& node, Diags& d) {
       }
     }
   }
+  if (const CNode* v = m.get("execution")) {
+    s.execution_loc = v->loc;
+    if (auto t = to_string(*v, d, "execution")) {
+      if (*t == "fused") s.execution = Execution::Fused;
+      else if (*t == "graph") s.execution = Execution::Graph;
+      else if (*t == "eager") s.execution = Execution::Eager;
+      else {
+        std::string hint = did_you_mean(*t, {"fused", "graph", "eager"});
+        d.error(v->loc, "unknown execution '" + *t + "'", {Note{{}, hint.empty() ? "choose fused, graph or eager" : hint}});
+      }
+    }
+  }
   read_precision_keys(node, s.precision, d);
   m.allow(kPrecisionKeys);
   m.allow({"figures"});  // figure defaults (style, size, font): read by plots/

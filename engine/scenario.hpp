@@ -8,6 +8,7 @@
 
 #include "engine/config.hpp"
 #include "engine/expr.hpp"
+#include "engine/platform.hpp"
 #include "engine/tensor.hpp"
 
 namespace rsim {
@@ -22,6 +23,8 @@ struct Settings {
   std::string memory_level;  // "" = the platform's first level; "auto" = the smallest level holding each layer's working set
   bool executed_work = false;  // mac_count: executed — roofline FLOPs skip the taps on padding
   Precision precision;       // weights_dtype, kv_dtype, compute_dtype, quant_group
+  Execution execution = Execution::Fused;  // how kernels are issued (engine/platform.hpp)
+  SourceLoc execution_loc;                 // where `execution:` is written (for its errors)
 };
 
 struct SweepVar {

@@ -17,16 +17,21 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& classes() {
       // one class for every convolution: channels per group (g) tells depthwise (g = 1), grouped
       // and dense ones apart, so a network's depthwise layers are predicted from grouped ones elsewhere
       {"conv", {"conv2d", "conv_transpose2d", "depthwise_conv2d"}},
-      {"matmul", {"linear", "matmul"}},
+      // swiglu: a gated MLP, three GEMMs and an elementwise product; the GEMMs carry its work
+      {"matmul", {"linear", "matmul", "swiglu"}},
+      // scaled dot-product attention (a fused kernel: no layer of the other classes runs like it)
+      {"attention", {"attention"}},
       // windowed pooling reads each input under every window that covers it, a global pool makes
       // one reduction pass: measured here, oneDNN's max pools run at 6–7 % of the probed bandwidth
       // whatever their size, global ones at 24–42 %; one law over both bent with size (bandwidth
       // efficiency ∝ bytes^-0.58) and missed VGG-16's larger and smaller max pools by 2.5× and 5×
       {"pooling", {"max_pool2d", "avg_pool2d"}},
       {"global pooling", {"global_avg_pool", "adaptive_avg_pool2d"}},
-      {"normalization", {"batchnorm", "layernorm", "softmax"}},
-      {"copy", {"concat", "transpose", "permute", "reshape_copy", "slice", "split", "upsample"}},
-      {"elementwise", {"relu", "relu6", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "add", "sub", "mul", "div"}}};
+      {"normalization", {"batchnorm", "layernorm", "rmsnorm", "softmax"}},
+      // embedding: a gather of table rows; kv_cache: the new keys and values written into the cache
+      {"copy", {"concat", "transpose", "permute", "reshape_copy", "slice", "split", "upsample", "embedding", "kv_cache"}},
+      {"elementwise",
+       {"relu", "relu6", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "add", "sub", "mul", "div", "rope"}}};
   return c;
 }
 
@@ -76,13 +81,19 @@ std::string op_class(const std::string& op) {
   return "other";
 }
 
+std::vector<std::string> class_names() {
+  std::vector<std::string> n;
+  for (const auto& [c, ops] : classes()) n.push_back(c);
+  return n;
+}
+
 std::vector<std::string> class_ops(const std::string& cls) {
   for (const auto& [c, ops] : classes())
     if (c == cls) return ops;
   return {};
 }
 
-std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name) {
+std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name) {
   std::vector<Sample> out;
   size_t pos = 0;
   std::vector<std::string> header;
@@ -92,13 +103,19 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     if (it == col.end()) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured.csv written by rsim measure?)");
     return it->second;
   };
-  size_t i_cpg = SIZE_MAX, i_level = SIZE_MAX;  // optional: measured.csv files of older rsim versions lack them
+  auto opt = [&](const char* c) {  // a column older files (or the shared ones) may lack
+    auto it = col.find(c);
+    return it == col.end() ? SIZE_MAX : it->second;
+  };
+  size_t i_cpg = SIZE_MAX, i_level = SIZE_MAX, i_roof = SIZE_MAX, i_exec = SIZE_MAX, i_kernel = SIZE_MAX, i_min = SIZE_MAX, i_layer = SIZE_MAX,
+         i_in = SIZE_MAX, i_out = SIZE_MAX, i_time = SIZE_MAX;
   size_t i_net = 0, i_op = 0, i_flops = 0, i_fx = 0, i_macs = 0, i_mx = 0, i_count = 0, i_bytes = 0, i_peak = 0, i_bw = 0, i_bound = 0, i_t = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     auto cells = split_csv_line(line);
     if (header.empty()) {
@@ -107,8 +124,9 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
       i_net = need("network"), i_op = need("op"), i_flops = need("flops"), i_fx = need("flops_executed"), i_macs = need("macs"),
       i_mx = need("macs_executed"), i_count = need("mac_count"), i_bytes = need("bytes"), i_peak = need("derated_peak_flops_per_s"),
       i_bw = need("derated_bandwidth_bytes_per_s"), i_bound = need("bound"), i_t = need("measured_time_s");
-      if (auto it = col.find("channels_per_group"); it != col.end()) i_cpg = it->second;
-      if (auto it = col.find("memory_level"); it != col.end()) i_level = it->second;
+      i_cpg = opt("channels_per_group"), i_level = opt("memory_level"), i_roof = opt("compute_roof"), i_exec = opt("measured_execution");
+      i_kernel = opt("kernel"), i_min = opt("measured_min_s"), i_layer = opt("layer"), i_in = opt("input_shape"), i_out = opt("output_shape");
+      i_time = opt("time_s");
       continue;
     }
     if (cells.size() < header.size()) continue;
@@ -123,9 +141,83 @@ std::vector<Sample> read_measured_csv(const std::string& text, const std::string
     s.bandwidth = to_d(cells[i_bw]);
     s.compute_bound = cells[i_bound] == "compute";
     s.measured_s = to_d(cells[i_t]);
+    auto text_of = [&](size_t i) { return i == SIZE_MAX ? std::string() : cells[i]; };
     if (i_cpg != SIZE_MAX) s.cpg = to_d(cells[i_cpg]);
-    if (i_level != SIZE_MAX) s.level = cells[i_level];
-    if (s.measured_s > 0 && s.peak > 0 && s.bandwidth > 0) out.push_back(s);
+    s.level = text_of(i_level);
+    s.roof = text_of(i_roof);
+    s.execution = text_of(i_exec);
+    s.kernel = i_kernel == SIZE_MAX ? s.network + "/" + text_of(i_layer) : cells[i_kernel];
+    s.layer = text_of(i_layer);
+    s.input_shape = text_of(i_in);
+    s.output_shape = text_of(i_out);
+    if (i_time != SIZE_MAX) s.time_s = to_d(cells[i_time]);
+    if (i_min != SIZE_MAX) s.measured_min_s = to_d(cells[i_min]);
+    if (!(s.measured_min_s > 0)) s.measured_min_s = s.measured_s;
+    if (!(s.measured_s > 0)) s.measured_s = s.measured_min_s;  // (a file giving only the fastest repetition)
+    if (s.peak > 0 && s.bandwidth > 0) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name) {
+  std::vector<Sample> all = read_measured_rows(text, name), out;
+  for (auto& s : all)
+    if (s.measured_s > 0) out.push_back(std::move(s));
+  return out;
+}
+
+CsvKind measured_kind(const std::string& text) {
+  std::string first = text.substr(0, text.find('\n'));
+  if (!first.empty() && first.back() == '\r') first.pop_back();
+  auto cells = split_csv_line(first);
+  auto has = [&](const char* c) { return std::find(cells.begin(), cells.end(), c) != cells.end(); };
+  if (has("network") && has("layer") && has("op") && has("measured_time_s")) return CsvKind::Layers;
+  if (has("network") && has("execution") && (has("measured_time_s") || has("measured_min_s")) && !has("layer")) return CsvKind::Networks;
+  return CsvKind::Unknown;
+}
+
+std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name) {
+  std::vector<NetworkSample> out;
+  size_t pos = 0, line_no = 0;
+  std::map<std::string, size_t> col;
+  bool header = true;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto cells = split_csv_line(line);
+    if (header) {
+      for (size_t i = 0; i < cells.size(); ++i) col[cells[i]] = i;
+      for (const char* c : {"network", "execution"})
+        if (!col.count(c)) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured_networks.csv?)");
+      if (!col.count("measured_time_s") && !col.count("measured_min_s"))
+        throw std::runtime_error(name + ": no column 'measured_time_s' or 'measured_min_s' (is it a measured_networks.csv?)");
+      header = false;
+      continue;
+    }
+    auto cell = [&](const char* c) {
+      auto it = col.find(c);
+      return it == col.end() || it->second >= cells.size() ? std::string() : cells[it->second];
+    };
+    NetworkSample n;
+    n.network = cell("network");
+    n.model = cell("model");
+    n.dtype = cell("dtype");
+    n.note = cell("measured_note");
+    n.batch = to_d(cell("batch"));
+    n.reps = to_d(cell("measured_reps"));
+    const std::string e = cell("execution");
+    if (e == "graph") n.execution = Execution::Graph;
+    else if (e == "eager") n.execution = Execution::Eager;
+    else if (e == "fused") n.execution = Execution::Fused;
+    else throw std::runtime_error(name + ":" + std::to_string(line_no) + ": execution '" + e + "' is not fused, graph or eager");
+    const double tmin = to_d(cell("measured_min_s")), tmed = to_d(cell("measured_time_s"));
+    n.time_s = tmin > 0 ? tmin : tmed;
+    if (n.time_s > 0 && std::isfinite(n.time_s)) out.push_back(n);  // (a row without a time: skipped)
   }
   return out;
 }
@@ -204,46 +296,78 @@ PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge) {
   return p;
 }
 
+namespace {
+
+// One rule per class and compute roof (the roofs in order of first appearance), each fitted on its
+// samples: the compute law over the compute-bound ones, the bandwidth law over the memory-bound
+// ones, and a law per memory level that holds at least kLevelSamples of those.
+CalibrationRule fit_rule(const std::string& cls, const std::string& roof, const std::vector<const Sample*>& samples) {
+  std::vector<XGE> ce, be;
+  std::vector<std::pair<std::string, std::vector<XGE>>> by_level;  // in order of first appearance
+  for (const Sample* sp : samples) {
+    const Sample& s = *sp;
+    if (s.compute_bound && s.work > 0) {
+      ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
+    } else if (!s.compute_bound && s.bytes > 0) {
+      XGE p{s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)};
+      be.push_back(p);
+      if (s.level.empty()) continue;
+      auto it = std::find_if(by_level.begin(), by_level.end(), [&](const auto& l) { return l.first == s.level; });
+      if (it == by_level.end()) it = by_level.insert(by_level.end(), {s.level, {}});
+      it->second.push_back(p);
+    }
+  }
+  CalibrationRule r;
+  r.name = cls;
+  r.ops = class_ops(cls);
+  r.roof = roof;
+  r.compute = fit_power_law_grouped(ce);
+  r.bandwidth = fit_power_law_grouped(be);
+  for (const auto& [level, pts] : by_level)
+    if (pts.size() >= kLevelSamples && by_level.size() > 1) r.bandwidth_by_level.emplace_back(level, fit_power_law_grouped(pts));
+  return r;
+}
+
+// The samples of each class and roof, in the order of classes() and of the roofs' first appearance.
+std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const Sample*>>> by_class_and_roof(const std::vector<Sample>& samples) {
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<const Sample*>>> groups;
+  std::vector<std::string> roofs;
+  for (const auto& s : samples)
+    if (std::find(roofs.begin(), roofs.end(), s.roof) == roofs.end()) roofs.push_back(s.roof);
+  for (const auto& [cls, ops] : classes())
+    for (const auto& roof : roofs) {
+      std::vector<const Sample*> v;
+      for (const auto& s : samples)
+        if (s.roof == roof && std::find(ops.begin(), ops.end(), s.op) != ops.end()) v.push_back(&s);
+      if (!v.empty()) groups.push_back({{cls, roof}, std::move(v)});
+    }
+  return groups;
+}
+
+const CalibrationRule* rule_for(const std::vector<CalibrationRule>& rules, const std::string& op, const std::string& roof) {
+  const CalibrationRule* any = nullptr;
+  for (const auto& r : rules) {
+    if (std::find(r.ops.begin(), r.ops.end(), op) == r.ops.end()) continue;
+    if (r.roof == roof) return &r;
+    if (r.roof.empty() && !any) any = &r;
+  }
+  return any;
+}
+
+}  // namespace
+
 std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples) {
   std::vector<CalibrationRule> rules;
-  std::set<std::string> seen;
-  for (const auto& s : samples) seen.insert(op_class(s.op));
-  for (const auto& [cls, ops] : classes()) {
-    if (!seen.count(cls)) continue;
-    std::vector<XGE> ce, be;
-    std::vector<std::pair<std::string, std::vector<XGE>>> by_level;  // in order of first appearance
-    for (const auto& s : samples) {
-      if (op_class(s.op) != cls) continue;
-      if (s.compute_bound && s.work > 0) {
-        ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
-      } else if (!s.compute_bound && s.bytes > 0) {
-        XGE p{s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)};
-        be.push_back(p);
-        if (s.level.empty()) continue;
-        auto it = std::find_if(by_level.begin(), by_level.end(), [&](const auto& l) { return l.first == s.level; });
-        if (it == by_level.end()) it = by_level.insert(by_level.end(), {s.level, {}});
-        it->second.push_back(p);
-      }
-    }
-    CalibrationRule r;
-    r.name = cls;
-    r.ops = ops;
-    r.compute = fit_power_law_grouped(ce);
-    r.bandwidth = fit_power_law_grouped(be);
-    for (const auto& [level, pts] : by_level)
-      if (pts.size() >= kLevelSamples && by_level.size() > 1) r.bandwidth_by_level.emplace_back(level, fit_power_law_grouped(pts));
-    rules.push_back(r);
-  }
+  for (const auto& [key, v] : by_class_and_roof(samples)) rules.push_back(fit_rule(key.first, key.second, v));
   return rules;
 }
 
 double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules) {
   double ec = 1, eb = 1;
-  for (const auto& r : rules)
-    if (std::find(r.ops.begin(), r.ops.end(), s.op) != r.ops.end()) {
-      ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg);
-      eb = r.bandwidth_on(s.level).at(s.bytes, s.cpg);
-    }
+  if (const CalibrationRule* r = rule_for(rules, s.op, s.roof)) {
+    ec = r->compute.at(s.macs > 0 ? s.macs : s.work, s.cpg);
+    eb = r->bandwidth_on(s.level).at(s.bytes, s.cpg);
+  }
   return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
 }
 
@@ -277,7 +401,8 @@ Model fit_model(const std::vector<Sample>& samples) {
       double t = std::max(samples[j].measured_s - o, 0.1 * samples[j].measured_s);
       run[j].measured_s = samples[j].compute_bound ? remove_contention(t, c) : t;
     }
-    Model m{fit_calibration(run), c, o};
+    Model m;
+    m.rules = fit_calibration(run), m.contention = c, m.overhead_s = o;
     loss = 0;
     for (const auto& s : samples) {
       double r = std::log(predict_s(s, m) / s.measured_s);
@@ -316,7 +441,7 @@ Model fit_model(const std::vector<Sample>& samples) {
         best.contention.slowdown == before.contention.slowdown)
       break;
   }
-  if (!std::isfinite(best_loss)) best = Model{fit_calibration(samples), Contention{}, 0};
+  if (!std::isfinite(best_loss)) best = Model{}, best.rules = fit_calibration(samples);
   return best;
 }
 
@@ -374,50 +499,369 @@ std::string predictions_csv(const CrossValidation& cv) {
   return out;
 }
 
+namespace {
+
+// The fixed times a rule's fit tries: 0, then 0.25 µs · 2^(i/4), i = 0 … 40 (0.25 µs … 256 µs).
+std::vector<double> fixed_time_grid() {
+  std::vector<double> g{0};
+  for (int i = 0; i <= 40; ++i) g.push_back(0.25e-6 * std::pow(2.0, i / 4.0));
+  return g;
+}
+
+double rule_time(const Sample& s, const CalibrationRule& r) {
+  const double ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg), eb = r.bandwidth_on(s.level).at(s.bytes, s.cpg);
+  return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
+}
+
+// A class's rule on one roof with the fixed time each of its layers took beside its work (the
+// host's time to issue it, for layers timed one by one in eager mode): the pair with the least
+// squares of log(predicted / measured), the laws fitted on the times with that fixed time taken
+// out (a layer never below a tenth of its measured time).
+CalibrationRule fit_rule_with_fixed_time(const std::string& cls, const std::string& roof, const std::vector<const Sample*>& samples,
+                                         double& fixed_s) {
+  std::vector<Sample> run;
+  run.reserve(samples.size());
+  for (const Sample* s : samples) run.push_back(*s);
+  std::vector<const Sample*> ptrs;
+  for (const auto& s : run) ptrs.push_back(&s);
+  CalibrationRule best;
+  double best_loss = INFINITY;
+  fixed_s = 0;
+  const double eps = 1e-12 * (1.0 + static_cast<double>(samples.size()));
+  for (double o : fixed_time_grid()) {
+    for (size_t j = 0; j < samples.size(); ++j) run[j].measured_s = std::max(samples[j]->measured_s - o, 0.1 * samples[j]->measured_s);
+    CalibrationRule r = fit_rule(cls, roof, ptrs);
+    double loss = 0;
+    for (const Sample* s : samples) {
+      const double e = std::log((rule_time(*s, r) + o) / s->measured_s);
+      loss += e * e;
+    }
+    if (loss < best_loss - eps) best_loss = loss, best = std::move(r), fixed_s = o;
+  }
+  return best;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The least squares of log(predicted / measured) over `cases` for a parameter on a grid, refined
+// around the best point by golden sections; predict(k, x) is case k's prediction at x.
+template <class F>
+double fit_1d(size_t cases, double lo, double hi, size_t steps, const std::vector<double>& measured, F predict) {
+  auto loss = [&](double x) {
+    double l = 0;
+    for (size_t k = 0; k < cases; ++k) {
+      const double e = std::log(predict(k, x) / measured[k]);
+      l += e * e;
+    }
+    return l;
+  };
+  double best = lo, best_loss = INFINITY;
+  const double step = (hi - lo) / static_cast<double>(steps);
+  for (size_t i = 0; i <= steps; ++i) {
+    const double x = lo + step * static_cast<double>(i), l = loss(x);
+    if (l < best_loss) best_loss = l, best = x;
+  }
+  double a = std::max(lo, best - step), b = std::min(hi, best + step);
+  const double r = 0.5 * (std::sqrt(5.0) - 1);
+  for (int it = 0; it < 60 && b - a > 1e-12 * (1 + std::fabs(best)); ++it) {
+    const double c = b - r * (b - a), d = a + r * (b - a);
+    (loss(c) < loss(d) ? b : a) = (loss(c) < loss(d) ? d : c);
+  }
+  const double mid = 0.5 * (a + b);
+  return loss(mid) < best_loss ? mid : best;
+}
+
+}  // namespace
+
+bool gpu_data(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets) {
+  if (!nets.empty()) return true;
+  return std::any_of(rows.begin(), rows.end(), [](const Sample& s) { return s.measured_s > 0 && (s.execution == "eager" || s.execution == "graph"); });
+}
+
+KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules) {
+  KernelPlan k;
+  std::vector<std::string> names;
+  std::vector<double> c, m;
+  std::map<std::string, size_t> at;
+  for (const Sample* s : layers) {
+    if (s->kernel.empty()) continue;  // a view runs no kernel
+    auto [it, fresh] = at.try_emplace(s->kernel, c.size());
+    if (fresh) c.push_back(0), m.push_back(0), k.host_s.push_back(-1);
+    const size_t i = it->second;
+    double ec = 1, eb = 1;
+    if (const CalibrationRule* r = rule_for(rules, s->op, s->roof)) {
+      ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg);
+      eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
+      k.host_s[i] = std::max(k.host_s[i], r->host_overhead_s);
+    }
+    c[i] += s->work / (s->peak * ec);
+    m[i] += s->bytes / (s->bandwidth * eb);
+  }
+  for (size_t i = 0; i < c.size(); ++i) k.time_s.push_back(std::max(c[i], m[i]));
+  return k;
+}
+
+double network_time_s(const KernelPlan& k, Execution e, const Runtime& r) {
+  ExecutionClock clock(e, r);
+  for (size_t i = 0; i < k.time_s.size(); ++i) clock.add(k.time_s[i], k.time_s[i], k.host_s[i]);
+  return clock.dt;
+}
+
+Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base) {
+  Model model;
+  model.gpu = true;
+  model.runtime = base;
+  std::vector<Sample> timed;
+  for (const auto& s : rows)
+    if (s.measured_s > 0) timed.push_back(s);
+  // 1. a rule per class and roof, with its fixed time per layer; the layers that ran without it
+  // (the rule's own layers, each minus the fixed time) for the transfers below
+  std::vector<Sample> net_of_fixed;  // every timed layer with its rule's fixed time taken out
+  std::map<std::string, std::vector<double>> hosts_of_roof;
+  for (const auto& [key, v] : by_class_and_roof(timed)) {
+    double fixed = 0;
+    CalibrationRule r = fit_rule_with_fixed_time(key.first, key.second, v, fixed);
+    size_t eager = 0;
+    for (const Sample* s : v) {
+      eager += s->execution == "eager";
+      Sample x = *s;
+      x.measured_s = std::max(s->measured_s - fixed, 0.1 * s->measured_s);
+      net_of_fixed.push_back(x);
+    }
+    if (2 * eager > v.size()) {  // timed one by one in eager mode: the fixed time is the host's
+      r.host_overhead_s = fixed;
+      hosts_of_roof[key.second].push_back(fixed);
+    }
+    model.rules.push_back(std::move(r));
+  }
+  // 2. classes the networks run but no timed layer showed on their roof: the roof's other classes' laws
+  std::vector<std::pair<std::string, std::string>> missing;  // class, roof
+  for (const auto& s : rows) {
+    const std::string cls = op_class(s.op);
+    if (cls == "other" || rule_for(model.rules, s.op, s.roof)) continue;
+    if (std::find(missing.begin(), missing.end(), std::make_pair(cls, s.roof)) == missing.end()) missing.emplace_back(cls, s.roof);
+  }
+  for (const auto& [cls, roof] : missing) {
+    std::vector<const Sample*> pool;
+    for (const auto& s : net_of_fixed)
+      if (s.roof == roof) pool.push_back(&s);
+    if (pool.empty()) continue;  // nothing measured on this roof: the roofline stands
+    CalibrationRule r = fit_rule(cls, roof, pool);
+    r.bandwidth_by_level.clear();
+    r.extrapolated = true;
+    if (auto it = hosts_of_roof.find(roof); it != hosts_of_roof.end()) r.host_overhead_s = median(it->second);
+    model.rules.push_back(std::move(r));
+  }
+  // 3. the runtime from the network rows: each network's kernels timed under the rules
+  std::map<std::string, std::vector<const Sample*>> layers_of;
+  for (const auto& s : rows) layers_of[s.network].push_back(&s);
+  std::vector<KernelPlan> plans;
+  std::vector<const NetworkSample*> graph, eager;
+  std::vector<size_t> graph_plan, eager_plan;
+  for (const auto& n : nets) {
+    auto it = layers_of.find(n.network);
+    if (it == layers_of.end()) continue;  // no layer rows: nothing to time it by
+    plans.push_back(plan_kernels(it->second, model.rules));
+    if (plans.back().time_s.empty()) {
+      plans.pop_back();
+      continue;
+    }
+    if (n.execution == Execution::Graph) graph.push_back(&n), graph_plan.push_back(plans.size() - 1);
+    if (n.execution == Execution::Eager) eager.push_back(&n), eager_plan.push_back(plans.size() - 1);
+  }
+  if (!graph.empty()) {
+    std::vector<double> measured, sum, count;
+    for (size_t k = 0; k < graph.size(); ++k) {
+      const KernelPlan& p = plans[graph_plan[k]];
+      measured.push_back(graph[k]->time_s);
+      double t = 0;
+      for (double x : p.time_s) t += x;
+      sum.push_back(t), count.push_back(static_cast<double>(p.time_s.size()));
+    }
+    const double launch = base.launch_overhead_s;
+    model.runtime.graph_gap_s = fit_1d(graph.size(), 0, 200e-6, 4000, measured, [&](size_t k, double g) { return sum[k] + (count[k] - 1) * g + launch; });
+  }
+  std::vector<double> rule_hosts;
+  for (const auto& r : model.rules)
+    if (r.host_overhead_s >= 0 && !r.extrapolated) rule_hosts.push_back(r.host_overhead_s);
+  const double h0 = !rule_hosts.empty() ? median(rule_hosts) : base.host_overhead_s;
+  if (!eager.empty()) {
+    std::vector<double> measured;
+    for (const auto* n : eager) measured.push_back(n->time_s);
+    if (h0 >= 0 && !rule_hosts.empty()) {  // the layers' host overheads, scaled together
+      auto predict = [&](size_t k, double scale) {
+        KernelPlan p = plans[eager_plan[k]];
+        for (double& h : p.host_s) h = (h >= 0 ? h : h0) * scale;
+        Runtime r = model.runtime;
+        return network_time_s(p, Execution::Eager, r);
+      };
+      model.host_scale = std::exp(fit_1d(eager.size(), std::log(0.125), std::log(8.0), 600, measured, [&](size_t k, double ls) { return predict(k, std::exp(ls)); }));
+      for (auto& r : model.rules)
+        if (r.host_overhead_s >= 0) r.host_overhead_s *= model.host_scale;
+      model.runtime.host_overhead_s = h0 * model.host_scale;
+    } else {  // one host overhead for every kernel
+      model.runtime.host_overhead_s = fit_1d(eager.size(), 0, 500e-6, 5000, measured, [&](size_t k, double h) {
+        KernelPlan p = plans[eager_plan[k]];
+        std::fill(p.host_s.begin(), p.host_s.end(), -1.0);
+        Runtime r = model.runtime;
+        r.host_overhead_s = h;
+        return network_time_s(p, Execution::Eager, r);
+      });
+    }
+  } else if (h0 >= 0) {
+    model.runtime.host_overhead_s = h0;
+  }
+  return model;
+}
+
+NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base) {
+  NetworkValidation v;
+  std::map<std::string, std::vector<const Sample*>> layers_of;
+  for (const auto& s : rows) layers_of[s.network].push_back(&s);
+  const Model all = fit_gpu_model(rows, nets, base);
+  std::vector<std::string> names;
+  for (const auto& n : nets)
+    if (layers_of.count(n.network) && std::find(names.begin(), names.end(), n.network) == names.end()) names.push_back(n.network);
+  for (const auto& held : names) {
+    std::vector<Sample> train_rows;
+    std::vector<NetworkSample> train_nets;
+    for (const auto& s : rows)
+      if (s.network != held) train_rows.push_back(s);
+    for (const auto& n : nets)
+      if (n.network != held) train_nets.push_back(n);
+    const Model m = fit_gpu_model(train_rows, train_nets, base);
+    const KernelPlan p = plan_kernels(layers_of[held], m.rules), pa = plan_kernels(layers_of[held], all.rules), p0 = plan_kernels(layers_of[held], {});
+    for (const auto& n : nets) {
+      if (n.network != held) continue;
+      NetworkValidation::Case c;
+      c.m = n;
+      c.predicted_s = network_time_s(p, n.execution, m.runtime);
+      c.fitted_s = network_time_s(pa, n.execution, all.runtime);
+      c.uncalibrated_s = network_time_s(p0, n.execution, base);
+      c.kernels = p.time_s.size();
+      v.cases.push_back(c);
+    }
+  }
+  return v;
+}
+
+std::string beats_bound_reason(const std::string& op, const std::string& input_shape, const std::string& output_shape, double macs) {
+  auto dims = [](const std::string& t) {
+    std::vector<double> d;
+    const std::string first = t.substr(0, t.find(';'));
+    size_t pos = 0;
+    while (pos < first.size()) {
+      size_t x = first.find('x', pos);
+      if (x == std::string::npos) x = first.size();
+      d.push_back(to_d(first.substr(pos, x - pos)));
+      pos = x + 1;
+    }
+    return d;
+  };
+  if (op != "conv2d") return "";
+  const auto in = dims(input_shape), out = dims(output_shape);
+  if (in.size() != 4 || out.size() != 4 || !(macs > 0)) return "";
+  const double outputs = out[0] * out[1] * out[2] * out[3], taps = macs / outputs;  // MACs per output: channels per group × kernel area
+  const bool same_size = in[2] == out[2] && in[3] == out[3];
+  if (same_size && std::fabs(taps - 9 * in[1]) < 0.5)
+    return "a 3x3 stride-1 convolution: the library may run Winograd, which multiplies fewer times than the convolution's MACs "
+           "(declare it: algorithms: {conv3x3: winograd_f4x4} on the platform)";
+  if (std::fabs(taps - in[1]) < 0.5 && out[2] < in[2])
+    return "a strided 1x1 convolution reads only the input pixels it uses (1/stride^2 of its input; declare it: "
+           "algorithms: {conv1x1_strided: touched_input} on the platform)";
+  return "";
+}
+
+std::vector<BeatsBound> beats_bound(const std::vector<Sample>& rows) {
+  std::vector<BeatsBound> out;
+  for (const auto& s : rows)
+    if (s.measured_min_s > 0 && s.time_s > 0 && s.measured_min_s < s.time_s)
+      out.push_back({s.network, s.layer, s.op, beats_bound_reason(s.op, s.input_shape, s.output_shape, s.macs), s.measured_min_s, s.time_s});
+  return out;
+}
+
 std::string calibrated_platform_yaml(const std::string& text, const std::string& name, const std::vector<CalibrationRule>& rules,
-                                     const std::string& fitted_from, const Contention& contention, double overhead_s) {
+                                     const std::string& fitted_from, const Contention& contention, const Runtime* runtime,
+                                     const std::string& runtime_source) {
   std::string out;
   size_t pos = 0;
-  bool named = false;
+  bool named = false, in_runtime = false;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    if (in_runtime) {  // the block's indented lines (and blank ones) go with it
+      if (line.empty() || line[0] == ' ' || line[0] == '\t') continue;
+      in_runtime = false;
+    }
     if (!named && line.rfind("name:", 0) == 0) {
       line = "name: " + name;
       named = true;
     }
-    if (overhead_s > 0 && line.rfind("launch_overhead:", 0) == 0) continue;  // replaced below
+    if (runtime && line.rfind("runtime:", 0) == 0) {  // replaced below
+      in_runtime = true;
+      continue;
+    }
     out += line + "\n";
   }
-  char buf[256];
-  out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class, efficiency = a · x^b · g^c (clamped to (0, 1]),\n";
-  out += "# x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth, g = its input channels per group\n";
-  out += "# (grouped operators; factor 1 for the others); bandwidth_by_level: the bandwidth law of a memory level that\n";
-  out += "# held enough of the class's memory-bound layers (others take bandwidth); derated_time_s carries it.\n";
+  char buf[512];
+  out += "# Calibrated by `rsim calibrate` from " + fitted_from + ": per op class (and compute roof), efficiency = a · x^b · g^c\n";
+  out += "# (clamped to (0, 1]), x = the layer's MACs for compute (FLOPs without MACs), its bytes for bandwidth, g = its\n";
+  out += "# input channels per group (grouped operators; factor 1 for the others); bandwidth_by_level: the bandwidth law of a\n";
+  out += "# memory level that held enough of the class's memory-bound layers (others take bandwidth); host_overhead: the\n";
+  out += "# host's time to issue one kernel of the class in eager mode; extrapolated: no measured layer of the class ran on\n";
+  out += "# that roof, so the laws are the roof's other classes'. derated_time_s carries it.\n";
   out += "calibration:\n";
+  auto quoted = [](const std::string& t) {
+    std::string q = "\"";
+    for (char c : t) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    return q + "\"";
+  };
   for (const auto& r : rules) {
     std::string ops;
     for (const auto& o : r.ops) ops += (ops.empty() ? "" : ", ") + o;
-    std::snprintf(buf, sizeof buf, "  - {class: %s, ops: [%s], compute: [%.6g, %.6g, %.6g], bandwidth: [%.6g, %.6g, %.6g]", r.name.c_str(), ops.c_str(),
-                  r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
+    out += "  - {class: " + r.name;
+    if (!r.roof.empty()) out += ", roof: " + quoted(r.roof);
+    std::snprintf(buf, sizeof buf, ", ops: [%s], compute: [%.6g, %.6g, %.6g], bandwidth: [%.6g, %.6g, %.6g]", ops.c_str(), r.compute.a, r.compute.b,
+                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
     out += buf;
     if (!r.bandwidth_by_level.empty()) {
       out += ", bandwidth_by_level: {";
       for (size_t i = 0; i < r.bandwidth_by_level.size(); ++i) {
         const auto& [level, law] = r.bandwidth_by_level[i];
-        std::snprintf(buf, sizeof buf, "%s%s: [%.6g, %.6g, %.6g]", i ? ", " : "", level.c_str(), law.a, law.b, law.c);
+        std::snprintf(buf, sizeof buf, "%s%s: [%.6g, %.6g, %.6g]", i ? ", " : "", quoted(level).c_str(), law.a, law.b, law.c);
         out += buf;
       }
       out += "}";
     }
+    if (r.host_overhead_s >= 0) {
+      std::snprintf(buf, sizeof buf, ", host_overhead: %.6g us", r.host_overhead_s * 1e6);
+      out += buf;
+    }
+    if (r.extrapolated) out += ", extrapolated: true";
     out += "}\n";
   }
-  if (overhead_s > 0) {
-    out += "# The fixed time of running a layer at all (a primitive's dispatch), fitted beside the laws; added per kernel.\n";
-    std::snprintf(buf, sizeof buf, "launch_overhead: %.6g us\n", overhead_s * 1e6);
+  if (runtime) {
+    out += "# The runtime: launch_overhead per kernel (execution: fused) or per graph; graph_gap between the kernels of one\n";
+    out += "# CUDA graph; host_overhead per kernel in eager mode for a class without its own.\n";
+    out += "runtime:\n";
+    std::snprintf(buf, sizeof buf, "  launch_overhead: %.6g us\n", runtime->launch_overhead_s * 1e6);
     out += buf;
+    if (runtime->has_graph_gap()) {
+      std::snprintf(buf, sizeof buf, "  graph_gap: %.6g us\n", runtime->graph_gap_s * 1e6);
+      out += buf;
+    }
+    if (runtime->has_host_overhead()) {
+      std::snprintf(buf, sizeof buf, "  host_overhead: %.6g us\n", runtime->host_overhead_s * 1e6);
+      out += buf;
+    }
+    if (!runtime_source.empty()) out += "  source: " + quoted(runtime_source) + "\n";
   }
   if (contention.active()) {
     out += "# Long compute-bound layers slower than the class laws (time sharing with other work on the measured core,\n";

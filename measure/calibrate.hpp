@@ -12,6 +12,14 @@
 // with the contention taken out for each candidate. Before it, with no contention, the same least
 // squares picks a fixed per-layer overhead (overhead_grid; 0 is a candidate and wins ties), which
 // stays for the contention search.
+//
+// GPUs (layers timed by PyTorch, `measured_execution` eager or graph, and whole networks in
+// measured_networks.csv): one rule per op class and compute roof; each rule's fixed time per
+// layer (the host's time to issue it, for layers timed one by one in eager mode) is fitted beside
+// its laws and written as the rule's host_overhead; classes the layers never showed take a law
+// transferred from the classes of their roof (extrapolated); then the network rows fit the
+// runtime: graph_gap from networks replayed in one CUDA graph, and the host overheads' scale from
+// eager networks (fit_gpu_model).
 #pragma once
 #include <map>
 #include <string>
@@ -24,6 +32,7 @@ namespace rsim::measure {
 // The op class a measured layer belongs to, and the operators of each class.
 std::string op_class(const std::string& op);
 std::vector<std::string> class_ops(const std::string& cls);
+std::vector<std::string> class_names();
 
 struct Sample {
   std::string network, op;
@@ -32,14 +41,37 @@ struct Sample {
   double bytes = 0;
   double peak = 0, bandwidth = 0;  // derated roofs the layer was bounded on (without efficiency)
   bool compute_bound = false;      // by the theoretical roofs
-  double measured_s = 0;
+  double measured_s = 0;  // 0: not timed (a row of predictions only)
   double cpg = 0;        // input channels per group (0: the operator has no groups)
   std::string level;     // the memory level the layer was bounded on ("" in older measured.csv files)
+  // (columns rsim calibrate reads since GPUs: all optional)
+  std::string layer;
+  std::string roof;       // the compute roof the layer was bounded on ("" in files without the column)
+  std::string execution;  // how the layer was timed: eager, graph ("" for oneDNN: a primitive alone)
+  std::string kernel;     // the kernel the layer runs in ("": none, a view)
+  std::string input_shape, output_shape;
+  double time_s = 0;      // the theoretical bound
+  double measured_min_s = 0;  // the fastest repetition (measured_s when the file has no such column)
 };
 
 // Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
 // Throws std::runtime_error naming the file and the missing column.
 std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name);
+// Every layer row, timed or not (a network measured as a whole lists its layers untimed).
+std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name);
+
+// A whole network's measured time (measured_networks.csv): the time is measured_min_s when given,
+// else measured_time_s.
+struct NetworkSample {
+  std::string network, model, dtype, note;
+  Execution execution = Execution::Eager;
+  double batch = 0, time_s = 0, reps = 0;
+};
+std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name);
+// What a measured CSV holds, told by its header: layers (measured.csv), networks
+// (measured_networks.csv) or neither.
+enum class CsvKind { Layers, Networks, Unknown };
+CsvKind measured_kind(const std::string& text);
 
 // Fits a·x^b to (x, efficiency) pairs; with one distinct x, b = 0 and a = their geometric mean.
 PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe);
@@ -68,8 +100,13 @@ struct Model {
   std::vector<CalibrationRule> rules;
   Contention contention;
   // The fixed time of running a layer at all (a primitive's dispatch and its threads' start), added
-  // to every layer's time: written as the platform's launch_overhead (added per kernel).
+  // to every layer's time: written as the platform's runtime.launch_overhead (added per kernel).
   double overhead_s = 0;
+  // GPU fits (fit_gpu_model): rules per class and roof with host overheads, and the runtime fitted
+  // from the network rows (graph_gap, host_overhead: -1 where no network row of that mode was given)
+  bool gpu = false;
+  Runtime runtime;
+  double host_scale = 1;  // the factor the eager network rows put on the rules' host overheads
 };
 // The overheads fit_model tries: 0, then 0.25 µs · 2^(i/2), i = 0 … 12 (0.25 µs … 16 µs).
 std::vector<double> overhead_grid();
@@ -102,10 +139,51 @@ struct CrossValidation {
 std::string predictions_csv(const CrossValidation& cv);
 CrossValidation cross_validate(const std::vector<Sample>& samples);
 
+// A network's kernels (its layer rows grouped by kernel, in order of first layer) timed under the
+// rules, and its time under an execution mode and runtime (engine/platform.hpp: ExecutionClock).
+struct KernelPlan {
+  std::vector<double> time_s, host_s;  // per kernel: calibrated time, host overhead (-1: the runtime's)
+};
+KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules);
+double network_time_s(const KernelPlan& k, Execution e, const Runtime& r);
+
+// The GPU fit: rules per class and roof with host overheads from the timed layers (`rows`: every
+// layer row of the files, timed or not), extrapolated rules for the classes the networks use but
+// no timed layer showed, then the runtime from the network rows; `base` gives launch_overhead
+// (one per graph) and the runtime a mode without network rows keeps.
+Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base);
+// Whether a fit should take the GPU path: layers timed with a measured_execution, or network rows.
+bool gpu_data(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets);
+
+// Each network row predicted by a GPU fit without that network (its layers and its rows):
+// leave-one-network-out, per execution mode.
+struct NetworkValidation {
+  struct Case {
+    NetworkSample m;
+    double predicted_s = 0;   // by the fit on the other networks
+    double fitted_s = 0;      // by the fit on everything
+    double uncalibrated_s = 0;  // by the derated roofs and `base` runtime alone
+    size_t kernels = 0;
+  };
+  std::vector<Case> cases;
+};
+NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base);
+
+// A measured layer faster than its theoretical bound (measured_min_s < time_s), and why when known.
+struct BeatsBound {
+  std::string network, layer, op, reason;
+  double measured_min_s = 0, time_s = 0;
+};
+std::vector<BeatsBound> beats_bound(const std::vector<Sample>& rows);
+// Why a layer may beat its bound ("" when no known algorithm explains it): a 3×3 stride-1
+// convolution runs Winograd; a strided 1×1 convolution reads only the pixels it uses.
+std::string beats_bound_reason(const std::string& op, const std::string& input_shape, const std::string& output_shape, double macs);
+
 // The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.
-// An active contention is appended as `contention:`, a positive overhead as `launch_overhead:`
-// (replacing the platform's own).
+// An active contention is appended as `contention:`; `runtime`, when given, replaces the platform's
+// `runtime:` block (written with its fitted values and where they came from).
 std::string calibrated_platform_yaml(const std::string& platform_text, const std::string& name, const std::vector<CalibrationRule>& rules,
-                                     const std::string& fitted_from, const Contention& contention = {}, double overhead_s = 0);
+                                     const std::string& fitted_from, const Contention& contention = {}, const Runtime* runtime = nullptr,
+                                     const std::string& runtime_source = "");
 
 }  // namespace rsim::measure

@@ -55,4 +55,34 @@ inline const SummaryRow& summary_of(const RunResult& r, size_t point, const std:
   throw std::runtime_error("no summary for " + platform);
 }
 
+// A CSV text as rows of cells (no quoting: the tables' test scenarios have plain names), and one
+// cell by row and column name.
+inline std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+inline std::vector<std::vector<std::string>> csv_rows(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& line : split(csv, '\n'))
+    if (!line.empty()) rows.push_back(split(line, ','));
+  return rows;
+}
+
+inline std::string cell(const std::vector<std::vector<std::string>>& t, size_t row, const std::string& col) {
+  for (size_t i = 0; i < t[0].size(); ++i)
+    if (t[0][i] == col) return t.at(row).at(i);
+  return "<no column " + col + ">";
+}
+
 }  // namespace rsim::test

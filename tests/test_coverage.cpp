@@ -220,7 +220,7 @@ platforms:
   - name: gpu
     compute: [{name: c, dtypes: [fp32], peak: 10 TFLOP/s}]
     memory: [{name: m, bandwidth: 1 TB/s}]
-    launch_overhead: 5 us
+    runtime: {launch_overhead: 5 us}
 networks:
   - name: res
     input: [1, 16, 8, 8]

@@ -16,40 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-std::vector<std::vector<std::string>> csv_rows(const std::string& csv) {
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& line : split(csv, '\n'))
-    if (!line.empty()) rows.push_back(split(line, ','));
-  return rows;
-}
-
-std::string cell(const std::vector<std::vector<std::string>>& t, size_t row, const std::string& col) {
-  for (size_t i = 0; i < t[0].size(); ++i)
-    if (t[0][i] == col) return t.at(row).at(i);
-  return "<no column " + col + ">";
-}
-
 const char* kFused = R"(name: t
 platforms:
   - name: gpu
     compute: [{name: c, dtypes: [fp32], peak: 10 TFLOP/s}]
     memory: [{name: m, bandwidth: 1 TB/s}]
-    launch_overhead: 5 us
+    runtime: {launch_overhead: 5 us}
 networks:
   - name: n
     input: [1, 64, 56, 56]
@@ -87,8 +59,9 @@ TEST_CASE("results.json states how network time is summed: per kernel, with laun
   RunInfo info{"test", &s};
   std::string j = results_json(r, info);
   CHECK(j.find("network time is the sum of layer times") == std::string::npos);
-  CHECK(j.find("sum over kernels") != std::string::npos);
-  CHECK(j.find("launch_overhead per kernel") != std::string::npos);
+  CHECK(j.find("the kernels (a layer, or a fused group") != std::string::npos);
+  CHECK(j.find("runtime.launch_overhead per kernel") != std::string::npos);
+  CHECK(j.find("graph = their sum plus runtime.graph_gap between kernels") != std::string::npos);
 }
 
 TEST_CASE("a sweep variable named like an output column gives no duplicate CSV header", "[output]") {

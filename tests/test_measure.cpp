@@ -546,17 +546,29 @@ networks:
 
 #include "measure/calibrate.hpp"
 
+namespace {
+// A measured layer as the older tests write it (the columns of rsim measure before GPUs).
+rsim::measure::Sample sample(const std::string& net, const std::string& op, double work, double macs, double bytes, double peak, double bandwidth,
+                             bool compute_bound, double measured_s, double cpg, const std::string& level) {
+  rsim::measure::Sample s;
+  s.network = net, s.op = op, s.work = work, s.macs = macs, s.bytes = bytes, s.peak = peak, s.bandwidth = bandwidth;
+  s.compute_bound = compute_bound, s.measured_s = measured_s, s.cpg = cpg, s.level = level;
+  return s;
+}
+}  // namespace
+
+
 TEST_CASE("measure: calibration recovers known efficiency laws from synthetic measurements", "[measure]") {
   // conv: compute efficiency 0.02 · MACs^0.15 (MACs 1e6 → 0.02 · 10^0.9 = 0.159; 1e8 → 0.02 · 10^1.2 = 0.317);
   // relu: bandwidth efficiency 0.5 · bytes^0.02. Times generated from the laws exactly.
   std::vector<Sample> samples;
   for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
-    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
+    Sample s = sample("net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, "");
     s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15));
     samples.push_back(s);
   }
   for (double bytes : {1e5, 1e6, 1e7, 1e8}) {  // two sizes in each network, so each fold can fit b
-    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    Sample s = sample("net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, "");
     s.measured_s = bytes / (s.bandwidth * 0.5 * std::pow(bytes, 0.02));
     samples.push_back(s);
   }
@@ -605,12 +617,12 @@ TEST_CASE("measure: windowed and global pooling are fitted apart", "[measure]") 
   // is flat: pooling a = 0.065, b = 0; global pooling a = 0.3, b = 0
   std::vector<Sample> samples;
   for (double bytes : {5e5, 2e6, 8e6}) {
-    Sample s{"net", "max_pool2d", bytes / 16, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    Sample s = sample("net", "max_pool2d", bytes / 16, 0, bytes, 1e11, 1e10, false, 0, 0, "");
     s.measured_s = bytes / (1e10 * 0.065);
     samples.push_back(s);
   }
   for (double bytes : {1e5, 4e5}) {
-    Sample s{"net", "global_avg_pool", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    Sample s = sample("net", "global_avg_pool", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, "");
     s.measured_s = bytes / (1e10 * 0.3);
     samples.push_back(s);
   }
@@ -632,7 +644,7 @@ TEST_CASE("measure: calibration recovers a channels-per-group exponent; the engi
   std::vector<Sample> samples;
   for (double g : {1.0, 4.0, 16.0, 64.0})
     for (double macs : {1e6, 1e7, 1e8}) {
-      Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
+      Sample s = sample("net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, "");
       s.cpg = g;
       s.measured_s = s.work / (s.peak * 0.01 * std::pow(macs, 0.1) * std::pow(g, 0.25));
       samples.push_back(s);
@@ -711,7 +723,7 @@ TEST_CASE("measure: contention: the time-sharing law, its inverse, and fit_model
   // measured = the contention law with slowdown 3 (grid point k = 8) applied to them.
   std::vector<Sample> samples;
   for (double macs : {1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9}) {
-    Sample s{"net", "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
+    Sample s = sample("net", "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, "");
     s.measured_s = c.apply(s.work / (s.peak * 0.02 * std::pow(macs, 0.15)));
     samples.push_back(s);
   }
@@ -797,7 +809,7 @@ TEST_CASE("measure: calibration fits a bandwidth law per memory level; the engin
   std::vector<Sample> samples;
   for (const char* level : {"L2", "L3"})
     for (double bytes : {1e5, 2e5, 4e5, 8e5, 1.6e6, 3.2e6, 6.4e6, 1.28e7}) {
-      Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, level};
+      Sample s = sample("net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, level);
       const double eff = std::string(level) == "L2" ? 0.6 * std::pow(bytes, 0.05) : 0.3;
       s.measured_s = bytes / (s.bandwidth * eff);
       samples.push_back(s);
@@ -813,7 +825,7 @@ TEST_CASE("measure: calibration fits a bandwidth law per memory level; the engin
   CHECK(rules[0].bandwidth_by_level[1].second.a == Approx(0.3).epsilon(1e-9));
   CHECK(rules[0].bandwidth_by_level[1].second.b == Approx(0).margin(1e-12));
   // a sample on L3 is predicted with L3's law: 1e6 bytes / (1e10 B/s · 0.3) = 333.3 µs
-  Sample probe{"x", "relu", 1e6 / 8, 0, 1e6, 1e11, 1e10, false, 0, 0, "L3"};
+  Sample probe = sample("x", "relu", 1e6 / 8, 0, 1e6, 1e11, 1e10, false, 0, 0, "L3");
   CHECK(predict_s(probe, rules) == Approx(1e6 / (1e10 * 0.3)));
   // one level short of kLevelSamples: only the class-wide law
   samples.pop_back();
@@ -859,17 +871,17 @@ networks:
             "note: did you mean 'L2'?\n");
 }
 
-TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes it as launch_overhead", "[measure]") {
+TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes it as runtime.launch_overhead", "[measure]") {
   // every layer takes its law's time plus 2 µs (= 0.25 µs · 2^(6/2), on the grid): conv compute
   // efficiency 0.02 · MACs^0.15, relu bandwidth efficiency 0.5 (flat); no time sharing
   std::vector<Sample> samples;
   for (double macs : {1e6, 3e6, 1e7, 3e7, 1e8}) {
-    Sample s{"net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, ""};
+    Sample s = sample("net" + std::to_string(samples.size() % 2), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, "");
     s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15)) + 2e-6;
     samples.push_back(s);
   }
   for (double bytes : {1e5, 1e6, 1e7, 1e8}) {
-    Sample s{"net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, ""};
+    Sample s = sample("net" + std::to_string(samples.size() % 2), "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, 0, 0, "");
     s.measured_s = bytes / (s.bandwidth * 0.5) + 2e-6;
     samples.push_back(s);
   }
@@ -880,14 +892,19 @@ TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes i
   for (const auto& s : samples) CHECK(predict_s(s, m) == Approx(s.measured_s).epsilon(1e-9));
   // the smallest conv: 2e6 FLOPs at 1e11 · 0.02 · 1e6^0.15 FLOP/s, plus 2 µs
   CHECK(predict_s(samples[0], m) == Approx(2e6 / (1e11 * 0.02 * std::pow(1e6, 0.15)) + 2e-6));
+  Runtime rt;
+  rt.launch_overhead_s = m.overhead_s;
+  rt.host_overhead_s = 20e-6;  // (the platform's other values are kept by the caller)
   std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
-                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\nlaunch_overhead: 5 us\n",
-                                              "cal", m.rules, "synthetic", m.contention, m.overhead_s);
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\nruntime:\n  launch_overhead: 5 us\n  host_overhead: 20 us\n",
+                                              "cal", m.rules, "synthetic", m.contention, &rt, "fitted");
   INFO(yaml);
-  CHECK(yaml.find("launch_overhead: 5 us") == std::string::npos);  // the platform's own is replaced
-  CHECK(yaml.find("launch_overhead: 2 us\n") != std::string::npos);
+  CHECK(yaml.find("launch_overhead: 5 us") == std::string::npos);  // the platform's own block is replaced
+  CHECK(yaml.find("runtime:\n  launch_overhead: 2 us\n  host_overhead: 20 us\n  source: \"fitted\"\n") != std::string::npos);
   Diags d;
   Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
   REQUIRE(d.empty());
-  CHECK(pl.launch_overhead_s == Approx(2e-6));
+  CHECK(pl.runtime.launch_overhead_s == Approx(2e-6));
+  CHECK(pl.runtime.host_overhead_s == Approx(20e-6));
+  CHECK_FALSE(pl.runtime.has_graph_gap());
 }
