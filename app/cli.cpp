@@ -978,7 +978,7 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
       return kConfig;
     }
   }
-  const measure::NetworkValidation val = measure::validate_networks(rows, nets, base);
+  const measure::NetworkValidation val = measure::validate_networks(rows, nets, base, &model);
   const auto beaten = measure::beats_bound(rows);
   std::string pred = "network,execution,kernels,measured_s,predicted_s,fitted_s,uncalibrated_s\n";
   char buf[512];
@@ -995,12 +995,13 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
     return kConfig;
   }
   out << "fitted on " << timed << " measured layers and " << nets.size() << " measured networks (GPU: a rule per op class and compute roof; "
-      << "efficiency = a · x^b · g^c, x: MACs for compute, bytes for bandwidth; host: the host's time per kernel in eager mode):\n";
+      << "efficiency = a · x^b · g^c, x: MACs for compute, bytes for bandwidth; host: the host's time per kernel in eager mode; network: "
+      << "the factor the network times put on the class's layer times, already in a):\n";
   for (const auto& r : model.rules) {
     std::string host = r.host_overhead_s >= 0 ? si(r.host_overhead_s, "s", 3) : std::string("-");
-    std::snprintf(buf, sizeof buf, "  %-15s %-26s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f   host %s%s\n", r.name.c_str(),
-                  r.roof.empty() ? "(every roof)" : r.roof.c_str(), r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c,
-                  host.c_str(), r.extrapolated ? "   (extrapolated: no measured layer of the class on this roof)" : "");
+    std::snprintf(buf, sizeof buf, "  %-15s %-26s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f   host %-8s network × %.3g%s\n",
+                  r.name.c_str(), r.roof.empty() ? "(every roof)" : r.roof.c_str(), r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b,
+                  r.bandwidth.c, host.c_str(), r.network_factor, r.extrapolated ? "   (extrapolated: no measured layer of the class on this roof)" : "");
     out << buf;
   }
   out << "runtime: launch_overhead " << si(model.runtime.launch_overhead_s, "s", 3) << " (the platform's)";
@@ -1011,6 +1012,7 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
     out << buf;
   }
   out << "\n";
+
   if (val.cases.empty()) {
     out << "networks: none measured as a whole (give measured_networks.csv to fit graph_gap and host_overhead)\n";
   } else {

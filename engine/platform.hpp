@@ -61,6 +61,9 @@ struct CalibrationRule {
   // Transferred, not fitted: no measured layer of the class ran on its roof, so its laws are those
   // of the roof's other classes together (rsim calibrate).
   bool extrapolated = false;
+  // The factor the measured networks put on the times of the class's layers (rsim calibrate; already
+  // in the laws: it says how far the layers timed one by one were from the networks' times)
+  double network_factor = 1;
   PowerLaw compute, bandwidth;
   // Bandwidth efficiency on a memory level of its own (`bandwidth_by_level`): the level a layer is
   // bounded on (its own under memory_level: auto) picks the law; a level without one takes `bandwidth`.

@@ -84,7 +84,9 @@ struct XGE {
 // with g > 0 span more than one value of g (otherwise c = 0); the points with g = 0 count with g's
 // factor 1. Without outliers (every |residual| ≤ kHuber) it is the least-squares fit.
 constexpr double kHuber = 0.4054651081081644;  // log 1.5
-PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge);
+// nonnegative_b: a law that would lose efficiency as x grows is fitted flat instead (b = 0): the
+// GPU fits, whose laws must not extrapolate a slowdown past the largest layer measured.
+PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge, bool nonnegative_b = false);
 
 // Per op class: the compute law over its compute-bound samples, the bandwidth law over its
 // memory-bound ones, and for each memory level holding at least kLevelSamples of those, a law of
@@ -107,6 +109,7 @@ struct Model {
   bool gpu = false;
   Runtime runtime;
   double host_scale = 1;  // the factor the eager network rows put on the rules' host overheads
+
 };
 // The overheads fit_model tries: 0, then 0.25 µs · 2^(i/2), i = 0 … 12 (0.25 µs … 16 µs).
 std::vector<double> overhead_grid();
@@ -167,7 +170,9 @@ struct NetworkValidation {
   };
   std::vector<Case> cases;
 };
-NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base);
+// `fitted`: the fit on everything, when the caller has it (else made here).
+NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base,
+                                    const Model* fitted = nullptr);
 
 // A measured layer faster than its theoretical bound (measured_min_s < time_s), and why when known.
 struct BeatsBound {

@@ -17,6 +17,7 @@ struct MeasuredRow {
   double measured_flops_per_s = 0;  // row flops / measured time
   double measured_bytes_per_s = 0;  // row bytes / measured time
   double measured_over_bound = 0;   // measured time / theoretical bound time_s
+  double bound_s = 0;               // the theoretical bound time_s (beats_bound: the fastest run below it)
   double channels_per_group = 0;    // of the layer (0: no channel groups); a variable of calibration
 };
 

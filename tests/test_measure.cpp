@@ -470,9 +470,17 @@ networks:
   // measured.csv: the results columns, then the measured ones, one line per row
   std::string csv = measured_csv(m, results_csv(m.run, s));
   CHECK(csv.find(",memory_model,measured_time_s,measured_min_s,measured_max_s,measured_reps,measured_flops_per_s,measured_bytes_per_s,"
-                 "measured_over_bound,measured_primitive,measured_impl,measured_note,channels_per_group\n") != std::string::npos);
+                 "measured_over_bound,measured_primitive,measured_impl,measured_note,channels_per_group,measured_execution,beats_bound\n") !=
+        std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(rows.size() + 1));
-  CHECK(csv.find(",a view: moves no data,0\n") != std::string::npos);  // a view has no channel groups: 0
+  CHECK(csv.find(",a view: moves no data,0,,\n") != std::string::npos);  // a view has no channel groups (0), was not run (no beats_bound)
+  // every layer that ran says whether its fastest run beat the theoretical bound
+  const auto lines = rsim::test::csv_rows(csv);
+  for (size_t i = 0; i < m.rows.size(); ++i) {
+    if (!m.rows[i].timing.ran) continue;
+    INFO(lines[i + 1].back());
+    CHECK(lines[i + 1].back() == (m.rows[i].timing.min_s < rows[i].theoretical.time_s ? "true" : "false"));
+  }
 }
 
 TEST_CASE("measure: memory_level auto picks the smallest level that holds a layer's working set", "[measure][platforms]") {
