@@ -17,6 +17,7 @@
 #include "app/result_set.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/output.hpp"
+#include "engine/plan.hpp"
 #include "engine/schema.hpp"
 #include "engine/units.hpp"
 #include "measure/measure_run.hpp"
@@ -57,6 +58,7 @@ int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
+int cmd_plan(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--format png,svg,pdf] [--style STYLE]",
@@ -69,6 +71,9 @@ const Command kCommands[] = {
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
     {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
      "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
+    {"plan", "plan FILE [-o PLAN.json] [--set NAME=VALUE]... [--hw-dir DIR]",
+     "write every point × network × layer (operator, attributes, inputs, shapes, dtypes, predictions) as JSON for rsim_torch to measure where rsim is not built",
+     cmd_plan},
     {"calibrate", "calibrate MEASURED.csv... [MEASURED_NETWORKS.csv...] --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--hw-dir DIR]",
      "fit an efficiency model per op class (and the runtime, from whole networks) from measured files into a platform file; print the cross-validated error", cmd_calibrate},
     {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
@@ -828,6 +833,58 @@ int cmd_schema(const std::vector<std::string>& args, std::ostream& out, std::ost
     return usage_error(err, "unknown schema '" + what + "'", hint.empty() ? "use `rsim schema` or `rsim schema platform`" : hint);
   }
   return kOk;
+}
+
+int cmd_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("rsim plan options");
+  desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
+      "output,o", po::value<std::string>(), "the plan file to write (default: standard output)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)");
+  desc.add(hw_dir_option());
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  int code = kOk;
+  if (!parse(args, desc, pos, vm, err, code)) return code;
+  if (vm.count("help")) {
+    out << "usage: rsim " << find_command("plan")->synopsis << "\n\n" << desc;
+    return kOk;
+  }
+  if (!vm.count("file")) return usage_error(err, "plan needs a scenario file", "rsim plan scenarios/resnet50.yaml -o plan.json");
+  bool sets_ok = true;
+  auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
+  if (!sets_ok) return kUsage;
+  try {
+    Scenario s = load_scenario(vm["file"].as<std::string>());
+    apply_overrides(s, sets);
+    Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    opt.importer = make_onnx_importer();
+    const std::string plan = plan_json(s, catalog, opt, RSIM_VERSION);
+    if (!vm.count("output") || vm["output"].as<std::string>() == "-") {
+      out << plan;
+      out.flush();
+      if (!out) {
+        err << "rsim: error: cannot write the plan to standard output\n";
+        return kConfig;
+      }
+      return kOk;
+    }
+    try {
+      write_file_atomic(vm["output"].as<std::string>(), plan);
+    } catch (const std::exception& e) {
+      err << "rsim: error: " << e.what() << "\n";
+      return kConfig;
+    }
+    return kOk;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  }
 }
 
 int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

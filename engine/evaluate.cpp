@@ -716,6 +716,12 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     d.throw_if_any();
   }
 
+  if (ctx.on_networks) {  // the networks as written (an optimized copy is named NAME.optimized, after its network)
+    std::vector<std::shared_ptr<const Network>> written;
+    for (size_t i = 0; i < nets.size(); ++i)
+      if (!(i > 0 && nets[i]->name == nets[i - 1]->name + ".optimized")) written.push_back(nets[i]);
+    ctx.on_networks(p, written);
+  }
   MemoryModel mm = out.settings.memory_model;
   // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
   const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
@@ -1079,6 +1085,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
     }
     EvalContext ctx{ops, cache, *ev, hooks.get(), &models, opt.importer.get()};
     ctx.rows = opt.rows;
+    ctx.on_networks = opt.on_networks;
     {
       std::unique_lock<std::mutex> lock(mu);
       if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)

@@ -208,6 +208,9 @@ struct EvalContext {
   ModelLibrary* models = nullptr;
   NetworkImporter* importer = nullptr;
   bool rows = true;  // false: network totals only (no per-layer rows unless a script needs them)
+  // Called with a point's networks as built (before passes; the optimized copies are left out),
+  // before they are evaluated: what `rsim plan` writes. May be empty.
+  std::function<void(const Point&, const std::vector<std::shared_ptr<const Network>>&)> on_networks{};
   // Per worker: platforms that no `${…}` changes, resolved once (see evaluate_point).
   std::map<const CNode*, std::shared_ptr<const Platform>> fixed_platforms{};
   // Per worker: each plain network entry built once and re-bound per point (rebind_network):
@@ -254,6 +257,9 @@ struct RunOptions {
   bool rows = true;  // false: summary rows only (per-layer rows are neither kept nor built)
   // Evaluate only these points (e.g. validation_points); empty: every point of the sweep.
   std::vector<Point> points;
+  // Each point's networks as built, before they are evaluated (EvalContext::on_networks; called
+  // from the workers: with jobs > 1, concurrently and in any order). May be empty.
+  std::function<void(const Point&, const std::vector<std::shared_ptr<const Network>>&)> on_networks;
 };
 
 // Resolves a `networks:` entry that names a model ({model: NAME, name: ..., args: {...}}) or a
