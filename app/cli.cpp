@@ -1,6 +1,11 @@
 #include "app/cli.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -40,6 +45,9 @@ namespace rsim {
 
 namespace {
 
+fs::path installed_data();     // <prefix>/share/rsim of an installed binary (below)
+fs::path build_tree_source();  // the source tree, from a build folder (below)
+
 constexpr int kOk = 0, kConfig = 1, kUsage = 2;
 
 struct Command {
@@ -67,10 +75,10 @@ const Command kCommands[] = {
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
     {"ops", "ops [NAME] [--scenario FILE]", "list the operators (with a scenario's scripted ones), or show one operator's attributes and cost formula", cmd_ops},
-    {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR]",
-     "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level", cmd_probe},
-    {"measure", "measure FILE --platform PLATFORM(.yaml|name) [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
-     "run every layer for real on this CPU (oneDNN) beside its roofline prediction: measured.csv and a figure", cmd_measure},
+    {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR] [--backend native|torch] [--device D]",
+     "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level (--backend torch: any device through PyTorch)", cmd_probe},
+    {"measure", "measure FILE [--platform PLATFORM(.yaml|name)] [--backend onednn|torch] [--device D] [--execution eager,graph] [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
+     "run every layer for real (oneDNN on this CPU, or PyTorch on any device) beside its roofline prediction: measured.csv and a figure", cmd_measure},
     {"plan", "plan FILE [-o PLAN.json] [--set NAME=VALUE]... [--hw-dir DIR]",
      "write every point × network × layer (operator, attributes, inputs, shapes, dtypes, predictions) as JSON for rsim_torch to measure where rsim is not built",
      cmd_plan},
@@ -740,6 +748,77 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   return kOk;
 }
 
+// The folder that holds rsim_torch: share/rsim/python of the installation, else the source tree's
+// python/ (from a build folder); "" when neither has it.
+fs::path find_python_dir() {
+  std::error_code ec;
+  if (fs::path data = installed_data(); !data.empty() && fs::is_directory(data / "python" / "rsim_torch", ec)) return data / "python";
+  if (fs::path src = build_tree_source(); !src.empty() && fs::is_directory(src / "python" / "rsim_torch", ec)) return src / "python";
+  return {};
+}
+
+// Runs `$RSIM_PYTHON -m rsim_torch ARGS...` (python3 by default) with rsim_torch on PYTHONPATH,
+// whatever the working directory; its output goes to `err` as it comes. Returns its exit status.
+int run_rsim_torch(const std::vector<std::string>& args, std::ostream& err) {
+  const char* env = std::getenv("RSIM_PYTHON");
+  const std::string python = env && *env ? env : "python3";
+  const fs::path dir = find_python_dir();
+  if (dir.empty()) {
+    err << "rsim: error: cannot find rsim_torch (share/rsim/python of the installation, or python/ of the source tree)\n";
+    return kConfig;
+  }
+  std::string path = dir.string();
+  if (const char* pp = std::getenv("PYTHONPATH"); pp && *pp) path += std::string(":") + pp;
+  std::vector<std::string> argv_s = {python, "-m", "rsim_torch"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env_s.push_back(*e);
+  env_s.push_back("PYTHONPATH=" + path);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int fds[2];
+  if (pipe(fds) != 0) {
+    err << "rsim: error: cannot start " << python << ": " << std::strerror(errno) << "\n";
+    return kConfig;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, python.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    err << "rsim: error: cannot run the Python interpreter '" << python << "' (" << std::strerror(rc)
+        << "): install python3 with PyTorch (Debian: apt install python3-torch), or set RSIM_PYTHON to one that has it\n";
+    return kConfig;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    err.write(buf, n);
+    err.flush();
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  err << "rsim: error: " << python << " -m rsim_torch ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << "\n";
+  return kConfig;
+}
+
 int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim probe options");
   desc.add_options()("help,h", "show this help")("quick", "a shorter run (< 15 s): fewer working sets and samples")(
@@ -747,7 +826,9 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "output,o", po::value<std::string>(), "write the platform file (catalog format); its stem is the platform's name")(
       "json", po::value<std::string>(), "write the measurements as JSON")(
       "out", po::value<std::string>(), "folder for the figures probe_roofline and probe_bandwidth (PNG and SVG)")(
-      "max-working-set", po::value<std::string>(), "largest working set of the bandwidth sweep (default: 512 MiB, or 4 × the last cache)");
+      "max-working-set", po::value<std::string>(), "largest working set of the bandwidth sweep (default: 512 MiB, or 4 × the last cache)")(
+      "backend", po::value<std::string>()->default_value("native"), "native: this CPU with rsim's own kernels; torch: any device through PyTorch (rsim_torch)")(
+      "device", po::value<std::string>()->default_value("cuda:0"), "with --backend torch: cuda[:N], cpu or mps");
   po::positional_options_description pos;
   po::variables_map vm;
   int code = kOk;
@@ -755,6 +836,16 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (vm.count("help")) {
     out << "usage: rsim " << find_command("probe")->synopsis << "\n\n" << desc;
     return kOk;
+  }
+  const std::string backend = vm["backend"].as<std::string>();
+  if (backend != "native" && backend != "torch")
+    return usage_error(err, "--backend must be native or torch, got '" + backend + "'", did_you_mean(backend, {"native", "torch"}));
+  if (backend == "torch") {  // the device through PyTorch: rsim_torch writes the platform file
+    std::vector<std::string> a = {"probe", "--device", vm["device"].as<std::string>()};
+    if (vm.count("quick")) a.push_back("--quick");
+    if (vm.count("output")) a.insert(a.end(), {"-o", vm["output"].as<std::string>()});
+    if (vm.count("json")) a.insert(a.end(), {"--json", vm["json"].as<std::string>()});
+    return run_rsim_torch(a, err);
   }
   int threads = vm["threads"].as<int>();
   if (threads < 0 || threads > 1024) return usage_error(err, "--threads must be between 1 and 1024");
@@ -887,6 +978,50 @@ int cmd_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
 }
 
+// `rsim measure --backend torch`: the scenario's plan (its own platforms give the predictions,
+// unless --platform replaces them), measured by rsim_torch into the output folder.
+int measure_torch(const po::variables_map& vm, std::ostream& out, std::ostream& err) {
+  bool sets_ok = true;
+  auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
+  if (!sets_ok) return kUsage;
+  const int reps = vm["reps"].as<int>();
+  if (reps < 1 || reps > 100000) return usage_error(err, "--reps must be between 1 and 100000");
+  try {
+    Scenario s = load_scenario(vm["file"].as<std::string>());
+    apply_overrides(s, sets);
+    if (vm.count("platform")) measure::use_platform(s, vm["platform"].as<std::string>());
+    Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    opt.importer = make_onnx_importer();
+    const std::string plan = plan_json(s, catalog, opt, RSIM_VERSION);
+    fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / (s.name + "-measured");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      err << "rsim: error: cannot create output folder '" << dir.string() << "': " << ec.message() << "\n";
+      return kConfig;
+    }
+    const fs::path plan_path = dir / "plan.json";
+    write_file_atomic(plan_path.string(), plan);
+    std::vector<std::string> a = {"measure", plan_path.string(), "--device", vm["device"].as<std::string>(), "--reps", std::to_string(reps), "-o",
+                                  dir.string()};
+    if (vm.count("execution")) a.insert(a.end(), {"--execution", vm["execution"].as<std::string>()});
+    const int rc = run_rsim_torch(a, err);
+    if (rc == 0 && !vm.count("quiet")) out << "wrote " << dir.string() << "/: plan.json, measured.csv, measured_networks.csv\n";
+    return rc;
+  } catch (const ConfigError& e) {
+    return print_config_error(err, e);
+  } catch (const std::exception& e) {
+    err << "rsim: error: " << e.what() << "\n";
+    return kConfig;
+  }
+}
+
 int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim measure options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
@@ -895,7 +1030,10 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
       "cache", po::value<std::string>()->default_value("warm"), "warm: repetitions back to back; cold: the caches are flushed before each")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>-measured)")(
       "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
-      "quiet,q", "print nothing but errors and findings");
+      "quiet,q", "print nothing but errors and findings")(
+      "backend", po::value<std::string>()->default_value("onednn"), "onednn: this CPU; torch: any device through PyTorch (rsim_torch, $RSIM_PYTHON)")(
+      "device", po::value<std::string>()->default_value("cuda:0"), "with --backend torch: cuda[:N], cpu or mps")(
+      "execution", po::value<std::string>(), "with --backend torch: eager, graph or eager,graph (default: every mode the device supports)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -907,6 +1045,10 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
     return kOk;
   }
   if (!vm.count("file")) return usage_error(err, "measure needs a scenario file", "rsim measure scenarios/resnet50.yaml --platform this_machine.yaml");
+  const std::string backend = vm["backend"].as<std::string>();
+  if (backend != "onednn" && backend != "torch")
+    return usage_error(err, "--backend must be onednn or torch, got '" + backend + "'", did_you_mean(backend, {"onednn", "torch"}));
+  if (backend == "torch") return measure_torch(vm, out, err);
   if (!vm.count("platform")) return usage_error(err, "measure needs --platform (a catalog name or a platform file)", "make one with `rsim probe -o this_machine.yaml`");
   int reps = vm["reps"].as<int>();
   if (reps < 1 || reps > 100000) return usage_error(err, "--reps must be between 1 and 100000");

@@ -53,13 +53,27 @@ std::string input_name(const Network& net, const TensorRef& r) {
   return r.output > 0 ? n + ":" + std::to_string(r.output) : n;
 }
 
-std::string predicted_row(const Row& r) {
+// A layer's row on one platform: the columns of results.csv that a measured.csv carries (so that
+// rsim_torch writes one that `rsim calibrate` reads without rsim's help).
+std::string predicted_row(const Row& r, const Settings& st) {
+  const OpCost& c = r.cost;
   std::string o = "{\"platform\":" + jstr(r.platform);
-  o += ",\"macs\":" + jnum(r.cost.macs) + ",\"flops\":" + jnum(r.cost.flops) + ",\"params\":" + jnum(r.cost.params);
-  o += ",\"weight_bytes\":" + jnum(r.cost.weight_bytes) + ",\"bytes\":" + jnum(r.bytes) + ",\"intensity\":" + jnum(r.theoretical.intensity);
+  o += ",\"macs\":" + jnum(c.macs) + ",\"flops\":" + jnum(c.flops) + ",\"macs_executed\":" + jnum(c.macs_executed) +
+       ",\"flops_executed\":" + jnum(c.flops_executed) + ",\"mac_count\":" + jstr(st.executed_work ? "executed" : "conventional");
+  o += ",\"params\":" + jnum(c.params) + ",\"weight_bytes\":" + jnum(c.weight_bytes) + ",\"input_bytes\":" + jnum(c.input_total()) +
+       ",\"output_bytes\":" + jnum(c.output_total()) + ",\"kv_read_bytes\":" + jnum(c.kv_read_bytes) + ",\"kv_write_bytes\":" + jnum(c.kv_write_bytes) +
+       ",\"scratch_bytes\":" + jnum(c.scratch_bytes) + ",\"bytes\":" + jnum(r.bytes);
+  o += ",\"intensity\":" + jnum(r.theoretical.intensity) + ",\"mac_intensity\":" + jnum(r.bytes > 0 ? c.macs / r.bytes : 0);
   o += ",\"compute_roof\":" + jstr(r.compute_roof) + ",\"memory_level\":" + jstr(r.memory_level);
-  o += ",\"time_s\":" + jnum(r.theoretical.time_s) + ",\"bound\":" + jstr(bound_name(r.theoretical.bound));
-  o += ",\"derated_time_s\":" + jnum(r.derated.time_s) + ",\"derated_bound\":" + jstr(bound_name(r.derated.bound)) + "}";
+  for (const auto& [pre, rp] : {std::pair<const char*, const RoofPoint*>{"", &r.theoretical}, {"derated_", &r.derated}}) {
+    o += ",\"" + std::string(pre) + "peak_flops_per_s\":" + jnum(rp->peak_flops_per_s);
+    o += ",\"" + std::string(pre) + "bandwidth_bytes_per_s\":" + jnum(rp->bandwidth_bytes_per_s);
+    o += ",\"" + std::string(pre) + "attainable_flops_per_s\":" + jnum(rp->attainable_flops_per_s);
+    o += ",\"" + std::string(pre) + "time_s\":" + jnum(rp->time_s);
+    o += ",\"" + std::string(pre) + "bound\":" + jstr(bound_name(rp->bound));
+  }
+  o += ",\"efficiency_compute\":" + jnum(r.efficiency.compute) + ",\"efficiency_bandwidth\":" + jnum(r.efficiency.bandwidth);
+  o += ",\"flops_per_mac\":" + jnum(st.flops_per_mac) + ",\"memory_model\":" + jstr(memory_model_name(st.memory_model)) + "}";
   return o;
 }
 
@@ -155,11 +169,11 @@ std::string plan_json(const Scenario& s, const Catalog& catalog, RunOptions opt,
           o += "],\"dtype\":" + jstr(dtype_name(L.dtype)) + ",\"weights_dtype\":" + jstr(dtype_name(L.weights_dtype())) +
                ",\"compute_dtype\":" + jstr(dtype_name(L.compute_dtype())) + ",\"kv_dtype\":" + jstr(dtype_name(L.kv_dtype()));
           o += ",\"kernel\":" + jstr(L.kernel) + ",\"view\":" + std::string(L.op && L.op->view ? "true" : "false");
-          o += ",\"tied_weights\":" + std::string(L.tied_weights ? "true" : "false");
+          o += ",\"tied_weights\":" + std::string(L.tied_weights ? "true" : "false") + ",\"channels_per_group\":" + jnum(channels_per_group(L));
           o += ",\"predicted\":[";
           size_t nr = 0;
           for (const auto& pl : pr.platforms)
-            if (auto it = rows.find(std::make_tuple(pl->name, net.name, L.name)); it != rows.end()) o += (nr++ ? "," : "") + predicted_row(*it->second);
+            if (auto it = rows.find(std::make_tuple(pl->name, net.name, L.name)); it != rows.end()) o += (nr++ ? "," : "") + predicted_row(*it->second, st);
           o += "]}";
         }
         o += "]}";

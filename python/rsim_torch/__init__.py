@@ -1,0 +1,12 @@
+"""rsim_torch: measure a device through PyTorch, with nothing of rsim but its plan file.
+
+    python3 -m rsim_torch probe   --device cuda:0|cpu|mps [-o PLATFORM.yaml] [--json FILE]
+    python3 -m rsim_torch measure PLAN.json --device D [--execution eager,graph] [--reps N] -o DIR
+
+`rsim plan SCENARIO -o plan.json` writes the plan (docs/plan.schema.json); `measure` builds each
+layer as the torch module or function a model would use, times it with device events (and the
+networks as forward passes), and writes measured.csv and measured_networks.csv, which
+`rsim calibrate` reads. Pure Python: it needs torch (1.13 or newer) and nothing else.
+"""
+
+__version__ = "1"
