@@ -3,6 +3,7 @@
 #   share/rsim/hardware/        the platform catalog (found relative to bin/rsim)
 #   share/rsim/models/          the model zoo (`model: NAME` in any scenario)
 #   share/rsim/scenarios/       the example scenarios, their Lua plugins and README
+#   share/rsim/python/rsim_torch/  probe and measure through PyTorch (python3 -m rsim_torch; rsim --backend torch)
 #   share/man/man1/rsim.1.gz    the manual page
 #   share/bash-completion/completions/rsim
 #   share/doc/rsim/             README.md, the hardware README
@@ -14,6 +15,7 @@ install(DIRECTORY scenarios/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/rsim/mo
 install(DIRECTORY scenarios/ DESTINATION ${CMAKE_INSTALL_DATADIR}/rsim/scenarios
         FILES_MATCHING PATTERN "*.yaml" PATTERN "*.lua" PATTERN "README.md"
         PATTERN "models" EXCLUDE)
+install(DIRECTORY python/rsim_torch DESTINATION ${CMAKE_INSTALL_DATADIR}/rsim/python FILES_MATCHING PATTERN "*.py")
 install(FILES dist/rsim.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME rsim)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

@@ -29,6 +29,7 @@ echo "check-install: Depends: $depends"
 grep -q 'libyaml-cpp' <<<"$depends" || { echo "check-install: the .deb declares no library dependencies" >&2; exit 1; }
 dpkg-deb -c "$deb" > "$tmp/contents.txt"
 for f in usr/bin/rsim usr/share/rsim/hardware/rtx3080.yaml usr/share/rsim/models/resnet50.yaml usr/share/man/man1/rsim.1.gz \
+         usr/share/rsim/python/rsim_torch/__main__.py \
          usr/share/bash-completion/completions/rsim; do
   grep -q " \./$f\$" "$tmp/contents.txt" || { echo "check-install: the .deb lacks /$f" >&2; exit 1; }
 done

@@ -17,7 +17,8 @@ else
   p=$tmp/prefix
 fi
 for f in bin/rsim share/rsim/hardware/rtx3080.yaml share/rsim/models/resnet18.yaml share/rsim/scenarios/group_conv_sweep.yaml \
-         share/rsim/scenarios/lua/custom_ops.lua share/man/man1/rsim.1.gz share/bash-completion/completions/rsim; do
+         share/rsim/scenarios/lua/custom_ops.lua share/man/man1/rsim.1.gz share/bash-completion/completions/rsim \
+         share/rsim/python/rsim_torch/__main__.py share/rsim/python/rsim_torch/ops.py; do
   [ -e "$p/$f" ] || fail "missing $f"
 done
 [ ! -e "$p/bin/rsim-build-tree" ] || fail "the build-tree marker was installed"
@@ -48,6 +49,17 @@ cell() {
 [ "$(cell out/installed/results.csv params fc linear_1)" = 32896 ] || fail "linear params"
 # the zoo's ResNet-18: torchvision's 11,689,512 parameters
 [ "$(cell out/installed/summary.csv params r18)" = 11689512 ] || fail "resnet18 from the zoo: $(cell out/installed/summary.csv params r18) parameters"
+# rsim_torch from share/rsim/python, from an unrelated folder: the fc network measured on the CPU
+# (where an interpreter with PyTorch is at hand: Debian's python3-torch)
+torch_python=${RSIM_PYTHON:-/usr/bin/python3}
+if "$torch_python" -c "import torch" 2>/dev/null; then
+  RSIM_PYTHON=$torch_python "$p/bin/rsim" measure s.yaml --backend torch --device cpu --reps 2 --out m -q 2>torch.txt ||
+    fail "rsim measure --backend torch failed: $(cat torch.txt)"
+  grep -q '^0,rtx3080,fc,linear_1,linear,' m/measured.csv || fail "measured.csv lacks the fc layer"
+  grep -q '^0,fc,fc,1,fp32,eager,' m/measured_networks.csv || fail "measured_networks.csv lacks the fc network"
+else
+  echo "install_test: no python3 with torch: rsim_torch not run (apt install python3-torch)"
+fi
 # an installed example scenario with a Lua plugin beside it
 "$p/bin/rsim" validate "$p/share/rsim/scenarios/custom_ops.yaml" >/dev/null || fail "the installed custom_ops.yaml does not validate"
 

@@ -203,10 +203,14 @@ def time_layer(L, b, dev, mode, reps):
         return None, "a view: moves no data, runs no kernel"
     try:
         inputs = ops.input_tensors(L, dev)
+        note = b.note
         with torch.no_grad():
+            got = [list(t.shape) for t in b.fn(inputs)]
+            if got != [list(s) for s in L["output_shapes"]]:  # torch and rsim disagree: say so beside the time
+                note = "; ".join(x for x in (note, "torch computed output %s, rsim %s" % (_shape_text(got), _shape_text(L["output_shapes"]))) if x)
             fn = lambda: b.fn(inputs)  # noqa: E731
             times = time_graph(dev, fn, reps) if mode == "graph" else time_calls(dev, fn, reps)
-        return times, b.note
+        return times, note
     except (Unsupported, RuntimeError) as e:
         return None, "not run: %s" % str(e).splitlines()[0]
 
