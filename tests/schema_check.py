@@ -112,7 +112,23 @@ plat["memory"][0]["bandwith"] = plat["memory"][0].pop("bandwidth")
 if not errors(pv, plat):
     failures.append("misspelt 'bandwith' in a platform file is accepted")
 
+# `rsim plan` against docs/plan.schema.json: two example scenarios (a CNN sweep, an LLM with a KV
+# cache), and a plan with a misspelt key rejected
+with open(os.path.join(src, "docs", "plan.schema.json"), encoding="utf-8") as f:
+    plan_schema = json.load(f)
+jsonschema.Draft202012Validator.check_schema(plan_schema)
+plan_v = jsonschema.Draft202012Validator(plan_schema)
+for name in ("group_conv_sweep.yaml", "llm_prefill_decode.yaml"):
+    out = subprocess.run([rsim, "plan", os.path.join(src, "scenarios", name)], check=True, capture_output=True, text=True).stdout
+    plan = json.loads(out)
+    for e in errors(plan_v, plan):
+        failures.append(f"plan of {name}: {e}")
+    count += 1
+plan["points"][0]["networks"][0]["layers"][0]["kernal"] = "x"
+if not errors(plan_v, plan):
+    failures.append("a plan layer with a misspelt key 'kernal' is accepted")
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print(f"schema_check: {count} files valid, {len(misspelt) + 4} bad documents rejected")
+print(f"schema_check: {count} files valid, {len(misspelt) + 5} bad documents rejected")

@@ -1,0 +1,225 @@
+// `rsim calibrate` on measurements of a real NVIDIA H200 (tests/data/h200, a copy of
+// ../shared/gpu/h200: ResNet-50 layers timed one by one in eager mode, whole networks eager and in
+// one CUDA graph, a GEMM sweep, a Llama-2-7B-shaped decoder). Every expected figure here comes from
+// the measurement files themselves, read by the test, or is derived by hand; none from rsim.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli_helpers.hpp"
+#include "engine/config.hpp"
+#include "helpers.hpp"
+#include "measure/calibrate.hpp"
+
+using namespace rsim;
+using namespace rsim::measure;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(RSIM_SOURCE_DIR) + "/tests/data/h200/";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The shared files: every *.measured.csv and measured_networks.csv.
+std::vector<std::string> shared_files() {
+  std::vector<std::string> f;
+  for (const auto& e : fs::directory_iterator(kDir))
+    if (e.path().filename().string().find(".measured.csv") != std::string::npos) f.push_back(e.path().string());
+  std::sort(f.begin(), f.end());
+  f.push_back(kDir + "measured_networks.csv");
+  return f;
+}
+
+// A quoted-field-aware split of one CSV line (the test's own reader).
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool q = false;
+  for (char c : line) {
+    if (c == '"') q = !q;
+    else if (c == ',' && !q) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+// name → column of a header line, and every data line of a file
+struct Csv {
+  std::map<std::string, size_t> col;
+  std::vector<std::vector<std::string>> rows;
+};
+Csv read_csv(const std::string& path) {
+  Csv c;
+  std::ifstream in(path);
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // (the shared files end lines with CR LF)
+    if (line.empty()) continue;
+    auto v = cells(line);
+    if (header) {
+      for (size_t i = 0; i < v.size(); ++i) c.col[v[i]] = i;
+      header = false;
+    } else {
+      c.rows.push_back(v);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate (GPU): measured files are told apart by their header", "[calibrate]") {
+  CHECK(measured_kind(slurp(kDir + "resnet50_b1_fp16.measured.csv")) == CsvKind::Layers);
+  CHECK(measured_kind(slurp(kDir + "measured_networks.csv")) == CsvKind::Networks);
+  CHECK(measured_kind(slurp(kDir + "graphs.csv")) == CsvKind::Unknown);  // model,batch,dtype,eager_min_s,graph_min_s
+  CHECK(measured_kind("network,layer,op,measured_time_s\n") == CsvKind::Layers);
+  CHECK(measured_kind("") == CsvKind::Unknown);
+}
+
+TEST_CASE("calibrate (GPU): measured_networks.csv rows, their fastest repetition, and rows without a time skipped", "[calibrate]") {
+  // the file's first row: resnet50_b1_fp16, eager, 0.00353075 s in both time columns
+  auto n = read_measured_networks_csv(slurp(kDir + "measured_networks.csv"), "measured_networks.csv");
+  REQUIRE(n.size() == 20);  // 16 ResNet-50 rows (4 batches × 2 dtypes × 2 modes) and 4 Llama rows
+  CHECK(n[0].network == "resnet50_b1_fp16");
+  CHECK(n[0].execution == Execution::Eager);
+  CHECK(n[0].time_s == 0.00353075);
+  CHECK(n[1].execution == Execution::Graph);
+  CHECK(n[1].time_s == 0.0008928);
+  // measured_min_s wins over measured_time_s; a row with neither is skipped; no point column needed
+  auto m = read_measured_networks_csv("network,execution,measured_time_s,measured_min_s\na,graph,2,1\nb,eager,,\nc,eager,3,\n", "x.csv");
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].time_s == 1);
+  CHECK(m[1].time_s == 3);
+  CHECK_THROWS_WITH(read_measured_networks_csv("network,execution,measured_time_s\na,lazy,1\n", "x.csv"),
+                    "x.csv:2: execution 'lazy' is not fused, graph or eager");
+  CHECK_THROWS_WITH(read_measured_networks_csv("network,measured_time_s\na,1\n", "x.csv"), "x.csv: no column 'execution' (is it a measured_networks.csv?)");
+  // batch 8: predicted rows only (no layer times); the optional columns of rsim measure are absent
+  const std::string b8 = slurp(kDir + "resnet50_b8_fp16.measured.csv");
+  CHECK(read_measured_csv(b8, "b8").empty());
+  auto all = read_measured_rows(b8, "b8");
+  CHECK(all.size() == 175);
+  CHECK(all[0].kernel == "conv1");
+  CHECK(all[0].roof == "bf16/fp16 tensor cores");
+}
+
+TEST_CASE("calibrate (GPU): the layers that beat their bound are those the files time below it, with reasons", "[calibrate]") {
+  std::vector<Sample> rows;
+  size_t expected = 0;  // counted from the files' own columns: measured_min_s < time_s
+  for (const auto& f : shared_files()) {
+    if (f.find("measured_networks") != std::string::npos) continue;
+    auto r = read_measured_rows(slurp(f), f);
+    rows.insert(rows.end(), r.begin(), r.end());
+    Csv c = read_csv(f);
+    for (const auto& v : c.rows) {
+      const std::string& m = v[c.col.at("measured_min_s")];
+      if (!m.empty() && std::stod(m) < std::stod(v[c.col.at("time_s")])) ++expected;
+    }
+  }
+  auto b = beats_bound(rows);
+  CHECK(expected == 9);  // (the README of the data: fp32 3×3 Winograd convolutions, and a strided 1×1)
+  REQUIRE(b.size() == expected);
+  std::map<std::string, std::string> reason;
+  for (const auto& x : b) reason[x.network + "/" + x.layer] = x.reason;
+  // 3×3 stride 1, 256 → 256 channels at 14×14: MACs per output = 256 · 9 (Winograd); 1×1 stride 2: reads a quarter
+  CHECK(reason["resnet50_b256_fp32/layer3.1.conv2"].find("Winograd") != std::string::npos);
+  CHECK(reason["resnet50_b256_fp16/layer2.0.down"].find("strided 1x1 convolution reads only the input pixels") != std::string::npos);
+  CHECK(beats_bound_reason("conv2d", "1x64x56x56", "1x64x56x56", 64.0 * 56 * 56 * 64 * 9).find("Winograd") != std::string::npos);
+  CHECK(beats_bound_reason("conv2d", "1x64x56x56", "1x64x56x56", 64.0 * 56 * 56 * 64).empty());  // 1×1 stride 1: no known reason
+  CHECK(beats_bound_reason("relu", "1x64", "1x64", 0).empty());
+}
+
+TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predicts the measured networks", "[calibrate]") {
+  fs::path dir = test::scratch_dir("calibrate_gpu");
+  std::vector<std::string> args = {"calibrate"};
+  for (const auto& f : shared_files()) args.push_back(f);
+  // the network file first: the order of the files does not matter
+  std::rotate(args.begin() + 1, args.end() - 1, args.end());
+  args.insert(args.end(), {"--platform", "h200", "-o", (dir / "h200_cal.yaml").string(), "--predictions", (dir / "pred.csv").string()});
+  auto r = test::cli(args);
+  INFO(r.err << r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("fitted on 965 measured layers and 20 measured networks") != std::string::npos);
+  CHECK(r.out.find("each network predicted by a fit without it") != std::string::npos);
+  CHECK(r.out.find("9 measured layers faster than the theoretical bound") != std::string::npos);
+  Diags d;
+  Platform p = build_platform(parse_yaml(slurp((dir / "h200_cal.yaml").string()), "h200_cal.yaml"), nullptr, d);
+  REQUIRE(d.empty());
+  CHECK(p.name == "h200_cal");
+  // the runtime, fitted: a gap between a graph's kernels of a few µs, and the host's time per
+  // kernel near the 20.3 µs that the eager batch-1 forward gives (3.531 ms / 174 kernels)
+  REQUIRE(p.runtime.has_graph_gap());
+  CHECK(p.runtime.graph_gap_s > 0);
+  CHECK(p.runtime.graph_gap_s < 10e-6);
+  REQUIRE(p.runtime.has_host_overhead());
+  CHECK(p.runtime.host_overhead_s > 10e-6);
+  CHECK(p.runtime.host_overhead_s < 40e-6);
+  CHECK(p.runtime.launch_overhead_s == Approx(5e-6));  // h200's own (one per graph)
+  // a rule per class and compute roof: fp32 CUDA-core and fp16 tensor-core convolutions apart
+  const CalibrationRule* conv32 = p.calibration_for("conv2d", "fp32 CUDA cores");
+  const CalibrationRule* conv16 = p.calibration_for("conv2d", "bf16/fp16 tensor cores");
+  REQUIRE(conv32);
+  REQUIRE(conv16);
+  CHECK(conv32 != conv16);
+  CHECK(conv32->host_overhead_s > 0);
+  // the attention of the Llama decoder: no measured layer of its class, so a transferred law
+  const CalibrationRule* att = p.calibration_for("attention", "bf16/fp16 tensor cores");
+  REQUIRE(att);
+  CHECK(att->extrapolated);
+  // the calibrated platform run by rsim on the measured networks, under their own modes: each
+  // prediction against the file's measured time (the fit saw these; the held-out check is the
+  // leave-one-network-out table calibrate prints)
+  Csv m = read_csv(kDir + "measured_networks.csv");
+  size_t within = 0, n = 0;
+  for (const auto& v : m.rows) {
+    const std::string net = v[m.col.at("network")], exec = v[m.col.at("execution")], model = v[m.col.at("model")];
+    const std::string batch = v[m.col.at("batch")], dtype = v[m.col.at("dtype")];
+    const double measured = std::stod(v[m.col.at("measured_min_s")]);
+    std::string args_text = "{batch: " + batch + "}";
+    if (model == "llama2_7b") {
+      const std::string note = v[m.col.at("measured_note")];
+      args_text = note.find("prefill") != std::string::npos ? "{phase: prefill, batch: 1, seq: 2048}" : "{phase: decode, batch: " + batch + ", context: 2048}";
+    }
+    const std::string yaml = "name: t\nsettings: {dtype: " + dtype + ", execution: " + exec + "}\nplatforms: [h200_cal]\nnetworks: [{model: " + model +
+                             ", args: " + args_text + "}]\n";
+    Scenario s = parse_scenario(yaml, (dir / "t.yaml").string());
+    RunOptions opt;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = {test::src("scenarios/models")};
+    RunResult rr = run_scenario(s, Catalog(dir.string()), opt);
+    const double predicted = rr.results[0].summary[0].derated_time_s;
+    const double ratio = predicted / measured;
+    INFO(net << " " << exec << ": predicted " << predicted << " s, measured " << measured << " s");
+    ++n;
+    within += ratio <= 1.25 && ratio >= 1 / 1.25;
+    if (model == "llama2_7b" && exec == "graph") CHECK(std::fabs(ratio - 1) < 0.10);  // decode within 10 %
+    if (model == "llama2_7b" && exec == "eager") CHECK(std::fabs(ratio - 1) < 0.20);  // prefill within 20 %
+    CHECK(ratio < 1.6);
+    CHECK(ratio > 1 / 1.6);
+  }
+  CHECK(n == 20);
+  CHECK(within >= 16);
+  // --predictions: one line per network row, with the held-out and the fitted prediction
+  Csv pred = read_csv((dir / "pred.csv").string());
+  CHECK(pred.rows.size() == 20);
+  CHECK(pred.col.count("predicted_s") == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("calibrate (GPU): a file that is neither kind is refused, naming both", "[calibrate]") {
+  auto r = test::cli({"calibrate", kDir + "graphs.csv", "--platform", "h200", "-o", "/tmp/never.yaml"});
+  CHECK(r.code == 1);
+  CHECK(r.err == "rsim: error: " + kDir +
+                     "graphs.csv is neither a measured.csv (a header with network, layer, op, ..., measured_time_s) nor a measured_networks.csv "
+                     "(network, execution, measured_time_s)\n");
+  CHECK_FALSE(fs::exists("/tmp/never.yaml"));
+}
