@@ -77,7 +77,47 @@ struct Bounded {
   RoofPoint theoretical, derated;
   Efficiency efficiency;
   double host = -1;  // its class's host overhead in eager mode (-1: the platform's)
+  bool algorithm = false;  // a platform's algorithm changed its work or bytes (its row's counts say how)
 };
+
+// The work and bytes of a convolution under an algorithm the platform declares (`algorithms:`):
+// - conv3x3 winograd_f2x2 / winograd_f4x4, for a dense 3×3 stride-1 undilated convolution:
+//   F(m×m, 3×3) multiplies (m + 2)² times per m×m output tile per input and output channel, so
+//   MACs = N · ceil(Hout/m) · ceil(Wout/m) · (m + 2)² · Cin · Cout (4 / 9 and 1 / 4 of the direct
+//   count on whole tiles); the FLOPs it bounds are flops_per_mac × those;
+// - conv1x1_strided touched_input, for a 1×1 convolution with stride sh × sw > 1 and no padding: it
+//   reads one input pixel in sh · sw, so its input bytes are the input's / (sh · sw).
+// Returns whether one applied; `cost` (a row's copy) then carries the executed counts.
+bool apply_algorithm(const Platform& pl, const Layer& L, const Settings& st, double& work, double& bytes, OpCost* cost) {
+  if (!L.op || L.op->name != "conv2d" || L.in_shapes.empty() || L.out_shapes.empty()) return false;
+  const auto& k = L.attrs.ints("kernel");
+  const auto& s = L.attrs.ints("stride");
+  const auto& dl = L.attrs.ints("dilation");
+  const Shape& x = L.in_shapes[0];
+  const Shape& y = L.out_shapes[0];
+  if (k.size() != 2 || s.size() != 2 || dl.size() != 2 || x.size() != 4 || y.size() != 4) return false;
+  const DType cd = L.compute_dtype();
+  if (k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && dl[0] == 1 && dl[1] == 1 && L.attrs.i("groups") == 1) {
+    const std::string& a = pl.algorithm_for("conv3x3", cd);
+    const long long m = a == "winograd_f2x2" ? 2 : a == "winograd_f4x4" ? 4 : 0;
+    if (!m) return false;
+    const double tiles = static_cast<double>(y[0]) * static_cast<double>((y[2] + m - 1) / m) * static_cast<double>((y[3] + m - 1) / m);
+    const double macs = tiles * static_cast<double>((m + 2) * (m + 2)) * static_cast<double>(x[1]) * static_cast<double>(y[1]);
+    work = st.flops_per_mac * macs;
+    if (cost) cost->macs_executed = macs, cost->flops_executed = work;
+    return true;
+  }
+  const AttrValue& pad = L.attrs.at("padding");
+  const bool no_pad = pad.s == "valid" || (pad.s.empty() && std::all_of(pad.ints.begin(), pad.ints.end(), [](long long v) { return v == 0; }));
+  if (k[0] == 1 && k[1] == 1 && (s[0] > 1 || s[1] > 1) && no_pad && pl.algorithm_for("conv1x1_strided", cd) == "touched_input") {
+    if (st.memory_model != MemoryModel::InputsWeightsOutputs || L.cost.input_bytes.empty()) return false;
+    const double in = L.cost.input_bytes[0], touched = in / static_cast<double>(s[0] * s[1]);
+    bytes -= in - touched;
+    if (cost) cost->input_bytes[0] = touched;
+    return true;
+  }
+  return false;
+}
 
 // Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
 // kernels (their layers each alone in a kernel, numbered one after the other): kernels [begin,
@@ -893,6 +933,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
           bounded[li] = b;
           if (ctx.rows) r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
+          if (ctx.rows && b.algorithm) r.cost = out.rows[rows_base + static_cast<size_t>(L.same_as)].cost;  // (its algorithm's counts)
           r.bytes = b.bytes;
           if (full_rows) r.memory_level = b.level->name;
           r.theoretical = b.theoretical;
@@ -903,7 +944,9 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           r.bytes = layer_bytes(L.cost, mm);
           const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
           if (full_rows) r.memory_level = lmem->name;
-          const double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
+          double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
+          // an algorithm the platform's library runs instead (Winograd; a strided 1×1 reading the pixels it uses)
+          const bool algorithm = !pl.algorithms.empty() && apply_algorithm(pl, L, out.settings, work, r.bytes, full_rows ? &r.cost : nullptr);
           r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
           if (ctx.hooks && ctx.hooks->has_efficiency()) {
             try {
@@ -950,7 +993,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
                      Note{plat_nodes[pi]->loc, "platform used here"}});
             break;
           }
-          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host};
+          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host, algorithm};
         }
         tally(li, cost, r.bytes, r.theoretical, r.derated, host);
       }

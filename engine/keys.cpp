@@ -213,6 +213,7 @@ std::vector<MapDef> build() {
            {"compute", list_of("compute_roof"), true, "Compute roofs, one per precision group."},
            {"memory", list_of("memory_level"), true, "Memory levels; the first is the default of rooflines (settings.memory_level picks another)."},
            {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
+           {"algorithms", map_of("algorithms"), false, "The algorithms the platform's libraries run where they differ from the conventional count, e.g. {conv3x3: {fp32: winograd_f4x4}}: the roofline bounds their executed work."},
            {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
            {"contention", map_of("contention"), false, "Time sharing of the measured core, fitted by `rsim calibrate` (applied to compute-bound layers)."},
        }},
@@ -238,6 +239,11 @@ std::vector<MapDef> build() {
        {
            {"onset_s", num(), true, "Time in seconds (0 to 1000, exclusive of 0) around which layers start to wait for other work's time slices."},
            {"slowdown", num(), true, "Factor on a layer much longer than onset_s (at least 1; 1 = a core of its own)."},
+       }},
+      {"algorithms", "Algorithms a platform's libraries run (each: one name, or a map from precision to name)",
+       {
+           {"conv3x3", def("algorithm_conv3x3"), false, "3×3 stride-1 dense convolutions: direct (default), winograd_f2x2 or winograd_f4x4 (F(m×m, 3×3): (m+2)² multiplications per m×m output tile and channel pair)."},
+           {"conv1x1_strided", def("algorithm_conv1x1_strided"), false, "1×1 convolutions with stride > 1: full (default: the whole input read) or touched_input (only the 1/(sh·sw) of its pixels it uses)."},
        }},
       {"scale", "Factors applied to every roof of a platform",
        {

@@ -43,6 +43,17 @@ const CalibrationRule* Platform::calibration_for(const std::string& op, const st
   return any;
 }
 
+const std::string& Platform::algorithm_for(const std::string& kind, DType compute) const {
+  static const std::string none;
+  const std::string* any = &none;
+  for (const auto& a : algorithms) {
+    if (a.kind != kind) continue;
+    if (a.dtype && *a.dtype == compute) return a.algorithm;
+    if (!a.dtype) any = &a.algorithm;
+  }
+  return *any;
+}
+
 const char* execution_name(Execution e) {
   switch (e) {
     case Execution::Fused: return "fused";
@@ -539,6 +550,39 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         p.calibration.push_back(rule);
       }
   }
+  if (const CNode* al = m.get("algorithms")) {
+    MapReader am(*al, keys::map("algorithms"), "algorithms", d);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {{"conv3x3", {"direct", "winograd_f2x2", "winograd_f4x4"}},
+                                                                                  {"conv1x1_strided", {"full", "touched_input"}}};
+    for (const auto& [kind, choices] : kinds) {
+      const CNode* v = am.get(kind);
+      if (!v) continue;
+      auto add = [&, &kind = kind, &choices = choices](const CNode& n, std::optional<DType> dt) {
+        auto t = to_string(n, d, kind);
+        if (!t) return;
+        if (std::find(choices.begin(), choices.end(), *t) == choices.end()) {
+          std::string hint = did_you_mean(*t, choices), list;
+          for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+          d.error(n.loc, "unknown " + kind + " algorithm '" + *t + "'", {Note{{}, hint.empty() ? "choose " + list : hint}});
+          return;
+        }
+        p.algorithms.push_back(AlgorithmChoice{kind, dt, *t});
+      };
+      if (v->is_map()) {
+        for (const auto& e : v->entries) {
+          auto dt = parse_dtype(e.key);
+          if (!dt) {
+            d.error(e.key_loc, "'" + e.key + "' is not a precision", {Note{{}, "e.g. " + kind + ": {fp32: " + choices.back() + "}"}});
+            continue;
+          }
+          add(e.value, *dt);
+        }
+      } else {
+        add(*v, std::nullopt);
+      }
+    }
+    am.finish();
+  }
   // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
   // theoretical and derated alike, e.g. on a `base:` platform
   if (const CNode* sc = m.get("scale")) {
@@ -587,6 +631,8 @@ std::string describe_platform(const Platform& p) {
                                        : "; no host overhead (execution: eager unavailable)";
     s += "\n";
   }
+  for (const auto& a : p.algorithms)
+    s += "  algorithm: " + a.kind + (a.dtype ? std::string(" (") + dtype_name(*a.dtype) + ")" : std::string()) + " runs " + a.algorithm + "\n";
   if (p.contention.active())
     s += "  contention (calibrated): compute-bound layers longer than " + si6(p.contention.onset_s, "s") + " slowed up to " + num(p.contention.slowdown) +
          "×\n";

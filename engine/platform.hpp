@@ -123,6 +123,14 @@ struct ExecutionClock {
   }
 };
 
+// An algorithm a platform's libraries run for a kind of layer (`algorithms:`), for every precision
+// (dtype unset) or one.
+struct AlgorithmChoice {
+  std::string kind;            // "conv3x3", "conv1x1_strided"
+  std::optional<DType> dtype;  // the compute precision it applies to (none: every one)
+  std::string algorithm;       // "winograd_f4x4", "touched_input", ...
+};
+
 struct Platform {
   std::string name;   // catalog id, e.g. "rtx3080"
   std::string title;  // "NVIDIA GeForce RTX 3080"
@@ -133,6 +141,10 @@ struct Platform {
   Runtime runtime;                  // `runtime:`: launch overhead, graph gap, host overhead
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
   Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
+  std::vector<AlgorithmChoice> algorithms;   // `algorithms:`; the work and bytes the roofline bounds
+  // The algorithm of `kind` for a compute precision: the one named for it, else the one for every
+  // precision, else "" (the conventional count).
+  const std::string& algorithm_for(const std::string& kind, DType compute) const;
 
   // The rule for an operator on a compute roof: one of that roof, else one for every roof (with
   // roof "", the operator's first rule).

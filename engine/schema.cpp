@@ -342,6 +342,11 @@ class Gen {
                         .set("propertyNames", J::obj().set("pattern", kIdent))
                         .set("additionalProperties", J::obj().set("type", J::arr({J("string"), J("number"), J("boolean"), J("null")}))));
     d.set("args", J::obj().set("type", "object").set("additionalProperties", scalar()));
+    for (const auto& [name, choices] : {std::pair<const char*, std::vector<std::string>>{"algorithm_conv3x3", {"direct", "winograd_f2x2", "winograd_f4x4"}},
+                                        {"algorithm_conv1x1_strided", {"full", "touched_input"}}}) {
+      J one = J::obj().set("enum", strings(choices));
+      d.set(name, any_of({one, J::obj().set("type", "object").set("additionalProperties", one)}));
+    }
     d.set("level_laws", J::obj()
                             .set("type", "object")
                             .set("additionalProperties", J::obj().set("type", "array").set("minItems", 2).set("maxItems", 3).set("items", J::obj().set("type", "number"))));

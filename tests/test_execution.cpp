@@ -146,3 +146,67 @@ TEST_CASE("runtime: a what-if platform replaces one runtime value and keeps the 
   // two relus on 10^6 fp32 elements: 8 MB each at 4.8 TB/s = 1.6667 µs; graph: 2 × 1.6667 + 1 gap + 5 launch
   CHECK(r.results[0].summary[0].time_s == Approx(2 * 8e6 / 4.8e12 + 1e-6 + 5e-6));
 }
+
+namespace {
+
+// One layer alone on a platform of 1 TFLOP/s and 1 GB/s, with `algorithms` as given.
+RunResult one_conv(const std::string& layer, const std::string& algorithms, const std::string& dtype = "fp32", const std::string& input = "[1, 64, 56, 56]") {
+  return test::run_text("name: t\n"
+                        "settings: {dtype: " + dtype + "}\n"
+                        "platforms:\n"
+                        "  - name: p\n"
+                        "    compute: [{name: c, dtypes: [fp32, fp16], peak: 1 TFLOP/s}]\n"
+                        "    memory: [{name: m, bandwidth: 1 GB/s}]\n" +
+                        (algorithms.empty() ? std::string() : "    algorithms: " + algorithms + "\n") +
+                        "networks:\n"
+                        "  - name: n\n"
+                        "    input: " + input + "\n"
+                        "    layers: [" + layer + "]\n");
+}
+
+}  // namespace
+
+TEST_CASE("algorithms: Winograd F(4x4, 3x3) and F(2x2, 3x3) bound a 3x3 stride-1 convolution by the multiplications they run", "[execution]") {
+  const std::string conv = "{name: c, op: conv2d, out_channels: 64, kernel: 3, padding: 1, bias: false}";
+  // direct: 56·56 outputs · 64 out · 64 in · 9 taps = 115,605,504 MACs, 231,211,008 FLOPs
+  RunResult rr1 = one_conv(conv, "");
+  const Row& direct = rr1.results[0].rows[0];
+  CHECK(direct.cost.macs == 115605504.0);
+  CHECK(direct.theoretical.compute_time_s == Approx(231211008.0 / 1e12));
+  // F(4x4): ceil(56/4)² = 196 tiles · 6² = 36 multiplications · 64 · 64 = 28,901,376 MACs (a quarter)
+  RunResult w4 = one_conv(conv, "{conv3x3: winograd_f4x4}");
+  const Row& r4 = w4.results[0].rows[0];
+  CHECK(r4.cost.macs == 115605504.0);  // the conventional count stays
+  CHECK(r4.cost.macs_executed == 28901376.0);
+  CHECK(r4.cost.flops_executed == 2 * 28901376.0);
+  CHECK(r4.theoretical.compute_time_s == Approx(2 * 28901376.0 / 1e12));
+  // F(2x2): 28² = 784 tiles · 4² = 16 · 64 · 64 = 51,380,224 MACs (4/9)
+  RunResult rr2 = one_conv(conv, "{conv3x3: winograd_f2x2}");
+  const Row& r2 = rr2.results[0].rows[0];
+  CHECK(r2.cost.macs_executed == 51380224.0);
+  // declared for fp32 only: an fp16 convolution keeps the direct count
+  RunResult rr3 = one_conv(conv, "{conv3x3: {fp32: winograd_f4x4}}", "fp16");
+  const Row& h = rr3.results[0].rows[0];
+  CHECK(h.theoretical.compute_time_s == Approx(231211008.0 / 1e12));
+  // a strided or grouped 3×3 convolution is not Winograd's
+  RunResult rr4 = one_conv("{name: c, op: conv2d, out_channels: 64, kernel: 3, stride: 2, padding: 1, bias: false}", "{conv3x3: winograd_f4x4}");
+  const Row& s2 = rr4.results[0].rows[0];
+  CHECK(s2.theoretical.compute_time_s == Approx(2 * 28.0 * 28 * 64 * 64 * 9 / 1e12));
+}
+
+TEST_CASE("algorithms: a strided 1x1 convolution that reads only the pixels it uses", "[execution]") {
+  // 64 → 128 channels, stride 2 on 56×56 (fp32): input 64·56·56·4 = 802,816 bytes, of which a
+  // quarter, 200,704, are read; weights 64·128·4 = 32,768; output 128·28·28·4 = 401,408
+  const std::string conv = "{name: c, op: conv2d, out_channels: 128, kernel: 1, stride: 2, bias: false}";
+  RunResult rr5 = one_conv(conv, "");
+  const Row& full = rr5.results[0].rows[0];
+  CHECK(full.bytes == 802816.0 + 32768 + 401408);
+  RunResult rr6 = one_conv(conv, "{conv1x1_strided: touched_input}");
+  const Row& t = rr6.results[0].rows[0];
+  CHECK(t.bytes == 200704.0 + 32768 + 401408);
+  CHECK(t.cost.input_bytes[0] == 200704.0);
+  CHECK(t.theoretical.memory_time_s == Approx((200704.0 + 32768 + 401408) / 1e9));
+  // a bad name: the choices
+  CHECK(test::error_of([&] { one_conv(conv, "{conv1x1_strided: touched}"); }).find("error: unknown conv1x1_strided algorithm 'touched'") != std::string::npos);
+  CHECK(test::error_of([&] { one_conv(conv, "{conv3x3: {fp33: winograd_f4x4}}"); }).find("error: 'fp33' is not a precision") != std::string::npos);
+}
