@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline validation clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline validation validation-gpu clean
 
 deps:
 	./scripts/install-deps.sh
@@ -99,3 +99,10 @@ bench-roofline: build
 
 clean:
 	rm -rf build build-asan build-clang build-tsan out
+
+# docs/validation-gpu.md from the committed H200 measurements (tests/data/h200): calibrate, predict
+# every measured network in every execution mode, the GEMM efficiency map (needs python3-matplotlib)
+# (Debian's interpreter, where apt installs matplotlib, when there is one)
+GPU_VALIDATION_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+validation-gpu: build
+	$(GPU_VALIDATION_PYTHON) scripts/validation_gpu.py --rsim $(BUILD)/rsim
