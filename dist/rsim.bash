@@ -8,7 +8,7 @@ _rsim() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   }
-  local commands="run validate hw ops probe schema"
+  local commands="run validate hw ops probe measure plan calibrate import schema"
   if [[ $cword -eq 1 ]]; then
     COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
     return
@@ -22,7 +22,9 @@ _rsim() {
     --threads|--max-working-set) return ;;
     --scenario) COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "png svg pdf png,svg png,svg,pdf" -- "$cur")); return ;;
-    --jobs|-j|--rows|--dpi|--set) return ;;
+    --jobs|-j|--rows|--dpi|--set|--reps|--device) return ;;
+    --backend) COMPREPLY=($(compgen -W "onednn torch native" -- "$cur")); return ;;
+    --execution) COMPREPLY=($(compgen -W "eager graph eager,graph" -- "$cur")); return ;;
   esac
   local cmd=${words[1]}
   if [[ $cur == -* ]]; then
@@ -31,7 +33,11 @@ _rsim() {
       run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots" ;;
       validate) opts="--help --hw-dir" ;;
       hw) opts="--help --scenario --hw-dir" ;;
-      probe) opts="--help --quick --threads --output --json --out --max-working-set" ;;
+      probe) opts="--help --quick --threads --output --json --out --max-working-set --backend --device" ;;
+      measure) opts="--help --platform --reps --cache --out --set --quiet --backend --device --execution --hw-dir" ;;
+      plan) opts="--help --output --set --hw-dir" ;;
+      calibrate) opts="--help --platform --output --predictions --hw-dir" ;;
+      import) opts="--help --input --dim --name --output --summary" ;;
       ops) opts="--help --scenario" ;;
     esac
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -116,8 +116,10 @@ double summary_value(const SummaryRow& s, const std::string& c) {
   return NAN;
 }
 
+// (the execution mode when it is not the default: graph and eager network times are not sums of kernels)
 std::string conventions(const Settings& s) {
-  return "FLOPs = " + format_number(s.flops_per_mac) + "×MAC · bytes = " + memory_model_name(s.memory_model);
+  return "FLOPs = " + format_number(s.flops_per_mac) + "×MAC · bytes = " + memory_model_name(s.memory_model) +
+         (s.execution == Execution::Fused ? "" : std::string(" · execution: ") + execution_name(s.execution));
 }
 
 std::vector<std::string> platform_names(const RunResult& r) {
