@@ -61,8 +61,10 @@ const char* kJsonHead2 =
     "operator's stated per-element FLOPs (`rsim ops NAME`)\",\"bytes\":\"memory_model of each point: weights+outputs, or "
     "inputs+weights+outputs; per-tensor bytes are given so either can be recomputed\",\"intensity\":\"flops / bytes in FLOP/byte; null "
     "when bytes = 0 and flops > 0 (infinite intensity)\",\"time\":\"time_s = max(flops / peak, bytes / bandwidth) per layer, alone; "
-    "network time_s = sum over kernels (a layer, or a fused group: see kernels.csv) of max(sum of compute times, sum of memory times) of "
-    "its layers, plus the platform's launch_overhead per kernel\",\"units\":\"SI: FLOP, byte, second; rates per second\",\"precision\":"
+    "network time_s: the kernels (a layer, or a fused group: see kernels.csv), each taking max(sum of compute times, sum of memory times) "
+    "of its layers, issued under settings.execution: fused = their sum plus runtime.launch_overhead per kernel; graph = their sum plus "
+    "runtime.graph_gap between kernels and one launch_overhead; eager = the end of the last kernel when the host issues kernel i after its "
+    "own host_overhead and the ones before\",\"units\":\"SI: FLOP, byte, second; rates per second\",\"precision\":"
     "\"activations in dtype; matrix weights in weights_dtype with one fp16 scale per quant_group weights when int8/int4/fp8; the KV "
     "cache in kv_dtype; the compute roof is the one of compute_dtype (default dtype: weights are dequantized to the activation "
     "precision)\",\"kv_cache\":\"KV-cache reads (kv_read_bytes) and a layer's internal scratch traffic count under both memory "
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
   }
   long points = std::atol(argv[1]), layers = std::atol(argv[2]), c0 = std::atol(argv[3]), h = std::atol(argv[4]), w = std::atol(argv[5]);
   double peak = std::atof(argv[6]), bw = std::atof(argv[7]), launch = std::atof(argv[8]) * 1e-6;
+  // rtx3080's runtime.graph_gap and host_overhead (hardware/rtx3080.yaml), converted as rsim converts "4.83 us"
+  const double graph_gap = 4.83 * 1e-6, host_overhead = 20.3 * 1e-6;
   const double mem_size = 10 * 1073741824.0;  // rtx3080: 10 GiB of GDDR6X
   const double fp16_peak = 119 * 1e12, int8_peak = 238 * 1e12;
   std::string scen = argv[9], dir = argv[10];
@@ -108,10 +112,10 @@ int main(int argc, char** argv) {
       "compute_bound_layers,derated_time_s,derated_achieved_flops_per_s,derated_memory_bound_layers,derated_compute_bound_layers,batch,"
       "derated_time_per_sample_s,flops_per_mac,memory_model,active_params,phase,tokens,tokens_per_s,derated_tokens_per_s,"
       "time_to_first_token_s,derated_time_to_first_token_s,time_per_output_token_s,derated_time_per_output_token_s,"
-      "weight_footprint_bytes,kv_cache_bytes,activation_bytes,memory_footprint_bytes,memory_size_bytes,fits_in_memory\n";
+      "weight_footprint_bytes,kv_cache_bytes,activation_bytes,memory_footprint_bytes,memory_size_bytes,fits_in_memory,execution\n";
   ker.b =
       "point,c,platform,network,kernel,layers,layer_names,flops,bytes,intensity,compute_time_s,memory_time_s,launch_overhead_s,time_s,"
-      "bound,derated_compute_time_s,derated_memory_time_s,derated_time_s,derated_bound\n";
+      "bound,derated_compute_time_s,derated_memory_time_s,derated_launch_overhead_s,derated_time_s,derated_bound\n";
   js.b = kJsonHead1;
   js.b += scen, js.b += "\",\"hash\":\"fnv1a64:", js.b += hex, js.b += kJsonHead2;
 
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
       k += lead, k += ",rtx3080,convnet,", k += name, k += ',', num(k, 1.0), k += ',', k += name;
       for (double v : {flops, bytes, inten, ct, mt, launch, std::max(ct, mt) + launch}) k += ',', num(k, v);
       k += ',', k += bound;
-      for (double v : {ct, mt, std::max(ct, mt) + launch}) k += ',', num(k, v);
+      for (double v : {ct, mt, launch, std::max(ct, mt) + launch}) k += ',', num(k, v);
       k += ',', k += bound, k += '\n';
 
       if (l) jl += ',';
@@ -194,7 +198,7 @@ int main(int argc, char** argv) {
     s += ',', num(s, batch), s += ',', num(s, s_dtime / batch), s += ',', num(s, 2.0), s += ",inputs+weights+outputs,", num(s, s_params);
     s += ",,,,,,,,";  // no phase: no LLM totals
     for (double v : {s_wfoot, 0.0, s_act, s_foot, mem_size}) s += ',', num(s, v);
-    s += s_foot <= mem_size ? ",true\n" : ",false\n";
+    s += s_foot <= mem_size ? ",true,fused\n" : ",false,fused\n";
 
     std::string& j = js.b;
     if (p) j += ',';
@@ -203,6 +207,7 @@ int main(int argc, char** argv) {
     j += ",\"memory_level\":\"(first level of each platform)\",\"weights_dtype\":\"fp32\",\"kv_dtype\":\"fp32\",\"compute_dtype\":\"fp32\","
          "\"quant_group\":";
     num(j, 0.0);
+    j += ",\"execution\":\"fused\"";
     // the platform in full at the first point, by reference at the others
     if (p) {
       j += "},\"platforms\":[{\"name\":\"rtx3080\",\"as_in_point\":0}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
@@ -219,8 +224,10 @@ int main(int argc, char** argv) {
       j += ",\"derated_derivation\":\"no derating: same as theoretical\"}],\"memory\":[{\"name\":\"GDDR6X\",\"bandwidth_bytes_per_s\":";
       num(j, bw), j += ",\"derivation\":\"given: 760.32 GB/s\",\"derated_bandwidth_bytes_per_s\":", num(j, bw);
       j += ",\"derated_derivation\":\"no derating: same as theoretical\",\"size_bytes\":", num(j, mem_size);
-      j += "}]}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
+      j += "}],\"runtime\":{\"launch_overhead_s\":", num(j, launch), j += ",\"graph_gap_s\":", num(j, graph_gap), j += ",\"host_overhead_s\":";
+      num(j, host_overhead), j += "}}],\"summary\":[{\"platform\":\"rtx3080\",\"network\":\"convnet\"";
     }
+    j += ",\"execution\":\"fused\"";
     const std::string_view keys[] = {"layers", "kernels", "macs", "flops", "params", "bytes", "intensity", "time_s", "achieved_flops_per_s",
                                      "memory_bound_layers", "compute_bound_layers", "derated_time_s", "derated_achieved_flops_per_s",
                                      "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s",
