@@ -773,7 +773,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = *out.platforms[pi];
     const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
-    const bool fused = out.settings.execution == Execution::Fused;
+    const bool fused = out.settings.execution == Execution::Fused, eager = out.settings.execution == Execution::Eager;
     if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
         (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
       const bool graph = out.settings.execution == Execution::Graph;
@@ -821,7 +821,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       kernels.resize(kix->count);  // all zero: zero bits are 0.0
       static_assert(std::is_trivially_copyable_v<KernelTime>);
       if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
-      if (out.settings.execution == Execution::Eager)  // (no class's own host overhead yet: the runtime's)
+      if (eager)  // (no class's own host overhead yet: the runtime's)
         for (KernelTime& kt : kernels) kt.host = -1;
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
@@ -839,7 +839,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           kt.memory += th.memory_time_s;
           kt.dcompute += de.compute_time_s;
           kt.dmemory += de.memory_time_s;
-          kt.host = std::max(kt.host, host);
+          if (eager) kt.host = std::max(kt.host, host);
         }
         sum.layers += 1;
         sum.macs += cost.macs;

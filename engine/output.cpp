@@ -584,8 +584,27 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
 
 namespace {
 
+// A point's execution mode as summary.csv's last cell (with the line's end) and as results.json's key.
+std::string_view execution_csv(Execution e) {
+  switch (e) {
+    case Execution::Graph: return ",graph\n";
+    case Execution::Eager: return ",eager\n";
+    case Execution::Fused: break;
+  }
+  return ",fused\n";
+}
+std::string_view execution_json(Execution e) {
+  switch (e) {
+    case Execution::Graph: return ",\"execution\":\"graph\"";
+    case Execution::Eager: return ",\"execution\":\"eager\"";
+    case Execution::Fused: break;
+  }
+  return ",\"execution\":\"fused\"";
+}
+
 void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, const SummaryTexts* texts) {
   using F = SummaryTexts::Field;
+  const std::string_view exec_csv = execution_csv(pr.settings.execution);
   size_t lead_bound = Buf::kNum + 1;
   for (const auto& kv : p.bindings) lead_bound += Buf::csv_bound(kv.second) + 1;
   for (size_t si = 0; si < pr.summary.size(); ++si) {
@@ -610,8 +629,8 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     if (s.memory_size_bytes > 0) t.csv(b, F::MemorySize);
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
-    b.ch(','), b.lit(execution_name(pr.settings.execution));
-    b.ch('\n');
+    b.lit(exec_csv);
+
   }
 }
 
@@ -1029,6 +1048,7 @@ namespace {
 void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeader& h, bool layers, const SummaryTexts* texts,
                          const std::vector<char>& twin_ok) {
   using F = SummaryTexts::Field;
+  const std::string_view exec_json = execution_json(pr.settings.execution);
   Json j(out);
   j.close(']');
   j.key("summary");
@@ -1039,7 +1059,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     Buf b(out, kSummaryJsonBound + Buf::json_bound(sm.platform) + Buf::json_bound(sm.network) + Buf::json_bound(sm.phase) + Buf::json_bound(sm.memory_name));
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
-    b.lit(",\"execution\":\""), b.lit(execution_name(pr.settings.execution)), b.ch('"');
+    b.lit(exec_json);
     b.lit(",\"layers\":"), t.json(b, F::Layers);
     b.lit(",\"kernels\":"), t.json(b, F::Kernels);
     b.lit(",\"macs\":"), t.json(b, F::Macs);
