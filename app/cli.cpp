@@ -871,7 +871,10 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
   measure::ProbeResult r = measure::run_probe(opt);
   if (tty) std::fprintf(stderr, "\r%-70s\r", "");
   std::vector<plots::OutputFile> files;
-  if (vm.count("output")) files.push_back({vm["output"].as<std::string>(), measure::probe_platform_yaml(r, platform_name)});
+  // levels that cannot be right (a DRAM plateau at a cache's bandwidth, or inside a cache's sizes):
+  // no platform file, the figures say why (the JSON and the figures are still written)
+  const std::vector<std::string> mislabels = measure::probe_mislabels(r);
+  if (vm.count("output") && mislabels.empty()) files.push_back({vm["output"].as<std::string>(), measure::probe_platform_yaml(r, platform_name)});
   if (vm.count("json")) files.push_back({vm["json"].as<std::string>(), measure::probe_json(r)});
   if (vm.count("out")) {
     fs::path dir = vm["out"].as<std::string>();
@@ -897,6 +900,13 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   out << measure::probe_report(r);
   for (const auto& f : files) out << "wrote " << f.name << "\n";
+  if (!mislabels.empty()) {
+    err << "rsim: error: the memory levels of this probe look mislabelled" << (vm.count("output") ? "; " + vm["output"].as<std::string>() + " was not written" : "")
+        << ":\n";
+    for (const auto& m : mislabels) err << "  " << m << "\n";
+    err << "note: probe again on a quieter machine, or with --max-working-set past the last cache\n";
+    return kConfig;
+  }
   return kOk;
 }
 

@@ -280,6 +280,7 @@ std::vector<MapDef> build() {
            {"measured", qty(Dim::ByteRate), false, "Measured bandwidth (instead of fraction)."},
            {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
            {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
+           {"size_source", choice({"sysfs", "cpuid", "sysconf", "curve", "datasheet"}), false, "How the size was found (rsim probe): the OS (sysfs), CPUID, sysconf, or the bandwidth curve's plateau; datasheet for a catalog figure."},
        }},
       {"memory_derive", "Bandwidth = transfer rate × bus width / 8 × channels × sockets",
        {

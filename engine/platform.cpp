@@ -358,6 +358,14 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   auto frac = fraction(m.get("fraction"), d, "fraction");
   auto measured = quantity(m.get("measured"), Dim::ByteRate, d, "measured");
   if (auto sz = quantity(m.get("size"), Dim::Bytes, d, "size")) r.size_bytes = *sz;
+  if (const CNode* v = m.get("size_source")) {
+    r.size_source = to_string(*v, d, "size_source").value_or("");
+    const std::vector<std::string> sources = {"sysfs", "cpuid", "sysconf", "curve", "datasheet"};
+    if (!r.size_source.empty() && std::find(sources.begin(), sources.end(), r.size_source) == sources.end()) {
+      std::string hint = did_you_mean(r.size_source, sources);
+      d.error(v->loc, what + ": unknown size_source '" + r.size_source + "'", {Note{{}, hint.empty() ? "choose sysfs, cpuid, sysconf, curve or datasheet" : hint}});
+    }
+  }
   std::optional<std::string> measured_by;
   if (const CNode* v = m.get("measured_by")) measured_by = to_string(*v, d, "measured_by");
   m.finish();
@@ -646,7 +654,7 @@ std::string describe_platform(const Platform& p) {
   }
   s += "  memory levels:\n";
   for (const auto& m : p.memory) {
-    s += "    " + m.name + (m.size_bytes > 0 ? " (" + size_text(m.size_bytes) + ")" : "") + "\n";
+    s += "    " + m.name + (m.size_bytes > 0 ? " (" + size_text(m.size_bytes) + (m.size_source.empty() ? "" : ", size from " + m.size_source) + ")" : "") + "\n";
     s += "      theoretical " + si6(m.bandwidth_bytes_per_s, "B/s") + "  (" + m.derivation + ")\n";
     s += "      derated     " + si6(m.derated_bandwidth_bytes_per_s, "B/s") + "  (" + m.derated_derivation + ")\n";
   }

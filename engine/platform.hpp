@@ -25,6 +25,7 @@ struct MemoryLevel {
   double bandwidth_bytes_per_s = 0;
   double derated_bandwidth_bytes_per_s = 0;
   double size_bytes = 0;  // 0: not stated
+  std::string size_source;  // how the size was found (rsim probe: sysfs, cpuid, sysconf, curve); "" when not said
   std::string derivation;
   std::string derated_derivation;
 };

@@ -4,7 +4,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -115,10 +120,73 @@ std::vector<CacheLevel> read_caches(const std::string& root) {
     }
     c.size_bytes = parse_sysfs_size(read_line(dir / "size"));
     c.shared_by = count_cpu_list(read_line(dir / "shared_cpu_list"));
+    c.source = "sysfs";
     if (c.size_bytes > 0) out.push_back(c);
   }
   std::sort(out.begin(), out.end(), [](const CacheLevel& a, const CacheLevel& b) { return a.level < b.level; });
   return out;
+}
+
+std::vector<CacheLevel> read_caches_cpuid() {
+  std::vector<CacheLevel> out;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return out;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4), std::memcpy(vendor + 4, &d, 4), std::memcpy(vendor + 8, &c, 4);
+  unsigned leaf = 0;
+  if (std::strcmp(vendor, "GenuineIntel") == 0 && a >= 4) {
+    leaf = 4;
+  } else if (std::strcmp(vendor, "AuthenticAMD") == 0 || std::strcmp(vendor, "HygonGenuine") == 0) {
+    unsigned ea = 0, eb = 0, ec = 0, ed = 0;
+    // leaf 0x8000001D exists with the topology extensions (0x80000001 ECX bit 22)
+    if (__get_cpuid(0x80000000, &ea, &eb, &ec, &ed) && ea >= 0x8000001D && __get_cpuid(0x80000001, &ea, &eb, &ec, &ed) && (ec >> 22 & 1))
+      leaf = 0x8000001D;
+  }
+  if (!leaf) return out;
+  for (unsigned i = 0; i < 16; ++i) {
+    if (!__get_cpuid_count(leaf, i, &a, &b, &c, &d)) break;
+    const unsigned type = a & 0x1F;  // 0: no more caches, 1: data, 2: instruction, 3: unified
+    if (type == 0) break;
+    if (type == 2) continue;
+    CacheLevel l;
+    l.level = static_cast<int>(a >> 5 & 0x7);
+    l.type = type == 1 ? "Data" : "Unified";
+    const double ways = (b >> 22 & 0x3FF) + 1, partitions = (b >> 12 & 0x3FF) + 1, line = (b & 0xFFF) + 1, sets = static_cast<double>(c) + 1;
+    l.size_bytes = ways * partitions * line * sets;
+    l.shared_by = static_cast<int>((a >> 14 & 0xFFF) + 1);
+    l.source = "cpuid";
+    if (l.size_bytes > 0) out.push_back(l);
+  }
+  std::sort(out.begin(), out.end(), [](const CacheLevel& x, const CacheLevel& y) { return x.level < y.level; });
+#endif
+  return out;
+}
+
+std::vector<CacheLevel> read_caches_sysconf() {
+  std::vector<CacheLevel> out;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+  const std::pair<int, int> names[] = {{1, _SC_LEVEL1_DCACHE_SIZE}, {2, _SC_LEVEL2_CACHE_SIZE}, {3, _SC_LEVEL3_CACHE_SIZE}};
+  for (const auto& [level, name] : names) {
+    const long v = sysconf(name);
+    if (v <= 0) continue;
+    CacheLevel l;
+    l.level = level;
+    l.type = level == 1 ? "Data" : "Unified";
+    l.size_bytes = static_cast<double>(v);
+    l.shared_by = level == 3 ? online_cpus() : 1;  // (sysconf does not say; a last level is usually shared)
+    l.source = "sysconf";
+    out.push_back(l);
+  }
+#endif
+  return out;
+}
+
+std::vector<CacheLevel> detect_caches(const std::string& sysfs_root) {
+  std::vector<CacheLevel> c = read_caches(sysfs_root);
+  if (c.empty()) c = read_caches_cpuid();
+  if (c.empty()) c = read_caches_sysconf();
+  return c;
 }
 
 std::string cpu_model_name() {

@@ -18,10 +18,19 @@ struct CacheLevel {
   std::string type;         // Data, Unified
   double size_bytes = 0;
   int shared_by = 1;        // logical CPUs sharing one instance
+  std::string source;       // where the size comes from: sysfs, cpuid, sysconf
 };
 // From /sys/devices/system/cpu/cpu0/cache (instruction caches skipped), by level. `root` is the
 // sysfs folder, a parameter so that tests can point it at a fake tree.
 std::vector<CacheLevel> read_caches(const std::string& root = "/sys/devices/system/cpu/cpu0/cache");
+// From CPUID: leaf 4 on Intel, leaf 0x8000001D on AMD (with topology extensions); empty elsewhere.
+std::vector<CacheLevel> read_caches_cpuid();
+// From sysconf (_SC_LEVEL1_DCACHE_SIZE …; glibc asks CPUID itself); empty where it says nothing.
+std::vector<CacheLevel> read_caches_sysconf();
+// The caches as the first source that names any: sysfs, else CPUID, else sysconf. Every size is a
+// hint: a cloud VM's guest may see the host's last-level cache (a 508 MB L3 in one), so the probe
+// confirms each against its bandwidth curve (detect_levels).
+std::vector<CacheLevel> detect_caches(const std::string& sysfs_root = "/sys/devices/system/cpu/cpu0/cache");
 // "32K", "1024K", "32M" as sysfs writes them; 0 when unreadable.
 double parse_sysfs_size(const std::string& s);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace rsim::measure {
 
@@ -48,7 +49,7 @@ std::vector<Plateau> detect_plateaus(std::vector<CurvePoint> curve, const std::v
   // 2. Each level owns the working sets in (previous capacity, its capacity]; DRAM owns the rest.
   std::vector<LevelSize> lv = levels;
   std::sort(lv.begin(), lv.end(), [](const LevelSize& a, const LevelSize& b) { return a.capacity_bytes < b.capacity_bytes; });
-  lv.push_back(LevelSize{"DRAM", INFINITY});
+  lv.push_back(LevelSize{"DRAM", INFINITY, ""});
   double lo = 0;
   for (const LevelSize& L : lv) {
     double hi = L.capacity_bytes;
@@ -91,6 +92,154 @@ std::vector<Plateau> detect_plateaus(std::vector<CurvePoint> curve, const std::v
     p.bytes_per_s = median(v);
     out.push_back(p);
   }
+  return out;
+}
+
+namespace {
+
+std::string mib_text(double b) {
+  char buf[64];
+  if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.3g MiB", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.3g KiB", b / 1024.0);
+  return buf;
+}
+
+}  // namespace
+
+LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<LevelSize>& hints, double tolerance) {
+  LevelDetection out;
+  curve.erase(std::remove_if(curve.begin(), curve.end(), [](const CurvePoint& p) { return !(p.bytes_per_s > 0) || !(p.working_set_bytes > 0); }),
+              curve.end());
+  if (curve.empty()) return out;
+  std::sort(curve.begin(), curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.working_set_bytes < b.working_set_bytes; });
+  // 1. flat runs (two points or more), as detect_plateaus finds them
+  std::vector<Run> runs;
+  {
+    Run cur{0, 0};
+    std::vector<double> vals = {curve[0].bytes_per_s};
+    for (size_t i = 1; i < curve.size(); ++i) {
+      if (std::fabs(curve[i].bytes_per_s / median(vals) - 1) <= tolerance) {
+        cur.last = i;
+        vals.push_back(curve[i].bytes_per_s);
+      } else {
+        runs.push_back(cur);
+        cur = Run{i, i};
+        vals = {curve[i].bytes_per_s};
+      }
+    }
+    runs.push_back(cur);
+  }
+  auto run_median = [&](const Run& r) {
+    std::vector<double> v;
+    for (size_t i = r.first; i <= r.last; ++i) v.push_back(curve[i].bytes_per_s);
+    return median(v);
+  };
+  std::vector<Run> flat;
+  for (const Run& r : runs)
+    if (r.last > r.first) flat.push_back(r);
+  // 2. what the curve does beyond 256 MiB, where no cache of today's CPUs holds the working set
+  std::vector<double> far;
+  for (const auto& p : curve)
+    if (p.working_set_bytes >= kDramMinBytes) far.push_back(p.bytes_per_s);
+  const double far_bw = median(far);
+  // 3. the caches: flat runs ending below 256 MiB, faster than what the curve does there;
+  // adjacent runs of nearly the same bandwidth are one level. Beyond as many names as the hints
+  // give (three without hints), the two closest in bandwidth become one: a run less than half as
+  // long as its neighbour is the slope between two plateaus and is dropped, else they merge
+  std::vector<Run> caches;
+  for (const Run& r : flat) {
+    if (curve[r.last].working_set_bytes >= kDramMinBytes) continue;
+    if (!far.empty() && run_median(r) <= far_bw * (1 + tolerance)) continue;  // as slow as DRAM: not a cache
+    if (!caches.empty() && std::fabs(run_median(r) / run_median(caches.back()) - 1) <= tolerance) caches.back().last = r.last;
+    else caches.push_back(r);
+  }
+  const size_t names = std::max<size_t>(hints.empty() ? 3 : hints.size(), 1);
+  while (caches.size() > names) {
+    size_t k = 0;
+    double closest = INFINITY;
+    for (size_t i = 0; i + 1 < caches.size(); ++i) {
+      const double d = std::fabs(std::log(run_median(caches[i]) / run_median(caches[i + 1])));
+      if (d < closest) closest = d, k = i;
+    }
+    const size_t na = caches[k].last - caches[k].first + 1, nb = caches[k + 1].last - caches[k + 1].first + 1;
+    if (2 * na < nb) caches.erase(caches.begin() + static_cast<long>(k));
+    else if (2 * nb < na) caches.erase(caches.begin() + static_cast<long>(k) + 1);
+    else {
+      caches[k].last = caches[k + 1].last;
+      caches.erase(caches.begin() + static_cast<long>(k) + 1);
+    }
+  }
+  std::vector<LevelSize> hs = hints;
+  std::sort(hs.begin(), hs.end(), [](const LevelSize& a, const LevelSize& b) { return a.capacity_bytes < b.capacity_bytes; });
+  for (size_t k = 0; k < caches.size(); ++k) {
+    const Run& r = caches[k];
+    Plateau p;
+    p.level = "L" + std::to_string(k + 1);
+    std::vector<double> v;
+    for (size_t i = r.first; i <= r.last; ++i) v.push_back(curve[i].bytes_per_s);
+    p.from_bytes = curve[r.first].working_set_bytes;
+    p.to_bytes = curve[r.last].working_set_bytes;
+    p.points = v.size();
+    p.bytes_per_s = median(v);
+    if (r.last + 1 < curve.size()) p.edge_bytes = p.to_bytes;
+    p.size_bytes = p.to_bytes;
+    p.size_source = "curve";
+    const LevelSize* h = k < hs.size() ? &hs[k] : nullptr;
+    // a hint is the level's size when half of it still runs at the plateau's bandwidth and twice
+    // it no longer does (or the curve ends before)
+    auto bw_at = [&](double ws) {  // log-linear between the curve's points
+      if (ws <= curve.front().working_set_bytes) return curve.front().bytes_per_s;
+      for (size_t i = 1; i < curve.size(); ++i)
+        if (ws <= curve[i].working_set_bytes) {
+          const double t = std::log(ws / curve[i - 1].working_set_bytes) / std::log(curve[i].working_set_bytes / curve[i - 1].working_set_bytes);
+          return curve[i - 1].bytes_per_s + t * (curve[i].bytes_per_s - curve[i - 1].bytes_per_s);
+        }
+      return curve.back().bytes_per_s;
+    };
+    const bool confirmed = h && std::fabs(bw_at(h->capacity_bytes / 2) / p.bytes_per_s - 1) <= tolerance &&
+                           (2 * h->capacity_bytes > curve.back().working_set_bytes || bw_at(2 * h->capacity_bytes) < p.bytes_per_s * (1 - tolerance));
+    if (confirmed) {
+      p.size_bytes = h->capacity_bytes;
+      p.size_source = h->source.empty() ? "os" : h->source;
+    } else if (h) {
+      out.warnings.push_back((h->source.empty() ? std::string("the OS") : h->source) + " says " + h->name + " = " + mib_text(h->capacity_bytes) +
+                             "; the curve leaves its " + (k + 1 == caches.size() ? "last cache" : p.level) + " plateau at " +
+                             mib_text(p.to_bytes) + ": the curve's size is used");
+    }
+    out.plateaus.push_back(p);
+  }
+  // 4. DRAM: the curve from 4 × the largest cache (its size as found above) and at least 256 MiB
+  double largest_size = 0;
+  for (const auto& p : out.plateaus) largest_size = std::max(largest_size, p.size_bytes);
+  const double dram_at = std::max(kDramMinBytes, 4 * largest_size);
+  Plateau dram;
+  dram.level = "DRAM";
+  {
+    std::vector<double> v;
+    const Run* best = nullptr;
+    size_t best_n = 0;
+    for (const Run& r : flat) {
+      size_t n = 0;
+      for (size_t i = r.first; i <= r.last; ++i) n += curve[i].working_set_bytes >= dram_at;
+      if (n > best_n) best = &r, best_n = n;
+    }
+    dram.from_curve = best && best_n >= 2;
+    for (size_t i = 0; i < curve.size(); ++i)
+      if (curve[i].working_set_bytes >= dram_at && (!dram.from_curve || (i >= best->first && i <= best->last))) {
+        if (v.empty()) dram.from_bytes = curve[i].working_set_bytes;
+        dram.to_bytes = curve[i].working_set_bytes;
+        v.push_back(curve[i].bytes_per_s);
+      }
+    dram.points = v.size();
+    dram.bytes_per_s = median(v);
+  }
+  for (size_t k = caches.size(); k < hs.size(); ++k)
+    out.warnings.push_back((hs[k].source.empty() ? std::string("the OS") : hs[k].source) + " says " + hs[k].name + " = " +
+                           mib_text(hs[k].capacity_bytes) + ", but the curve shows no plateau for it (its bandwidth is another level's)");
+  if (dram.points) out.plateaus.push_back(dram);
+  else
+    out.warnings.push_back("the sweep never reached DRAM's working sets (" + mib_text(dram_at) + " and beyond; the largest was " +
+                           mib_text(curve.back().working_set_bytes) + "): no DRAM plateau");
   return out;
 }
 

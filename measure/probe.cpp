@@ -354,7 +354,7 @@ std::vector<LevelSize> level_sizes(const std::vector<CacheLevel>& caches, int th
   int ncpu = online_cpus();
   for (const CacheLevel& c : caches) {
     double instances_used = std::max(1.0, std::ceil(static_cast<double>(std::min(threads, ncpu)) / c.shared_by));
-    out.push_back(LevelSize{"L" + std::to_string(c.level), c.size_bytes * instances_used});
+    out.push_back(LevelSize{"L" + std::to_string(c.level), c.size_bytes * instances_used, c.source});
   }
   return out;
 }
@@ -364,6 +364,38 @@ const PeakResult* best_peak(const ProbeResult& r, const std::string& precision, 
   for (const auto& p : r.peaks)
     if (p.precision == precision && p.threads == threads && (!best || p.flops_per_s > best->flops_per_s)) best = &p;
   return best;
+}
+
+std::vector<std::string> probe_mislabels(const ProbeResult& r) {
+  std::vector<std::string> out;
+  for (const auto& lp : r.plateaus) {
+    if (lp.kernel != "read") continue;
+    const Plateau* dram = nullptr;
+    double largest = 0;
+    for (const auto& p : lp.plateaus) {
+      if (p.level == "DRAM") dram = &p;
+      else largest = std::max(largest, p.size_bytes > 0 ? p.size_bytes : p.to_bytes);
+    }
+    if (!dram) continue;
+    const std::string at = std::to_string(lp.threads) + " thread" + (lp.threads == 1 ? "" : "s");
+    auto gb = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4g GB/s", v / 1e9);
+      return std::string(b);
+    };
+    auto mib = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.4g MiB", v / 1048576.0);
+      return std::string(b);
+    };
+    for (const auto& p : lp.plateaus)
+      if (p.level != "DRAM" && dram->bytes_per_s >= p.bytes_per_s)
+        out.push_back("DRAM read on " + at + " is " + gb(dram->bytes_per_s) + " (" + mib(dram->from_bytes) + " to " + mib(dram->to_bytes) +
+                      "), not below " + p.level + "'s " + gb(p.bytes_per_s) + " (" + mib(p.from_bytes) + " to " + mib(p.to_bytes) + ")");
+    if (dram->from_bytes < 4 * largest)
+      out.push_back("the DRAM plateau on " + at + " starts at " + mib(dram->from_bytes) + ", below 4 × the largest cache (" + mib(largest) + ")");
+  }
+  return out;
 }
 
 const Plateau* find_plateau(const ProbeResult& r, const std::string& kernel, int threads, const std::string& level) {
@@ -380,7 +412,7 @@ ProbeResult run_probe(const ProbeOptions& opt) {
   r.quick = opt.quick;
   r.cpu = cpu_model_name();
   r.features = detect_features();
-  r.caches = read_caches();
+  r.caches = detect_caches();
   r.threads = opt.threads > 0 ? opt.threads : online_cpus();
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
@@ -607,7 +639,12 @@ ProbeResult run_probe(const ProbeOptions& opt) {
           std::vector<CurvePoint> curve;
           for (const auto& b : r.bandwidth)
             if (b.kernel == kn && b.threads == T) curve.push_back(CurvePoint{b.working_set_bytes, b.bytes_per_s});
-          r.plateaus.push_back(LevelPlateaus{kn, T, detect_plateaus(curve, level_sizes(r.caches, T))});
+          LevelDetection det = detect_levels(curve, level_sizes(r.caches, T));
+          for (const auto& w : det.warnings) {  // (each once: the kernels see the same levels)
+            const std::string text = kn + ", " + std::to_string(T) + " thread" + (T == 1 ? "" : "s") + ": " + w;
+            if (kn == "read") r.warnings.push_back(text);
+          }
+          r.plateaus.push_back(LevelPlateaus{kn, T, std::move(det.plateaus)});
         }
       }
     }

@@ -70,6 +70,11 @@ struct ProbeResult {
 
 ProbeResult run_probe(const ProbeOptions& opt);
 
+// What makes a probe's levels untrustworthy, checked before a platform file is written: a DRAM read
+// plateau at or above a cache level's at the same thread count, or one starting below 4 × the
+// largest cache. Empty when the levels are sound.
+std::vector<std::string> probe_mislabels(const ProbeResult& r);
+
 // The best peak for a precision and thread count (the widest ISA wins ties); nullptr if none.
 const PeakResult* best_peak(const ProbeResult& r, const std::string& precision, int threads);
 // The plateau of a level for a kernel and thread count; nullptr if none.

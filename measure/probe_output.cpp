@@ -86,7 +86,8 @@ std::string probe_json(const ProbeResult& r) {
   s += ",\n  \"caches\": [";
   for (size_t i = 0; i < r.caches.size(); ++i)
     s += std::string(i ? ", " : "") + "{\"level\": " + std::to_string(r.caches[i].level) + ", \"type\": " + q(r.caches[i].type) +
-         ", \"size_bytes\": " + num(r.caches[i].size_bytes) + ", \"shared_by\": " + std::to_string(r.caches[i].shared_by) + "}";
+         ", \"size_bytes\": " + num(r.caches[i].size_bytes) + ", \"shared_by\": " + std::to_string(r.caches[i].shared_by) +
+         ", \"source\": " + q(r.caches[i].source) + "}";
   s += "],\n  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) s += std::string(i ? ", " : "") + q(r.skipped[i]);
   s += "],\n  \"warnings\": [";
@@ -110,7 +111,8 @@ std::string probe_json(const ProbeResult& r) {
     for (const auto& p : lp.plateaus) {
       s += std::string(first ? "" : ",") + "\n    {\"kernel\": " + q(lp.kernel) + ", \"threads\": " + std::to_string(lp.threads) + ", \"level\": " + q(p.level) +
            ", \"bytes_per_s\": " + num(p.bytes_per_s) + ", \"from_bytes\": " + num(p.from_bytes) + ", \"to_bytes\": " + num(p.to_bytes) +
-           ", \"points\": " + std::to_string(p.points) + ", \"from_curve\": " + (p.from_curve ? "true" : "false") + ", \"edge_bytes\": " + num(p.edge_bytes) + "}";
+           ", \"points\": " + std::to_string(p.points) + ", \"from_curve\": " + (p.from_curve ? "true" : "false") + ", \"edge_bytes\": " + num(p.edge_bytes) +
+           (p.size_bytes > 0 ? ", \"size_bytes\": " + num(p.size_bytes) + ", \"size_source\": " + q(p.size_source) : std::string()) + "}";
       first = false;
     }
   s += "\n  ],\n  \"bandwidth\": [";
@@ -138,7 +140,8 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
   s += "# Compute: theoretical = cores × clock × lanes × FMA pipes × 2, where the pipes are the measured FLOP per cycle of one core\n";
   s += "#   divided by lanes × 2 and rounded (detected, not assumed); derated = the measured all-thread rate.\n";
   s += "# Memory: read bandwidth plateaus of a working-set sweep (all threads); the CPU reports no theoretical cache or DRAM\n";
-  s += "#   bandwidth, so each level's bandwidth is the measurement itself. Sizes: what the OS reports (sysfs), for all cores.\n";
+  s += "#   bandwidth, so each level's bandwidth is the measurement itself. Sizes: a cache's size as sysfs, CPUID or sysconf reports it\n";
+  s += "#   when the bandwidth curve leaves that level's plateau near it (size_source names the source), else the curve's own.\n";
   s += "name: " + name + "\n";
   s += "title: " + q(r.cpu + " (probed)") + "\n";
   s += "kind: cpu\n";
@@ -183,8 +186,7 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
   if (!roofs) s += "  []  # no ISA could be probed\n";
   s += "memory:\n";
   // DRAM first (memory[0] is the default level), then the caches from the smallest
-  std::vector<LevelSize> sizes = level_sizes(r.caches, r.threads);
-  for (const char* lv : {"DRAM", "L1", "L2", "L3"}) {
+  for (const char* lv : {"DRAM", "L1", "L2", "L3", "L4"}) {
     const Plateau* p = find_plateau(r, "read", r.threads, lv);
     if (!p) p = find_plateau(r, "read", 1, lv);
     if (!p) continue;
@@ -192,8 +194,10 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
     s += "    bandwidth: " + qty(p->bytes_per_s, "B/s") + "\n";
     s += "    measured_by: " + q("rsim probe: read, " + std::to_string(p->points) + " working sets from " + size_qty(std::round(p->from_bytes)) + " to " +
                                  size_qty(std::round(p->to_bytes)) + (p->from_curve ? ", a flat run" : ", no flat run: median")) + "\n";
-    for (const auto& l : sizes)
-      if (l.name == lv) s += "    size: " + size_qty(l.capacity_bytes) + "\n";
+    if (p->size_bytes > 0) {
+      s += "    size: " + size_qty(std::round(p->size_bytes)) + "\n";
+      s += "    size_source: " + p->size_source + "\n";
+    }
   }
   return s;
 }
@@ -201,7 +205,7 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
 std::string probe_report(const ProbeResult& r) {
   std::string s;
   s += r.cpu + ": " + std::to_string(r.threads) + " thread" + (r.threads == 1 ? "" : "s") + ", features " + features_text(r.features) + "\n";
-  s += "caches (OS):";
+  s += "caches (" + (r.caches.empty() ? std::string("no source names any: the curve decides") : r.caches.front().source) + "):";
   for (const auto& c : r.caches) s += " L" + std::to_string(c.level) + " " + size_qty(c.size_bytes) + (c.shared_by > 1 ? " (shared by " + std::to_string(c.shared_by) + ")" : "");
   s += "\nclock (dependent add chain): " + si(r.clock_hz, "Hz") + " on 1 thread, " + si(r.clock_all_hz, "Hz") + " per thread with all\n";
   for (const auto& sk : r.skipped) s += "skipped: " + sk + "\n";
@@ -240,7 +244,9 @@ std::string probe_report(const ProbeResult& r) {
     s += "\nbandwidth plateaus (median of a flat run; * = no flat run, median of the points inside the level):\n";
     for (const auto& lp : r.plateaus) {
       s += "  " + lp.kernel + std::string(6 - std::min<size_t>(6, lp.kernel.size()), ' ') + std::to_string(lp.threads) + " thread" + (lp.threads == 1 ? " " : "s") + ":";
-      for (const auto& p : lp.plateaus) s += "  " + p.level + " " + si(p.bytes_per_s, "B/s", 3) + (p.from_curve ? "" : "*");
+      for (const auto& p : lp.plateaus)
+        s += "  " + p.level + " " + si(p.bytes_per_s, "B/s", 3) + (p.from_curve ? "" : "*") +
+             (p.size_bytes > 0 ? " (" + size_qty(std::round(p.size_bytes)) + ", " + p.size_source + ")" : "");
       s += "\n";
     }
   }

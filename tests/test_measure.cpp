@@ -38,7 +38,7 @@ double stair(double ws) {
   return v * (1 + wobble);
 }
 
-const std::vector<LevelSize> kLevels = {{"L1", 32 * KiB}, {"L2", 512 * KiB}, {"L3", 32 * MiB}};
+const std::vector<LevelSize> kLevels = {{"L1", 32 * KiB, "sysfs"}, {"L2", 512 * KiB, "sysfs"}, {"L3", 32 * MiB, "sysfs"}};
 
 const Plateau& level(const std::vector<Plateau>& ps, const std::string& name) {
   for (const auto& p : ps)
@@ -245,7 +245,7 @@ ProbeResult synthetic_probe() {
   r.clock_hz = 3e9;
   r.clock_all_hz = 3e9;
   r.features.sse2 = r.features.avx = r.features.avx2 = r.features.fma = true;
-  r.caches = {{1, "Data", 32 * KiB, 1}, {2, "Unified", 512 * KiB, 1}, {3, "Unified", 32 * MiB, 2}};
+  r.caches = {{1, "Data", 32 * KiB, 1, "sysfs"}, {2, "Unified", 512 * KiB, 1, "sysfs"}, {3, "Unified", 32 * MiB, 2, "sysfs"}};
   PeakResult p;
   p.isa = "avx2";
   p.precision = "fp32";
@@ -267,12 +267,12 @@ ProbeResult synthetic_probe() {
   d.flops_per_s = 90e9;
   r.peaks.push_back(d);
   r.skipped = {"avx512 fp32: the CPU lacks avx512f"};
-  for (int T : {1, 2}) {
+  for (int T : {1, 2}) {  // sizes as level_sizes gives them: a private cache once per thread
     LevelPlateaus lp{"read", T, {}};
-    lp.plateaus.push_back(Plateau{"L1", 8 * KiB, 32 * KiB, 180e9 * T, 9, true, 32 * KiB});
-    lp.plateaus.push_back(Plateau{"L2", 64 * KiB, 512 * KiB, 95e9 * T, 12, true, 512 * KiB});
-    lp.plateaus.push_back(Plateau{"L3", 1 * MiB, 32 * MiB, 70e9, 20, true, 32 * MiB});
-    lp.plateaus.push_back(Plateau{"DRAM", 256 * MiB, 512 * MiB, 20e9, 5, true, 0});
+    lp.plateaus.push_back(Plateau{"L1", 8 * KiB, 32 * KiB, 180e9 * T, 9, true, 32 * KiB, T * 32 * KiB, "sysfs"});
+    lp.plateaus.push_back(Plateau{"L2", 64 * KiB, 512 * KiB, 95e9 * T, 12, true, 512 * KiB, T * 512 * KiB, "sysfs"});
+    lp.plateaus.push_back(Plateau{"L3", 1 * MiB, 32 * MiB, 70e9, 20, true, 32 * MiB, 32 * MiB, "sysfs"});
+    lp.plateaus.push_back(Plateau{"DRAM", 256 * MiB, 512 * MiB, 20e9, 5, true, 0, 0, ""});
     r.plateaus.push_back(lp);
   }
   r.bandwidth.push_back({"read", 1, 16 * KiB, 180e9});
