@@ -121,7 +121,39 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
       if (progress) progress(++done, total);
     }
   }
+  std::string roof = memory_roof_finding(m);
+  if (!roof.empty()) m.findings.insert(m.findings.begin(), roof);
   return m;
+}
+
+std::string memory_roof_finding(const MeasureResult& m) {
+  // the memory-bound layers that ran, by memory level, and those 3× or more below their bound
+  std::map<std::string, std::pair<size_t, std::vector<double>>> by_level;  // level → (ran, ratios ≥ 3)
+  size_t ran = 0, slow = 0, k = 0;
+  for (const PointResult& pr : m.run.results)
+    for (const Row& row : pr.rows) {
+      const MeasuredRow& mr = m.rows.at(k++);
+      if (!mr.timing.ran || row.theoretical.bound != Bound::Memory || !(row.theoretical.time_s > 0)) continue;
+      ++ran;
+      auto& e = by_level[row.memory_level];
+      ++e.first;
+      if (mr.measured_over_bound >= kMemoryRoofSlowdown) {
+        ++slow;
+        e.second.push_back(mr.measured_over_bound);
+      }
+    }
+  if (!ran || 4 * slow <= ran) return {};
+  std::string s = "the platform's memory roof looks wrong; probe again: " + std::to_string(slow) + " of " + std::to_string(ran) +
+                  " memory-bound layers ran 3× or more below their bound (more than a quarter)";
+  for (auto& [level, e] : by_level) {
+    if (e.second.empty()) continue;
+    std::sort(e.second.begin(), e.second.end());
+    char b[64];
+    std::snprintf(b, sizeof b, "%.3g", e.second[e.second.size() / 2]);
+    s += "; on " + (level.empty() ? std::string("memory") : level) + ": " + std::to_string(e.second.size()) + " of " + std::to_string(e.first) +
+         ", median " + b + "× the bound";
+  }
+  return s;
 }
 
 const std::vector<std::string>& measured_columns() {

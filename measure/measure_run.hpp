@@ -43,6 +43,13 @@ void set_setting(Scenario& s, const std::string& key, const std::string& value);
 MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, const TimingOptions& topt,
                                const std::function<void(size_t, size_t)>& progress);
 
+// "the platform's memory roof looks wrong; probe again: …" when more than a quarter of the
+// memory-bound layers that ran took kMemoryRoofSlowdown × their theoretical bound or more (a
+// memory level far faster than the machine's, as a mislabelled probe writes); "" otherwise.
+// measure_scenario puts it first among the findings.
+std::string memory_roof_finding(const MeasureResult& m);
+constexpr double kMemoryRoofSlowdown = 3;
+
 // results.csv's text with the measured columns appended to every line.
 std::string measured_csv(const MeasureResult& m, const std::string& results_csv_text);
 const std::vector<std::string>& measured_columns();

@@ -916,3 +916,76 @@ TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes i
   CHECK(pl.runtime.host_overhead_s == Approx(20e-6));
   CHECK_FALSE(pl.runtime.has_graph_gap());
 }
+
+namespace {
+
+// A measured row by hand: memory- or compute-bound, its bound and the measured time.
+void add_row(MeasureResult& m, Bound bound, const std::string& level, double bound_s, double measured_s) {
+  Row r;
+  r.theoretical.bound = bound;
+  r.theoretical.time_s = bound_s;
+  r.memory_level = level;
+  m.run.results.front().rows.push_back(r);
+  MeasuredRow mr;
+  mr.timing.ran = true;
+  mr.measured_time_s = measured_s;
+  mr.measured_over_bound = measured_s / bound_s;
+  m.rows.push_back(mr);
+}
+
+}  // namespace
+
+TEST_CASE("measure: more than a quarter of the memory-bound layers 3× below their bound is a finding", "[measure]") {
+  MeasureResult m;
+  m.run.results.resize(1);
+  // 8 memory-bound layers on DRAM with a 1 µs bound: 6 at 1.2 µs (1.2×), 2 at 5 µs (5×): 2 of 8 is
+  // a quarter, not more: no finding. Compute-bound layers 10× below do not count.
+  for (int i = 0; i < 6; ++i) add_row(m, Bound::Memory, "DRAM", 1e-6, 1.2e-6);
+  for (int i = 0; i < 2; ++i) add_row(m, Bound::Memory, "DRAM", 1e-6, 5e-6);
+  for (int i = 0; i < 5; ++i) add_row(m, Bound::Compute, "DRAM", 1e-6, 10e-6);
+  CHECK(memory_roof_finding(m).empty());
+  // a ninth at exactly 3× (3 µs): 3 of 9 > 9 / 4 = 2.25; their ratios 3, 5, 5: median 5
+  add_row(m, Bound::Memory, "DRAM", 1e-6, 3e-6);
+  CHECK(memory_roof_finding(m) ==
+        "the platform's memory roof looks wrong; probe again: 3 of 9 memory-bound layers ran 3× or more below their bound (more than a "
+        "quarter); on DRAM: 3 of 9, median 5× the bound");
+  // a layer that did not run counts for nothing
+  add_row(m, Bound::Memory, "L2", 1e-6, 9e-6);
+  m.rows.back().timing.ran = false;
+  CHECK(memory_roof_finding(m).find("3 of 9 memory-bound layers") != std::string::npos);
+}
+
+TEST_CASE("measure: a platform file whose DRAM is 30× too fast gets the memory-roof finding", "[measure]") {
+  if (!timing_available()) {
+    SUCCEED("built without oneDNN: " << timing_backend());
+    return;
+  }
+  // The issue's mislabelled probe: DRAM at 750 GB/s. Each layer streams 64 MiB in and out (a
+  // [1, 16, 1024, 1024] fp32 tensor is 16 · 2^20 · 4 B = 64 MiB), far beyond any cache, so its
+  // bound is 128 MiB / 750 GB/s = 0.18 ms; no machine rsim runs on streams DRAM at 250 GB/s (3×
+  // below: 0.54 ms) with one or two threads.
+  Scenario s = parse_scenario(R"(name: mislabelled
+platforms:
+  - name: wrong_probe
+    kind: cpu
+    compute: [{name: fp32, dtypes: [fp32], peak: 100 TFLOP/s}]  # every layer memory-bound
+    memory: [{name: DRAM, bandwidth: 750 GB/s}]
+networks:
+  - name: stream
+    input: [1, 16, 1024, 1024]
+    layers:
+      - {name: a, op: relu}
+      - {name: b, op: gelu}
+      - {name: c, op: relu}
+)", "mislabelled.yaml");
+  Catalog cat(std::string(RSIM_SOURCE_DIR) + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  TimingOptions topt;
+  topt.reps = 2;
+  topt.warmup = 1;
+  MeasureResult m = measure_scenario(s, cat, opt, topt, {});
+  REQUIRE_FALSE(m.findings.empty());
+  INFO(m.findings.front());
+  CHECK(m.findings.front().find("the platform's memory roof looks wrong; probe again: 3 of 3 memory-bound layers") == 0);
+}
