@@ -919,9 +919,10 @@ TEST_CASE("measure: calibration recovers a fixed per-layer overhead and writes i
 
 namespace {
 
-// A measured row by hand: memory- or compute-bound, its bound and the measured time.
-void add_row(MeasureResult& m, Bound bound, const std::string& level, double bound_s, double measured_s) {
+// A measured row by hand: its op, memory- or compute-bound, its bound and the measured time.
+void add_row(MeasureResult& m, const std::string& op, Bound bound, const std::string& level, double bound_s, double measured_s) {
   Row r;
+  r.op = op;
   r.theoretical.bound = bound;
   r.theoretical.time_s = bound_s;
   r.memory_level = level;
@@ -938,21 +939,32 @@ void add_row(MeasureResult& m, Bound bound, const std::string& level, double bou
 TEST_CASE("measure: more than a quarter of the memory-bound layers 3× below their bound is a finding", "[measure]") {
   MeasureResult m;
   m.run.results.resize(1);
-  // 8 memory-bound layers on DRAM with a 1 µs bound: 6 at 1.2 µs (1.2×), 2 at 5 µs (5×): 2 of 8 is
-  // a quarter, not more: no finding. Compute-bound layers 10× below do not count.
-  for (int i = 0; i < 6; ++i) add_row(m, Bound::Memory, "DRAM", 1e-6, 1.2e-6);
-  for (int i = 0; i < 2; ++i) add_row(m, Bound::Memory, "DRAM", 1e-6, 5e-6);
-  for (int i = 0; i < 5; ++i) add_row(m, Bound::Compute, "DRAM", 1e-6, 10e-6);
+  // 8 memory-bound streaming layers on DRAM with a 100 µs bound: 6 at 120 µs (1.2×), 2 at 500 µs
+  // (5×): 2 of 8 is a quarter, not more: no finding
+  for (int i = 0; i < 3; ++i) add_row(m, "relu", Bound::Memory, "DRAM", 100e-6, 120e-6);
+  for (int i = 0; i < 3; ++i) add_row(m, "batchnorm", Bound::Memory, "DRAM", 100e-6, 120e-6);
+  for (int i = 0; i < 2; ++i) add_row(m, "add", Bound::Memory, "DRAM", 100e-6, 500e-6);
+  // not counted: compute-bound layers 10× below, a max pool 10× below (pooling reaches a small
+  // share of any roof), a relu with a 5 µs bound 10× below (its dispatch's time)
+  for (int i = 0; i < 5; ++i) add_row(m, "conv2d", Bound::Compute, "DRAM", 100e-6, 1000e-6);
+  add_row(m, "max_pool2d", Bound::Memory, "DRAM", 100e-6, 1000e-6);
+  add_row(m, "relu", Bound::Memory, "DRAM", 5e-6, 50e-6);
   CHECK(memory_roof_finding(m).empty());
-  // a ninth at exactly 3× (3 µs): 3 of 9 > 9 / 4 = 2.25; their ratios 3, 5, 5: median 5
-  add_row(m, Bound::Memory, "DRAM", 1e-6, 3e-6);
+  // a ninth at 4× (400 µs): 3 of 9 > 9 / 4 = 2.25; their ratios 4, 5, 5: median 5
+  add_row(m, "gelu", Bound::Memory, "DRAM", 100e-6, 400e-6);
   CHECK(memory_roof_finding(m) ==
-        "the platform's memory roof looks wrong; probe again: 3 of 9 memory-bound layers ran 3× or more below their bound (more than a "
-        "quarter); on DRAM: 3 of 9, median 5× the bound");
+        "the platform's memory roof looks wrong; probe again: 3 of 9 memory-bound streaming layers (elementwise, normalization, copy; "
+        "bound 20 µs or more) ran 3× or more below their bound; on DRAM: 3 of 9, median 5× the bound");
   // a layer that did not run counts for nothing
-  add_row(m, Bound::Memory, "L2", 1e-6, 9e-6);
+  add_row(m, "relu", Bound::Memory, "L2", 100e-6, 900e-6);
   m.rows.back().timing.ran = false;
-  CHECK(memory_roof_finding(m).find("3 of 9 memory-bound layers") != std::string::npos);
+  CHECK(memory_roof_finding(m).find("3 of 9 memory-bound") != std::string::npos);
+  // one slow layer of two is no pattern
+  MeasureResult one;
+  one.run.results.resize(1);
+  add_row(one, "relu", Bound::Memory, "DRAM", 100e-6, 120e-6);
+  add_row(one, "relu", Bound::Memory, "DRAM", 100e-6, 900e-6);
+  CHECK(memory_roof_finding(one).empty());
 }
 
 TEST_CASE("measure: a platform file whose DRAM is 30× too fast gets the memory-roof finding", "[measure]") {
@@ -987,5 +999,5 @@ networks:
   MeasureResult m = measure_scenario(s, cat, opt, topt, {});
   REQUIRE_FALSE(m.findings.empty());
   INFO(m.findings.front());
-  CHECK(m.findings.front().find("the platform's memory roof looks wrong; probe again: 3 of 3 memory-bound layers") == 0);
+  CHECK(m.findings.front().find("the platform's memory roof looks wrong; probe again: 3 of 3 memory-bound streaming layers") == 0);
 }
