@@ -1378,8 +1378,12 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   char buf[256];
   out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b · g^c per class (x: MACs for compute, bytes for bandwidth; g: channels per group):\n";
   for (const auto& r : rules) {
-    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f\n", r.name.c_str(), r.compute.a, r.compute.b,
-                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c);
+    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f%s\n", r.name.c_str(), r.compute.a, r.compute.b,
+                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c,
+                  r.extrapolated           ? "   (extrapolated: no layer of the class measured)"
+                  : r.extrapolated_compute ? "   (compute law extrapolated: no compute-bound layer)"
+                  : r.extrapolated_bandwidth ? "   (bandwidth law extrapolated: no memory-bound layer)"
+                                             : "");
     out << buf;
     for (const auto& [level, law] : r.bandwidth_by_level) {
       std::snprintf(buf, sizeof buf, "  %-15s %-37s bandwidth a %.4g b %+.4f c %+.4f\n", "", ("  on " + level).c_str(), law.a, law.b, law.c);
@@ -1405,8 +1409,14 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
     for (const auto& f : cv.folds) {
-      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%\n",
-                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err);
+      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%  extrapolated: %zu\n",
+                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err, f.extrapolated);
+      out << buf;
+    }
+    out << "each network predicted by a fit on one other network alone (how a user calibrates on one model and predicts the next):\n";
+    for (const auto& p : cv.pairs) {
+      std::snprintf(buf, sizeof buf, "  %-24s -> %-24s within 1.5×: %3.0f %%  network time %.1f %%  extrapolated: %zu of %zu\n", p.fit_on.c_str(),
+                    p.predicted.c_str(), 100 * p.within_1_5x, 100 * p.network_err, p.extrapolated, p.layers);
       out << buf;
     }
   }

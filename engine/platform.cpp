@@ -22,9 +22,17 @@ double Contention::apply(double t) const {
 }
 
 double PowerLaw::at(double x, double g) const {
+  if (x_lo > 0 && x > 0 && x < x_lo) x = x_lo;
+  if (x_hi > 0 && x > x_hi) x = x_hi;
+  if (g_lo > 0 && g > 0 && g < g_lo) g = g_lo;
+  if (g_hi > 0 && g > g_hi) g = g_hi;
   double e = x > 0 ? a * std::pow(x, b) : a;
   if (g > 0 && c != 0) e *= std::pow(g, c);
   return std::clamp(e, 0.001, 1.0);
+}
+
+bool PowerLaw::beyond(double x, double g) const {
+  return (x_lo > 0 && x > 0 && x < x_lo) || (x_hi > 0 && x > x_hi) || (g > 0 && ((g_lo > 0 && g < g_lo) || (g_hi > 0 && g > g_hi)));
 }
 
 const PowerLaw& CalibrationRule::bandwidth_on(const std::string& level) const {
@@ -509,7 +517,14 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
             if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
         if (const CNode* v = cm.get("roof")) rule.roof = to_string(*v, d, "roof").value_or("");
         if (auto h = runtime_time(cm.get("host_overhead"), d, "host_overhead")) rule.host_overhead_s = *h;
-        if (const CNode* v = cm.get("extrapolated")) rule.extrapolated = to_bool(*v, d, "extrapolated").value_or(false);
+        if (const CNode* v = cm.get("extrapolated")) {
+          const std::string e = to_string(*v, d, "extrapolated").value_or("false");
+          if (e == "true") rule.extrapolated = true;
+          else if (e == "compute") rule.extrapolated_compute = true;
+          else if (e == "bandwidth") rule.extrapolated_bandwidth = true;
+          else if (e != "false")
+            d.error(v->loc, "extrapolated must be true, false, compute or bandwidth (the laws transferred from other classes)");
+        }
         // [a, b] or [a, b, c]
         auto read_law = [&](const CNode& v, const std::string& key, PowerLaw& pl) {
           if (!v.is_seq() || v.items.size() < 2 || v.items.size() > 3) {
@@ -527,6 +542,25 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         };
         for (const char* key : {"compute", "bandwidth"})
           if (const CNode* v = cm.require(key)) read_law(*v, key, std::string(key) == "compute" ? rule.compute : rule.bandwidth);
+        // range: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi]}
+        double range[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+        if (const CNode* v = cm.get("range")) {
+          MapReader rm(*v, "range", d);
+          const char* keys[3] = {"compute_x", "bandwidth_x", "channels_per_group"};
+          for (int k = 0; k < 3; ++k)
+            if (const CNode* r = rm.get(keys[k])) {
+              double lo = -1, hi = -1;
+              if (r->is_seq() && r->items.size() == 2) {
+                lo = to_number(r->items[0], d, keys[k]).value_or(-1);
+                hi = to_number(r->items[1], d, keys[k]).value_or(-1);
+              }
+              if (!(lo > 0) || !(hi >= lo))
+                d.error(r->loc, std::string("range.") + keys[k] + " must be [lo, hi] with 0 < lo ≤ hi: the range of the layers the laws were fitted on");
+              else
+                range[k][0] = lo, range[k][1] = hi;
+            }
+          rm.finish();
+        }
         if (const CNode* v = cm.get("bandwidth_by_level")) {
           if (!v->is_map()) {
             d.error(v->loc, "bandwidth_by_level must map memory level names to [a, b] or [a, b, c]");
@@ -546,6 +580,13 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
             }
           }
         }
+        auto set_range = [&](PowerLaw& pl, int k) {
+          pl.x_lo = range[k][0], pl.x_hi = range[k][1];
+          pl.g_lo = range[2][0], pl.g_hi = range[2][1];
+        };
+        set_range(rule.compute, 0);
+        set_range(rule.bandwidth, 1);
+        for (auto& [level, pl] : rule.bandwidth_by_level) set_range(pl, 1);
         cm.finish();
         if (!rule.roof.empty() && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == rule.roof; })) {
           std::vector<std::string> names;

@@ -36,7 +36,12 @@ struct MemoryLevel {
 // (grouped operators only: the factor is 1 when g is 0, i.e. the operator has no groups).
 struct PowerLaw {
   double a = 1, b = 0, c = 0;
+  // The range of x and of g over the layers the law was fitted on (0: unbounded): beyond it the law
+  // keeps its value at the nearer end, a power law is not extrapolated (rsim calibrate's `range`)
+  double x_lo = 0, x_hi = 0, g_lo = 0, g_hi = 0;
   double at(double x, double g = 0) const;
+  // Whether x or g (g > 0) lies outside the fitted range
+  bool beyond(double x, double g = 0) const;
 };
 // Time sharing of the measured core (written by `rsim calibrate`, fitted beside the rules): a
 // compute-bound layer that runs t seconds on its own takes
@@ -60,8 +65,11 @@ struct CalibrationRule {
   // runtime.host_overhead); fitted by `rsim calibrate` from layers timed one by one in eager mode.
   double host_overhead_s = -1;
   // Transferred, not fitted: no measured layer of the class ran on its roof, so its laws are those
-  // of the roof's other classes together (rsim calibrate).
+  // of the roof's other classes together (rsim calibrate). A class measured on one side only
+  // (compute-bound layers and no memory-bound ones, or the reverse) has the other side's law
+  // transferred: extrapolated_compute / extrapolated_bandwidth (`extrapolated: compute|bandwidth`).
   bool extrapolated = false;
+  bool extrapolated_compute = false, extrapolated_bandwidth = false;
   // The factor the measured networks put on the times of the class's layers (rsim calibrate; already
   // in the laws: it says how far the layers timed one by one were from the networks' times)
   double network_factor = 1;

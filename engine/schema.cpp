@@ -350,6 +350,14 @@ class Gen {
     d.set("level_laws", J::obj()
                             .set("type", "object")
                             .set("additionalProperties", J::obj().set("type", "array").set("minItems", 2).set("maxItems", 3).set("items", J::obj().set("type", "number"))));
+    d.set("extrapolated", any_of({type("boolean"), J::obj().set("enum", strings({"compute", "bandwidth"}))}));
+    {
+      J pair = J::obj().set("type", "array").set("minItems", 2).set("maxItems", 2).set("items", J::obj().set("type", "number").set("exclusiveMinimum", 0));
+      d.set("law_range", J::obj()
+                             .set("type", "object")
+                             .set("additionalProperties", false)
+                             .set("properties", J::obj().set("compute_x", pair).set("bandwidth_x", pair).set("channels_per_group", pair)));
+    }
     J dim = any_of({type("integer").set("minimum", 1).set("maximum", 1e9), jref("numeric_text"), jref("expr")});
     d.set("shape", J::obj().set("type", "array").set("minItems", 1).set("items", dim));
     d.set("named_shapes", J::obj().set("type", "object").set("minProperties", 1).set("additionalProperties", jref("shape")));

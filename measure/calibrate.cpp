@@ -461,7 +461,104 @@ Model fit_model(const std::vector<Sample>& samples) {
       break;
   }
   if (!std::isfinite(best_loss)) best = Model{}, best.rules = fit_calibration(samples);
+  // the times the rules were fitted on (overhead and contention out), for the ranges and transfers
+  for (size_t j = 0; j < samples.size(); ++j) {
+    double t = std::max(samples[j].measured_s - best.overhead_s, 0.1 * samples[j].measured_s);
+    run[j].measured_s = samples[j].compute_bound ? remove_contention(t, best.contention) : t;
+  }
+  complete_rules(best.rules, run);
   return best;
+}
+
+namespace {
+
+// The range of x (MACs or FLOPs for compute, bytes for bandwidth) and g of one side's samples.
+void set_ranges(PowerLaw& law, const std::vector<const Sample*>& v, bool compute) {
+  law.x_lo = law.x_hi = law.g_lo = law.g_hi = 0;
+  for (const Sample* s : v) {
+    const double x = compute ? (s->macs > 0 ? s->macs : s->work) : s->bytes;
+    if (x > 0) law.x_lo = law.x_lo > 0 ? std::min(law.x_lo, x) : x, law.x_hi = std::max(law.x_hi, x);
+    if (s->cpg > 0) law.g_lo = law.g_lo > 0 ? std::min(law.g_lo, s->cpg) : s->cpg, law.g_hi = std::max(law.g_hi, s->cpg);
+  }
+}
+
+}  // namespace
+
+void complete_rules(std::vector<CalibrationRule>& rules, const std::vector<Sample>& fitted) {
+  std::vector<std::string> roofs;
+  for (const auto& s : fitted)
+    if (std::find(roofs.begin(), roofs.end(), s.roof) == roofs.end()) roofs.push_back(s.roof);
+  for (const auto& roof : roofs) {
+    // every class's layers on this roof, by side; the pooled laws of each side (g left out: the
+    // classes they go to group channels differently, or not at all)
+    std::vector<Sample> pooled;
+    for (const auto& s : fitted)
+      if (s.roof == roof && op_class(s.op) != "other") pooled.push_back(s), pooled.back().cpg = 0;
+    std::vector<const Sample*> pc, pb, all;
+    for (const auto& s : pooled) {
+      all.push_back(&s);
+      (s.compute_bound ? pc : pb).push_back(&s);
+    }
+    CalibrationRule pool = fit_rule("pooled", roof, all);
+    set_ranges(pool.compute, pc, true);
+    set_ranges(pool.bandwidth, pb, false);
+    for (auto& [level, law] : pool.bandwidth_by_level) {
+      std::vector<const Sample*> on;
+      for (const Sample* s : pb)
+        if (s->level == level) on.push_back(s);
+      set_ranges(law, on, false);
+    }
+    // 1. each fitted rule: its laws bounded to the layers they were fitted on; a side without
+    // layers takes the pooled law of that side
+    for (auto& r : rules) {
+      if (r.roof != roof || r.extrapolated) continue;
+      std::vector<const Sample*> c, b;
+      for (const auto& s : fitted)
+        if (s.roof == roof && std::find(r.ops.begin(), r.ops.end(), s.op) != r.ops.end()) {
+          if (s.compute_bound && s.work > 0) c.push_back(&s);
+          else if (!s.compute_bound && s.bytes > 0) b.push_back(&s);
+        }
+      if (c.empty() && !pc.empty()) {
+        r.compute = pool.compute;
+        r.extrapolated_compute = true;
+      } else {
+        set_ranges(r.compute, c, true);
+      }
+      if (b.empty() && !pb.empty()) {
+        r.bandwidth = pool.bandwidth;
+        r.bandwidth_by_level = pool.bandwidth_by_level;
+        r.extrapolated_bandwidth = true;
+      } else {
+        set_ranges(r.bandwidth, b, false);
+        for (auto& [level, law] : r.bandwidth_by_level) {
+          std::vector<const Sample*> on;
+          for (const Sample* s : b)
+            if (s->level == level) on.push_back(s);
+          set_ranges(law, on, false);
+        }
+      }
+      if (r.extrapolated_compute && r.extrapolated_bandwidth) r.extrapolated = true, r.extrapolated_compute = r.extrapolated_bandwidth = false;
+    }
+    // 2. every class without a rule on this roof: the pooled laws, extrapolated
+    if (all.empty()) continue;
+    for (const auto& cls : class_names()) {
+      const std::vector<std::string> ops = class_ops(cls);
+      if (std::any_of(rules.begin(), rules.end(), [&](const CalibrationRule& r) { return r.roof == roof && r.name == cls; })) continue;
+      CalibrationRule r = pool;
+      r.name = cls;
+      r.ops = ops;
+      r.extrapolated = true;
+      rules.push_back(std::move(r));
+    }
+  }
+}
+
+bool extrapolated_for(const Sample& s, const std::vector<CalibrationRule>& rules) {
+  const CalibrationRule* r = rule_for(rules, s.op, s.roof);
+  if (!r) return false;  // an operator of no class: the roofline, not a transfer
+  if (r->extrapolated) return true;
+  if (s.compute_bound) return r->extrapolated_compute || r->compute.beyond(s.macs > 0 ? s.macs : s.work, s.cpg);
+  return r->extrapolated_bandwidth || r->bandwidth_on(s.level).beyond(s.bytes, s.cpg);
 }
 
 CrossValidation cross_validate(const std::vector<Sample>& samples) {
@@ -481,7 +578,9 @@ CrossValidation cross_validate(const std::vector<Sample>& samples) {
     size_t flop_layers = 0, within = 0;
     for (const auto& s : test) {
       double p = predict_s(s, model), p0 = predict_s(s, std::vector<CalibrationRule>{});
-      cv.predictions.push_back({s.network, s.op, s.work, s.measured_s, p0, p});
+      const bool ex = extrapolated_for(s, model.rules);
+      cv.predictions.push_back({s.network, s.op, s.work, s.measured_s, p0, p, ex});
+      f.extrapolated += ex;
       err.push_back(std::fabs(p / s.measured_s - 1));
       before.push_back(std::fabs(p0 / s.measured_s - 1));
       sum_p += p, sum_m += s.measured_s;
@@ -499,11 +598,40 @@ CrossValidation cross_validate(const std::vector<Sample>& samples) {
     f.network_err = sum_m > 0 ? std::fabs(sum_p / sum_m - 1) : 0;
     cv.folds.push_back(f);
   }
+  // each network predicted by a fit on one other network alone
+  for (const auto& from : nets) {
+    std::vector<Sample> train;
+    for (const auto& s : samples)
+      if (s.network == from) train.push_back(s);
+    Model model = fit_model(train);
+    for (const auto& to : nets) {
+      if (to == from) continue;
+      CrossValidation::Pair pr;
+      pr.fit_on = from, pr.predicted = to;
+      double sum_p = 0, sum_m = 0;
+      size_t flop_layers = 0, within = 0;
+      for (const auto& s : samples) {
+        if (s.network != to) continue;
+        ++pr.layers;
+        const double p = predict_s(s, model);
+        sum_p += p, sum_m += s.measured_s;
+        pr.extrapolated += extrapolated_for(s, model.rules);
+        if (s.work > 0) {
+          ++flop_layers;
+          const double r = p / s.measured_s;
+          within += r <= 1.5 && r >= 1 / 1.5;
+        }
+      }
+      pr.within_1_5x = flop_layers ? static_cast<double>(within) / static_cast<double>(flop_layers) : 0;
+      pr.network_err = sum_m > 0 ? std::fabs(sum_p / sum_m - 1) : 0;
+      cv.pairs.push_back(pr);
+    }
+  }
   return cv;
 }
 
 std::string predictions_csv(const CrossValidation& cv) {
-  std::string out = "network,op,class,flops,measured_s,uncalibrated_s,calibrated_s\n";
+  std::string out = "network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated\n";
   char buf[128];
   auto cell = [](const std::string& t) {
     if (t.find_first_of(",\"\n") == std::string::npos) return t;
@@ -512,7 +640,7 @@ std::string predictions_csv(const CrossValidation& cv) {
     return q + "\"";
   };
   for (const auto& p : cv.predictions) {
-    std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.9g,%.9g\n", p.work, p.measured_s, p.uncalibrated_s, p.calibrated_s);
+    std::snprintf(buf, sizeof buf, ",%.9g,%.9g,%.9g,%.9g,%s\n", p.work, p.measured_s, p.uncalibrated_s, p.calibrated_s, p.extrapolated ? "true" : "false");
     out += cell(p.network) + "," + cell(p.op) + "," + op_class(p.op) + buf;
   }
   return out;
@@ -1005,7 +1133,9 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
   out += "# input channels per group (grouped operators; factor 1 for the others); bandwidth_by_level: the bandwidth law of a\n";
   out += "# memory level that held enough of the class's memory-bound layers (others take bandwidth); host_overhead: the\n";
   out += "# host's time to issue one kernel of the class in eager mode; extrapolated: no measured layer of the class ran on\n";
-  out += "# that roof, so the laws are the roof's other classes'. derated_time_s carries it.\n";
+  out += "# that roof, so the laws are the roof's other classes' together (compute or bandwidth: that side's law alone, the class's\n";
+  out += "# layers being all on the other side of the ridge); range: the layers the laws were fitted on (beyond it a law keeps\n";
+  out += "# its value at the nearer end). derated_time_s carries it.\n";
   out += "calibration:\n";
   auto quoted = [](const std::string& t) {
     std::string q = "\"";
@@ -1034,6 +1164,24 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
       out += buf;
     }
     if (r.extrapolated) out += ", extrapolated: true";
+    else if (r.extrapolated_compute) out += ", extrapolated: compute";
+    else if (r.extrapolated_bandwidth) out += ", extrapolated: bandwidth";
+    // the range the laws were fitted on (the widest over the bandwidth laws; g over both sides)
+    double bx_lo = r.bandwidth.x_lo, bx_hi = r.bandwidth.x_hi, g_lo = 0, g_hi = 0;
+    for (const auto& [level, law] : r.bandwidth_by_level)
+      if (law.x_lo > 0) bx_lo = bx_lo > 0 ? std::min(bx_lo, law.x_lo) : law.x_lo, bx_hi = std::max(bx_hi, law.x_hi);
+    for (const PowerLaw* law : {&r.compute, &r.bandwidth})
+      if (law->g_lo > 0) g_lo = g_lo > 0 ? std::min(g_lo, law->g_lo) : law->g_lo, g_hi = std::max(g_hi, law->g_hi);
+    std::string range;
+    auto pair = [&](const char* key, double lo, double hi) {
+      if (!(lo > 0)) return;
+      std::snprintf(buf, sizeof buf, "%s%s: [%.6g, %.6g]", range.empty() ? "" : ", ", key, lo, hi);
+      range += buf;
+    };
+    pair("compute_x", r.compute.x_lo, r.compute.x_hi);
+    pair("bandwidth_x", bx_lo, bx_hi);
+    pair("channels_per_group", g_lo, g_hi);
+    if (!range.empty()) out += ", range: {" + range + "}";
     out += "}\n";
   }
   if (runtime) {

@@ -117,6 +117,15 @@ std::vector<double> overhead_grid();
 Model fit_model(const std::vector<Sample>& samples);
 // predict_s under the rules, then the contention on a compute-bound sample (as the engine does).
 double predict_s(const Sample& s, const Model& m);
+// After a fit (fit_model calls it with the samples the rules were fitted on, overhead and contention
+// taken out), per compute roof: each rule's laws get the range of x and g of the layers they were
+// fitted on (PowerLaw::at holds a law's value beyond it); a class measured on one side of the ridge
+// only takes the other side's law from the classes of its roof together (extrapolated_compute or
+// extrapolated_bandwidth); every class of class_names() without a rule gets those pooled laws
+// (extrapolated). So a calibrated platform has a law for every class rsim knows.
+void complete_rules(std::vector<CalibrationRule>& rules, const std::vector<Sample>& fitted);
+// Whether the sample's prediction leans on a transferred law, or on a law beyond its fitted range.
+bool extrapolated_for(const Sample& s, const std::vector<CalibrationRule>& rules);
 // The run time t with c.apply(t) = measured (c.apply is increasing); measured when c is inactive.
 double remove_contention(double measured_s, const Contention& c);
 
@@ -128,17 +137,25 @@ struct CrossValidation {
     double median_err_before = 0;           // the same with the derated roofs alone
     double within_1_5x = 0;                 // share of FLOP-carrying layers within 1.5× of measured
     double network_err = 0;                 // |Σ predicted / Σ measured − 1|
+    size_t extrapolated = 0;                // layers predicted by a transferred law or beyond a law's range
   };
   std::vector<Fold> folds;  // one per network held out (empty with fewer than two networks)
+  struct Pair {  // a network predicted by a fit on one other network alone
+    std::string fit_on, predicted;
+    size_t layers = 0, extrapolated = 0;
+    double within_1_5x = 0, network_err = 0;
+  };
+  std::vector<Pair> pairs;  // every ordered pair of networks
   struct Prediction {        // one per measured layer, predicted by the fit on the other networks
     std::string network, op;
     double work = 0, measured_s = 0;
     double uncalibrated_s = 0;  // the derated roofs alone
     double calibrated_s = 0;    // the derated roofs × the efficiencies fitted without this network
+    bool extrapolated = false;  // extrapolated_for under that fit
   };
   std::vector<Prediction> predictions;
 };
-// The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s.
+// The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated.
 std::string predictions_csv(const CrossValidation& cv);
 CrossValidation cross_validate(const std::vector<Sample>& samples);
 

@@ -595,18 +595,46 @@ TEST_CASE("measure: calibration recovers known efficiency laws from synthetic me
   CHECK(elt->bandwidth.b == Approx(0.02).epsilon(1e-9));
   // predictions reproduce the generating times; cross-validation over net0/net1 is exact too
   for (const auto& s : samples) CHECK(predict_s(s, rules) == Approx(s.measured_s).epsilon(1e-9));
+  // Cross-validation over net0 / net1: each fold's laws hold only over the layers they were
+  // fitted on, and keep their value at the nearer end beyond. net0 has conv MACs 1e6, 1e7, 1e8 and
+  // relu bytes 1e6, 1e8; net1 conv 3e6, 3e7 and relu 1e5, 1e7. Predicted / measured time is
+  // efficiency(x) / efficiency(x clamped to the other network's range):
+  //   net0 by net1: conv 1e6 → (1e6 / 3e6)^0.15 = 0.848, 1e7 → 1, 1e8 → (1e8 / 3e7)^0.15 = 1.198;
+  //                 relu 1e6 → 1, 1e8 → (1e8 / 1e7)^0.02 = 1.047
+  //   net1 by net0: conv 3e6, 3e7 → 1; relu 1e5 → (1e5 / 1e6)^0.02 = 0.955, 1e7 → 1
+  // (the relus' compute side, a law transferred from the convs, stays below their memory time:
+  // bytes/8 FLOPs at ≥ 0.02 · (1e6)^0.15 = 0.159 of 100 GFLOP/s is 7.9e-11 s per byte, the
+  // memory 1 / (1e10 · 0.5 · bytes^0.02) ≤ 1.6e-10 s per byte)
   auto cv = cross_validate(samples);
   REQUIRE(cv.folds.size() == 2);
-  for (const auto& f : cv.folds) {
-    CHECK(f.median_err < 1e-9);
-    CHECK(f.network_err < 1e-9);
+  REQUIRE(cv.predictions.size() == samples.size());
+  std::map<std::pair<std::string, double>, std::pair<double, bool>> want = {  // (network, x) → (ratio, extrapolated)
+      {{"net0", 1e6}, {std::pow(1.0 / 3, 0.15), true}},  {{"net0", 1e7}, {1, false}}, {{"net0", 1e8}, {std::pow(10.0 / 3, 0.15), true}},
+      {{"net1", 3e6}, {1, false}},  {{"net1", 3e7}, {1, false}}};
+  std::map<std::pair<std::string, double>, std::pair<double, bool>> want_relu = {
+      {{"net0", 1e6}, {1, false}}, {{"net0", 1e8}, {std::pow(10.0, 0.02), true}}, {{"net1", 1e5}, {std::pow(0.1, 0.02), true}}, {{"net1", 1e7}, {1, false}}};
+  for (const auto& p : cv.predictions) {
+    const bool conv_row = p.op == "conv2d";
+    const auto& w = conv_row ? want.at({p.network, p.work / 2}) : want_relu.at({p.network, p.work * 8});
+    INFO(p.network << " " << p.op << " " << p.work);
+    CHECK(p.calibrated_s / p.measured_s == Approx(w.first).epsilon(1e-9));
+    CHECK(p.extrapolated == w.second);
   }
+  CHECK(cv.folds[0].extrapolated == 3);
+  CHECK(cv.folds[1].extrapolated == 1);
+  // and each network by a fit on the other alone: with two networks, the same folds
+  REQUIRE(cv.pairs.size() == 2);
+  CHECK(cv.pairs[0].fit_on == "net0");
+  CHECK(cv.pairs[0].predicted == "net1");
+  CHECK(cv.pairs[0].extrapolated == 1);
+  CHECK(cv.pairs[0].within_1_5x == 1);  // every ratio within 1.5×
   // one distinct x: b = 0, a = the geometric mean of the efficiencies: √(0.2 · 0.8) = 0.4
   PowerLaw p = fit_power_law({{5, 0.2}, {5, 0.8}});
   CHECK(p.b == 0);
   CHECK(p.a == Approx(0.4));
   CHECK(p.at(1e9) == Approx(0.4));
   // the calibrated platform loads and the engine applies it: derated compute = peak × a·MACs^b
+  complete_rules(rules, samples);  // (as fit_model does: ranges, and a rule for every class)
   std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
                                               "memory: [{name: DRAM, bandwidth: 10 GB/s}]\n", "cal", rules, "synthetic");
   Diags d;
@@ -616,7 +644,90 @@ TEST_CASE("measure: calibration recovers known efficiency laws from synthetic me
   CHECK(pl.name == "cal");
   REQUIRE(pl.calibration_for("conv2d"));
   CHECK(pl.calibration_for("conv2d")->compute.b == Approx(0.15).epsilon(1e-5));
-  CHECK(pl.calibration_for("layernorm") == nullptr);  // no normalisation samples: no rule
+  // no normalisation samples: the rule the platform carries for them is transferred from the
+  // classes measured (extrapolated): every memory-bound layer was a relu, so its bandwidth law is
+  // the relus' 0.5 · bytes^0.02, over the relus' bytes 1e5 … 1e8
+  const CalibrationRule* norm = pl.calibration_for("layernorm");
+  REQUIRE(norm);
+  CHECK(norm->extrapolated);
+  CHECK(norm->bandwidth.a == Approx(0.5).epsilon(1e-5));
+  CHECK(norm->bandwidth.b == Approx(0.02).epsilon(1e-5));
+  CHECK(norm->bandwidth.at(1e9) == Approx(0.5 * std::pow(1e8, 0.02)).epsilon(1e-5));  // held at 1e8
+}
+
+TEST_CASE("measure: a fit on one network predicts another's unseen class and unseen side by transfer, not by the roofline", "[measure]") {
+  // Network a (the fit): convs compute-bound at efficiency 0.5 (MACs 1e7, 1e8), relus memory-bound
+  // at 0.25 (1e6, 1e7 bytes), on a 100 GFLOP/s, 10 GB/s platform. Constant efficiencies: the laws
+  // are a = 0.5 and a = 0.25 with b = 0, and no overhead or contention fits better than none.
+  std::vector<Sample> samples;
+  for (double macs : {1e7, 1e8}) {
+    Sample s = sample("a", "conv2d", 2 * macs, macs, macs / 100, 1e11, 1e10, true, 0, 64, "");
+    s.measured_s = s.work / (1e11 * 0.5);
+    samples.push_back(s);
+  }
+  for (double bytes : {1e6, 1e7}) {
+    Sample s = sample("a", "relu", bytes / 8, 0, bytes, 1e11, 1e10, false, bytes / (1e10 * 0.25), 0, "");
+    samples.push_back(s);
+  }
+  // Network b: a max pool (a class a never ran), a memory-bound depthwise conv (a conv, but on the
+  // memory side, which a's convs never were), a relu and a conv inside a's ranges.
+  Sample pool = sample("b", "max_pool2d", 4e6 / 16, 0, 4e6, 1e11, 1e10, false, 4e6 / (1e10 * 0.1), 0, "");
+  Sample dw = sample("b", "depthwise_conv2d", 2e6, 1e6, 2e6, 1e11, 1e10, false, 1e-3, 1, "");
+  Sample relu = sample("b", "relu", 5e6 / 8, 0, 5e6, 1e11, 1e10, false, 5e6 / (1e10 * 0.25), 0, "");
+  Sample conv = sample("b", "conv2d", 1e8, 5e7, 5e5, 1e11, 1e10, true, 1e8 / (1e11 * 0.5), 64, "");
+  for (const Sample& s : {pool, dw, relu, conv}) samples.push_back(s);
+  // the fit on a alone
+  std::vector<Sample> a(samples.begin(), samples.begin() + 4);
+  Model m = fit_model(a);
+  CHECK(m.overhead_s == 0);
+  CHECK_FALSE(m.contention.active());
+  // the max pool: no pooling layer measured, so the pooled memory-bound law of a's classes (the
+  // relus' 0.25): 4e6 B / (1e10 B/s · 0.25) = 1.6 ms against 4 ms measured (ratio 0.4); the
+  // roofline alone would say 4e6 / 1e10 = 0.4 ms (ratio 0.1)
+  CHECK(predict_s(pool, m) == Approx(1.6e-3).epsilon(1e-9));
+  CHECK(extrapolated_for(pool, m.rules));
+  // the depthwise conv: conv's bandwidth law transferred (0.25): 2e6 / (1e10 · 0.25) = 0.8 ms; its
+  // compute side by conv's own law, 2e6 / (1e11 · 0.5) = 40 µs, is shorter; measured 1 ms (0.8)
+  CHECK(predict_s(dw, m) == Approx(0.8e-3).epsilon(1e-9));
+  CHECK(extrapolated_for(dw, m.rules));
+  // relu at 5e6 B and conv at 5e7 MACs lie inside a's ranges: exact, not extrapolated
+  CHECK(predict_s(relu, m) == Approx(relu.measured_s).epsilon(1e-9));
+  CHECK(predict_s(conv, m) == Approx(conv.measured_s).epsilon(1e-9));
+  CHECK_FALSE(extrapolated_for(relu, m.rules));
+  CHECK_FALSE(extrapolated_for(conv, m.rules));
+  // the pair a → b: ratios 0.4, 0.8, 1, 1: 3 of 4 FLOP-carrying layers within 1.5×, 2 extrapolated;
+  // network time (1.6 + 0.8 + 2 + 2) ms predicted / (4 + 1 + 2 + 2) ms measured = 6.4 / 9
+  CrossValidation cv = cross_validate(samples);
+  const CrossValidation::Pair* ab = nullptr;
+  for (const auto& p : cv.pairs)
+    if (p.fit_on == "a" && p.predicted == "b") ab = &p;
+  REQUIRE(ab);
+  CHECK(ab->layers == 4);
+  CHECK(ab->within_1_5x == Approx(0.75));
+  CHECK(ab->extrapolated == 2);
+  CHECK(ab->network_err == Approx(1 - 6.4 / 9).epsilon(1e-9));
+  // the platform file carries a rule for every class, marked, and the engine reads the marks back
+  std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\n"
+                                              "memory: [{name: DRAM, bandwidth: 10 GB/s}]\n", "cal", m.rules, "synthetic");
+  Diags d;
+  Platform pl = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  for (const auto& cls : class_names()) {
+    INFO(cls);
+    CHECK(pl.calibration_for(class_ops(cls).front()) != nullptr);
+  }
+  CHECK(pl.calibration_for("max_pool2d")->extrapolated);
+  CHECK(pl.calibration_for("conv2d")->extrapolated_bandwidth);
+  CHECK_FALSE(pl.calibration_for("conv2d")->extrapolated_compute);
+  CHECK(pl.calibration_for("relu")->extrapolated_compute);  // no relu was compute-bound
+  CHECK(pl.calibration_for("conv2d")->compute.x_lo == Approx(1e7));
+  CHECK(pl.calibration_for("conv2d")->compute.x_hi == Approx(1e8));
+  CHECK(pl.calibration_for("max_pool2d")->bandwidth.at(4e6) == Approx(0.25).epsilon(1e-5));
+  // predictions.csv marks them
+  const std::string csv = predictions_csv(cv);
+  CHECK(csv.rfind("network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated\n", 0) == 0);
+  CHECK(csv.find("b,max_pool2d,pooling,250000,0.004,0.0004,0.0016,true\n") != std::string::npos);
 }
 
 TEST_CASE("measure: windowed and global pooling are fitted apart", "[measure]") {
@@ -739,7 +850,11 @@ TEST_CASE("measure: contention: the time-sharing law, its inverse, and fit_model
   Model m = fit_model(samples);
   CHECK(m.contention.onset_s == Approx(1e-3).epsilon(1e-12));
   CHECK(m.contention.slowdown == 3);
-  REQUIRE(m.rules.size() == 1);
+  // the conv rule fitted, then one rule per other class with the conv layers' laws (extrapolated)
+  REQUIRE(m.rules.size() == class_names().size());
+  CHECK(m.rules[0].name == "conv");
+  CHECK_FALSE(m.rules[0].extrapolated);
+  for (size_t i = 1; i < m.rules.size(); ++i) CHECK(m.rules[i].extrapolated);
   CHECK(m.rules[0].compute.a == Approx(0.02).epsilon(1e-6));
   CHECK(m.rules[0].compute.b == Approx(0.15).epsilon(1e-6));
   for (const auto& s : samples) CHECK(predict_s(s, m) == Approx(s.measured_s).epsilon(1e-6));
