@@ -112,7 +112,9 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
               curve.end());
   if (curve.empty()) return out;
   std::sort(curve.begin(), curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.working_set_bytes < b.working_set_bytes; });
-  // 1. flat runs (two points or more), as detect_plateaus finds them
+  // 1. flat runs (two points or more): each point within `tolerance` of the median of its run's
+  // first three, an anchor that does not drift (a running median let a VM's L3 slide from 48 to
+  // 37 GB/s over 6–128 MiB in one run)
   std::vector<Run> runs;
   {
     Run cur{0, 0};
@@ -120,7 +122,7 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
     for (size_t i = 1; i < curve.size(); ++i) {
       if (std::fabs(curve[i].bytes_per_s / median(vals) - 1) <= tolerance) {
         cur.last = i;
-        vals.push_back(curve[i].bytes_per_s);
+        if (vals.size() < 3) vals.push_back(curve[i].bytes_per_s);
       } else {
         runs.push_back(cur);
         cur = Run{i, i};
@@ -146,12 +148,14 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
   // adjacent runs of nearly the same bandwidth are one level. Beyond as many names as the hints
   // give (three without hints), the two closest in bandwidth become one: a run less than half as
   // long as its neighbour is the slope between two plateaus and is dropped, else they merge
-  std::vector<Run> caches;
+  // fig[k]: the run whose points give cache k's bandwidth (the first of those merged into it: a
+  // level's bandwidth is that of working sets well inside it, not of the slope at its end)
+  std::vector<Run> caches, fig;
   for (const Run& r : flat) {
     if (curve[r.last].working_set_bytes >= kDramMinBytes) continue;
     if (!far.empty() && run_median(r) <= far_bw * (1 + tolerance)) continue;  // as slow as DRAM: not a cache
     if (!caches.empty() && std::fabs(run_median(r) / run_median(caches.back()) - 1) <= tolerance) caches.back().last = r.last;
-    else caches.push_back(r);
+    else caches.push_back(r), fig.push_back(r);
   }
   const size_t names = std::max<size_t>(hints.empty() ? 3 : hints.size(), 1);
   while (caches.size() > names) {
@@ -162,11 +166,11 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
       if (d < closest) closest = d, k = i;
     }
     const size_t na = caches[k].last - caches[k].first + 1, nb = caches[k + 1].last - caches[k + 1].first + 1;
-    if (2 * na < nb) caches.erase(caches.begin() + static_cast<long>(k));
-    else if (2 * nb < na) caches.erase(caches.begin() + static_cast<long>(k) + 1);
+    if (2 * na < nb) caches.erase(caches.begin() + static_cast<long>(k)), fig.erase(fig.begin() + static_cast<long>(k));
+    else if (2 * nb < na) caches.erase(caches.begin() + static_cast<long>(k) + 1), fig.erase(fig.begin() + static_cast<long>(k) + 1);
     else {
       caches[k].last = caches[k + 1].last;
-      caches.erase(caches.begin() + static_cast<long>(k) + 1);
+      caches.erase(caches.begin() + static_cast<long>(k) + 1), fig.erase(fig.begin() + static_cast<long>(k) + 1);
     }
   }
   std::vector<LevelSize> hs = hints;
@@ -175,12 +179,14 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
     const Run& r = caches[k];
     Plateau p;
     p.level = "L" + std::to_string(k + 1);
+    // the bandwidth: L1's the best of its run's points (nothing faster can inflate it), a
+    // deeper level's the median (its first points may still hit the level above)
     std::vector<double> v;
-    for (size_t i = r.first; i <= r.last; ++i) v.push_back(curve[i].bytes_per_s);
+    for (size_t i = fig[k].first; i <= fig[k].last; ++i) v.push_back(curve[i].bytes_per_s);
     p.from_bytes = curve[r.first].working_set_bytes;
     p.to_bytes = curve[r.last].working_set_bytes;
-    p.points = v.size();
-    p.bytes_per_s = median(v);
+    p.points = r.last - r.first + 1;
+    p.bytes_per_s = k == 0 ? *std::max_element(v.begin(), v.end()) : median(v);
     if (r.last + 1 < curve.size()) p.edge_bytes = p.to_bytes;
     p.size_bytes = p.to_bytes;
     p.size_source = "curve";
@@ -230,8 +236,9 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
         dram.to_bytes = curve[i].working_set_bytes;
         v.push_back(curve[i].bytes_per_s);
       }
+    // DRAM's: the best of its points (no cache can inflate working sets this far beyond them)
     dram.points = v.size();
-    dram.bytes_per_s = median(v);
+    dram.bytes_per_s = v.empty() ? 0 : *std::max_element(v.begin(), v.end());
   }
   for (size_t k = caches.size(); k < hs.size(); ++k)
     out.warnings.push_back((hs[k].source.empty() ? std::string("the OS") : hs[k].source) + " says " + hs[k].name + " = " +

@@ -188,8 +188,9 @@ double add_chain_cycles(long iters) {
 // ---- bandwidth kernels: read (sum), write (store), copy, triad (a = b + s·c) ----
 #if RSIM_X86
 #define RSIM_BW_KERNELS(SUF, TARGET, VEC, W, LOAD, STORE, ADD, MUL, SET1, ZERO)                      \
-  __attribute__((target(TARGET), noinline)) double read_##SUF(const float* a, size_t n) {             \
+  __attribute__((target(TARGET), noinline)) double read_##SUF(const float* a, size_t n, long passes) { \
     VEC s0 = ZERO(), s1 = ZERO(), s2 = ZERO(), s3 = ZERO(), s4 = ZERO(), s5 = ZERO(), s6 = ZERO(), s7 = ZERO(); \
+    for (long p = 0; p < passes; ++p)                                                                \
     for (size_t i = 0; i + 8 * W <= n; i += 8 * W) {                                                 \
       s0 = ADD(s0, LOAD(a + i));                                                                     \
       s1 = ADD(s1, LOAD(a + i + W));                                                                 \
@@ -258,7 +259,9 @@ RSIM_BW_KERNELS(sse2, "sse2", __m128, 4, ld128, st128ps, add128, mul128, set128p
 
 struct BwKernels {
   const char* isa = "none";
-  double (*read)(const float*, size_t) = nullptr;
+  // read runs `passes` passes and sums its accumulators once: summed per pass, the reduction (a
+  // chain of dependent adds) took as long as a pass over an L1-sized array and halved the L1 figure
+  double (*read)(const float*, size_t, long) = nullptr;
   double (*write)(float*, size_t) = nullptr;
   double (*copy)(float*, const float*, size_t) = nullptr;
   double (*triad)(float*, const float*, const float*, size_t) = nullptr;
@@ -608,7 +611,7 @@ ProbeResult run_probe(const ProbeOptions& opt) {
               // which the name comparisons per pass would lengthen measurably
               double s = 0;
               if (arrays == 1 && kn == "read")
-                for (long k = 0; k < passes; ++k) s += bk.read(a, n);
+                s = bk.read(a, n, passes);
               else if (arrays == 1)
                 for (long k = 0; k < passes; ++k) s += bk.write(a, n);
               else if (arrays == 2)

@@ -241,7 +241,7 @@ std::string probe_report(const ProbeResult& r) {
     s += line + "\n";
   }
   if (!r.plateaus.empty()) {
-    s += "\nbandwidth plateaus (median of a flat run; * = no flat run, median of the points inside the level):\n";
+    s += "\nbandwidth plateaus (a flat run: L1 and DRAM its best point, the levels between its median; * = no flat run, median of the points inside the level):\n";
     for (const auto& lp : r.plateaus) {
       s += "  " + lp.kernel + std::string(6 - std::min<size_t>(6, lp.kernel.size()), ' ') + std::to_string(lp.threads) + " thread" + (lp.threads == 1 ? " " : "s") + ":";
       for (const auto& p : lp.plateaus)
