@@ -1,5 +1,8 @@
 #include "engine/llm_models.hpp"
 
+#include <algorithm>
+#include <vector>
+
 namespace rsim {
 
 namespace {
@@ -33,7 +36,31 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     if (n) put(arg, *v);
     return n.has_value();
   };
-  std::string type = field(config, {"model_type"}) ? field(config, {"model_type"})->scalar : "";
+  // The architecture: model_type, else the first of `architectures` (LlamaForCausalLM → llama).
+  // Only those rsim builds exactly; any other is refused, never approximated by a Llama.
+  const CNode* type_node = field(config, {"model_type"});
+  std::string type = type_node && type_node->is_scalar() ? type_node->scalar : "";
+  if (type.empty())
+    if (const CNode* arch = field(config, {"architectures"}); arch && arch->is_seq() && !arch->items.empty() && arch->items[0].is_scalar()) {
+      type_node = &arch->items[0];
+      static const std::pair<const char*, const char*> by_class[] = {
+          {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
+          {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}};
+      type = "(" + arch->items[0].scalar + ")";
+      for (const auto& [cls, t] : by_class)
+        if (arch->items[0].scalar == cls) type = t;
+    }
+  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma", "phi3"};
+  if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
+    std::string list;
+    for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
+    d.error(type_node ? type_node->loc : config.loc,
+            type.empty() ? std::string("config.json names no model_type (nor architectures): rsim cannot tell which architecture to build")
+                         : "model_type '" + type + "' is not supported: rsim would count it wrongly (it builds exactly " + list + ")",
+            {Note{{}, "supported model types: " + list +
+                          "; others (MoE with shared experts, MLA, parallel blocks, OPT, Falcon, encoders, state-space models) are refused rather than guessed"}});
+    return out;
+  }
   bool gpt2 = type == "gpt2";
   integer("hidden", {"hidden_size", "n_embd"}, true);
   integer("layers", {"num_hidden_layers", "n_layer"}, true);
@@ -64,6 +91,13 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     put_text("mlp", a.rfind("gelu", 0) == 0 ? "geglu" : "swiglu");
     const CNode* ab = field(config, {"attention_bias"});
     put_text("bias", ab && ab->scalar == "true" ? "true" : "false");
+    // Qwen2: biases on q, k and v and none on o, which its model_type implies (no key says so)
+    if (type == "qwen2") put_text("qkv_bias", "true"), put_text("o_bias", "false");
+    // sliding-window attention: `sliding_window` (null: none); Qwen2 only with use_sliding_window
+    const CNode* sw = field(config, {"sliding_window"});
+    const CNode* use = field(config, {"use_sliding_window"});
+    const bool qwen_off = type == "qwen2" && !(use && use->scalar == "true");
+    if (sw && !qwen_off && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
   }
   return out;
 }

@@ -11,7 +11,10 @@ namespace rsim {
 // Reads hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
 // num_key_value_heads, head_dim, vocab_size, tie_word_embeddings, num_local_experts,
 // num_experts_per_tok, hidden_act, model_type (GPT-2's n_embd, n_inner, n_layer, n_head and
-// n_positions too). Missing required fields are errors at the file; other fields are ignored.
+// n_positions too), attention_bias, sliding_window / use_sliding_window. The architecture is
+// model_type (else architectures[0]): gpt2, llama, mistral, mixtral, qwen2 (q/k/v biases, no o
+// bias), gemma, phi3; any other is refused with a located error listing these. Missing required
+// fields are errors at the file; other fields are ignored.
 CNode hf_transformer_args(const CNode& config, Diags& d);
 
 }  // namespace rsim

@@ -231,7 +231,9 @@ void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& o
     for (const auto& s : out) c.output_bytes.push_back(op.view ? 0.0 : elements(s) * (op.kv_outputs ? kvsize : size));
   if (op.kv_outputs) {
     c.kv_write_bytes = c.output_total();
-    for (const auto& s : out) c.kv_cache_bytes += elements(s) * kvsize;
+    if (w.kv_cache_elems >= 0) c.kv_cache_bytes = w.kv_cache_elems * kvsize;
+    else
+      for (const auto& s : out) c.kv_cache_bytes += elements(s) * kvsize;
   }
   c.scratch_bytes = w.scratch_elems * w.scratch_passes * size;
   c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + w.scratch_elems * size;

@@ -102,6 +102,9 @@ struct OpWork {
   // Intermediate elements written and read back inside the layer (naive attention's score
   // matrix): `scratch_passes` passes over them move bytes; they count as activations held once.
   double scratch_elems = 0, scratch_passes = 0;
+  // KV-cache elements held after the layer (an operator with kv_outputs); negative: its outputs'
+  // elements (a sliding window holds fewer tokens than attention reads in a prefill).
+  double kv_cache_elems = -1;
   // Byte overrides (scripted operators may state them): negative / empty = derive from shapes.
   double weight_bytes = -1;
   std::vector<double> input_bytes, output_bytes;

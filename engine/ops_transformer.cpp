@@ -58,6 +58,7 @@ void add_attention(OpRegistry& r) {
       "output (B, Sq, H·hd); with causal masking query i (of Sq, the last Sq positions) sees Skv − Sq + i + 1 keys\n"
       "P = scores computed: flash: B·H·(Sq·Skv − Sq·(Sq−1)/2) when causal (masked blocks skipped), B·H·Sq·Skv otherwise;\n"
       "    naive: B·H·Sq·Skv always (the full matrix is computed, then masked)\n"
+      "    with a sliding window W (causal): query i sees min(W, Skv − Sq + i + 1) keys, P = B·H·Σ_i of it (flash)\n"
       "MACs   = 2 · P · hd (Q·Kᵀ and P·V)\n"
       "FLOPs  = 2 · MACs + 6 · P (scale 1, softmax 5 per score); params = 0\n"
       "bytes: q, k, v read once (k, v from a kv_cache layer in the KV dtype), output written once;\n"
@@ -67,7 +68,8 @@ void add_attention(OpRegistry& r) {
              {"kv_heads", AttrType::Int, "~", "key/value heads KVH (default H; 1 = multi-query)", {}},
              {"head_dim", AttrType::Int, "~", "features per head hd (default: q features / H)", {}},
              {"causal", AttrType::Bool, "false", "causal mask (decoders)", {}},
-             {"implementation", AttrType::Choice, "flash", "naive writes the score matrix to memory; flash keeps it on chip", {"flash", "naive"}}};
+             {"implementation", AttrType::Choice, "flash", "naive writes the score matrix to memory; flash keeps it on chip", {"flash", "naive"}},
+             {"window", AttrType::Int, "0", "sliding window W: a query sees its last W positions (itself included); 0 = none (needs causal)", {}}};
   a.min_inputs = a.max_inputs = 3;
   a.infer = [](const OpArgs& x) -> std::vector<Shape> {
     const Shape& q = x.in[0];
@@ -88,6 +90,8 @@ void add_attention(OpRegistry& r) {
            std::to_string(kvh * hd));
     if (v != k) fail("k and v must have the same shape: " + shape_str(k) + " vs " + shape_str(v));
     if (k[0] != q[0]) fail("q and k have different batch sizes: " + shape_str(q) + " vs " + shape_str(k));
+    if (x.attrs.i("window") < 0) fail("window must not be negative, got " + std::to_string(x.attrs.i("window")));
+    if (x.attrs.i("window") > 0 && !x.attrs.b("causal")) fail("a sliding window needs causal: true (a query sees the W positions up to its own)");
     if (x.attrs.b("causal") && k[1] < q[1])
       fail("causal attention needs at least as many keys (" + std::to_string(k[1]) + ") as queries (" + std::to_string(q[1]) + ")");
     return {q};
@@ -99,6 +103,12 @@ void add_attention(OpRegistry& r) {
     double hd = x.attrs.has("head_dim") ? d(x.attrs.i("head_dim")) : d(q[2] / h);
     bool naive = x.attrs.s("implementation") == "naive";
     double pairs = (x.attrs.b("causal") && !naive) ? sq * skv - sq * (sq - 1) / 2 : sq * skv;
+    if (const double win = d(x.attrs.i("window")); win > 0 && !naive) {
+      // query i sees min(W, a + i) keys, a = Skv − Sq + 1: the first n = clamp(W − a + 1, 0, Sq)
+      // queries see a, a + 1, …; the rest see W
+      const double a0 = skv - sq + 1, n = std::clamp(win - a0 + 1, 0.0, sq);
+      pairs = n * a0 + n * (n - 1) / 2 + (sq - n) * win;
+    }
     double scores = b * d(h) * pairs;
     OpWork w;
     w.macs = 2 * scores * hd;
@@ -117,8 +127,10 @@ void add_attention(OpRegistry& r) {
   kv.formula =
       "outputs K, V (B, C + S, KVH·hd), stored in the KV dtype (settings kv_dtype); a later attention reads them whole\n"
       "bytes: reads the new k, v (activations), writes 2·B·S·KVH·hd elements (the append, KV dtype);\n"
-      "    the cache held is 2·B·(C + S)·KVH·hd elements (memory footprint); FLOPs = 0; params = 0";
-  kv.attrs = {{"context", AttrType::Int, "0", "tokens already in the cache, C", {}}};
+      "    the cache held is 2·B·(C + S)·KVH·hd elements (memory footprint); FLOPs = 0; params = 0\n"
+      "with a sliding window W: the outputs hold min(C, W − 1) cached tokens + S, the cache held min(C + S, W) tokens";
+  kv.attrs = {{"context", AttrType::Int, "0", "tokens already in the cache, C", {}},
+              {"window", AttrType::Int, "0", "sliding window W: the cache keeps the last W tokens; 0 = every token", {}}};
   kv.min_inputs = kv.max_inputs = 2;
   kv.kv_outputs = true;
   kv.infer = [](const OpArgs& x) -> std::vector<Shape> {
@@ -127,13 +139,22 @@ void add_attention(OpRegistry& r) {
     if (x.in[1] != k) fail("k and v must have the same shape: " + shape_str(k) + " vs " + shape_str(x.in[1]));
     long long c = x.attrs.i("context");
     if (c < 0) fail("context must not be negative, got " + std::to_string(c));
+    long long win = x.attrs.i("window");
+    if (win < 0) fail("window must not be negative, got " + std::to_string(win));
+    // with a window, the new tokens see at most W − 1 cached ones
+    if (win > 0) c = std::min(c, win - 1);
     Shape all = {k[0], k[1] + c, k[2]};
     return {all, all};
   };
-  kv.work = [](const OpArgs& x, const std::vector<Shape>&) {
+  kv.work = [](const OpArgs& x, const std::vector<Shape>& out) {
     OpWork w;
     double appended = elements(x.in[0]) * dtype_bytes(x.kv_dtype());
     w.output_bytes = {appended, appended};
+    if (const long long win = x.attrs.i("window"); win > 0) {  // the cache keeps min(C + S, W) tokens
+      const double held = std::min(d(x.in[0][1]) + d(x.attrs.i("context")), d(win));
+      w.kv_cache_elems = 2 * d(x.in[0][0]) * held * d(x.in[0][2]);
+    }
+    (void)out;
     return w;
   };
   r.add(kv);

@@ -82,6 +82,77 @@ TEST_CASE("hf: a transformer from a Hugging Face config.json", "[llm]") {
                                   "note: a relative path is relative to the scenario's folder\n");
 }
 
+TEST_CASE("hf: Mistral, Qwen2, Phi-3 and Gemma from their configs, with their published parameter counts", "[llm]") {
+  auto params = [](const std::string& file) { return totals_of("{model: hf, args: {config: ../tests/data/hf/" + file + ", seq: 4}}").params; };
+  // Mistral-7B: untied 32000 × 4096 tables; per layer q, o 4096², k, v 4096 × 1024 (8 KV heads of
+  // 128), a SwiGLU of 14336, two norms; a final norm. Published: 7,241,732,096.
+  const double mistral = 2 * 32000.0 * 4096 + 32 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336 + 2 * 4096.0) + 4096;
+  CHECK(mistral == 7241732096);
+  CHECK(params("mistral_7b.json") == mistral);
+  // Qwen2-7B: head_dim 3584 / 28 = 128, 4 KV heads (512 features); biases on q, k, v (3584 + 512
+  // + 512) and none on o. Published: 7,615,616,512.
+  const double qwen2 = 2 * 152064.0 * 3584 +
+                       28 * (2 * 3584.0 * 3584 + 2 * 3584.0 * 512 + (3584 + 512 + 512) + 3 * 3584.0 * 18944 + 2 * 3584.0) + 3584;
+  CHECK(qwen2 == 7615616512);
+  CHECK(params("qwen2_7b.json") == qwen2);
+  // Phi-3-mini: 32 heads of 96 and 32 KV heads: q, k, v, o 3072² each; SwiGLU 8192; vocab 32064
+  // untied. Published: 3,821,079,552.
+  const double phi3 = 2 * 32064.0 * 3072 + 32 * (4 * 3072.0 * 3072 + 3 * 3072.0 * 8192 + 2 * 3072.0) + 3072;
+  CHECK(phi3 == 3821079552);
+  CHECK(params("phi3_mini_4k.json") == phi3);
+  // Gemma-7B: 16 heads of 256 (4096 features from a 3072-wide model), a GeGLU of 24576, the LM head
+  // tied to the 256000-row table (tie_word_embeddings absent: true). Published: 8,537,680,896.
+  const double gemma = 256000.0 * 3072 + 28 * (4 * 3072.0 * 4096 + 3 * 3072.0 * 24576 + 2 * 3072.0) + 3072;
+  CHECK(gemma == 8537680896);
+  CHECK(params("gemma_7b.json") == gemma);
+}
+
+TEST_CASE("hf: a sliding window keeps the last W tokens of the cache and bounds what a query sees", "[llm]") {
+  // Mistral-7B in bf16: K and V of 8 KV heads × 128 over 32 layers: 2 · 32 · 1024 · 2 B = 131,072 B
+  // per token of context
+  auto run_mistral = [](const std::string& args) {
+    return run_net("{model: hf, args: {config: ../tests/data/hf/mistral_7b.json, " + args + "}}", "{dtype: bf16}");
+  };
+  const double per_token = 2.0 * 32 * 1024 * 2;
+  CHECK(per_token == 131072);
+  auto kv_bytes = [](const RunResult& r) { return summary_of(r, 0, "h100_sxm").kv_cache_bytes; };
+  // below the window the cache grows by 131,072 B a token: decode at context 1000 holds 1001 tokens
+  const double at1000 = kv_bytes(run_mistral("phase: decode, context: 1000"));
+  const double at1001 = kv_bytes(run_mistral("phase: decode, context: 1001"));
+  CHECK(at1000 == 1001 * per_token);
+  CHECK(at1001 - at1000 == per_token);
+  // at 32k context it keeps exactly the window: 4096 × 131,072 B (not 32,769 tokens, 8× more)
+  RunResult d32k = run_mistral("phase: decode, context: 32768");
+  CHECK(kv_bytes(d32k) == 4096 * per_token);
+  // the new token attends to the last 4096 positions, itself included: per layer 2 (QKᵀ, PV) × 32
+  // heads × 4096 keys × 128 MACs; it reads 4095 cached tokens and its own K and V
+  CHECK(sum_over(d32k, [](const Row& w) { return w.cost.macs; }, {"attention"}) == 32 * 2.0 * 32 * 4096 * 128);
+  CHECK(sum_over(d32k, [](const Row& w) { return w.cost.kv_read_bytes; }) == 4096 * per_token);
+  // a prefill of 8192 tokens from an empty cache: query i sees min(4096, i + 1) keys, so
+  // Σ = (1 + … + 4096) + 4096 · 4096 = 8,390,656 + 16,777,216 = 25,167,872 pairs per head
+  RunResult p = run_mistral("phase: prefill, seq: 8192");
+  CHECK(sum_over(p, [](const Row& w) { return w.cost.macs; }, {"attention"}) == 32 * 2.0 * 32 * 25167872.0 * 128);
+  CHECK(kv_bytes(p) == 4096 * per_token);  // and the cache keeps 4096 of the 8192
+  // Qwen2's sliding_window is off (use_sliding_window: false): 32k of context are all kept
+  RunResult q = run_net("{model: hf, args: {config: ../tests/data/hf/qwen2_7b.json, phase: decode, context: 32768}}", "{dtype: bf16}");
+  CHECK(summary_of(q, 0, "h100_sxm").kv_cache_bytes == 32769 * (2.0 * 28 * 512 * 2));
+}
+
+TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming its model_type", "[llm]") {
+  for (const char* type : {"falcon", "opt", "deepseek_v2", "mamba", "bert"}) {
+    const std::string file = std::string(type == std::string("falcon") ? "falcon_7b" : type == std::string("opt") ? "opt_1_3b"
+                                                                                       : type == std::string("deepseek_v2") ? "deepseek_v2_lite"
+                                                                                       : type == std::string("mamba") ? "mamba_130m"
+                                                                                                                      : "bert_base") + ".json";
+    INFO(file);
+    const std::string e = error_of([&] { run_net("{model: hf, args: {config: ../tests/data/hf/" + file + "}}"); });
+    CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
+    CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
+    CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
+    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, gemma, phi3;") != std::string::npos);
+  }
+}
+
 TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]") {
   RunResult r = run_net("{model: llama2_7b, args: {phase: decode, batch: 1, context: 4096}}");
   const SummaryRow& s = summary_of(r, 0, "h100_sxm");
