@@ -641,7 +641,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       plat_nodes.push_back(&raw);
     }
   }
-  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision};
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision, out.settings.dtype_given};
   auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
     Network opt = apply_passes(net, s.passes);
     opt.name += ".optimized";

@@ -603,9 +603,14 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   if (m.require("name")) net.name = to_string(*node.find("name"), d, "network name").value_or("");
   m.get("description");
   m.get("params");  // a model's parameters: bound before building (see resolve_network)
-  if (const CNode* dt = node.find("dtype"))
+  if (const CNode* dt = node.find("dtype")) {
     if (auto t = read_dtype(*dt, d, "dtype")) b.dtype = *t;
+  } else if (const CNode* fd = node.find("file_dtype"); fd && !opt.dtype_given && !(fd->is_scalar() && fd->scalar.empty())) {
+    // the dtype the model's file stores (a Hugging Face config's torch_dtype): below settings.dtype
+    if (auto t = read_dtype(*fd, d, "file_dtype")) b.dtype = *t;
+  }
   m.get("dtype");
+  m.get("file_dtype");
   b.precision = opt.precision;
   read_precision_keys(node, b.precision, d);
   m.allow(kPrecisionKeys);

@@ -64,6 +64,7 @@ struct BuildOptions {
   DType dtype = DType::fp32;
   double flops_per_mac = 2;
   Precision precision{};
+  bool dtype_given = false;  // settings.dtype was written: it beats a network's file_dtype
 };
 
 // Reads the precision keys (weights_dtype, kv_dtype, compute_dtype, quant_group) of a settings,

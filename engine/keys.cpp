@@ -144,6 +144,7 @@ std::vector<MapDef> build() {
            {"description", str(), false, "What the network is."},
            {"params", def("params"), false, "A model's parameters with their defaults (~ = required), set with args: where it is used."},
            {"dtype", choice_from("dtype"), false, "Precision of this network's tensors (default: settings.dtype)."},
+           {"file_dtype", str(), false, "The precision the model's file stores (a Hugging Face config's torch_dtype): used when neither the network nor settings give a dtype; \"\" = none."},
            {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
            {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
            {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},

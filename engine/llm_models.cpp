@@ -62,6 +62,12 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     return out;
   }
   bool gpt2 = type == "gpt2";
+  // torch_dtype: the network's dtype unless the network or settings give one (file_dtype)
+  if (const CNode* td = field(config, {"torch_dtype"}); td && td->is_scalar()) {
+    static const std::pair<const char*, const char*> names[] = {{"float32", "fp32"}, {"float16", "fp16"}, {"bfloat16", "bf16"}, {"float64", "fp64"}};
+    for (const auto& [torch, ours] : names)
+      if (td->scalar == torch) out.entries.push_back(CEntry{"file_dtype", td->loc, CNode::make_scalar(ours, td->loc)});
+  }
   integer("hidden", {"hidden_size", "n_embd"}, true);
   integer("layers", {"num_hidden_layers", "n_layer"}, true);
   integer("heads", {"num_attention_heads", "n_head"}, true);

@@ -189,7 +189,7 @@ Settings read_settings(const CNode& node, Diags& d) {
   MapReader m(node, keys::map("settings"), "settings", d);
   if (const CNode* v = m.get("dtype")) {
     if (auto t = to_string(*v, d, "dtype")) {
-      if (auto dt = parse_dtype(*t)) s.dtype = *dt;
+      if (auto dt = parse_dtype(*t)) s.dtype = *dt, s.dtype_given = true;
       else {
         std::string hint = did_you_mean(*t, dtype_names());
         d.error(v->loc, "unknown dtype '" + *t + "'", {Note{{}, hint.empty() ? "dtypes: fp64, fp32, tf32, bf16, fp16, fp8, int8, int4" : hint}});

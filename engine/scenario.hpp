@@ -18,6 +18,7 @@ const char* memory_model_name(MemoryModel m);  // "weights+outputs", "inputs+wei
 
 struct Settings {
   DType dtype = DType::fp32;
+  bool dtype_given = false;  // settings.dtype was written (a model file's own dtype yields to it)
   MemoryModel memory_model = MemoryModel::InputsWeightsOutputs;
   double flops_per_mac = 2;
   std::string memory_level;  // "" = the platform's first level; "auto" = the smallest level holding each layer's working set

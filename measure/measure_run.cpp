@@ -50,6 +50,7 @@ std::vector<Network> point_networks(const Scenario& s, const Point& p, EvalConte
   Settings settings;
   if (!s.settings.is_null()) settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
   BuildOptions bo{ctx.ops, ctx.ev, settings.dtype, settings.flops_per_mac};
+  bo.dtype_given = settings.dtype_given;
   std::vector<Network> nets;
   for (const auto& raw : s.networks) {
     NetworkSource src = resolve_network(raw, env, ctx, d);

@@ -138,6 +138,22 @@ TEST_CASE("hf: a sliding window keeps the last W tokens of the cache and bounds 
   CHECK(summary_of(q, 0, "h100_sxm").kv_cache_bytes == 32769 * (2.0 * 28 * 512 * 2));
 }
 
+TEST_CASE("hf: torch_dtype is the network's dtype unless settings give one", "[llm]") {
+  // Mistral's config says bfloat16: 2 bytes a weight. The LM head reads 32000 × 4096 weights.
+  auto lm_head_bytes = [](const std::string& net, const std::string& settings) {
+    RunResult r = run_net(net, settings);
+    for (const Row& row : r.results.at(0).rows)
+      if (row.layer == "lm_head") return std::pair<double, DType>{row.cost.weight_bytes, row.dtype};
+    FAIL("no lm_head");
+    return std::pair<double, DType>{0, DType::fp32};
+  };
+  const std::string mistral = "{model: hf, args: {config: ../tests/data/hf/mistral_7b.json, seq: 4}}";
+  CHECK(lm_head_bytes(mistral, "{}") == std::pair<double, DType>{32000.0 * 4096 * 2, DType::bf16});
+  // settings.dtype beats the file
+  CHECK(lm_head_bytes(mistral, "{dtype: fp32}") == std::pair<double, DType>{32000.0 * 4096 * 4, DType::fp32});
+  // (a model use has no dtype key of its own: settings, or a layer's dtype, is how a user overrides it)
+}
+
 TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming its model_type", "[llm]") {
   for (const char* type : {"falcon", "opt", "deepseek_v2", "mamba", "bert"}) {
     const std::string file = std::string(type == std::string("falcon") ? "falcon_7b" : type == std::string("opt") ? "opt_1_3b"
