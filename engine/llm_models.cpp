@@ -45,12 +45,12 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
       type_node = &arch->items[0];
       static const std::pair<const char*, const char*> by_class[] = {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
-          {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}};
+          {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "gemma", "phi3"};
+  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -77,7 +77,15 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   if (!integer("intermediate", {"intermediate_size", "n_inner"}, !gpt2) && gpt2) {
     // GPT-2's n_inner is null: 4 · n_embd (the transformer's default)
   }
-  if (integer("experts", {"num_local_experts"}, false)) integer("top_k", {"num_experts_per_tok"}, true);
+  if (integer("experts", {"num_local_experts", "num_experts"}, false)) {
+    integer("top_k", {"num_experts_per_tok"}, true);
+    integer("moe_intermediate", {"moe_intermediate_size"}, false);
+    if (integer("shared_intermediate", {"shared_expert_intermediate_size"}, false) && type == "qwen2_moe") put_text("shared_gate", "true");
+    integer("sparse_step", {"decoder_sparse_step"}, false);
+    if (const CNode* only = field(config, {"mlp_only_layers"}); only && only->is_seq() && !only->items.empty())
+      d.error(only->loc, "mlp_only_layers is not supported yet: every layer is sparse or follows decoder_sparse_step",
+              {Note{{}, "remove the listed layers from mlp_only_layers, or leave the list empty"}});
+  }
   // tie_word_embeddings defaults to true in Hugging Face's PretrainedConfig
   const CNode* tie = field(config, {"tie_word_embeddings"});
   if (tie) {
@@ -98,11 +106,11 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     const CNode* ab = field(config, {"attention_bias"});
     put_text("bias", ab && ab->scalar == "true" ? "true" : "false");
     // Qwen2: biases on q, k and v and none on o, which its model_type implies (no key says so)
-    if (type == "qwen2") put_text("qkv_bias", "true"), put_text("o_bias", "false");
+    if (type == "qwen2" || type == "qwen2_moe") put_text("qkv_bias", "true"), put_text("o_bias", "false");
     // sliding-window attention: `sliding_window` (null: none); Qwen2 only with use_sliding_window
     const CNode* sw = field(config, {"sliding_window"});
     const CNode* use = field(config, {"use_sliding_window"});
-    const bool qwen_off = type == "qwen2" && !(use && use->scalar == "true");
+    const bool qwen_off = (type == "qwen2" || type == "qwen2_moe") && !(use && use->scalar == "true");
     if (sw && !qwen_off && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
   }
   return out;

@@ -283,18 +283,24 @@ void add_mlps(OpRegistry& r) {
       "weights read = router + the experts the batch touches: with uniform, independent routing of T tokens,\n"
       "    E · (1 − (1 − k/E)^T) experts (k at T = 1, nearly E for large batches) — an ASSUMPTION: real routers\n"
       "    are not uniform; every expert is held in memory (footprint); the router stays in the activation dtype\n"
-      "scratch: as the gated MLP, per token and expert";
+      "scratch: as the gated MLP, per token and expert\n"
+      "shared experts (Qwen-MoE, DeepSeek): one gated MLP of shared_intermediate Fs that every token runs:\n"
+      "    T · 3 · D · Fs MACs, 3 · D · Fs params (always read and active); shared_gate: a sigmoid gate on its\n"
+      "    output, D params, T · D MACs";
   moe.attrs = {{"experts", AttrType::Int, "", "experts E", {}},
                {"top_k", AttrType::Int, "", "experts per token k", {}},
                kIntermediate,
                {"activation", AttrType::Choice, "silu", "the experts' activation", {"silu", "gelu"}},
-               {"gated", AttrType::Bool, "true", "gated experts (SwiGLU / GeGLU: three matrices); false: two", {}}};
+               {"gated", AttrType::Bool, "true", "gated experts (SwiGLU / GeGLU: three matrices); false: two", {}},
+               {"shared_intermediate", AttrType::Int, "0", "hidden size Fs of the shared experts every token runs (0: none)", {}},
+               {"shared_gate", AttrType::Bool, "false", "a sigmoid gate (D → 1) on the shared experts' output", {}}};
   moe.infer = [](const OpArgs& x) -> std::vector<Shape> {
     rows_of(x.in[0], "moe");
     long long e = positive(x.attrs.i("experts"), "experts");
     long long k = positive(x.attrs.i("top_k"), "top_k");
     if (k > e) fail("top_k (" + std::to_string(k) + ") cannot exceed experts (" + std::to_string(e) + ")");
     positive(x.attrs.i("intermediate"), "intermediate");
+    if (x.attrs.i("shared_intermediate") < 0) fail("shared_intermediate must not be negative");
     return one_shape(x.in[0]);
   };
   moe.work = [](const OpArgs& x, const std::vector<Shape>&) {
@@ -313,6 +319,18 @@ void add_mlps(OpRegistry& r) {
     w.active_params = dm * e + k * mats * dm * f;
     w.resident_elems = dm * e + e * mats * dm * f;
     w.resident_quantized_elems = e * mats * dm * f;
+    if (const double fs = d(x.attrs.i("shared_intermediate")); fs > 0) {  // the shared experts: every token, always read
+      OpWork s;
+      gated_mlp_work(s, t, dm, fs, x.attrs.s("activation") == "silu" ? 5 : 8, 1, 1, 1, true);
+      w.macs += s.macs, w.other_flops += s.other_flops;
+      w.params += s.params, w.weight_elems += s.weight_elems, w.quantized_elems += s.quantized_elems;
+      w.scratch_elems += s.scratch_elems;
+      w.active_params += s.params, w.resident_elems += s.params, w.resident_quantized_elems += s.params;
+      if (x.attrs.b("shared_gate")) {  // D → 1, a sigmoid, the product
+        w.macs += t * dm, w.other_flops += t * (4 + dm);
+        w.params += dm, w.weight_elems += dm, w.active_params += dm, w.resident_elems += dm;
+      }
+    }
     return w;
   };
   r.add(moe);

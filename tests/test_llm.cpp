@@ -107,6 +107,23 @@ TEST_CASE("hf: Mistral, Qwen2, Phi-3 and Gemma from their configs, with their pu
   CHECK(params("gemma_7b.json") == gemma);
 }
 
+TEST_CASE("hf: Qwen1.5-MoE-A2.7B, fine-grained experts with a gated shared expert", "[llm]") {
+  // Per layer: q, k, v, o 2048² with q/k/v biases (3 · 2048); a router 2048 × 60; 60 experts of
+  // 3 · 2048 · 1408; a shared expert 3 · 2048 · 5632 and its gate 2048 × 1; two norms. Untied
+  // 151936 × 2048 tables and a final norm. Published total: 14.3 B.
+  const double attn = 4 * 2048.0 * 2048 + 3 * 2048.0;
+  const double layer = attn + 2048.0 * 60 + 60 * 3 * 2048.0 * 1408 + 3 * 2048.0 * 5632 + 2048.0 + 2 * 2048.0;
+  const double total = 2 * 151936.0 * 2048 + 24 * layer + 2048;
+  CHECK(total == 14315784192);
+  // active per token: the router, 4 of the 60 experts, the shared expert and its gate
+  const double active_layer = attn + 2048.0 * 60 + 4 * 3 * 2048.0 * 1408 + 3 * 2048.0 * 5632 + 2048.0 + 2 * 2048.0;
+  const double active = 2 * 151936.0 * 2048 + 24 * active_layer + 2048;
+  const SummaryRow s = totals_of("{model: hf, args: {config: ../tests/data/hf/qwen1_5_moe_a2_7b.json, seq: 4}}");
+  CHECK(s.params == total);
+  CHECK(s.active_params == active);
+  CHECK(active == 2689173504);  // "A2.7B": 2.69 B active
+}
+
 TEST_CASE("hf: a sliding window keeps the last W tokens of the cache and bounds what a query sees", "[llm]") {
   // Mistral-7B in bf16: K and V of 8 KV heads × 128 over 32 layers: 2 · 32 · 1024 · 2 B = 131,072 B
   // per token of context
@@ -165,7 +182,7 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
     CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
     CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
-    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, gemma, phi3;") != std::string::npos);
+    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, phi3;") != std::string::npos);
   }
 }
 
