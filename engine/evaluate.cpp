@@ -538,7 +538,7 @@ T& next_slot(std::vector<T>& v, size_t& used) {
 }  // namespace
 
 void Row::clear() {
-  static_assert(sizeof(Row) == 696, "a field added to Row: reset it in Row::clear, then update this size");
+  static_assert(sizeof(Row) == 704, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
   platform.clear(), network.clear(), layer.clear(), op.clear();
   dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
@@ -896,7 +896,9 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         r.point = p.index;
         r.dtype = L.dtype;
         r.compute_dtype = L.compute_dtype();
-        r.weights_dtype = L.weights_dtype();
+        // the weights dtype labels matrix weights only: a norm's γ or RoPE's tables stay in the
+        // activation dtype whatever weights_dtype says
+        r.weights_dtype = L.cost.quantized_weight_bytes > 0 ? L.weights_dtype() : L.dtype;
         r.kv_dtype = L.kv_dtype();
         r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
         r.touches_kv = L.touches_kv;

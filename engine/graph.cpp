@@ -753,7 +753,8 @@ void assign_shapes(std::vector<Shape>& to, const std::vector<Shape>& from) {
 
 void assign_cost(OpCost& to, const OpCost& from) {
   // every field: a field added to OpCost must be added here (the size check catches it)
-  static_assert(sizeof(OpCost) == 14 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  static_assert(sizeof(OpCost) == 15 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  to.quantized_weight_bytes = from.quantized_weight_bytes;
   to.macs = from.macs, to.flops = from.flops, to.macs_executed = from.macs_executed, to.flops_executed = from.flops_executed;
   to.params = from.params, to.weight_bytes = from.weight_bytes;
   assign_values(to.input_bytes, from.input_bytes);

@@ -215,6 +215,7 @@ void layer_cost(const OpDef& op, const OpArgs& args, const std::vector<Shape>& o
   } else {
     c.scale_bytes = scales(w.quantized_elems);
     c.weight_bytes = constants(w.weight_elems, w.quantized_elems);
+    c.quantized_weight_bytes = std::max(w.quantized_elems, w.resident_quantized_elems) * wsize;
     c.resident_weight_bytes = constants(w.resident_elems >= 0 ? w.resident_elems : w.weight_elems,
                                         w.resident_quantized_elems >= 0 ? w.resident_quantized_elems : w.quantized_elems);
   }

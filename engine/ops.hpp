@@ -146,6 +146,7 @@ struct OpCost {
   double scratch_bytes = 0;     // intermediates written and read back inside the layer
   double resident_weight_bytes = 0;  // constants held in memory (0 for tied weights)
   double kv_cache_bytes = 0;    // KV cache this layer holds (its kv outputs' whole size)
+  double quantized_weight_bytes = 0;  // part of weight_bytes held in the weights dtype (matrix weights): 0 = none
   double activation_bytes = 0;  // activations live while the layer runs (inputs, outputs, scratch; not the KV cache)
   double input_total() const;
   double output_total() const;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "helpers.hpp"
@@ -382,4 +383,18 @@ TEST_CASE("study: how long a context fits", "[studies][llm]") {
   CHECK(fits(fp("llama3_8b.int4", "131072", "h200")));
   CHECK(fits(fp("llama3_8b.int4", "131072", "mi300x")));
   CHECK_FALSE(fits(fp("llama3_8b", "131072", "h200")));
+}
+
+TEST_CASE("weights_dtype labels the matrix weights only: norms and RoPE tables stay in the activation dtype", "[llm]") {
+  // int4 weights on an fp16 Llama-2: the projections, MLP, embedding and LM head hold int4 matrices;
+  // rmsnorm's γ and RoPE's cos/sin rows are kept in fp16, and results.csv says so
+  RunResult r = run_net("{model: llama2_7b, args: {phase: decode, context: 16, weights_dtype: int4}}");
+  std::map<std::string, DType> by_op;
+  for (const Row& row : r.results.at(0).rows)
+    if (row.has_weights) by_op[row.op] = row.weights_dtype;
+  CHECK(by_op.at("linear") == DType::int4);
+  CHECK(by_op.at("swiglu") == DType::int4);
+  CHECK(by_op.at("embedding") == DType::int4);
+  CHECK(by_op.at("rmsnorm") == DType::fp16);
+  CHECK(by_op.at("rope") == DType::fp16);
 }
