@@ -45,12 +45,13 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
       type_node = &arch->items[0];
       static const std::pair<const char*, const char*> by_class[] = {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
-          {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"}};
+          {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
+          {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3"};
+  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3", "falcon", "opt"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -67,6 +68,70 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     static const std::pair<const char*, const char*> names[] = {{"float32", "fp32"}, {"float16", "fp16"}, {"bfloat16", "bf16"}, {"float64", "fp64"}};
     for (const auto& [torch, ours] : names)
       if (td->scalar == torch) out.entries.push_back(CEntry{"file_dtype", td->loc, CNode::make_scalar(ours, td->loc)});
+  }
+  // a variant of a supported type that rsim does not build exactly: refused at its key
+  auto refuse_if = [&](const char* key, const std::string& bad, const std::string& why) {
+    const CNode* v = field(config, {key});
+    if (v && v->is_scalar() && v->scalar == bad) {
+      d.error(v->loc, type + " with " + key + ": " + bad + " is not supported: " + why);
+      return true;
+    }
+    return false;
+  };
+  if (type == "falcon" && (refuse_if("new_decoder_architecture", "true", "its two layer norms per block and grouped KV heads (Falcon-40B/180B) are not built yet") ||
+                           refuse_if("alibi", "true", "ALiBi attention biases are not modelled") ||
+                           refuse_if("parallel_attn", "false", "only Falcon's parallel attention and MLP block is built")))
+    return out;
+  if (type == "opt") {
+    if (refuse_if("do_layer_norm_before", "false", "post-norm OPT (opt-350m) has no final layer norm and is not built yet")) return out;
+    const CNode* proj = field(config, {"word_embed_proj_dim"});
+    const CNode* hid = field(config, {"hidden_size"});
+    if (proj && hid && proj->scalar != hid->scalar) {
+      d.error(proj->loc, "opt with word_embed_proj_dim (" + proj->scalar + ") ≠ hidden_size (" + hid->scalar +
+                             ") is not supported: its project_in / project_out layers are not built yet");
+      return out;
+    }
+  }
+  if (type == "falcon") {
+    // Falcon: one layer norm (with bias) per block feeding attention and the MLP side by side;
+    // multi_query: one K/V head; an ungated GELU MLP of ffn_hidden_size (default 4 × hidden);
+    // `bias` on every projection; rotary positions; the LM head tied by default
+    integer("hidden", {"hidden_size"}, true);
+    integer("layers", {"num_hidden_layers"}, true);
+    integer("heads", {"num_attention_heads"}, true);
+    integer("vocab", {"vocab_size"}, true);
+    if (const CNode* mq = field(config, {"multi_query"}); !mq || mq->scalar == "true") put_text("kv_heads", "1");
+    else integer("kv_heads", {"num_kv_heads", "num_attention_heads"}, false);
+    integer("intermediate", {"ffn_hidden_size"}, false);
+    const CNode* b = field(config, {"bias"});
+    put_text("bias", b && b->scalar == "true" ? "true" : "false");
+    put_text("norm", "layernorm");
+    put_text("mlp", "gelu");
+    put_text("parallel", "true");
+    const CNode* tie = field(config, {"tie_word_embeddings"});
+    put_text("tied", tie && tie->scalar == "false" ? "false" : "true");
+    return out;
+  }
+  if (type == "opt") {
+    // OPT: learned positions with a table of max_position_embeddings + 2 rows (the first two are
+    // an offset), pre-norm LayerNorms, biases everywhere, an ungated ReLU MLP of ffn_dim, tied
+    integer("hidden", {"hidden_size"}, true);
+    integer("layers", {"num_hidden_layers"}, true);
+    integer("heads", {"num_attention_heads"}, true);
+    integer("vocab", {"vocab_size"}, true);
+    integer("intermediate", {"ffn_dim"}, true);
+    if (const CNode* mp = field(config, {"max_position_embeddings"})) {
+      if (auto n = to_integer(*mp, d, "max_position_embeddings")) put_text("positions", std::to_string(*n + 2));
+    } else {
+      d.error(config.loc, "config.json has no 'max_position_embeddings'", {Note{{}, "OPT's learned position table has max_position_embeddings + 2 rows"}});
+    }
+    const CNode* eb = field(config, {"enable_bias"});
+    put_text("bias", eb && eb->scalar == "false" ? "false" : "true");
+    put_text("norm", "layernorm");
+    put_text("mlp", "relu");
+    const CNode* tie = field(config, {"tie_word_embeddings"});
+    put_text("tied", tie && tie->scalar == "false" ? "false" : "true");
+    return out;
   }
   integer("hidden", {"hidden_size", "n_embd"}, true);
   integer("layers", {"num_hidden_layers", "n_layer"}, true);
