@@ -64,6 +64,10 @@ int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_import(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
+// A measured CSV: 256 MiB is about 500,000 layer rows, far beyond any measurement; a larger file
+// (or a device read without end) is refused before it is read.
+constexpr size_t kMaxMeasuredCsvBytes = 256u << 20;
+
 int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_plan(const std::vector<std::string>&, std::ostream&, std::ostream&);
@@ -1287,12 +1291,13 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   std::string path = plat;
   if (plat.find('/') == std::string::npos && !(plat.size() > 5 && plat.substr(plat.size() - 5) == ".yaml"))
     path = Catalog(find_hardware_dir(vm["hw-dir"].as<std::string>())).path_of(plat);
-  std::ifstream pin(path);
-  if (!pin) {
-    err << "rsim: error: cannot read platform file '" << path << "'\n";
+  std::string why;
+  std::optional<std::string> ptext_read = read_regular_file(path, kMaxScenarioBytes, "platform file", why);
+  if (!ptext_read) {  // (a FIFO or a device is refused, never waited on or read without end)
+    err << "rsim: error: cannot read platform file '" << path << "': " << why << "\n";
     return kConfig;
   }
-  std::string ptext((std::istreambuf_iterator<char>(pin)), std::istreambuf_iterator<char>());
+  std::string ptext = std::move(*ptext_read);
   if (ptext.find("\ncalibration:") != std::string::npos) {
     err << "rsim: error: " << path << " is already calibrated; calibrate the uncalibrated platform\n";
     return kConfig;
@@ -1312,12 +1317,13 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   std::string from;
   try {
     for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
-      std::ifstream in(f);
-      if (!in) {
-        err << "rsim: error: cannot read '" << f << "'\n";
+      std::string why_csv;
+      std::optional<std::string> read = read_regular_file(f, kMaxMeasuredCsvBytes, "measured CSV", why_csv);
+      if (!read) {
+        err << "rsim: error: cannot read '" << f << "': " << why_csv << "\n";
         return kConfig;
       }
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string& text = *read;
       switch (measure::measured_kind(text)) {
         case measure::CsvKind::Layers: {
           auto s = measure::read_measured_rows(text, f);

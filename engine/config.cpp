@@ -144,7 +144,8 @@ std::optional<std::string> read_regular_file(const std::string& path, size_t max
   else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
   if (!why.empty()) return std::nullopt;
   auto too_big = [&](unsigned long long n) {
-    why = "it has " + std::to_string(n) + " bytes; a " + what + " may have at most " + format_number(static_cast<double>(max_bytes) / 1048576.0) +
+    const bool vowel = !what.empty() && std::string("AEIOUaeiou").find(what[0]) != std::string::npos;
+    why = "it has " + std::to_string(n) + " bytes; " + (vowel ? "an " : "a ") + what + " may have at most " + format_number(static_cast<double>(max_bytes) / 1048576.0) +
           " MiB (" + std::to_string(max_bytes) + " bytes)";
     return std::nullopt;
   };

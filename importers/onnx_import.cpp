@@ -1934,14 +1934,17 @@ std::string converter_hazard(const onnx::ModelProto& proto) {
 }
 
 std::string read_file_bytes(const std::string& path) {
-  std::error_code ec;
   auto f = SourceFile::from_text(path, "");
-  if (std::filesystem::is_directory(path, ec)) fail_file(f, "is a directory, not an ONNX model");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_file(f, "cannot read the ONNX model: " + std::string(std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // a regular file of at most 2 GiB (protobuf's limit), checked before reading: a FIFO, a device
+  // or a 10 GB sparse file is refused at once, never waited on or read into memory
+  std::string why;
+  std::optional<std::string> bytes = read_regular_file(path, static_cast<size_t>(INT32_MAX), "ONNX model", why);
+  if (!bytes) {
+    std::vector<Note> notes;  // (a file that is there but is no regular file, or too large)
+    if (why.rfind("it ", 0) == 0) notes.push_back(Note{{}, "an ONNX model is a regular file of at most 2 GiB; save larger weights as external data"});
+    fail_file(f, "cannot read the ONNX model: " + why, notes);
+  }
+  return std::move(*bytes);
 }
 
 }  // namespace

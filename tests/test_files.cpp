@@ -108,3 +108,44 @@ TEST_CASE("a scenario must be a regular file of at most 64 MiB", "[files]") {
     CHECK(p.err == err(big.string(), "it has 67108865 bytes; a scenario may have at most 64 MiB (67108864 bytes)"));
   }
 }
+
+TEST_CASE("an ONNX model, a measured CSV and a platform file must be regular files: a FIFO or a device is refused at once", "[files]") {
+  Folder f("inputs");
+  REQUIRE(::mkfifo((f.dir / "m.onnx").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((f.dir / "measured.csv").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((f.dir / "p.yaml").c_str(), 0600) == 0);
+  {  // rsim import of a FIFO: no wait for a writer
+    Proc p = run_exe({"import", (f.dir / "m.onnx").string()}, 10);
+    check_exit1(p);
+    CHECK(p.err.find("cannot read the ONNX model: it is a FIFO, not a regular file") != std::string::npos);
+  }
+  {  // /dev/zero as a model: refused, not read without end
+    Proc p = run_exe({"import", "/dev/zero"}, 10);
+    check_exit1(p);
+    CHECK(p.err.find("cannot read the ONNX model: it is a character device, not a regular file") != std::string::npos);
+  }
+  {  // a 10 GB sparse file: refused from its size, before a byte is read
+    fs::path big = f.dir / "big.onnx";
+    std::ofstream(big) << "x";
+    fs::resize_file(big, 10'000'000'000ull);
+    Proc p = run_exe({"import", big.string()}, 10);
+    check_exit1(p);
+    CHECK(p.err.find("cannot read the ONNX model: it has 10000000000 bytes; an ONNX model may have at most") != std::string::npos);
+  }
+  const std::string platform = src("hardware/i5_6300u.yaml");
+  {  // a FIFO as a measured CSV, and /dev/zero
+    Proc p = run_exe({"calibrate", (f.dir / "measured.csv").string(), "--platform", platform, "-o", (f.dir / "c.yaml").string()}, 10);
+    check_exit1(p);
+    CHECK(p.err == "rsim: error: cannot read '" + (f.dir / "measured.csv").string() + "': it is a FIFO, not a regular file\n");
+    Proc z = run_exe({"calibrate", "/dev/zero", "--platform", platform, "-o", (f.dir / "c.yaml").string()}, 10);
+    check_exit1(z);
+    CHECK(z.err == "rsim: error: cannot read '/dev/zero': it is a character device, not a regular file\n");
+  }
+  {  // a FIFO as the platform file
+    std::ofstream(f.dir / "m.csv") << "network,layer,op\n";
+    Proc p = run_exe({"calibrate", (f.dir / "m.csv").string(), "--platform", (f.dir / "p.yaml").string(), "-o", (f.dir / "c.yaml").string()}, 10);
+    check_exit1(p);
+    CHECK(p.err == "rsim: error: cannot read platform file '" + (f.dir / "p.yaml").string() + "': it is a FIFO, not a regular file\n");
+  }
+  CHECK_FALSE(fs::exists(f.dir / "c.yaml"));
+}
