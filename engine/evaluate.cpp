@@ -302,6 +302,11 @@ ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags
     std::filesystem::path path(cfg->scalar);
     if (path.is_relative() && cfg->loc.file) path = std::filesystem::path(cfg->loc.file->path).parent_path() / path;
     std::error_code ec;
+    if (path.extension() != ".json") {  // not opened: a parse error would quote the file's first line
+      d.error(cfg->loc, "config '" + path.string() + "' is not a JSON file: a Hugging Face config's name ends in .json (the file is not opened)",
+              {Note{{}, "e.g. models/llama/config.json"}});
+      return use;
+    }
     if (!std::filesystem::is_regular_file(path, ec)) {
       d.error(cfg->loc, "cannot read config '" + path.string() + "'", {Note{{}, "a relative path is relative to the scenario's folder"}});
       return use;

@@ -292,6 +292,12 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       // relative to the scenario file
       std::filesystem::path pp = std::filesystem::path(*rel).is_absolute() ? std::filesystem::path(*rel)
                                                                            : std::filesystem::path(path).parent_path() / *rel;
+      // a Lua file by its name: anything else (/proc/self/environ, a key file) is not opened, so
+      // that no error message (a syntax error quotes its line) can show what it holds
+      if (pp.extension() != ".lua") {
+        d.error(i->loc, "plugin '" + pp.string() + "' is not a Lua file: a plugin's name ends in .lua (the file is not opened)");
+        continue;
+      }
       std::string why;
       auto code = read_regular_file(pp.string(), kMaxPluginBytes, "plugin", why);
       if (!code) {

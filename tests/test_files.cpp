@@ -56,10 +56,13 @@ TEST_CASE("a plugin must be a regular file of at most 1 MiB", "[files]") {
     check_exit1(p);
     CHECK(p.err == expect("d.lua", (f.dir / "d.lua").string(), "it is a directory, not a file"));
   }
-  {
-    Proc p = validate(f.scenario_with_plugin("/dev/zero"));
-    check_exit1(p);
-    CHECK(p.err == expect("/dev/zero", "/dev/zero", "it is a character device, not a regular file"));
+  {  // not a .lua name: not opened at all (no error may quote what /proc/self/environ holds)
+    for (const std::string& not_lua : {std::string("/dev/zero"), std::string("/proc/self/environ")}) {
+      Proc p = validate(f.scenario_with_plugin(not_lua));
+      check_exit1(p);
+      CHECK(p.err == s + ":2:11: error: plugin '" + not_lua + "' is not a Lua file: a plugin's name ends in .lua (the file is not opened)\n" +
+                         "plugins: [" + not_lua + "]\n          ^\n");
+    }
   }
   {
     REQUIRE(::mkfifo((f.dir / "fifo.lua").c_str(), 0600) == 0);
@@ -148,4 +151,15 @@ TEST_CASE("an ONNX model, a measured CSV and a platform file must be regular fil
     CHECK(p.err == "rsim: error: cannot read platform file '" + (f.dir / "p.yaml").string() + "': it is a FIFO, not a regular file\n");
   }
   CHECK_FALSE(fs::exists(f.dir / "c.yaml"));
+}
+
+TEST_CASE("a Hugging Face config must be named .json: /etc/passwd is not opened, so no error quotes it", "[files]") {
+  Folder f("hf");
+  fs::path s = f.dir / "s.yaml";
+  std::ofstream(s) << "name: t\nplatforms: [h100_sxm]\nnetworks:\n  - {model: hf, args: {config: /etc/passwd}}\n";
+  Proc p = validate(s);
+  check_exit1(p);
+  CHECK(p.err.find("error: config '/etc/passwd' is not a JSON file: a Hugging Face config's name ends in .json (the file is not opened)") !=
+        std::string::npos);
+  CHECK(p.err.find("root:") == std::string::npos);
 }
