@@ -13,5 +13,12 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   rsim::install_interrupt_cleanup();  // SIGINT/SIGTERM: the run in progress leaves no staging folder
   std::vector<std::string> args(argv + 1, argv + argc);
-  return rsim::rsim_main(args, std::cout, std::cerr);
+  int rc = rsim::rsim_main(args, std::cout, std::cerr);
+  // what rsim printed must have reached standard output: `rsim schema > /dev/full` is a failure
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "rsim: error: cannot write to standard output (a full disk, a closed pipe?): the output is incomplete\n";
+    return rc ? rc : 1;
+  }
+  return rc;
 }

@@ -1,5 +1,7 @@
 #include "engine/output.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -1566,7 +1568,26 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+void write_file_atomic(const std::string& path_in, const std::string& content) {
+  // Only a regular file is written (over, atomically): a device, FIFO, socket or folder at the
+  // path is refused — a rename would replace /dev/null itself — and a symbolic link is followed
+  // to the regular file it names (replacing the link would leave its target unwritten).
+  std::string path = path_in;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      std::filesystem::path target = std::filesystem::canonical(path, ec);
+      struct stat ts {};
+      if (ec || ::stat(target.c_str(), &ts) != 0 || !S_ISREG(ts.st_mode))
+        throw std::runtime_error("cannot write '" + path_in + "': it is a symbolic link to something other than a regular file (rsim writes regular files only)");
+      path = target.string();
+    } else if (!S_ISREG(st.st_mode)) {
+      const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+      throw std::runtime_error("cannot write '" + path_in + "': it is " + std::string(what) + " (rsim writes regular files only; give a file's path)");
+    }
+  }
   std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

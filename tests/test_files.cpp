@@ -163,3 +163,44 @@ TEST_CASE("a Hugging Face config must be named .json: /etc/passwd is not opened,
         std::string::npos);
   CHECK(p.err.find("root:") == std::string::npos);
 }
+
+TEST_CASE("output discipline: -o onto a device or through a link to one is refused; a lost stdout is an error", "[files]") {
+  Folder f("outputs");
+  const std::string scenario = src("scenarios/fc_sweep.yaml");
+  {  // rsim plan -o /dev/null would have replaced the device node with a file (as root)
+    Proc p = run_exe({"plan", scenario, "-o", "/dev/null"}, 20);
+    check_exit1(p);
+    CHECK(p.err == "rsim: error: cannot write '/dev/null': it is a character device (rsim writes regular files only; give a file's path)\n");
+    struct stat st {};
+    REQUIRE(::stat("/dev/null", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+  }
+  {  // a symbolic link to a device: refused, the link left in place
+    fs::create_symlink("/dev/null", f.dir / "out.json");
+    Proc p = run_exe({"plan", scenario, "-o", (f.dir / "out.json").string()}, 20);
+    check_exit1(p);
+    CHECK(p.err.find("it is a symbolic link to something other than a regular file") != std::string::npos);
+    CHECK(fs::is_symlink(f.dir / "out.json"));
+  }
+  {  // a symbolic link to a regular file: the file is written, the link stays
+    std::ofstream(f.dir / "real.json") << "old";
+    fs::create_symlink(f.dir / "real.json", f.dir / "link.json");
+    Proc p = run_exe({"plan", scenario, "-o", (f.dir / "link.json").string()}, 20);
+    CHECK(p.code == 0);
+    CHECK(fs::is_symlink(f.dir / "link.json"));
+    std::ifstream in(f.dir / "real.json");
+    std::string first;
+    std::getline(in, first);
+    CHECK(first.rfind("{\"rsim_plan\":1,", 0) == 0);
+  }
+  {  // standard output on a full device: exit 1 and say so (was 0)
+    const std::string cmd = std::string(RSIM_BINARY) + " schema > /dev/full 2> " + (f.dir / "err.txt").string();
+    int status = std::system(cmd.c_str());
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    std::ifstream in(f.dir / "err.txt");
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "rsim: error: cannot write to standard output (a full disk, a closed pipe?): the output is incomplete");
+  }
+}
