@@ -1303,6 +1303,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     return kConfig;
   }
   Runtime base_runtime;  // the platform's own: launch_overhead per graph, and what a fit without network rows keeps
+  std::string base_name;
   {
     Diags d;
     Platform bp = build_platform(parse_yaml(ptext, path), nullptr, d);
@@ -1311,6 +1312,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       return kConfig;
     }
     base_runtime = bp.runtime;
+    base_name = bp.name;
   }
   std::vector<measure::Sample> rows;          // every layer row of the measured.csv files
   std::vector<measure::NetworkSample> nets;   // every row of the measured_networks.csv files
@@ -1349,6 +1351,14 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   std::vector<measure::Sample> samples;  // the timed layers
   for (const auto& r : rows)
     if (r.measured_s > 0) samples.push_back(r);
+  {  // layers measured against another platform than --platform: their roofs are not this one's
+    std::vector<std::string> others;
+    for (const auto& r : rows)
+      if (!r.platform.empty() && r.platform != base_name && std::find(others.begin(), others.end(), r.platform) == others.end()) others.push_back(r.platform);
+    for (const auto& o : others)
+      err << "rsim: warning: layers in the measured files were evaluated on platform '" << o << "', not on --platform's '" << base_name
+          << "': the fit divides their times by that platform's roofs and writes the result into this one\n";
+  }
   if (samples.empty() && nets.empty()) {
     err << "rsim: error: no measured layers or networks in the given files\n";
     return kConfig;

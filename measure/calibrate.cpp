@@ -113,13 +113,15 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     return it == col.end() ? SIZE_MAX : it->second;
   };
   size_t i_cpg = SIZE_MAX, i_level = SIZE_MAX, i_roof = SIZE_MAX, i_exec = SIZE_MAX, i_kernel = SIZE_MAX, i_min = SIZE_MAX, i_layer = SIZE_MAX,
-         i_in = SIZE_MAX, i_out = SIZE_MAX, i_time = SIZE_MAX;
+         i_in = SIZE_MAX, i_out = SIZE_MAX, i_time = SIZE_MAX, i_plat = SIZE_MAX;
+  size_t line_no = 0;
   size_t i_net = 0, i_op = 0, i_flops = 0, i_fx = 0, i_macs = 0, i_mx = 0, i_count = 0, i_bytes = 0, i_peak = 0, i_bw = 0, i_bound = 0, i_t = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     std::string line = text.substr(pos, nl - pos);
     pos = nl + 1;
+    ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     auto cells = split_csv_line(line);
@@ -131,10 +133,20 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
       i_bw = need("derated_bandwidth_bytes_per_s"), i_bound = need("bound"), i_t = need("measured_time_s");
       i_cpg = opt("channels_per_group"), i_level = opt("memory_level"), i_roof = opt("compute_roof"), i_exec = opt("measured_execution");
       i_kernel = opt("kernel"), i_min = opt("measured_min_s"), i_layer = opt("layer"), i_in = opt("input_shape"), i_out = opt("output_shape");
-      i_time = opt("time_s");
+      i_time = opt("time_s"), i_plat = opt("platform");
       continue;
     }
     if (cells.size() < header.size()) continue;
+    // a measured time is empty (not timed) or a finite number ≥ 0: NaN, inf or a negative time
+    // is an error at its line, never a row silently dropped or kept
+    for (size_t i : {i_t, i_min}) {
+      if (i == SIZE_MAX || cells[i].empty()) continue;
+      char* end = nullptr;
+      const double v = std::strtod(cells[i].c_str(), &end);
+      if (end == cells[i].c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
+        throw std::runtime_error(name + ":" + std::to_string(line_no) + ": " + header[i] + " is '" + cells[i] +
+                                 "': a measured time is a finite number of seconds ≥ 0 (empty: the layer was not timed)");
+    }
     Sample s;
     s.network = cells[i_net];
     s.op = cells[i_op];
@@ -153,6 +165,7 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     s.execution = text_of(i_exec);
     s.kernel = i_kernel == SIZE_MAX ? s.network + "/" + text_of(i_layer) : cells[i_kernel];
     s.layer = text_of(i_layer);
+    s.platform = text_of(i_plat);
     s.input_shape = text_of(i_in);
     s.output_shape = text_of(i_out);
     if (i_time != SIZE_MAX) s.time_s = to_d(cells[i_time]);

@@ -46,6 +46,7 @@ struct Sample {
   std::string level;     // the memory level the layer was bounded on ("" in older measured.csv files)
   // (columns rsim calibrate reads since GPUs: all optional)
   std::string layer;
+  std::string platform;   // the platform the layer was evaluated on ("" in files without the column)
   std::string roof;       // the compute roof the layer was bounded on ("" in files without the column)
   std::string execution;  // how the layer was timed: eager, graph ("" for oneDNN: a primitive alone)
   std::string kernel;     // the kernel the layer runs in ("": none, a view)

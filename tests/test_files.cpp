@@ -204,3 +204,33 @@ TEST_CASE("output discipline: -o onto a device or through a link to one is refus
     CHECK(line == "rsim: error: cannot write to standard output (a full disk, a closed pipe?): the output is incomplete");
   }
 }
+
+TEST_CASE("calibrate: a NaN, inf or negative time is an error at its line; another platform's measurements are a warning", "[files]") {
+  Folder f("calibrate_values");
+  // a measured.csv by hand: the columns rsim calibrate reads, two relus measured on i5_6300u
+  const std::string header =
+      "platform,network,layer,op,flops,flops_executed,macs,macs_executed,mac_count,bytes,derated_peak_flops_per_s,"
+      "derated_bandwidth_bytes_per_s,bound,measured_time_s\n";
+  auto csv = [&](const std::string& name, const std::string& platform, const std::string& t2) {
+    std::ofstream(f.dir / name) << header << platform << ",n,a,relu,1000,1000,0,0,conventional,8000,1e11,1e10,memory,1e-6\n"
+                                << platform << ",n,b,relu,1000,1000,0,0,conventional,16000,1e11,1e10,memory," << t2 << "\n";
+    return (f.dir / name).string();
+  };
+  const std::string platform = src("hardware/i5_6300u.yaml");
+  for (const std::string& bad : {std::string("inf"), std::string("nan"), std::string("-1e-6"), std::string("fast")}) {
+    INFO(bad);
+    const std::string file = csv("bad.csv", "i5_6300u", bad);
+    Proc p = run_exe({"calibrate", file, "--platform", platform, "-o", (f.dir / "c.yaml").string()}, 20);
+    check_exit1(p);
+    // line 3: the header is line 1, the first relu line 2
+    CHECK(p.err == "rsim: error: " + file + ":3: measured_time_s is '" + bad +
+                       "': a measured time is a finite number of seconds ≥ 0 (empty: the layer was not timed)\n");
+    CHECK_FALSE(fs::exists(f.dir / "c.yaml"));
+  }
+  {  // measured against another platform: calibrated all the same, with a warning naming both
+    const std::string file = csv("other.csv", "rtx3080", "2e-6");
+    Proc p = run_exe({"calibrate", file, "--platform", platform, "-o", (f.dir / "c.yaml").string()}, 20);
+    CHECK(p.code == 0);
+    CHECK(p.err.find("rsim: warning: layers in the measured files were evaluated on platform 'rtx3080', not on --platform's 'i5_6300u'") == 0);
+  }
+}
