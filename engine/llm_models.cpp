@@ -25,6 +25,10 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   }
   auto put = [&](const std::string& key, const CNode& v) { out.entries.push_back(CEntry{key, v.loc, v}); };
   auto put_text = [&](const std::string& key, const std::string& v) { out.entries.push_back(CEntry{key, config.loc, CNode::make_scalar(v, config.loc)}); };
+  // sizes beyond any published model are refused here, before a network of them is built (an HF
+  // config with 10^9 layers took 11–25 s and 1.4 GB to be refused)
+  static const std::pair<const char*, long long> kMax[] = {{"layers", 10000},    {"heads", 100000},   {"kv_heads", 100000}, {"hidden", 10000000},
+                                                           {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40}};
   auto integer = [&](const char* arg, std::initializer_list<const char*> names, bool required) -> bool {
     const CNode* v = field(config, names);
     if (!v) {
@@ -33,6 +37,11 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     }
     auto n = to_integer(*v, d, *names.begin());
     if (n && *n < 0) d.error(v->loc, std::string(*names.begin()) + " must not be negative");
+    for (const auto& [a, most] : kMax)
+      if (n && std::string(arg) == a && *n > most) {
+        d.error(v->loc, std::string(*names.begin()) + " = " + std::to_string(*n) + " is beyond any model (at most " + std::to_string(most) + ")");
+        return false;
+      }
     if (n) put(arg, *v);
     return n.has_value();
   };
@@ -177,6 +186,18 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     const CNode* use = field(config, {"use_sliding_window"});
     const bool qwen_off = (type == "qwen2" || type == "qwen2_moe") && !(use && use->scalar == "true");
     if (sw && !qwen_off && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
+  }
+  // without head_dim, a head is hidden / heads features: Hugging Face rejects a config whose heads
+  // do not divide hidden (a silent floor would build a narrower model)
+  {
+    const CNode* h = field(config, {"hidden_size", "n_embd"});
+    const CNode* nh = field(config, {"num_attention_heads", "n_head"});
+    long long hv = -1, nv = -1;
+    if (h) hv = to_integer(*h, d, "hidden_size").value_or(-1);
+    if (nh) nv = to_integer(*nh, d, "num_attention_heads").value_or(-1);
+    if (hv > 0 && nv > 0 && !field(config, {"head_dim"}) && hv % nv != 0)
+      d.error(nh->loc, "num_attention_heads (" + std::to_string(nv) + ") does not divide hidden_size (" + std::to_string(hv) + ")",
+              {Note{{}, "each head has hidden_size / num_attention_heads features; give head_dim if the heads are narrower or wider"}});
   }
   return out;
 }

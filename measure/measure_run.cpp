@@ -75,7 +75,10 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
   dirs.insert(dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
   ModelLibrary models(dirs);
   std::unique_ptr<ExprEvaluator> ev = opt.make_evaluator();
-  EvalContext ctx{ops, cache, *ev, nullptr, &models};
+  // the scenario's scripts, loaded on this thread: building the networks again calls their
+  // operators' rules (LuaHost::current), as the run's workers did
+  std::unique_ptr<ScriptHooks> hooks = opt.make_hooks ? opt.make_hooks() : nullptr;
+  EvalContext ctx{ops, cache, *ev, hooks.get(), &models};
   size_t total = 0, done = 0;
   for (const auto& pr : m.run.results) total += pr.rows.size();
   for (size_t pi = 0; pi < m.run.results.size(); ++pi) {

@@ -234,3 +234,24 @@ TEST_CASE("calibrate: a NaN, inf or negative time is an error at its line; anoth
     CHECK(p.err.find("rsim: warning: layers in the measured files were evaluated on platform 'rtx3080', not on --platform's 'i5_6300u'") == 0);
   }
 }
+
+TEST_CASE("hf configs: heads that do not divide hidden, and sizes beyond any model, are refused at once", "[files]") {
+  Folder f("hf_sizes");
+  auto run_config = [&](const std::string& json) {
+    std::ofstream(f.dir / "c.json") << json;
+    std::ofstream(f.dir / "s.yaml") << "name: t\nplatforms: [h100_sxm]\nnetworks:\n  - {model: hf, args: {config: c.json}}\n";
+    return validate(f.dir / "s.yaml");
+  };
+  const std::string base = R"("model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "vocab_size": 32000)";
+  {  // 4096 / 6 = 682.67 features a head: Hugging Face rejects it; rsim ran it at 6 × 682 = 4092
+    Proc p = run_config("{" + base + R"(, "num_hidden_layers": 2, "num_attention_heads": 6})");
+    check_exit1(p);
+    CHECK(p.err.find("error: num_attention_heads (6) does not divide hidden_size (4096)") != std::string::npos);
+  }
+  {  // 10^9 layers: refused at the key, without building anything (bounded by the validate timeout of 10 s)
+    Proc p = run_config("{" + base + R"(, "num_hidden_layers": 1000000000, "num_attention_heads": 32})");
+    check_exit1(p);
+    CHECK(p.err.find("error: num_hidden_layers = 1000000000 is beyond any model (at most 10000)") != std::string::npos);
+    CHECK(p.secs < 5);
+  }
+}

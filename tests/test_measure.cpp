@@ -1116,3 +1116,29 @@ networks:
   INFO(m.findings.front());
   CHECK(m.findings.front().find("the platform's memory roof looks wrong; probe again: 3 of 3 memory-bound streaming layers") == 0);
 }
+
+TEST_CASE("measure: a scenario with Lua operators is measured (they are not run; the built-ins are)", "[measure]") {
+  if (!timing_available()) {
+    SUCCEED("built without oneDNN: " << timing_backend());
+    return;
+  }
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rsim_measure_lua_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.yaml") << "name: lua_ops\nplugins: [" << rsim::test::src("scenarios/lua/custom_ops.lua") << "]\nplatforms: [i5_6300u]\n"
+                                << "networks:\n  - name: n\n    input: [1, 8, 8, 8]\n    layers:\n"
+                                << "      - {name: swish, op: swish_beta, beta: 1.5}\n      - {name: act, op: relu}\n";
+  auto p = rsim::test::run_exe({"measure", (dir / "s.yaml").string(), "--platform", "i5_6300u", "--reps", "2", "--out", (dir / "out").string(), "--quiet"}, 60);
+  INFO(p.err);
+  CHECK(p.code == 0);  // was: "custom operator 'swish_beta' used without its script loaded"
+  std::ifstream in(dir / "out" / "measured.csv");
+  std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto rows = rsim::test::csv_rows(csv);
+  REQUIRE(rows.size() == 3);  // the header and two layers
+  CHECK(rsim::test::cell(rows, 1, "op") == "swish_beta");
+  CHECK(rsim::test::cell(rows, 1, "measured_time_s").empty());  // no oneDNN primitive for a script's operator
+  CHECK(rsim::test::cell(rows, 2, "op") == "relu");
+  CHECK_FALSE(rsim::test::cell(rows, 2, "measured_time_s").empty());
+  fs::remove_all(dir);
+}
