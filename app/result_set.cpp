@@ -44,9 +44,17 @@ std::set<std::string> manifest_of(const fs::path& dir) {
 void ResultSet::open(void (*on_wait)(void*), void* ctx) {
   fs::path target = fs::absolute(fs::path(target_)).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
+  std::error_code ec;
+  // --out as a symbolic link to a folder: the results go into the folder it names, and the link
+  // stays (replacing the link by a new folder left its target without the results)
+  if (fs::is_symlink(fs::symlink_status(target, ec))) {
+    fs::path real = fs::canonical(target, ec);
+    if (ec || !fs::is_directory(real, ec))
+      throw std::runtime_error("output folder '" + target_ + "' is a symbolic link to no folder; give a folder, or a link to one");
+    target = real;
+  }
   fs::path parent = target.parent_path();
   std::string base = target.filename().string();
-  std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw std::runtime_error("cannot create output folder '" + parent.string() + "': " + ec.message());
   if (fs::exists(target, ec) && !fs::is_directory(target, ec))

@@ -255,3 +255,19 @@ TEST_CASE("hf configs: heads that do not divide hidden, and sizes beyond any mod
     CHECK(p.secs < 5);
   }
 }
+
+TEST_CASE("--out as a symbolic link to a folder: the results go into that folder and the link stays", "[files]") {
+  Folder f("out_link");
+  fs::create_directories(f.dir / "real");
+  fs::create_directory_symlink(f.dir / "real", f.dir / "link");
+  Proc p = run_exe({"run", src("scenarios/fc_sweep.yaml"), "--out", (f.dir / "link").string(), "--format", "png"}, 60);
+  CHECK(p.code == 0);
+  CHECK(fs::is_symlink(f.dir / "link"));
+  CHECK(fs::exists(f.dir / "real" / "results.csv"));
+  CHECK(fs::exists(f.dir / "link" / "results.csv"));
+  // a link to nothing is refused
+  fs::create_directory_symlink(f.dir / "nowhere", f.dir / "dangling");
+  Proc q = run_exe({"run", src("scenarios/fc_sweep.yaml"), "--out", (f.dir / "dangling").string()}, 60);
+  check_exit1(q);
+  CHECK(q.err.find("is a symbolic link to no folder") != std::string::npos);
+}
