@@ -860,6 +860,15 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
     std::string v = vm["max-working-set"].as<std::string>();
     auto q = parse_quantity(v, Dim::Bytes).value;
     if (!q || *q < 64 * 1024) return usage_error(err, "--max-working-set must be a size of at least 64 KiB, got '" + v + "'", "e.g. --max-working-set 1GiB");
+    // the sweep maps up to twice the working set (copy and triad buffers): beyond half this
+    // machine's memory it would page or be killed, not measure DRAM
+    const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+    if (ram > 0 && 2 * *q > ram / 2) {
+      char b[160];
+      std::snprintf(b, sizeof b, "--max-working-set %s needs about %.3g GB of buffers; this machine has %.3g GB: at most a quarter of it (%.3g GB) may be swept",
+                    v.c_str(), 2 * *q / 1e9, ram / 1e9, ram / 4e9);
+      return usage_error(err, b, "e.g. --max-working-set 1GiB: DRAM is reached far below that");
+    }
     opt.max_working_set_bytes = *q;
   }
   std::string platform_name;

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include <unistd.h>
+
 #include "engine/output.hpp"
 #include "engine/units.hpp"
 #include "measure/calibrate.hpp"
@@ -95,7 +97,17 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
       } else {
         const Layer& L = *it->second;
         mr.channels_per_group = channels_per_group(L);
-        mr.timing = time_layer(L, topt);
+        // a layer whose tensors need more than half this machine's memory is not run: oneDNN
+        // would page or be killed (a relu on [5, 10^9] asked for three 20 GB mappings)
+        const double need = L.cost.input_total() + L.cost.output_total() + L.cost.weight_bytes;
+        const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+        if (ram > 0 && need > ram / 2) {
+          char b[160];
+          std::snprintf(b, sizeof b, "its tensors need %.3g GB, more than half of this machine's %.3g GB", need / 1e9, ram / 1e9);
+          mr.timing.why_not = b;
+        } else {
+          mr.timing = time_layer(L, topt);
+        }
         if (mr.timing.ran && mr.timing.out_shapes != L.out_shapes) {
           std::string a, b;
           for (const auto& sh : mr.timing.out_shapes) a += (a.empty() ? "" : ";") + shape_str(sh);

@@ -1142,3 +1142,32 @@ TEST_CASE("measure: a scenario with Lua operators is measured (they are not run;
   CHECK_FALSE(rsim::test::cell(rows, 2, "measured_time_s").empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("measure: a layer whose tensors need more than half the machine's memory is not run; probe refuses a sweep beyond a quarter", "[measure]") {
+  {  // --max-working-set 100 TiB: refused before anything is mapped
+    auto p = rsim::test::run_exe({"probe", "--max-working-set", "100TiB", "--quick"}, 20);
+    CHECK(p.code == 2);
+    CHECK(p.err.find("rsim: error: --max-working-set 100TiB needs about 2.2e+05 GB of buffers; this machine has") == 0);
+  }
+  if (!timing_available()) {
+    SUCCEED("built without oneDNN: " << timing_backend());
+    return;
+  }
+  // a relu on [50, 10^9] fp32: 50 · 10^9 · 4 B = 200 GB in and 200 GB out; no CI machine has 800 GB
+  Scenario s = parse_scenario(R"(name: huge
+platforms: [i5_6300u]
+networks:
+  - name: n
+    input: [50, 1000000000]
+    layers: [{name: act, op: relu}]
+)", "huge.yaml");
+  Catalog cat(std::string(RSIM_SOURCE_DIR) + "/hardware");
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  TimingOptions topt;
+  topt.reps = 1;
+  MeasureResult m = measure_scenario(s, cat, opt, topt, {});
+  REQUIRE(m.rows.size() == 1);
+  CHECK_FALSE(m.rows[0].timing.ran);
+  CHECK(m.rows[0].timing.why_not.rfind("its tensors need 400 GB, more than half of this machine's", 0) == 0);
+}
