@@ -864,10 +864,11 @@ int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostr
     // machine's memory it would page or be killed, not measure DRAM
     const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
     if (ram > 0 && 2 * *q > ram / 2) {
-      char b[160];
+      char b[200];
       std::snprintf(b, sizeof b, "--max-working-set %s needs about %.3g GB of buffers; this machine has %.3g GB: at most a quarter of it (%.3g GB) may be swept",
                     v.c_str(), 2 * *q / 1e9, ram / 1e9, ram / 4e9);
-      return usage_error(err, b, "e.g. --max-working-set 1GiB: DRAM is reached far below that");
+      err << "rsim: error: " << b << "\nrsim: note: e.g. --max-working-set 1GiB: DRAM is reached far below that\n";
+      return kConfig;
     }
     opt.max_working_set_bytes = *q;
   }

@@ -45,14 +45,12 @@ void ResultSet::open(void (*on_wait)(void*), void* ctx) {
   fs::path target = fs::absolute(fs::path(target_)).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
   std::error_code ec;
-  // --out as a symbolic link to a folder: the results go into the folder it names, and the link
-  // stays (replacing the link by a new folder left its target without the results)
-  if (fs::is_symlink(fs::symlink_status(target, ec))) {
-    fs::path real = fs::canonical(target, ec);
-    if (ec || !fs::is_directory(real, ec))
-      throw std::runtime_error("output folder '" + target_ + "' is a symbolic link to no folder; give a folder, or a link to one");
-    target = real;
-  }
+  // --out as a symbolic link is refused, naming it: the folder is replaced as a whole at every
+  // commit, which replaced the link by a new folder and left its target without the results
+  if (fs::is_symlink(fs::symlink_status(target, ec)))
+    throw std::runtime_error("output folder '" + target_ + "' is a symbolic link" +
+                             (fs::exists(target, ec) ? " (to '" + fs::canonical(target, ec).string() + "')" : std::string(" to nothing")) +
+                             "; rsim replaces its output folder as a whole: give the folder itself");
   fs::path parent = target.parent_path();
   std::string base = target.filename().string();
   fs::create_directories(parent, ec);
