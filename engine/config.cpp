@@ -111,6 +111,10 @@ CNode parse_yaml(const std::string& text, const std::string& path) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
+    // yaml-cpp's depth guard says only "bad file" (a file loaded from text cannot be missing)
+    if (e.msg == "bad file")
+      throw ConfigError(loc_of(e.mark, file), "the file nests too deeply to read (lists or maps nested about a thousand levels deep here)",
+                        {Note{{}, "no scenario, platform or config needs that depth: flatten it"}});
     throw ConfigError(loc_of(e.mark, file), e.msg);
   }
   Diags d;

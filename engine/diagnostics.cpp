@@ -34,11 +34,25 @@ static void append_location(std::string& out, const SourceLoc& loc) {
 
 static void append_quote(std::string& out, const SourceLoc& loc) {
   if (!loc.known() || loc.line > static_cast<int>(loc.file->lines.size())) return;
-  const std::string& text = loc.file->lines[static_cast<size_t>(loc.line - 1)];
+  const std::string& line = loc.file->lines[static_cast<size_t>(loc.line - 1)];
+  int col = std::max(1, loc.col);
+  // a line longer than a screen is shown around the column, "..." marking what is cut (a
+  // 200,000-character line was printed whole, twice over with its caret line)
+  constexpr size_t kWidth = 160, kBefore = 60;
+  size_t begin = 0, end = line.size();
+  if (line.size() > kWidth) {
+    const size_t at = std::min(line.size(), static_cast<size_t>(col - 1));
+    begin = at > kBefore ? at - kBefore : 0;
+    while (begin > 0 && (static_cast<unsigned char>(line[begin]) & 0xC0) == 0x80) --begin;  // not inside a UTF-8 character
+    end = std::min(line.size(), begin + kWidth);
+    while (end < line.size() && (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80) ++end;
+  }
+  const std::string lead = begin > 0 ? "..." : "";
+  const std::string text = lead + line.substr(begin, end - begin) + (end < line.size() ? "..." : "");
   out += text + '\n';
   std::string caret;
-  int col = std::max(1, loc.col);
-  for (int i = 1; i < col; ++i) {
+  const int shown_col = col - static_cast<int>(begin) + static_cast<int>(lead.size());
+  for (int i = 1; i < shown_col; ++i) {
     // keep tabs so the caret lines up under the same column in a terminal
     size_t idx = static_cast<size_t>(i - 1);
     caret += (idx < text.size() && text[idx] == '\t') ? '\t' : ' ';

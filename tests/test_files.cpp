@@ -273,3 +273,24 @@ TEST_CASE("--out as a symbolic link is refused, naming it; the link and its fold
   check_exit1(q);
   CHECK(q.err.find("is a symbolic link to nothing") != std::string::npos);
 }
+
+TEST_CASE("a file nested too deeply says so, and a long offending line is shown around its column", "[files]") {
+  Folder f("deep");
+  {  // 100,000 nested lists: "nests too deeply", not yaml-cpp's "bad file"
+    std::ofstream(f.dir / "deep.yaml") << "name: t\nx: " << std::string(100000, '[') << std::string(100000, ']') << "\n";
+    Proc p = validate(f.dir / "deep.yaml");
+    check_exit1(p);
+    CHECK(p.err.find("error: the file nests too deeply to read") != std::string::npos);
+    CHECK(p.err.find("bad file") == std::string::npos);
+    CHECK(p.err.size() < 1000);  // the 200,003-character line is not printed whole
+  }
+  {  // an error at column 310 of a 312-character line: 60 characters before it, "..." for the rest;
+     // the caret under the ':' that yaml-cpp points at (line[309]: after "x: ", 300 a's and " bogus")
+    std::ofstream(f.dir / "long.yaml") << "name: t\nx: " << std::string(300, 'a') << " bogus: [\n";
+    Proc p = validate(f.dir / "long.yaml");
+    check_exit1(p);
+    const std::string shown = "..." + std::string(54, 'a') + " bogus: [\n";
+    const std::string caret = std::string(63, ' ') + "^\n";
+    CHECK(p.err == (f.dir / "long.yaml").string() + ":2:310: error: illegal map value\n" + shown + caret);
+  }
+}
