@@ -198,6 +198,13 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     if (hv > 0 && nv > 0 && !field(config, {"head_dim"}) && hv % nv != 0)
       d.error(nh->loc, "num_attention_heads (" + std::to_string(nv) + ") does not divide hidden_size (" + std::to_string(hv) + ")",
               {Note{{}, "each head has hidden_size / num_attention_heads features; give head_dim if the heads are narrower or wider"}});
+    // grouped-query attention: each KV head serves heads / kv_heads query heads
+    if (const CNode* kh = field(config, {"num_key_value_heads"}); kh && nv > 0) {
+      const long long kv = to_integer(*kh, d, "num_key_value_heads").value_or(-1);
+      if (kv > 0 && nv % kv != 0)
+        d.error(kh->loc, "num_key_value_heads (kv_heads) = " + std::to_string(kv) + " does not divide num_attention_heads (heads) = " + std::to_string(nv),
+                {Note{{}, "each key/value head serves the same number of query heads"}});
+    }
   }
   return out;
 }

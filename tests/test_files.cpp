@@ -248,6 +248,12 @@ TEST_CASE("hf configs: heads that do not divide hidden, and sizes beyond any mod
     check_exit1(p);
     CHECK(p.err.find("error: num_attention_heads (6) does not divide hidden_size (4096)") != std::string::npos);
   }
+  {  // 32 query heads over 6 KV heads: named by both the config's keys and rsim's parameters, at the key
+    Proc p = run_config("{" + base + R"(, "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 6})");
+    check_exit1(p);
+    CHECK(p.err.find("c.json:1:") != std::string::npos);
+    CHECK(p.err.find("error: num_key_value_heads (kv_heads) = 6 does not divide num_attention_heads (heads) = 32") != std::string::npos);
+  }
   {  // 10^9 layers: refused at the key, without building anything (bounded by the validate timeout of 10 s)
     Proc p = run_config("{" + base + R"(, "num_hidden_layers": 1000000000, "num_attention_heads": 32})");
     check_exit1(p);
