@@ -151,26 +151,11 @@ struct FreeDeleter {
   void operator()(double* p) const { std::free(p); }
 };
 
-// Best bytes/s of `kernel` ("copy" or "triad") with a working set of `ws_bytes` in total (split
-// evenly among `threads`, each thread's arrays first touched by that thread).
-double ref_stream(const std::string& kernel, int threads, double ws_bytes, Budget b) {
-  int arrays = kernel == "copy" ? 2 : 3;
-  size_t n = std::max<size_t>(64, static_cast<size_t>(ws_bytes / threads / arrays / sizeof(double)) / 8 * 8);
-  std::vector<std::unique_ptr<double, FreeDeleter>> mem(static_cast<size_t>(threads));
-  on_threads(threads, [&](int t) {
-    auto* p = static_cast<double*>(std::aligned_alloc(64, ((3 * n * sizeof(double)) / 64 + 1) * 64));
-    for (size_t i = 0; i < 3 * n; ++i) p[i] = 1.0 + static_cast<double>(i % 7);
-    mem[static_cast<size_t>(t)].reset(p);
-  });
-  double bytes_per_pass = static_cast<double>(arrays) * static_cast<double>(n) * sizeof(double) * threads;
-  auto pass = [&](int t, long reps) {
-    double* a = mem[static_cast<size_t>(t)].get();
-    for (long r = 0; r < reps; ++r) {
-      if (kernel == "copy") stream_copy(a, a + n, n);
-      else stream_triad(a, a + n, a + 2 * n, 0.5, n);
-    }
-  };
-  long reps = 1;  // passes per sample: doubled until a sample takes half the budget's, then sized for it
+// Best bytes/s of `pass(thread, reps)` moving `bytes_per_rep` per thread and repetition: the
+// repetitions per sample doubled on one thread until a sample takes half the budget's time, then
+// sized for it; the best of the budget's samples on `threads` threads.
+double best_bytes_per_s(int threads, double bytes_per_rep, const std::function<void(int, long)>& pass, Budget b) {
+  long reps = 1;
   for (;;) {
     double t = on_threads(1, [&](int) { pass(0, reps); });
     if (t >= b.sample_s / 2) {
@@ -182,9 +167,30 @@ double ref_stream(const std::string& kernel, int threads, double ws_bytes, Budge
   double best = 0;
   for (int s = 0; s < b.samples; ++s) {
     double t = on_threads(threads, [&](int th) { pass(th, reps); });
-    best = std::max(best, bytes_per_pass * static_cast<double>(reps) / t);
+    best = std::max(best, bytes_per_rep * threads * static_cast<double>(reps) / t);
   }
   return best;
+}
+
+// Best bytes/s of `kernel` ("copy" or "triad") with a working set of `ws_bytes` in total (split
+// evenly among `threads`, each thread's arrays first touched by that thread).
+double ref_stream(const std::string& kernel, int threads, double ws_bytes, Budget b) {
+  int arrays = kernel == "copy" ? 2 : 3;
+  size_t n = std::max<size_t>(64, static_cast<size_t>(ws_bytes / threads / arrays / sizeof(double)) / 8 * 8);
+  std::vector<std::unique_ptr<double, FreeDeleter>> mem(static_cast<size_t>(threads));
+  on_threads(threads, [&](int t) {
+    auto* p = static_cast<double*>(std::aligned_alloc(64, ((3 * n * sizeof(double)) / 64 + 1) * 64));
+    for (size_t i = 0; i < 3 * n; ++i) p[i] = 1.0 + static_cast<double>(i % 7);
+    mem[static_cast<size_t>(t)].reset(p);
+  });
+  auto pass = [&](int t, long reps) {
+    double* a = mem[static_cast<size_t>(t)].get();
+    for (long r = 0; r < reps; ++r) {
+      if (kernel == "copy") stream_copy(a, a + n, n);
+      else stream_triad(a, a + n, a + 2 * n, 0.5, n);
+    }
+  };
+  return best_bytes_per_s(threads, static_cast<double>(arrays) * static_cast<double>(n) * sizeof(double), pass, b);
 }
 
 // ---- reference read: a plain sum over doubles, 64 independent accumulators (8 vectors of 8 on
@@ -215,21 +221,7 @@ double ref_read(int threads, double ws_bytes, Budget b) {
     const double s = read_sum(mem[static_cast<size_t>(t)].get(), n, reps);
     if (t == 0) sink = s;
   };
-  long reps = 1;
-  for (;;) {
-    double t = on_threads(1, [&](int) { pass(0, reps); });
-    if (t >= b.sample_s / 2) {
-      reps = std::max(1L, static_cast<long>(static_cast<double>(reps) * b.sample_s / t));
-      break;
-    }
-    reps *= 2;
-  }
-  double best = 0;
-  for (int s = 0; s < b.samples; ++s) {
-    double t = on_threads(threads, [&](int th) { pass(th, reps); });
-    best = std::max(best, static_cast<double>(n) * sizeof(double) * threads * static_cast<double>(reps) / t);
-  }
-  return best;
+  return best_bytes_per_s(threads, static_cast<double>(n) * sizeof(double), pass, b);
 }
 
 // The reference for each level's read bandwidth: L1 the best over working sets ≤ 32 KiB,

@@ -495,6 +495,16 @@ void set_ranges(PowerLaw& law, const std::vector<const Sample*>& v, bool compute
   }
 }
 
+// Each bandwidth_by_level law: the range of the memory-bound layers bounded on its level.
+void set_level_ranges(CalibrationRule& r, const std::vector<const Sample*>& memory_bound) {
+  for (auto& [level, law] : r.bandwidth_by_level) {
+    std::vector<const Sample*> on;
+    for (const Sample* s : memory_bound)
+      if (s->level == level) on.push_back(s);
+    set_ranges(law, on, false);
+  }
+}
+
 }  // namespace
 
 void complete_rules(std::vector<CalibrationRule>& rules, const std::vector<Sample>& fitted) {
@@ -515,12 +525,7 @@ void complete_rules(std::vector<CalibrationRule>& rules, const std::vector<Sampl
     CalibrationRule pool = fit_rule("pooled", roof, all);
     set_ranges(pool.compute, pc, true);
     set_ranges(pool.bandwidth, pb, false);
-    for (auto& [level, law] : pool.bandwidth_by_level) {
-      std::vector<const Sample*> on;
-      for (const Sample* s : pb)
-        if (s->level == level) on.push_back(s);
-      set_ranges(law, on, false);
-    }
+    set_level_ranges(pool, pb);
     // 1. each fitted rule: its laws bounded to the layers they were fitted on; a side without
     // layers takes the pooled law of that side
     for (auto& r : rules) {
@@ -543,12 +548,7 @@ void complete_rules(std::vector<CalibrationRule>& rules, const std::vector<Sampl
         r.extrapolated_bandwidth = true;
       } else {
         set_ranges(r.bandwidth, b, false);
-        for (auto& [level, law] : r.bandwidth_by_level) {
-          std::vector<const Sample*> on;
-          for (const Sample* s : b)
-            if (s->level == level) on.push_back(s);
-          set_ranges(law, on, false);
-        }
+        set_level_ranges(r, b);
       }
       if (r.extrapolated_compute && r.extrapolated_bandwidth) r.extrapolated = true, r.extrapolated_compute = r.extrapolated_bandwidth = false;
     }

@@ -1,6 +1,7 @@
 #include "measure/plateau.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 
@@ -19,25 +20,24 @@ struct Run {
   size_t first = 0, last = 0;  // inclusive indices into the curve
 };
 
-}  // namespace
-
-std::vector<Plateau> detect_plateaus(std::vector<CurvePoint> curve, const std::vector<LevelSize>& levels, double tolerance) {
-  std::vector<Plateau> out;
+// The curve without unmeasured points, sorted by working set.
+void clean_curve(std::vector<CurvePoint>& curve) {
   curve.erase(std::remove_if(curve.begin(), curve.end(), [](const CurvePoint& p) { return !(p.bytes_per_s > 0) || !(p.working_set_bytes > 0); }),
               curve.end());
-  if (curve.empty()) return out;
   std::sort(curve.begin(), curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.working_set_bytes < b.working_set_bytes; });
+}
 
-  // 1. Runs of nearly equal bandwidth: a point joins the current run while it stays within
-  //    `tolerance` of the run's median; a run of one point is a transition, not a plateau.
+// Runs of nearly equal bandwidth over a cleaned, non-empty curve: a point joins the current run
+// while it stays within `tolerance` of the median of the run's first `anchor` points (SIZE_MAX:
+// of all its points so far, a running median).
+std::vector<Run> split_runs(const std::vector<CurvePoint>& curve, double tolerance, size_t anchor) {
   std::vector<Run> runs;
   Run cur{0, 0};
   std::vector<double> vals = {curve[0].bytes_per_s};
   for (size_t i = 1; i < curve.size(); ++i) {
-    double m = median(vals);
-    if (std::fabs(curve[i].bytes_per_s / m - 1) <= tolerance) {
+    if (std::fabs(curve[i].bytes_per_s / median(vals) - 1) <= tolerance) {
       cur.last = i;
-      vals.push_back(curve[i].bytes_per_s);
+      if (vals.size() < anchor) vals.push_back(curve[i].bytes_per_s);
     } else {
       runs.push_back(cur);
       cur = Run{i, i};
@@ -45,6 +45,18 @@ std::vector<Plateau> detect_plateaus(std::vector<CurvePoint> curve, const std::v
     }
   }
   runs.push_back(cur);
+  return runs;
+}
+
+}  // namespace
+
+std::vector<Plateau> detect_plateaus(std::vector<CurvePoint> curve, const std::vector<LevelSize>& levels, double tolerance) {
+  std::vector<Plateau> out;
+  clean_curve(curve);
+  if (curve.empty()) return out;
+  // 1. Runs of nearly equal bandwidth (within `tolerance` of the run's running median); a run of
+  //    one point is a transition, not a plateau.
+  const std::vector<Run> runs = split_runs(curve, tolerance, SIZE_MAX);
 
   // 2. Each level owns the working sets in (previous capacity, its capacity]; DRAM owns the rest.
   std::vector<LevelSize> lv = levels;
@@ -108,29 +120,12 @@ std::string mib_text(double b) {
 
 LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<LevelSize>& hints, double tolerance) {
   LevelDetection out;
-  curve.erase(std::remove_if(curve.begin(), curve.end(), [](const CurvePoint& p) { return !(p.bytes_per_s > 0) || !(p.working_set_bytes > 0); }),
-              curve.end());
+  clean_curve(curve);
   if (curve.empty()) return out;
-  std::sort(curve.begin(), curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.working_set_bytes < b.working_set_bytes; });
   // 1. flat runs (two points or more): each point within `tolerance` of the median of its run's
   // first three, an anchor that does not drift (a running median let a VM's L3 slide from 48 to
   // 37 GB/s over 6–128 MiB in one run)
-  std::vector<Run> runs;
-  {
-    Run cur{0, 0};
-    std::vector<double> vals = {curve[0].bytes_per_s};
-    for (size_t i = 1; i < curve.size(); ++i) {
-      if (std::fabs(curve[i].bytes_per_s / median(vals) - 1) <= tolerance) {
-        cur.last = i;
-        if (vals.size() < 3) vals.push_back(curve[i].bytes_per_s);
-      } else {
-        runs.push_back(cur);
-        cur = Run{i, i};
-        vals = {curve[i].bytes_per_s};
-      }
-    }
-    runs.push_back(cur);
-  }
+  const std::vector<Run> runs = split_runs(curve, tolerance, 3);
   auto run_median = [&](const Run& r) {
     std::vector<double> v;
     for (size_t i = r.first; i <= r.last; ++i) v.push_back(curve[i].bytes_per_s);
