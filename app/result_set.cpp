@@ -91,11 +91,16 @@ void ResultSet::open(void (*on_wait)(void*), void* ctx) {
     if (n.rfind(stage_prefix, 0) == 0 || n.rfind(old_prefix, 0) == 0) fs::remove_all(e.path(), ec);
   }
   staging_ = (parent / (stage_prefix + std::to_string(::getpid()))).string();
-  fs::remove_all(staging_, ec);
-  if (!fs::create_directory(staging_, ec) || ec) throw std::runtime_error("cannot create staging folder '" + staging_ + "': " + ec.message());
   target_ = target.string();
+  // the interrupt handler knows the folder before it exists: an interrupt the moment it appears
+  // removes it (it was set after creating it, and a signal in between left the folder behind)
   std::lock_guard<std::mutex> lock(g_mu);
   g_staging = staging_;
+  fs::remove_all(staging_, ec);
+  if (!fs::create_directory(staging_, ec) || ec) {
+    g_staging.clear();
+    throw std::runtime_error("cannot create staging folder '" + staging_ + "': " + ec.message());
+  }
 }
 
 void ResultSet::commit(const std::vector<std::string>& files) {

@@ -28,7 +28,9 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   // sizes beyond any published model are refused here, before a network of them is built (an HF
   // config with 10^9 layers took 11–25 s and 1.4 GB to be refused)
   static const std::pair<const char*, long long> kMax[] = {{"layers", 10000},    {"heads", 100000},   {"kv_heads", 100000}, {"hidden", 10000000},
-                                                           {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40}};
+                                                           {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40},
+                                                           {"kv_lora", 10000000}, {"q_lora", 10000000}, {"qk_nope_dim", 100000}, {"qk_rope_dim", 100000},
+                                                           {"v_head_dim", 100000}};
   auto integer = [&](const char* arg, std::initializer_list<const char*> names, bool required) -> bool {
     const CNode* v = field(config, names);
     if (!v) {
@@ -55,12 +57,13 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
       static const std::pair<const char*, const char*> by_class[] = {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
           {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
-          {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}};
+          {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}, {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3", "falcon", "opt"};
+  static const std::vector<std::string> supported = {"gpt2",   "llama", "mistral", "mixtral",     "qwen2",      "qwen2_moe",
+                                                     "gemma",  "phi3",  "falcon",  "opt",         "deepseek_v2", "deepseek_v3"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -68,7 +71,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
             type.empty() ? std::string("config.json names no model_type (nor architectures): rsim cannot tell which architecture to build")
                          : "model_type '" + type + "' is not supported: rsim would count it wrongly (it builds exactly " + list + ")",
             {Note{{}, "supported model types: " + list +
-                          "; others (MoE with shared experts, MLA, parallel blocks, OPT, Falcon, encoders, state-space models) are refused rather than guessed"}});
+                          "; others (encoders, encoder-decoders, state-space and recurrent models, other attention variants) are refused rather than guessed"}});
     return out;
   }
   bool gpt2 = type == "gpt2";
@@ -142,6 +145,37 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     put_text("tied", tie && tie->scalar == "false" ? "false" : "true");
     return out;
   }
+  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  if (deepseek) {
+    // DeepSeek-V2/V3: multi-head latent attention; fine-grained routed experts with shared ones
+    // (n_shared_experts × moe_intermediate_size, ungated) after first_k_dense_replace dense layers.
+    // The multi-token-prediction module (num_nextn_predict_layers) is not part of the model Hugging
+    // Face builds and is not counted.
+    integer("kv_lora", {"kv_lora_rank"}, true);
+    integer("q_lora", {"q_lora_rank"}, false);
+    integer("qk_nope_dim", {"qk_nope_head_dim"}, true);
+    integer("qk_rope_dim", {"qk_rope_head_dim"}, true);
+    integer("v_head_dim", {"v_head_dim"}, true);
+    if (const CNode* f = field(config, {"moe_layer_freq"}); f && f->scalar != "1") {
+      d.error(f->loc, "moe_layer_freq = " + f->scalar + " is not supported: rsim builds DeepSeek with a mixture in every layer after first_k_dense_replace",
+              {Note{{}, "every published DeepSeek-V2/V3 config has moe_layer_freq: 1"}});
+      return out;
+    }
+    if (integer("experts", {"n_routed_experts"}, false)) {
+      integer("top_k", {"num_experts_per_tok"}, true);
+      integer("moe_intermediate", {"moe_intermediate_size"}, true);
+      integer("first_dense", {"first_k_dense_replace"}, false);
+      const CNode* shared = field(config, {"n_shared_experts"});
+      const CNode* mi = field(config, {"moe_intermediate_size"});
+      if (shared && mi) {
+        auto ns = to_integer(*shared, d, "n_shared_experts");
+        auto m = to_integer(*mi, d, "moe_intermediate_size");
+        if (ns && m && *ns >= 0 && *ns <= 1000 && *m >= 0) put_text("shared_intermediate", std::to_string(*ns * *m));
+      }
+      const CNode* tm = field(config, {"topk_method"});
+      if (tm && tm->scalar == "noaux_tc") put_text("router_bias", "true");  // e_score_correction_bias
+    }
+  }
   integer("hidden", {"hidden_size", "n_embd"}, true);
   integer("layers", {"num_hidden_layers", "n_layer"}, true);
   integer("heads", {"num_attention_heads", "n_head"}, true);
@@ -151,7 +185,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   if (!integer("intermediate", {"intermediate_size", "n_inner"}, !gpt2) && gpt2) {
     // GPT-2's n_inner is null: 4 · n_embd (the transformer's default)
   }
-  if (integer("experts", {"num_local_experts", "num_experts"}, false)) {
+  if (!deepseek && integer("experts", {"num_local_experts", "num_experts"}, false)) {
     integer("top_k", {"num_experts_per_tok"}, true);
     integer("moe_intermediate", {"moe_intermediate_size"}, false);
     if (integer("shared_intermediate", {"shared_expert_intermediate_size"}, false) && type == "qwen2_moe") put_text("shared_gate", "true");
@@ -195,7 +229,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     long long hv = -1, nv = -1;
     if (h) hv = to_integer(*h, d, "hidden_size").value_or(-1);
     if (nh) nv = to_integer(*nh, d, "num_attention_heads").value_or(-1);
-    if (hv > 0 && nv > 0 && !field(config, {"head_dim"}) && hv % nv != 0)
+    if (hv > 0 && nv > 0 && !field(config, {"head_dim"}) && !deepseek && hv % nv != 0)
       d.error(nh->loc, "num_attention_heads (" + std::to_string(nv) + ") does not divide hidden_size (" + std::to_string(hv) + ")",
               {Note{{}, "each head has hidden_size / num_attention_heads features; give head_dim if the heads are narrower or wider"}});
     // grouped-query attention: each KV head serves heads / kv_heads query heads

@@ -50,6 +50,19 @@ void gated_mlp_work(OpWork& w, double tokens, double dm, double f, double act_fl
   w.scratch_passes = gated ? 3 : 2;
 }
 
+// Query-key pairs scored per sequence and head: Sq queries over Skv keys, the queries being the
+// last Sq positions. Flash skips masked blocks when causal; naive computes the whole matrix.
+double score_pairs(double sq, double skv, bool causal, bool naive, double window) {
+  if (naive || !causal) return sq * skv;
+  if (window > 0) {
+    // query i sees min(W, a + i) keys, a = Skv − Sq + 1: the first n = clamp(W − a + 1, 0, Sq)
+    // queries see a, a + 1, …; the rest see W
+    const double a0 = skv - sq + 1, n = std::clamp(window - a0 + 1, 0.0, sq);
+    return n * a0 + n * (n - 1) / 2 + (sq - n) * window;
+  }
+  return sq * skv - sq * (sq - 1) / 2;
+}
+
 void add_attention(OpRegistry& r) {
   OpDef a;
   a.name = "attention";
@@ -102,14 +115,7 @@ void add_attention(OpRegistry& r) {
     long long h = x.attrs.i("heads");
     double hd = x.attrs.has("head_dim") ? d(x.attrs.i("head_dim")) : d(q[2] / h);
     bool naive = x.attrs.s("implementation") == "naive";
-    double pairs = (x.attrs.b("causal") && !naive) ? sq * skv - sq * (sq - 1) / 2 : sq * skv;
-    if (const double win = d(x.attrs.i("window")); win > 0 && !naive) {
-      // query i sees min(W, a + i) keys, a = Skv − Sq + 1: the first n = clamp(W − a + 1, 0, Sq)
-      // queries see a, a + 1, …; the rest see W
-      const double a0 = skv - sq + 1, n = std::clamp(win - a0 + 1, 0.0, sq);
-      pairs = n * a0 + n * (n - 1) / 2 + (sq - n) * win;
-    }
-    double scores = b * d(h) * pairs;
+    double scores = b * d(h) * score_pairs(sq, skv, x.attrs.b("causal"), naive, d(x.attrs.i("window")));
     OpWork w;
     w.macs = 2 * scores * hd;
     w.other_flops = 6 * scores;
@@ -121,13 +127,83 @@ void add_attention(OpRegistry& r) {
   };
   r.add(a);
 
+  OpDef m;
+  m.name = "mla_attention";
+  m.summary = "multi-head latent attention (DeepSeek-V2/V3): q (B, Sq, H·(N+R)) over a cached latent (B, Skv, L) and rope key (B, Skv, R)";
+  m.formula =
+      "inputs: q (B, Sq, H·(N + R)) with its last R features of each head rotated; the KV cache's latent c (B, Skv, L)\n"
+      "    and shared rope key k_pe (B, Skv, R); output (B, Sq, H·V). The layer owns kv_b_proj (L → H·(N + V)):\n"
+      "    params = L · H · (N + V), read once per pass (a matrix weight)\n"
+      "P = B · H · pairs, pairs as attention's (causal flash: Sq·Skv − Sq·(Sq−1)/2; naive or non-causal: Sq·Skv)\n"
+      "absorb: false (as Hugging Face runs it; the prefill path of serving engines):\n"
+      "    kv_b_proj decompresses every key: B · Skv · L · H · (N + V) MACs, K_nope and V (B·Skv·H·(N + V) elements)\n"
+      "    written and read back (scratch, 2 passes); then attention of head dims N + R (scores) and V (values):\n"
+      "    MACs = B·Skv·L·H·(N + V) + P · (N + R + V)\n"
+      "absorb: true (the decode path of DeepSeek's and serving engines' kernels): W_UK folds into q and W_UV\n"
+      "    into the output, so attention runs in the latent space like MQA with one KV head:\n"
+      "    MACs = B·Sq·H·N·L (q absorb) + P · (L + R) (scores) + P · L (values) + B·Sq·H·L·V (un-absorb)\n"
+      "FLOPs = 2 · MACs + 6 · P (scale 1, softmax 5 per score)\n"
+      "bytes: q, c and k_pe read once (c, k_pe from the KV cache in the KV dtype), output written once, kv_b_proj read;\n"
+      "    naive also moves the B·H·Sq·Skv score matrix 4 times";
+  m.attrs = {{"heads", AttrType::Int, "", "query heads H", {}},
+             {"qk_nope_dim", AttrType::Int, "", "features per head of the non-rotary part of q and k, N", {}},
+             {"v_head_dim", AttrType::Int, "", "features per head of v, V", {}},
+             {"causal", AttrType::Bool, "false", "causal mask (decoders)", {}},
+             {"absorb", AttrType::Bool, "false", "fold kv_b_proj into q and the output (attention in the latent space)", {}},
+             {"implementation", AttrType::Choice, "flash", "naive writes the score matrix to memory; flash keeps it on chip", {"flash", "naive"}}};
+  m.min_inputs = m.max_inputs = 3;
+  m.infer = [](const OpArgs& x) -> std::vector<Shape> {
+    const Shape& q = x.in[0];
+    const Shape& c = x.in[1];
+    const Shape& kpe = x.in[2];
+    need_rank3(q, "mla_attention", "q");
+    need_rank3(c, "mla_attention", "the latent");
+    need_rank3(kpe, "mla_attention", "the rope key");
+    const long long h = positive(x.attrs.i("heads"), "heads");
+    const long long n = positive(x.attrs.i("qk_nope_dim"), "qk_nope_dim");
+    const long long v = positive(x.attrs.i("v_head_dim"), "v_head_dim");
+    const long long rope = kpe[2];
+    if (q[2] != h * (n + rope))
+      fail("q has " + std::to_string(q[2]) + " features, heads × (qk_nope_dim + the rope key's " + std::to_string(rope) + ") = " + std::to_string(h) +
+           " × " + std::to_string(n + rope) + " = " + std::to_string(h * (n + rope)));
+    if (c[0] != q[0] || kpe[0] != q[0]) fail("q, the latent and the rope key have different batch sizes: " + shape_str(q) + ", " + shape_str(c) + ", " + shape_str(kpe));
+    if (c[1] != kpe[1]) fail("the latent and the rope key hold different numbers of tokens: " + shape_str(c) + " vs " + shape_str(kpe));
+    if (x.attrs.b("causal") && c[1] < q[1])
+      fail("causal attention needs at least as many keys (" + std::to_string(c[1]) + ") as queries (" + std::to_string(q[1]) + ")");
+    return one_shape(Shape{q[0], q[1], h * v});
+  };
+  m.work = [](const OpArgs& x, const std::vector<Shape>&) {
+    const Shape& q = x.in[0];
+    const double b = d(q[0]), sq = d(q[1]), skv = d(x.in[1][1]), lat = d(x.in[1][2]), rope = d(x.in[2][2]);
+    const double h = d(x.attrs.i("heads")), n = d(x.attrs.i("qk_nope_dim")), v = d(x.attrs.i("v_head_dim"));
+    const bool naive = x.attrs.s("implementation") == "naive";
+    const double scores = b * h * score_pairs(sq, skv, x.attrs.b("causal"), naive, 0);
+    OpWork w;
+    w.params = w.weight_elems = w.quantized_elems = lat * h * (n + v);
+    // scratch held: the decompressed K_nope and V (2 passes: written, read), naive's score matrix (4)
+    double held = 0, moved = 0;
+    if (x.attrs.b("absorb")) {
+      w.macs = b * sq * h * n * lat + scores * (lat + rope) + scores * lat + b * sq * h * lat * v;
+    } else {
+      w.macs = b * skv * lat * h * (n + v) + scores * (n + rope + v);
+      held += b * skv * h * (n + v), moved += 2 * b * skv * h * (n + v);
+    }
+    if (naive) held += b * h * sq * skv, moved += 4 * b * h * sq * skv;
+    w.other_flops = 6 * scores;
+    w.scratch_elems = held;
+    w.scratch_passes = held > 0 ? moved / held : 0;
+    return w;
+  };
+  r.add(m);
+
   OpDef kv;
   kv.name = "kv_cache";
-  kv.summary = "the KV cache: appends the new k and v (B, S, KVH·hd) to C cached tokens; outputs the whole cache (B, C+S, KVH·hd)";
+  kv.summary = "the KV cache: appends the new k (B, S, Fk) and v (B, S, Fv) to C cached tokens; outputs the whole cache (B, C+S, Fk), (B, C+S, Fv)";
   kv.formula =
-      "outputs K, V (B, C + S, KVH·hd), stored in the KV dtype (settings kv_dtype); a later attention reads them whole\n"
-      "bytes: reads the new k, v (activations), writes 2·B·S·KVH·hd elements (the append, KV dtype);\n"
-      "    the cache held is 2·B·(C + S)·KVH·hd elements (memory footprint); FLOPs = 0; params = 0\n"
+      "outputs K (B, C + S, Fk), V (B, C + S, Fv), stored in the KV dtype (settings kv_dtype); a later attention reads them whole\n"
+      "    (Fk = Fv = KVH·hd for attention; MLA caches its latent, Fk = kv_lora, and its rope key, Fv = qk_rope_dim)\n"
+      "bytes: reads the new k, v (activations), writes B·S·(Fk + Fv) elements (the append, KV dtype);\n"
+      "    the cache held is B·(C + S)·(Fk + Fv) elements (memory footprint); FLOPs = 0; params = 0\n"
       "with a sliding window W: the outputs hold min(C, W − 1) cached tokens + S, the cache held min(C + S, W) tokens";
   kv.attrs = {{"context", AttrType::Int, "0", "tokens already in the cache, C", {}},
               {"window", AttrType::Int, "0", "sliding window W: the cache keeps the last W tokens; 0 = every token", {}}};
@@ -136,23 +212,25 @@ void add_attention(OpRegistry& r) {
   kv.infer = [](const OpArgs& x) -> std::vector<Shape> {
     const Shape& k = x.in[0];
     need_rank3(k, "kv_cache", "k");
-    if (x.in[1] != k) fail("k and v must have the same shape: " + shape_str(k) + " vs " + shape_str(x.in[1]));
+    const Shape& v = x.in[1];
+    need_rank3(v, "kv_cache", "v");
+    // k and v may differ in width (MLA caches a latent of kv_lora features beside a rope key)
+    if (v[0] != k[0] || v[1] != k[1]) fail("k and v must have the same batch and tokens: " + shape_str(k) + " vs " + shape_str(v));
     long long c = x.attrs.i("context");
     if (c < 0) fail("context must not be negative, got " + std::to_string(c));
     long long win = x.attrs.i("window");
     if (win < 0) fail("window must not be negative, got " + std::to_string(win));
     // with a window, the new tokens see at most W − 1 cached ones
     if (win > 0) c = std::min(c, win - 1);
-    Shape all = {k[0], k[1] + c, k[2]};
-    return {all, all};
+    return {Shape{k[0], k[1] + c, k[2]}, Shape{v[0], v[1] + c, v[2]}};
   };
   kv.work = [](const OpArgs& x, const std::vector<Shape>& out) {
     OpWork w;
-    double appended = elements(x.in[0]) * dtype_bytes(x.kv_dtype());
-    w.output_bytes = {appended, appended};
+    const double kvb = dtype_bytes(x.kv_dtype());
+    w.output_bytes = {elements(x.in[0]) * kvb, elements(x.in[1]) * kvb};
     if (const long long win = x.attrs.i("window"); win > 0) {  // the cache keeps min(C + S, W) tokens
       const double held = std::min(d(x.in[0][1]) + d(x.attrs.i("context")), d(win));
-      w.kv_cache_elems = 2 * d(x.in[0][0]) * held * d(x.in[0][2]);
+      w.kv_cache_elems = d(x.in[0][0]) * held * (d(x.in[0][2]) + d(x.in[1][2]));
     }
     (void)out;
     return w;
@@ -186,21 +264,28 @@ void add_norm_and_position(OpRegistry& r) {
   p.name = "rope";
   p.summary = "rotary position embedding applied to (B, S, heads·hd)";
   p.formula =
-      "y = x·cos + rotate_half(x)·sin per element: FLOPs = 3 per element; MACs = 0; params = 0\n"
-      "weights read = the cos and sin rows of the S positions: S · hd elements (hd/2 each)";
-  p.attrs = {{"head_dim", AttrType::Int, "", "features per head hd (even)", {}}};
+      "y = x·cos + rotate_half(x)·sin per rotated element: FLOPs = 3 per element × rotary_dim / hd; MACs = 0; params = 0\n"
+      "weights read = the cos and sin rows of the S positions: S · rotary_dim elements (rotary_dim/2 each);\n"
+      "bytes: the whole input read and written (rotated and pass-through features alike)";
+  p.attrs = {{"head_dim", AttrType::Int, "", "features per head hd (even)", {}},
+             {"rotary_dim", AttrType::Int, "~", "features rotated in each head, the last ones (MLA's q: qk_rope_dim of N + R); default hd", {}}};
   p.infer = [](const OpArgs& x) -> std::vector<Shape> {
     const Shape& s = x.in[0];
     need_rank3(s, "rope", "its input");
     long long hd = positive(x.attrs.i("head_dim"), "head_dim");
     if (hd % 2 != 0) fail("rope head_dim must be even, got " + std::to_string(hd));
     if (s[2] % hd != 0) fail("rope: " + std::to_string(s[2]) + " features are not a whole number of heads of " + std::to_string(hd));
+    if (x.attrs.has("rotary_dim")) {
+      const long long rd = positive(x.attrs.i("rotary_dim"), "rotary_dim");
+      if (rd % 2 != 0 || rd > hd) fail("rope rotary_dim must be even and at most head_dim (" + std::to_string(hd) + "), got " + std::to_string(rd));
+    }
     return {s};
   };
   p.work = [](const OpArgs& x, const std::vector<Shape>& out) {
     OpWork w;
-    w.other_flops = 3 * elements(out[0]);
-    w.weight_elems = d(x.in[0][1]) * d(x.attrs.i("head_dim"));
+    const double hd = d(x.attrs.i("head_dim")), rd = x.attrs.has("rotary_dim") ? d(x.attrs.i("rotary_dim")) : hd;
+    w.other_flops = 3 * elements(out[0]) * rd / hd;
+    w.weight_elems = d(x.in[0][1]) * rd;
     return w;
   };
   r.add(p);
@@ -286,14 +371,15 @@ void add_mlps(OpRegistry& r) {
       "scratch: as the gated MLP, per token and expert\n"
       "shared experts (Qwen-MoE, DeepSeek): one gated MLP of shared_intermediate Fs that every token runs:\n"
       "    T · 3 · D · Fs MACs, 3 · D · Fs params (always read and active); shared_gate: a sigmoid gate on its\n"
-      "    output, D params, T · D MACs";
+      "    output, D params, T · D MACs; router_bias: E more params (DeepSeek-V3)";
   moe.attrs = {{"experts", AttrType::Int, "", "experts E", {}},
                {"top_k", AttrType::Int, "", "experts per token k", {}},
                kIntermediate,
                {"activation", AttrType::Choice, "silu", "the experts' activation", {"silu", "gelu"}},
                {"gated", AttrType::Bool, "true", "gated experts (SwiGLU / GeGLU: three matrices); false: two", {}},
                {"shared_intermediate", AttrType::Int, "0", "hidden size Fs of the shared experts every token runs (0: none)", {}},
-               {"shared_gate", AttrType::Bool, "false", "a sigmoid gate (D → 1) on the shared experts' output", {}}};
+               {"shared_gate", AttrType::Bool, "false", "a sigmoid gate (D → 1) on the shared experts' output", {}},
+               {"router_bias", AttrType::Bool, "false", "a per-expert bias on the routing scores (DeepSeek-V3's e_score_correction_bias): E params", {}}};
   moe.infer = [](const OpArgs& x) -> std::vector<Shape> {
     rows_of(x.in[0], "moe");
     long long e = positive(x.attrs.i("experts"), "experts");
@@ -312,12 +398,13 @@ void add_mlps(OpRegistry& r) {
     OpWork w;
     w.macs = t * dm * e;
     w.other_flops = 6 * t * e + 2 * t * k * dm;
-    w.params = dm * e;
-    w.weight_elems = dm * e;
+    const double router = dm * e + (x.attrs.b("router_bias") ? e : 0);
+    w.params = router;
+    w.weight_elems = router;
     gated_mlp_work(w, t, dm, f, x.attrs.s("activation") == "silu" ? 5 : 8, touched, e, k, gated);
     double mats = gated ? 3 : 2;
-    w.active_params = dm * e + k * mats * dm * f;
-    w.resident_elems = dm * e + e * mats * dm * f;
+    w.active_params = router + k * mats * dm * f;
+    w.resident_elems = router + e * mats * dm * f;
     w.resident_quantized_elems = e * mats * dm * f;
     if (const double fs = d(x.attrs.i("shared_intermediate")); fs > 0) {  // the shared experts: every token, always read
       OpWork s;

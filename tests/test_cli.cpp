@@ -24,7 +24,7 @@ TEST_CASE("unknown commands and options are usage errors with a suggestion", "[c
   CHECK(cli({"run"}).code == 2);
 }
 
-TEST_CASE("--help and --version exit 0", "[cli]") {
+TEST_CASE("rsim --help and --version exit 0", "[cli]") {
   CliOut h = cli({"--help"});
   CHECK(h.code == 0);
   CHECK(h.out.find("run ") != std::string::npos);

@@ -237,7 +237,7 @@ TEST_CASE("a figure that cannot be drawn is reported and the tables are committe
   fs::remove_all(dir);
 }
 
-TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous set; the next run cleans up", "[commit][slow]") {
+TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous set, the next run cleans up", "[commit][slow]") {
   fs::path dir = scratch_dir("signals");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;
@@ -274,7 +274,7 @@ TEST_CASE("SIGINT, SIGTERM and SIGKILL of the real executable leave the previous
   fs::remove_all(dir);
 }
 
-TEST_CASE("two runs into one folder: the second waits for the first's lock; one complete set is left", "[commit][slow]") {
+TEST_CASE("two runs into one folder: the second waits for the first's lock, one complete set is left", "[commit][slow]") {
   fs::path dir = scratch_dir("lock");
   fs::path small = dir / "small.yaml", longer = dir / "long.yaml";
   std::ofstream(small) << kSmall;

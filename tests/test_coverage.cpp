@@ -121,7 +121,7 @@ TEST_CASE("a network's named inputs feed layers by name", "[coverage]") {
   CHECK(mm.cost.flops == 2 * 64.0 * 8 * 8 * 8);
 }
 
-TEST_CASE("a zipped variable pinned by --set takes one of its values; its partners follow", "[coverage][cli]") {
+TEST_CASE("a zipped variable pinned by --set takes one of its values, its partners follow", "[coverage][cli]") {
   fs::path dir = scratch_dir("zip");
   // k and p advance together so that the output stays 8×8: (8 + 2p − k) + 1 = 8
   write(dir / "z.yaml", std::string("name: z\nsweep: {zip: {k: [1, 3, 5], p: [0, 1, 2]}}\n") + kBox + R"(networks:

@@ -164,7 +164,7 @@ TEST_CASE("a Hugging Face config must be named .json: /etc/passwd is not opened,
   CHECK(p.err.find("root:") == std::string::npos);
 }
 
-TEST_CASE("output discipline: -o onto a device or through a link to one is refused; a lost stdout is an error", "[files]") {
+TEST_CASE("output discipline: -o onto a device or through a link to one is refused, a lost stdout is an error", "[files]") {
   Folder f("outputs");
   const std::string scenario = src("scenarios/fc_sweep.yaml");
   {  // rsim plan -o /dev/null would have replaced the device node with a file (as root)
@@ -205,7 +205,7 @@ TEST_CASE("output discipline: -o onto a device or through a link to one is refus
   }
 }
 
-TEST_CASE("calibrate: a NaN, inf or negative time is an error at its line; another platform's measurements are a warning", "[files]") {
+TEST_CASE("calibrate: a NaN, inf or negative time is an error at its line, another platform's measurements are a warning", "[files]") {
   Folder f("calibrate_values");
   // a measured.csv by hand: the columns rsim calibrate reads, two relus measured on i5_6300u
   const std::string header =
@@ -262,7 +262,7 @@ TEST_CASE("hf configs: heads that do not divide hidden, and sizes beyond any mod
   }
 }
 
-TEST_CASE("--out as a symbolic link is refused, naming it; the link and its folder are left as they were", "[files]") {
+TEST_CASE("an --out that is a symbolic link is refused, naming it, and the link and its folder are left as they were", "[files]") {
   Folder f("out_link");
   fs::create_directories(f.dir / "real");
   std::ofstream(f.dir / "real" / "mine.txt") << "keep";

@@ -172,8 +172,67 @@ TEST_CASE("hf: torch_dtype is the network's dtype unless settings give one", "[l
   // (a model use has no dtype key of its own: settings, or a layer's dtype, is how a user overrides it)
 }
 
+TEST_CASE("hf: DeepSeek-V2-Lite and DeepSeek-V3, latent attention and shared experts, published counts by hand", "[llm]") {
+  // DeepSeek-V2-Lite (bf16): hidden 2048, 27 layers, 16 heads; MLA without a q LoRA:
+  //   q_proj 2048 × 16·(128 + 64), kv_a_proj 2048 × (512 + 64), its norm 512,
+  //   kv_b_proj 512 × 16·(128 + 128), o_proj 16·128 × 2048
+  const double mla = 2048.0 * 16 * 192 + 2048.0 * 576 + 512 + 512.0 * 16 * 256 + 16.0 * 128 * 2048;
+  CHECK(mla == 13763072);
+  // layer 0 a dense SwiGLU of 10944; layers 1–26: 64 routed experts of 3 · 2048 · 1408, two shared
+  // experts as one ungated-by-router SwiGLU of 2 · 1408, a router 2048 × 64; two norms per layer
+  const double dense = 3 * 2048.0 * 10944;
+  const double moe = 64 * 3 * 2048.0 * 1408 + 3 * 2048.0 * 2816 + 2048.0 * 64;
+  CHECK(dense == 67239936);
+  CHECK(moe == 571080704);
+  // untied embedding and LM head 102400 × 2048, a final norm: published total 15.7 B
+  const double lite = 2 * 102400.0 * 2048 + 27 * (mla + 2 * 2048.0) + dense + 26 * moe + 2048;
+  CHECK(lite == 15706484224);
+  auto lite_run = [](const std::string& args) {
+    return run_net("{model: hf, args: {config: ../tests/data/hf/deepseek_v2_lite.json, " + args + "}}", "{}");
+  };
+  RunResult d1000 = lite_run("phase: decode, context: 1000");
+  const SummaryRow s = summary_of(d1000, 0, "h100_sxm");
+  CHECK(s.params == lite);
+  CHECK(d1000.results.at(0).rows.at(0).dtype == DType::bf16);  // torch_dtype
+  // the cache holds the latent (512) and the rope key (64) per token and layer, bf16:
+  // (512 + 64) · 27 · 2 B = 31,104 B a token (the full K and V would be 16 · (192 + 128) · 27 · 2 = 276,480 B)
+  const double per_token = (512.0 + 64) * 27 * 2;
+  CHECK(per_token == 31104);
+  CHECK(s.kv_cache_bytes == 1001 * per_token);
+  const SummaryRow s1001 = summary_of(lite_run("phase: decode, context: 1001"), 0, "h100_sxm");
+  CHECK(s1001.kv_cache_bytes - s.kv_cache_bytes == per_token);
+  // a decode step at batch 1 reads every dense weight, 6 of 64 experts in each MoE layer, the
+  // shared experts and routers, one embedding row, the LM head, and the whole latent cache:
+  //   2048 + 27 · (mla + 4096) + dense + 26 · (6 · 3 · 2048 · 1408 + 3 · 2048 · 2816 + 2048 · 64)
+  //   + 2048 + 102400 · 2048 elements, at 2 B, plus 1001 · 31,104 B of cache
+  const double read = 2048 + 27 * (mla + 4096) + dense + 26 * (6 * 3 * 2048.0 * 1408 + 3 * 2048.0 * 2816 + 2048.0 * 64) + 2048 + 102400.0 * 2048;
+  const double hand = read * 2 + 1001 * per_token;
+  CHECK(hand == 4934009216);
+  CHECK(std::abs(s.bytes - hand) / hand < 0.005);  // the rest: activations, rope tables, the appended token
+  // absorbed decode (the default at decode): per layer and token, q absorb 16 · 128 · 512, scores over
+  // 1001 keys of 512 + 64, values 1001 · 512 per head, un-absorb 16 · 512 · 128 MACs
+  const double absorbed = 16 * 128 * 512.0 + 16 * 1001 * 576.0 + 16 * 1001 * 512.0 + 16 * 512 * 128.0;
+  CHECK(sum_over(d1000, [](const Row& w) { return w.cost.macs; }, {"mla_attention"}) == 27 * absorbed);
+  // not absorbed (as Hugging Face runs it): kv_b_proj decompresses all 1001 keys, 1001 · 512 · 16 · 256,
+  // then attention of 192-feature scores and 128-feature values
+  RunResult plain = lite_run("phase: decode, context: 1000, mla_absorb: false");
+  const double decompressed = 1001 * 512.0 * 16 * 256 + 16 * 1001 * (192.0 + 128);
+  CHECK(sum_over(plain, [](const Row& w) { return w.cost.macs; }, {"mla_attention"}) == 27 * decompressed);
+
+  // DeepSeek-V3: hidden 7168, 61 layers, 128 heads, q LoRA 1536; first 3 layers dense (18432),
+  // 58 with 256 routed experts of 2048, one shared, a router 7168 × 256 with a bias of 256
+  // (topk_method noaux_tc); untied 129280 × 7168 tables. Published: 671 B (without the
+  // multi-token-prediction module, which Hugging Face's model does not build)
+  const double v3_mla = 7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512 + 512.0 * 128 * 256 + 128.0 * 128 * 7168;
+  CHECK(v3_mla == 187107328);
+  const double v3_dense = 3 * 7168.0 * 18432, v3_moe = 256 * 3 * 7168.0 * 2048 + 3 * 7168.0 * 2048 + 7168.0 * 256 + 256;
+  const double v3 = 2 * 129280.0 * 7168 + 3 * (v3_mla + 2 * 7168.0 + v3_dense) + 58 * (v3_mla + 2 * 7168.0 + v3_moe) + 7168;
+  CHECK(v3 == 671026419200);
+  CHECK(totals_of("{model: hf, args: {config: ../tests/data/hf/deepseek_v3.json, seq: 4}}").params == v3);
+}
+
 TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming its model_type", "[llm]") {
-  const std::pair<const char*, const char*> cases[] = {{"deepseek_v2", "deepseek_v2_lite"}, {"mamba", "mamba_130m"}, {"bert", "bert_base"}};
+  const std::pair<const char*, const char*> cases[] = {{"mamba", "mamba_130m"}, {"bert", "bert_base"}, {"t5", "t5_small"}, {"rwkv", "rwkv_169m"}};
   for (const auto& [type, stem] : cases) {
     const std::string file = std::string(stem) + ".json";
     INFO(file);
@@ -181,7 +240,8 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
     CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
     CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
-    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, phi3, falcon, opt;") != std::string::npos);
+    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
+          std::string::npos);
   }
   // a supported type in a variant rsim does not build: post-norm OPT (opt-350m) is refused at its key
   const std::string e = error_of([] { run_net("{model: hf, args: {config: ../tests/data/hf/opt_350m.json}}"); });

@@ -96,7 +96,7 @@ TEST_CASE("measure: smooth transitions between levels do not shift the plateaus"
   CHECK(level(ps, "DRAM").bytes_per_s == Approx(10e9).epsilon(0.08));
 }
 
-TEST_CASE("measure: two levels with one bandwidth share one flat run; a curve that stops early has no DRAM", "[measure]") {
+TEST_CASE("measure: two levels with one bandwidth share one flat run, a curve that stops early has no DRAM", "[measure]") {
   std::vector<CurvePoint> c;
   for (double ws : sweep_sizes())
     if (ws <= 16 * MiB) c.push_back({ws, ws <= 32 * KiB ? 200e9 : 80e9});  // L2 and L3 alike; stops inside L3
@@ -757,7 +757,7 @@ TEST_CASE("measure: windowed and global pooling are fitted apart", "[measure]") 
   CHECK(std::find(by["global pooling"]->ops.begin(), by["global pooling"]->ops.end(), "adaptive_avg_pool2d") != by["global pooling"]->ops.end());
 }
 
-TEST_CASE("measure: calibration recovers a channels-per-group exponent; the engine applies a·x^b·g^c", "[measure]") {
+TEST_CASE("measure: calibration recovers a channels-per-group exponent, the engine applies a·x^b·g^c", "[measure]") {
   // grouped convs: compute efficiency 0.01 · MACs^0.1 · g^0.25, g = input channels per group
   // (1 = depthwise … 64); MACs and g varied independently, so b and c are both identifiable.
   std::vector<Sample> samples;
@@ -925,7 +925,7 @@ networks:
         "                                           ^\n");
 }
 
-TEST_CASE("measure: calibration fits a bandwidth law per memory level; the engine applies the layer's level", "[measure]") {
+TEST_CASE("measure: calibration fits a bandwidth law per memory level, the engine applies the layer's level", "[measure]") {
   // relu, memory bound: on L2 efficiency 0.6 · bytes^0.05, on L3 0.3 (flat); 8 layers on each level
   // (kLevelSamples), the networks alternating. The class-wide law mixes both; each level's own
   // recovers its law exactly (every residual 0: the robust fit is least squares).
@@ -1117,7 +1117,7 @@ networks:
   CHECK(m.findings.front().find("the platform's memory roof looks wrong; probe again: 3 of 3 memory-bound streaming layers") == 0);
 }
 
-TEST_CASE("measure: a scenario with Lua operators is measured (they are not run; the built-ins are)", "[measure]") {
+TEST_CASE("measure: a scenario with Lua operators is measured (they are not run, the built-ins are)", "[measure]") {
   if (!timing_available()) {
     SUCCEED("built without oneDNN: " << timing_backend());
     return;
@@ -1143,7 +1143,7 @@ TEST_CASE("measure: a scenario with Lua operators is measured (they are not run;
   fs::remove_all(dir);
 }
 
-TEST_CASE("measure: a layer whose tensors need more than half the machine's memory is not run; probe refuses a sweep beyond a quarter", "[measure]") {
+TEST_CASE("measure: a layer whose tensors need more than half the machine's memory is not run, probe refuses a sweep beyond a quarter", "[measure]") {
   {  // --max-working-set 100 TiB: refused before anything is mapped
     auto p = rsim::test::run_exe({"probe", "--max-working-set", "100TiB", "--quick"}, 20);
     CHECK(p.code == 1);

@@ -103,7 +103,7 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
                         "sqrt", "sum", "tile", "where"})
     expected.push_back(n);
   // transformer operators: tested in test_transformer.cpp
-  for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);
+  for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "mla_attention", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);
   std::sort(expected.begin(), expected.end());
   CHECK(builtin_ops().names() == expected);
   for (const auto& n : builtin_ops().names()) {
@@ -769,7 +769,7 @@ TEST_CASE("slice: negative start, end and step (Python semantics)", "[ops]") {
   CHECK(shape_error("slice", "{axis: 1, step: 0}", {{1, 10, 4}}) == "step must be positive, got 0");
 }
 
-TEST_CASE("reshape is a view (0 bytes); reshape_copy moves the data", "[ops]") {
+TEST_CASE("reshape is a view (0 bytes), reshape_copy moves the data", "[ops]") {
   // -1 infers 64·7·7 = 3136
   auto r = run("reshape", "{shape: [1, -1]}", {{1, 64, 7, 7}});
   REQUIRE(r.out == std::vector<Shape>{{1, 64 * 7 * 7}});
@@ -795,7 +795,7 @@ TEST_CASE("reshape is a view (0 bytes); reshape_copy moves the data", "[ops]") {
         "reshape: 1x64x7x7 has 3136 elements, 1x3000 has 3000");
 }
 
-TEST_CASE("flatten is a view; transpose and permute are copies", "[ops]") {
+TEST_CASE("flatten is a view, transpose and permute are copies", "[ops]") {
   auto f = run("flatten", "{}", {{2, 64, 7, 7}});
   REQUIRE(f.out == std::vector<Shape>{{2, 64 * 7 * 7}});
   check_no_work(f.c);
@@ -998,7 +998,7 @@ layers:
   CHECK(a.cost.input_total() + a.cost.output_total() == 3 * e * 4);
 }
 
-TEST_CASE("network: a block used once has no repeat index; fp16 halves bytes", "[ops][graph]") {
+TEST_CASE("network: a block used once has no repeat index, fp16 halves bytes", "[ops][graph]") {
   auto b = build(R"(name: once
 input: [1, 16, 8, 8]
 blocks:

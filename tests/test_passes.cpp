@@ -62,7 +62,7 @@ TEST_CASE("conv + BN + ReLU fused: one kernel, no intermediates, BN folded into 
   CHECK(before.time_s > after.time_s + 2 * 5e-6);  // two launches saved, and bytes
 }
 
-TEST_CASE("standalone BN folds into a scale; reshapes and concat/split are eliminated", "[passes]") {
+TEST_CASE("standalone BN folds into a scale, reshapes and concat/split are eliminated", "[passes]") {
   std::string y = R"(name: t
 platforms: [rtx3080]
 passes: all

@@ -135,7 +135,7 @@ TEST_CASE("platforms: a catalog file whose name differs from its file is rejecte
 // ---------------------------------------------------------------------------------------------
 // One test per seed platform (seeds README, "Platforms and the figures each must reproduce")
 
-TEST_CASE("platforms: NVIDIA Tesla V100 (seeds 000, 004; V100 datasheet)", "[platforms]") {
+TEST_CASE("platforms: NVIDIA Tesla V100 (seeds 000, 004, V100 datasheet)", "[platforms]") {
   Platform p = load("v100");
   // 5120 CUDA cores × 1.53 GHz × 1 lane × 1 FMA × 2 = 15,667.2 GFLOP/s
   CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(5120 * 1.53e9 * 1 * 1 * 2));
@@ -156,7 +156,7 @@ TEST_CASE("platforms: NVIDIA Tesla V100 (seeds 000, 004; V100 datasheet)", "[pla
   CHECK(derated_ridge(p, DType::fp32) == Approx(ridge(p, DType::fp32)));  // no derating
 }
 
-TEST_CASE("platforms: NVIDIA Quadro RTX 6000 (seed 000; Quadro RTX 6000 datasheet)", "[platforms]") {
+TEST_CASE("platforms: NVIDIA Quadro RTX 6000 (seed 000, Quadro RTX 6000 datasheet)", "[platforms]") {
   Platform p = load("quadro_rtx6000");
   // GDDR6: 1750 MHz × 8 = 14 Gbps per pin, × 384 bit / 8 = 48 B → 672 GB/s
   CHECK(mem(p).bandwidth_bytes_per_s == Approx(1750e6 * 8 * 384 / 8));
@@ -260,7 +260,7 @@ TEST_CASE("platforms: 2 × Intel Xeon E5-2697 v2 (seed 004)", "[platforms]") {
   CHECK(ridge(p, DType::fp32) == Approx(1036.8e9 / 119.424e9));
 }
 
-TEST_CASE("platforms: Intel Core i5-6300U (seed 003; Intel ARK)", "[platforms]") {
+TEST_CASE("platforms: Intel Core i5-6300U (seed 003, Intel ARK)", "[platforms]") {
   Platform p = load("i5_6300u");
   // 2 cores × 2.4 GHz × (256 / 32 = 8 lanes × 2 FMA × 2) = 153.6 GFLOP/s
   CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(2 * 2.4e9 * (256 / 32 * 2 * 2)));
@@ -834,7 +834,7 @@ TEST_CASE("platforms: AMD Instinct MI300X (MI300X data sheet, ROCm docs, CDNA 3 
   CHECK(ridge(p, DType::bf16) == Approx(245.5).epsilon(1e-3));
 }
 
-TEST_CASE("platforms: AMD EPYC 9654, 1 socket (AMD product page; Zen 4 FP pipes)", "[platforms]") {
+TEST_CASE("platforms: AMD EPYC 9654, 1 socket (AMD product page, Zen 4 FP pipes)", "[platforms]") {
   Platform p = load("epyc_9654");
   CHECK(p.kind == "cpu");
   // 96 cores × 2.4 GHz base × 32 fp32 FLOP/cycle (8 lanes × 2 FMA × 2) = 7372.8 GFLOP/s
@@ -859,7 +859,7 @@ TEST_CASE("platforms: AMD EPYC 9654, 1 socket (AMD product page; Zen 4 FP pipes)
   CHECK(ridge(p, DType::fp64) == Approx(8.0));
 }
 
-TEST_CASE("platforms: Intel Xeon Platinum 8480+, 1 socket (Intel ARK; AMX rates)", "[platforms]") {
+TEST_CASE("platforms: Intel Xeon Platinum 8480+, 1 socket (Intel ARK, AMX rates)", "[platforms]") {
   Platform p = load("xeon_8480_plus");
   CHECK(p.kind == "cpu");
   // 56 cores × 2.0 GHz × 64 fp32 FLOP/cycle (16 lanes × 2 FMA × 2) = 7168 GFLOP/s

@@ -61,7 +61,7 @@ Drawn resnet50_roofline() {
 
 }  // namespace
 
-TEST_CASE("trend: network: keeps one network's totals; without it, one line per network", "[plots][defects]") {
+TEST_CASE("trend: network: keeps one network's totals, without it, one line per network", "[plots][defects]") {
   Scenario s = parse_scenario(kTwoNets, "t.yaml");
   RunResult r = run(s);
   PlotSpec t;

@@ -188,7 +188,7 @@ TEST_CASE("heatmap: a cell per grid point, annotated when small", "[plots]") {
   check_layout(*d);
 }
 
-TEST_CASE("each format starts with its magic bytes; SVG and PDF are byte-identical run to run", "[plots]") {
+TEST_CASE("each format starts with its magic bytes, SVG and PDF are byte-identical run to run", "[plots]") {
   Scenario s = load_scenario(src("scenarios/group_conv_sweep.yaml"));
   RunResult r = run(s);
   BuiltFigure b = build_figures(roofline_spec({"rtx3080"}), r, s).front();

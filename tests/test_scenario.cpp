@@ -46,7 +46,7 @@ TEST_CASE("ranges: linear, geometric and evenly spaced", "[sweep]") {
   CHECK(values_of(with("sweep: {grid: {f: {from: 0.5, to: 1, count: 3}}}\n"), "f") == std::vector<std::string>{"0.5", "0.75", "1"});
 }
 
-TEST_CASE("grid is cartesian with the last variable fastest; zip advances together", "[sweep]") {
+TEST_CASE("grid is cartesian with the last variable fastest, zip advances together", "[sweep]") {
   RunResult g = run_text(std::string(kConv) + "sweep: {grid: {a: [1, 2], b: [x, y, z]}}\n");
   REQUIRE(g.points.size() == 6);  // 2 × 3
   CHECK(values_of(g, "a") == std::vector<std::string>{"1", "1", "1", "2", "2", "2"});

@@ -133,6 +133,50 @@ TEST_CASE("kv_cache appends in the KV dtype and attention reads the whole cache"
   CHECK(shape_error("kv_cache", "{context: -1}", {{1, 1, 8}, {1, 1, 8}}) == "context must not be negative, got -1");
 }
 
+TEST_CASE("mla_attention: a latent cache, decompressed or absorbed, kv_cache of two widths", "[transformer]") {
+  // MLA with 4 heads, N = 8 non-rotary and R = 4 rotary features per head, V = 6 value features,
+  // a latent of L = 16; batch 2, 3 new tokens over 5 cached (8 keys); fp16, cache in fp16
+  OpRun kv = run("kv_cache", "{context: 5}", {{2, 3, 16}, {2, 3, 4}}, DType::fp16);
+  CHECK(kv.out == std::vector<Shape>{{2, 8, 16}, {2, 8, 4}});
+  CHECK(kv.c.kv_cache_bytes == 2.0 * 8 * (16 + 4) * 2);  // B · (C + S) · (L + R) · 2 B
+  CHECK(kv.c.kv_write_bytes == 2.0 * 3 * (16 + 4) * 2);
+  CHECK(shape_error("kv_cache", "{}", {{1, 3, 16}, {1, 2, 4}}) == "k and v must have the same batch and tokens: 1x3x16 vs 1x2x4");
+
+  const std::vector<Shape> in = {{2, 3, 4 * (8 + 4)}, {2, 8, 16}, {2, 8, 4}};
+  OpRun plain = run("mla_attention", "{heads: 4, qk_nope_dim: 8, v_head_dim: 6, causal: true}", in, DType::fp16, {}, 0b110);
+  CHECK(plain.out == std::vector<Shape>{{2, 3, 4 * 6}});
+  // kv_b_proj: L × H · (N + V) = 16 × 4 · 14 = 896 parameters
+  CHECK(plain.c.params == 16.0 * 4 * 14);
+  CHECK(plain.c.weight_bytes == 896.0 * 2);
+  // causal flash: queries are the last 3 of 8 positions and see 6, 7, 8 keys: 21 pairs per head,
+  // 2 · 4 · 21 = 168 scores. Decompressing 8 keys: 2 · 8 · 16 · 4 · 14 = 14,336 MACs; scores
+  // 168 · (8 + 4) and values 168 · 6 MACs
+  const double scores = 2 * 4 * (6 + 7 + 8.0);
+  CHECK(scores == 168);
+  CHECK(plain.c.macs == 2 * 8 * 16 * 4 * 14.0 + scores * 12 + scores * 6);
+  CHECK(plain.c.flops == 2 * plain.c.macs + 6 * scores);
+  // the decompressed K_nope and V, 2 · 8 · 4 · 14 elements, written and read back once: 2 passes
+  CHECK(plain.c.scratch_bytes == 2 * (2 * 8 * 4 * 14.0) * 2);
+  // absorbed: q absorb 2 · 3 · 4 · 8 · 16, scores over L + R = 20 features, values of L = 16, un-absorb
+  // 2 · 3 · 4 · 16 · 6 MACs; no decompressed keys
+  OpRun ab = run("mla_attention", "{heads: 4, qk_nope_dim: 8, v_head_dim: 6, causal: true, absorb: true}", in, DType::fp16, {}, 0b110);
+  CHECK(ab.c.macs == 2 * 3 * 4 * 8 * 16.0 + scores * 20 + scores * 16 + 2 * 3 * 4 * 16 * 6.0);
+  CHECK(ab.c.scratch_bytes == 0);
+  CHECK(ab.c.params == plain.c.params);
+  // both read the cache once: (2 · 8 · 16 + 2 · 8 · 4) · 2 B
+  CHECK(ab.c.kv_read_bytes == (2 * 8 * 16 + 2 * 8 * 4.0) * 2);
+  CHECK(shape_error("mla_attention", "{heads: 4, qk_nope_dim: 8, v_head_dim: 6}", {{2, 3, 40}, {2, 8, 16}, {2, 8, 4}}) ==
+        "q has 40 features, heads × (qk_nope_dim + the rope key's 4) = 4 × 12 = 48");
+  CHECK(shape_error("mla_attention", "{heads: 4, qk_nope_dim: 8, v_head_dim: 6}", {{2, 3, 48}, {2, 8, 16}, {2, 7, 4}}) ==
+        "the latent and the rope key hold different numbers of tokens: 2x8x16 vs 2x7x4");
+
+  // rope on the last 4 of each 12-feature head: 3 FLOPs per rotated element, 2 · 3 · 4 heads · 4
+  OpRun r = run("rope", "{head_dim: 12, rotary_dim: 4}", {{2, 3, 48}});
+  CHECK(r.c.flops == 3.0 * 2 * 3 * 4 * 4);
+  CHECK(r.c.weight_bytes == 3.0 * 4 * 4);  // cos and sin of 3 positions × 4 rotated features, fp32
+  CHECK(shape_error("rope", "{head_dim: 12, rotary_dim: 14}", {{2, 3, 48}}) == "rope rotary_dim must be even and at most head_dim (12), got 14");
+}
+
 TEST_CASE("rmsnorm, rope and embedding", "[transformer]") {
   OpRun n = run("rmsnorm", "{}", {{2, 5, 8}});
   CHECK(n.c.flops == 4.0 * 2 * 5 * 8);  // square, sum, scale, γ
