@@ -67,6 +67,7 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
 // mode (the largest of its layers' classes' host_overhead; -1: the platform's runtime.host_overhead).
 struct KernelTime {
   double compute = 0, memory = 0, dcompute = 0, dmemory = 0, host = -1;
+  double comm = 0, dcomm = 0;  // its layers' collectives, after them (tensor parallelism)
 };
 
 
@@ -147,14 +148,16 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
     double* total;
     double one = 0, size = 0;  // one copy's sum; its terms' sum of magnitudes
   };
-  Field f[] = {{&sum.macs}, {&sum.flops}, {&sum.params}, {&sum.active_params}, {&sum.weight_footprint_bytes}, {&sum.kv_cache_bytes}, {&sum.bytes}};
+  Field f[] = {{&sum.macs},           {&sum.flops},          {&sum.params}, {&sum.active_params}, {&sum.weight_footprint_bytes},
+               {&sum.kv_cache_bytes}, {&sum.bytes},          {&sum.params_per_gpu}, {&sum.comm_bytes}, {&sum.comm_time_s}};
   double activation = sum.activation_bytes;
   int bounds[4] = {0, 0, 0, 0};
   for (size_t k = first; k < first + R.period; ++k) {
     const size_t j = static_cast<size_t>(net.layers[k].same_as);
     const OpCost& c = net.layers[j].cost;
     const Bounded& b = bounded[j];
-    const double terms[] = {c.macs, c.flops, c.params, c.active_params, c.resident_weight_bytes, c.kv_cache_bytes, b.bytes};
+    const double terms[] = {c.macs,  c.flops, c.params, c.active_params, c.resident_weight_bytes, c.kv_cache_bytes, b.bytes, c.params * c.shard,
+                            c.comm_bytes, b.theoretical.comm_time_s};
     for (size_t q = 0; q < std::size(f); ++q) f[q].one += terms[q], f[q].size += std::fabs(terms[q]);
     for (double t : terms)
       if (t != std::trunc(t)) return false;  // (NaN too; an infinity fails the size check below)
@@ -172,8 +175,9 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
     for (size_t k = first; k < first + R.period; ++k) {
       const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
       // (as the sum computes a kernel of one layer: 0 + each time, the larger, + the launch)
-      const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s};
-      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + launch, std::max(kt.dcompute, kt.dmemory) + launch, b.host});
+      const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s,
+                          -1, 0 + b.theoretical.comm_time_s, 0 + b.derated.comm_time_s};
+      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + kt.comm + launch, std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch, b.host});
     }
   } else {
     for (size_t k = first; k < end; ++k)
@@ -184,6 +188,8 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
         kt.memory += b.theoretical.memory_time_s;
         kt.dcompute += b.derated.compute_time_s;
         kt.dmemory += b.derated.memory_time_s;
+        kt.comm += b.theoretical.comm_time_s;
+        kt.dcomm += b.derated.comm_time_s;
         kt.host = std::max(kt.host, b.host);
       }
   }
@@ -543,7 +549,7 @@ T& next_slot(std::vector<T>& v, size_t& used) {
 }  // namespace
 
 void Row::clear() {
-  static_assert(sizeof(Row) == 704, "a field added to Row: reset it in Row::clear, then update this size");
+  static_assert(sizeof(Row) == 768, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
   platform.clear(), network.clear(), layer.clear(), op.clear();
   dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
@@ -554,6 +560,7 @@ void Row::clear() {
   bytes = 0;
   compute_roof.clear(), memory_level.clear();
   theoretical = derated = RoofPoint{};
+  collective.clear();
   kernel.clear();
   kernel_index = -1;
   efficiency = Efficiency{};
@@ -562,7 +569,8 @@ void Row::clear() {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 336, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 368, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
   point = 0;
   platform.clear(), network.clear(), phase.clear(), memory_name.clear(), ignored.clear();
   layers = kernels = macs = flops = params = bytes = 0;
@@ -646,7 +654,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       plat_nodes.push_back(&raw);
     }
   }
-  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision, out.settings.dtype_given};
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision, out.settings.dtype_given, out.settings.parallel};
   auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
     Network opt = apply_passes(net, s.passes);
     opt.name += ".optimized";
@@ -667,7 +675,8 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     const bool plain = rebindable && !model;
     auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
     const Precision& pr = out.settings.precision;
-    EvalContext::NetKey key{&raw, out.settings.dtype, out.settings.flops_per_mac, code(pr.weights), code(pr.kv), code(pr.compute), pr.quant_group};
+    EvalContext::NetKey key{&raw,         out.settings.dtype, out.settings.flops_per_mac,       code(pr.weights),
+                            code(pr.kv),  code(pr.compute),   pr.quant_group, out.settings.parallel.tensor, out.settings.parallel.overlap_full};
     size_t first = nets.size();
     bool bound = false;
     std::optional<ModelUse> resolved;  // a model and its arguments at this point (its node is not copied)
@@ -809,6 +818,16 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       sum.network = net.name;
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
       sum.phase = net.phase;
+      sum.tensor_parallel = static_cast<double>(net.parallel.tensor);
+      // the link the network's collectives run on (tensor parallelism: among its T GPUs)
+      const InterconnectLevel* link = net.parallel.tensor > 1 ? pl.link_for(net.parallel.tensor) : nullptr;
+      if (net.parallel.tensor > 1 && !link) {
+        d.error(*net_locs[ni], "network '" + net.name + "' is split over " + std::to_string(net.parallel.tensor) + " GPUs, but platform '" + pl.name +
+                                   "' states no interconnect",
+                {Note{plat_nodes[pi]->loc, "platform used here"},
+                 Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_nvlink, interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]}"}});
+        continue;
+      }
       if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
       // the capacity is the largest level's, unless a level states no size (main memory of
       // unknown size holds anything: no capacity check)
@@ -844,8 +863,13 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           kt.memory += th.memory_time_s;
           kt.dcompute += de.compute_time_s;
           kt.dmemory += de.memory_time_s;
+          kt.comm += th.comm_time_s;
+          kt.dcomm += de.comm_time_s;
           if (eager) kt.host = std::max(kt.host, host);
         }
+        sum.params_per_gpu += cost.params * cost.shard;
+        sum.comm_bytes += cost.comm_bytes;
+        sum.comm_time_s += th.comm_time_s;
         sum.layers += 1;
         sum.macs += cost.macs;
         sum.flops += cost.flops;
@@ -970,6 +994,16 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+          if (cost.comm_bytes > 0 && link) {  // the all-reduce of its output, after it
+            const CollectiveTime ct = all_reduce_time(cost.comm_bytes, net.parallel.tensor, link->bandwidth_bytes_per_s, link->latency_s);
+            for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
+              if (ct.time_s > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
+              rp->comm_time_s = ct.time_s;
+              rp->time_s += ct.time_s;
+            }
+            if (full_rows)
+              r.collective = std::string("all-reduce ") + (ct.tree ? "tree " : "ring ") + std::to_string(net.parallel.tensor) + " × " + link->name;
+          }
           if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
             const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
             r.derated.compute_time_s *= f;
@@ -1009,10 +1043,10 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         for (size_t k = from; k < to; ++k) {
           const KernelTime& kt = kernels[k];
           if (fused) {  // (today's sum, in today's order)
-            sum.time_s += std::max(kt.compute, kt.memory) + pl.runtime.launch_overhead_s;
-            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + pl.runtime.launch_overhead_s;
+            sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + pl.runtime.launch_overhead_s;
+            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + pl.runtime.launch_overhead_s;
           } else {
-            clock.add(std::max(kt.compute, kt.memory), std::max(kt.dcompute, kt.dmemory), kt.host);
+            clock.add(std::max(kt.compute, kt.memory) + kt.comm, std::max(kt.dcompute, kt.dmemory) + kt.dcomm, kt.host);
           }
         }
       };
@@ -1043,6 +1077,11 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       }
       add_kernels(done, kernels.size());
       if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
+      if (net.parallel.overlap_full && sum.comm_time_s > 0) {  // the collectives hidden behind the rest where they can be
+        const double c = sum.comm_time_s;
+        sum.time_s = std::max(sum.time_s - c, c);
+        sum.derated_time_s = std::max(sum.derated_time_s - c, c);
+      }
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;

@@ -33,6 +33,7 @@ struct Row {
   double bytes = 0;  // under the scenario's memory model
   std::string compute_roof, memory_level;
   RoofPoint theoretical, derated;
+  std::string collective;       // its collective under tensor parallelism, e.g. "all-reduce ring 8 × NVLink 4" ("" = none)
   std::string kernel;           // the kernel the layer runs in ("" = none: a view, or eliminated)
   int kernel_index = -1;        // that kernel's number in the network, in order of first layer (-1: none or not known)
   Efficiency efficiency;        // from a script's efficiency model (1, 1 without one)
@@ -69,6 +70,9 @@ struct SummaryRow {
   double weight_footprint_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, memory_footprint_bytes = 0;
   double memory_size_bytes = 0;  // the platform's largest stated memory size (0: not stated)
   std::string memory_name;       // that level's name
+  // Tensor parallelism: GPUs the network is split over; one GPU's parameters; the all-reduces'
+  // payload and time (theoretical; with overlap: full, time_s is the larger of the rest and this)
+  double tensor_parallel = 1, params_per_gpu = 0, comm_bytes = 0, comm_time_s = 0;
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
   std::string ignored;
   // Every field back to its default, keeping the strings' storage (a point's rows are written
@@ -227,7 +231,7 @@ struct EvalContext {
     std::string preset = "";
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
-  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long>;
+  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool>;
   std::map<NetKey, NetworkCache> networks{};
 };
 

@@ -1,6 +1,7 @@
 #include "engine/graph.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -300,6 +301,20 @@ class Builder {
     L.precision = precision;
     read_precision_keys(item, L.precision, d_);
     if (const CNode* tw = item.find("tied_weights")) L.tied_weights = to_bool(*tw, d_, "tied_weights").value_or(false);
+    if (const CNode* sh = item.find("shard")) {
+      static const std::pair<const char*, Layer::Shard> modes[] = {
+          {"column", Layer::Shard::Column}, {"row", Layer::Shard::Row}, {"mlp", Layer::Shard::Mlp}, {"none", Layer::Shard::None}};
+      const std::string v = sh->is_scalar() ? sh->scalar : "";
+      bool known = false;
+      for (const auto& [name, mode] : modes)
+        if (v == name) L.shard = mode, known = true;
+      if (!known) d_.error(sh->loc, "unknown shard '" + v + "'", {Note{{}, "shard is column, row, mlp or none"}});
+    }
+    if (const CNode* su = item.find("shard_units")) {
+      auto v = to_integer(*su, d_, "shard_units");
+      if (v && (*v < 1 || *v > 1000000000LL)) d_.error(su->loc, "shard_units must be 1 to 1e9 (the heads a column split divides)");
+      else if (v) L.shard_units = *v;
+    }
     if (const CNode* sp = item.find("shared_params")) {
       auto v = to_integer(*sp, d_, "shared_params");
       if (v && (*v < 0 || *v > 1000000000000000LL)) d_.error(sp->loc, "shared_params must be 0 to 1e15 (elements of weights another layer counts)");
@@ -336,6 +351,7 @@ class Builder {
           if (dim <= 0 || dim > 1000000000000LL) throw ShapeError("output dimension " + std::to_string(dim) + " of " + shape_str(sh) + " is out of range");
       L.cost = layer_cost(*op, args, L.out_shapes, opt_.flops_per_mac);
       if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
+      shard_cost(net_, L);
       if (L.shared_params > 0 && L.cost.params > 0) {  // part of its weights are counted elsewhere: keep the rest
         double keep = std::max(0.0, L.cost.params - L.shared_params) / L.cost.params;
         L.cost.params *= keep;
@@ -624,6 +640,8 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
       net.phase = *s;
     }
   }
+  net.parallel = opt.parallel;
+  if (const CNode* pa = m.get("parallel")) read_parallel(*pa, net.parallel, d);
   if (const CNode* ig = m.get("ignored")) {
     if (!ig->is_map()) d.error(ig->loc, "ignored must map op types to node counts, e.g. {Dropout: 2}");
     else
@@ -753,7 +771,8 @@ void assign_shapes(std::vector<Shape>& to, const std::vector<Shape>& from) {
 
 void assign_cost(OpCost& to, const OpCost& from) {
   // every field: a field added to OpCost must be added here (the size check catches it)
-  static_assert(sizeof(OpCost) == 15 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  static_assert(sizeof(OpCost) == 17 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  to.shard = from.shard, to.comm_bytes = from.comm_bytes;
   to.quantized_weight_bytes = from.quantized_weight_bytes;
   to.macs = from.macs, to.flops = from.flops, to.macs_executed = from.macs_executed, to.flops_executed = from.flops_executed;
   to.params = from.params, to.weight_bytes = from.weight_bytes;
@@ -786,6 +805,8 @@ bool same_settings(const Layer& a, const Layer& b) {
 
 bool same_work(const Layer& a, unsigned kva, const Layer& b, unsigned kvb) {
   if (a.op != b.op || a.dtype != b.dtype || kva != kvb || a.tied_weights != b.tied_weights || a.in_shapes.size() != b.in_shapes.size()) return false;
+  // under tensor parallelism the same shapes may be split differently
+  if (a.shard != b.shard || a.shard_units != b.shard_units || a.cost.shard != b.cost.shard || a.out_share != b.out_share) return false;
   for (size_t k = 0; k < a.in_shapes.size(); ++k)
     if (!same_values(a.in_shapes[k], b.in_shapes[k])) return false;
   return same_settings(a, b);
@@ -1357,6 +1378,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
           if (dim <= 0 || dim > 1000000000000LL) return false;
       layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac, L.cost);
       if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
+      shard_cost(net, L);
     } catch (const ShapeError&) {
       return false;
     } catch (const ConfigError&) {
@@ -1364,6 +1386,74 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     }
   }
   return true;
+}
+
+void read_parallel(const CNode& node, Parallelism& p, Diags& d) {
+  MapReader m(node, keys::map("parallel"), "parallel", d);
+  if (const CNode* v = m.get("tensor"))
+    if (auto n = to_integer(*v, d, "tensor")) {
+      if (*n < 1 || *n > 4096) d.error(v->loc, "parallel.tensor must be 1 to 4096 GPUs");
+      else p.tensor = *n;
+    }
+  for (const char* k : {"pipeline", "expert", "data"})
+    if (const CNode* v = m.get(k))
+      if (auto n = to_integer(*v, d, k); n && *n != 1)
+        d.error(v->loc, std::string("parallel.") + k + " = " + std::to_string(*n) + " is not built yet: rsim models tensor parallelism only",
+                {Note{{}, "use parallel.tensor (Megatron-style splits with all-reduces); pipeline, expert and data parallelism are planned"}});
+  if (const CNode* v = m.get("overlap"))
+    if (auto s = to_string(*v, d, "overlap")) {
+      if (*s == "full") p.overlap_full = true;
+      else if (*s == "none") p.overlap_full = false;
+      else d.error(v->loc, "unknown overlap '" + *s + "'", {Note{{}, "overlap is none (default) or full"}});
+    }
+  m.finish();
+}
+
+void shard_cost(const Network& net, Layer& L) {
+  L.out_share = 1;
+  const long long t = net.parallel.tensor;
+  if (t <= 1) return;
+  // the share of each input one GPU holds; the layer's work share: its own split, else that of its
+  // first split input (an elementwise layer, rope, attention over split heads)
+  double in_share[32];
+  double first_split = 1;
+  for (size_t k = 0; k < L.inputs.size() && k < 32; ++k) {
+    const TensorRef& r = L.inputs[k];
+    in_share[k] = r.layer >= 0 && static_cast<size_t>(r.layer) < net.layers.size() ? net.layers[static_cast<size_t>(r.layer)].out_share : 1;
+    if (in_share[k] < 1 && first_split == 1) first_split = in_share[k];
+  }
+  const double whole = 1.0 / static_cast<double>(t);
+  double work = 1, out = 1;
+  bool reduce = false;
+  switch (L.shard) {
+    case Layer::Shard::Column:
+      work = out = L.shard_units > 0 ? std::ceil(static_cast<double>(L.shard_units) / static_cast<double>(t)) / static_cast<double>(L.shard_units) : whole;
+      break;
+    case Layer::Shard::Row: work = first_split < 1 ? first_split : whole, reduce = true; break;
+    case Layer::Shard::Mlp: work = whole, reduce = true; break;
+    case Layer::Shard::None: break;
+    case Layer::Shard::Auto: work = out = first_split; break;
+  }
+  if (work == 1 && !reduce) return;  // replicated: every GPU does all of it
+  // a layer split by its input holds all of its constants (RoPE's tables); a split layer 1/T
+  const double weights = L.shard == Layer::Shard::Auto ? 1 : work;
+  OpCost& c = L.cost;
+  const double scratch_held = c.activation_bytes - (c.input_total() - c.kv_read_bytes) - (c.output_total() - c.kv_write_bytes);
+  if (reduce) c.comm_bytes = c.output_total();  // the whole output, summed over the GPUs
+  for (double* f : {&c.macs, &c.flops, &c.macs_executed, &c.flops_executed, &c.scratch_bytes, &c.kv_cache_bytes}) *f *= work;
+  for (double* f : {&c.weight_bytes, &c.scale_bytes, &c.resident_weight_bytes, &c.quantized_weight_bytes}) *f *= weights;
+  c.shard = weights;
+  double kv_read = 0;
+  const unsigned kv = kv_mask(net, L);
+  for (size_t k = 0; k < c.input_bytes.size() && k < L.inputs.size() && k < 32; ++k) {
+    c.input_bytes[k] *= in_share[k];
+    if (kv >> k & 1u) kv_read += c.input_bytes[k];
+  }
+  c.kv_read_bytes = kv_read;
+  for (double& b : c.output_bytes) b *= out;
+  c.kv_write_bytes *= out;
+  c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + scratch_held * work;
+  L.out_share = out;
 }
 
 }  // namespace rsim

@@ -47,6 +47,11 @@ struct Layer {
   // layer's totals through same_as): its in_shapes, out_shapes and cost are not kept up to date;
   // they are those of layer same_as. Its attributes are. Re-binding without `borrow` copies them back.
   bool borrowed = false;
+  // Tensor parallelism (`shard:`): how the layer is split; `out_share`: the share of its output
+  // tensor one GPU holds (1: whole), set with the cost by shard_cost.
+  enum class Shard : char { Auto, Column, Row, Mlp, None } shard = Shard::Auto;
+  long long shard_units = 0;  // a column split of this many heads: ceil(units / T) per GPU (0: 1/T)
+  double out_share = 1;
 };
 
 struct Network {
@@ -54,6 +59,7 @@ struct Network {
   std::string phase;  // "prefill" or "decode" for a transformer (network key `phase`); "" otherwise
   std::vector<std::pair<std::string, Shape>> inputs;
   std::vector<Layer> layers;
+  Parallelism parallel;  // `parallel:` (else settings.parallel)
   // Operators of the source model left out of `layers` (ONNX nodes mapped to `ignore`): op type → nodes.
   std::vector<std::pair<std::string, int>> ignored;
 };
@@ -65,7 +71,17 @@ struct BuildOptions {
   double flops_per_mac = 2;
   Precision precision{};
   bool dtype_given = false;  // settings.dtype was written: it beats a network's file_dtype
+  Parallelism parallel{};    // settings.parallel: a network's own `parallel:` wins
 };
+
+// Reads `parallel: {tensor, overlap, ...}` into `p`, overriding what it holds.
+void read_parallel(const CNode& node, Parallelism& p, Diags& d);
+
+// Tensor parallelism: scales a layer's cost (just computed for the whole layer) to one GPU's share
+// over net.parallel.tensor GPUs, from its `shard:` and the shares of its inputs (earlier layers'
+// out_share): column and row layers hold 1/T of their weights and work, a layer reading a split
+// tensor works on its share; row and mlp layers all-reduce their whole output (comm_bytes).
+void shard_cost(const Network& net, Layer& L);
 
 // Reads the precision keys (weights_dtype, kv_dtype, compute_dtype, quant_group) of a settings,
 // network or layer map into `p`, overriding what it holds. Other keys are left to the caller.

@@ -293,8 +293,8 @@ class Buf {
 
 // Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
 // (commas, dtype and memory model names; the JSON keys: 702 characters in all)
-constexpr size_t kSummaryCsvBound = 40 * (Buf::kNum + 1) + 64;
-constexpr size_t kSummaryJsonBound = 40 * Buf::kNum + 800;
+constexpr size_t kSummaryCsvBound = 48 * (Buf::kNum + 1) + 64;
+constexpr size_t kSummaryJsonBound = 48 * Buf::kNum + 960;
 
 // A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
 // order). The writer keeps one per summary row from point to point (a row is the same platform
@@ -306,14 +306,15 @@ struct SummaryTexts {
   enum Field {
     Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
     DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
-    DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, kFields
+    DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, TensorParallel,
+    ParamsPerGpu, CommBytes, CommTime, kFields
   };
   std::array<double, kFields> v{};
   std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
-  uint32_t known = 0;                    // bit f: text[f] is of bits[f]
+  uint64_t known = 0;                    // bit f: text[f] is of bits[f]
   std::array<unsigned char, kFields> len{};
   char text[kFields][Buf::kNum];
-  static_assert(kFields <= 32);
+  static_assert(kFields <= 64);
   void csv(Buf& b, Field f) const { b.number_text(text[f], len[f]); }  // num_view's text: nan, inf, -inf or the number
   [[gnu::always_inline]] void json(Buf& b, Field f) const {  // JSON has no infinity or NaN: null
     if (std::isfinite(v[f])) b.number_text(text[f], len[f]);
@@ -327,7 +328,8 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          static_cast<double>(s.memory_bound), static_cast<double>(s.compute_bound), s.derated_time_s, s.derated_achieved_flops_per_s,
          static_cast<double>(s.derated_memory_bound), static_cast<double>(s.derated_compute_bound), s.batch, s.derated_time_s / s.batch,
          st.flops_per_mac, s.active_params, l.tokens, l.tokens_per_s, l.derated_tokens_per_s, l.ttft_s, l.derated_ttft_s, l.tpot_s,
-         l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes};
+         l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes,
+         s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
     std::memcpy(&bits, &t.v[f], sizeof bits);
@@ -342,7 +344,7 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
       t.len[f] = static_cast<unsigned char>(x.size());
     }
     t.bits[f] = bits;
-    t.known |= 1u << f;
+    t.known |= uint64_t{1} << f;
   }
 }
 
@@ -363,7 +365,7 @@ const std::vector<std::string>& results_columns() {
       "macs", "flops", "macs_executed", "flops_executed", "mac_count", "params", "weight_bytes", "input_bytes", "output_bytes", "kv_read_bytes", "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level",
       "peak_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s",
       "derated_bandwidth_bytes_per_s", "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute",
-      "efficiency_bandwidth", "flops_per_mac", "memory_model"};
+      "efficiency_bandwidth", "flops_per_mac", "memory_model", "comm_bytes", "comm_time_s", "collective"};
   return c;
 }
 
@@ -374,7 +376,7 @@ const std::vector<std::string>& summary_columns() {
       "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
       "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
-      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution"};
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s"};
   return c;
 }
 
@@ -432,7 +434,7 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 bool same_roof(const RoofPoint& a, const RoofPoint& b) {
   return same_bits(a.peak_flops_per_s, b.peak_flops_per_s) && same_bits(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s) &&
          same_bits(a.intensity, b.intensity) && same_bits(a.attainable_flops_per_s, b.attainable_flops_per_s) &&
-         same_bits(a.compute_time_s, b.compute_time_s) && same_bits(a.memory_time_s, b.memory_time_s) && same_bits(a.time_s, b.time_s) &&
+         same_bits(a.compute_time_s, b.compute_time_s) && same_bits(a.memory_time_s, b.memory_time_s) && same_bits(a.time_s, b.time_s) && same_bits(a.comm_time_s, b.comm_time_s) &&
          a.bound == b.bound;
 }
 
@@ -453,7 +455,7 @@ bool same_row_text(const Row& a, const Row& b) {
          same_bits(x.kv_cache_bytes, y.kv_cache_bytes) && same_bits(a.bytes, b.bytes) && a.compute_roof == b.compute_roof &&
          a.memory_level == b.memory_level && same_roof(a.theoretical, b.theoretical) && same_roof(a.derated, b.derated) &&
          same_bits(a.efficiency.compute, b.efficiency.compute) && same_bits(a.efficiency.bandwidth, b.efficiency.bandwidth) &&
-         same_bits(a.metrics, b.metrics);
+         same_bits(a.metrics, b.metrics) && same_bits(x.comm_bytes, y.comm_bytes) && a.collective == b.collective;
 }
 
 // Each row's twin hint (Row::twin), checked: twin_ok[ri] is 1 when row ri prints its twin's text
@@ -521,7 +523,7 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
   auto row_bound = [&](const Row& row) {
     size_t bound = lead.size() + conv.size() + 256 + (32 + row.metrics.size()) * (Buf::kNum + 1);
     for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
-                                 &row.memory_level, &row.kernel})
+                                 &row.memory_level, &row.kernel, &row.collective})
       bound += Buf::csv_bound(*s) + 1;
     return bound;
   };
@@ -578,6 +580,9 @@ static void put_results_csv(std::string& out, const PointResult& pr, const Point
     b.ch(','), b.num(row.efficiency.compute, memo[col++]);
     b.ch(','), b.num(row.efficiency.bandwidth, memo[col++]);
     b.lit(conv);
+    b.ch(','), b.num(row.cost.comm_bytes, memo[col++]);
+    b.ch(','), b.num(row.theoretical.comm_time_s, memo[col++]);
+    b.ch(','), b.csv(row.collective);
     for (double m : row.metrics) b.ch(','), b.num(m);
     b.ch('\n');
     sg.b1 = b.pos();
@@ -631,7 +636,9 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     if (s.memory_size_bytes > 0) t.csv(b, F::MemorySize);
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
-    b.lit(exec_csv);
+    b.lit(exec_csv.substr(0, exec_csv.size() - 1));  // (without its line's end)
+    for (int f = F::TensorParallel; f <= F::CommTime; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
+    b.ch('\n');
 
   }
 }
@@ -1080,6 +1087,10 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(",\"batch\":"), t.json(b, F::Batch);
     b.lit(",\"derated_time_per_sample_s\":"), t.json(b, F::DeratedTimePerSample);
     b.lit(",\"active_params\":"), t.json(b, F::ActiveParams);
+    b.lit(",\"tensor_parallel\":"), t.json(b, F::TensorParallel);
+    b.lit(",\"params_per_gpu\":"), t.json(b, F::ParamsPerGpu);
+    b.lit(",\"comm_bytes\":"), t.json(b, F::CommBytes);
+    b.lit(",\"comm_time_s\":"), t.json(b, F::CommTime);
     if (!sm.phase.empty()) {
       b.lit(",\"phase\":"), b.json_str(sm.phase);
       b.lit(",\"tokens\":"), t.json(b, F::Tokens);
@@ -1114,7 +1125,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     auto row_bound = [&](const Row& row) {
       size_t bound = 1200 + (row.cost.input_bytes.size() + row.cost.output_bytes.size() + 40) * (Buf::kNum + 1);
       for (const std::string* s : {&row.platform, &row.network, &row.layer, &row.op, &row.input_shapes, &row.output_shapes, &row.compute_roof,
-                                   &row.memory_level, &row.kernel})
+                                   &row.memory_level, &row.kernel, &row.collective})
         bound += Buf::json_bound(*s);
       for (size_t k = 0; k < row.metrics.size() && k < h.metric_names.size(); ++k) bound += Buf::json_bound(h.metric_names[k]) + Buf::kNum + 2;
       return bound;
@@ -1182,6 +1193,11 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
         b.lit(",\"memory_time_s\":"), b.json_num(rp->memory_time_s, jm[col++]);
         b.lit(",\"time_s\":"), b.json_num(rp->time_s, jm[col++]);
         b.lit(",\"bound\":\""), b.lit(bound_name(rp->bound)), b.lit("\"}");
+      }
+      if (row.cost.comm_bytes > 0) {
+        b.lit(",\"comm_bytes\":"), b.json_num(row.cost.comm_bytes, jm[col++]);
+        b.lit(",\"comm_time_s\":"), b.json_num(row.theoretical.comm_time_s, jm[col++]);
+        b.lit(",\"collective\":"), b.json_str(row.collective);
       }
       b.lit(",\"efficiency\":{\"compute\":"), b.json_num(row.efficiency.compute, jm[col++]);
       b.lit(",\"bandwidth\":"), b.json_num(row.efficiency.bandwidth, jm[col++]), b.ch('}');

@@ -73,7 +73,8 @@ std::string predicted_row(const Row& r, const Settings& st) {
     o += ",\"" + std::string(pre) + "bound\":" + jstr(bound_name(rp->bound));
   }
   o += ",\"efficiency_compute\":" + jnum(r.efficiency.compute) + ",\"efficiency_bandwidth\":" + jnum(r.efficiency.bandwidth);
-  o += ",\"flops_per_mac\":" + jnum(st.flops_per_mac) + ",\"memory_model\":" + jstr(memory_model_name(st.memory_model)) + "}";
+  o += ",\"flops_per_mac\":" + jnum(st.flops_per_mac) + ",\"memory_model\":" + jstr(memory_model_name(st.memory_model));
+  o += ",\"comm_bytes\":" + jnum(c.comm_bytes) + ",\"comm_time_s\":" + jnum(r.theoretical.comm_time_s) + ",\"collective\":" + jstr(r.collective) + "}";
   return o;
 }
 

@@ -88,6 +88,12 @@ const MemoryLevel* Platform::level_for(double ws) const {
   return largest ? largest : (memory.empty() ? nullptr : &memory.front());
 }
 
+const InterconnectLevel* Platform::link_for(long long n) const {
+  for (const auto& l : interconnect)
+    if (l.gpus >= n) return &l;
+  return interconnect.empty() ? nullptr : &interconnect.back();
+}
+
 const MemoryLevel* Platform::level(const std::string& n) const {
   for (const auto& m : memory)
     if (m.name == n) return &m;
@@ -477,6 +483,31 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
                           "}` (with graph_gap and host_overhead for `execution: graph | eager`)"}});
   }
   if (const CNode* rt = m.get("runtime")) p.runtime = read_runtime(*rt, d);
+  if (const CNode* ic = m.get("interconnect")) {
+    if (!ic->is_seq() || ic->items.empty())
+      d.error(ic->loc, "interconnect must be a list of levels {name, bandwidth, latency, gpus}, e.g. NVLink then InfiniBand");
+    else
+      for (const auto& item : ic->items) {
+        InterconnectLevel l;
+        MapReader lm(item, keys::map("interconnect_level"), "interconnect level", d);
+        if (const CNode* v = lm.require("name")) l.name = to_string(*v, d, "name").value_or("");
+        if (const CNode* v = lm.require("bandwidth"))
+          if (auto b = quantity(v, Dim::ByteRate, d, "bandwidth")) l.bandwidth_bytes_per_s = *b;
+        if (auto t = runtime_time(lm.require("latency"), d, "latency")) l.latency_s = *t;
+        if (const CNode* v = lm.require("gpus"))
+          if (auto n = to_integer(*v, d, "gpus")) {
+            if (*n < 2 || *n > 1000000) d.error(v->loc, "gpus must be 2 to 1000000 (the GPUs this level connects)");
+            else l.gpus = *n;
+          }
+        if (const CNode* v = lm.get("source")) l.source = to_string(*v, d, "source").value_or("");
+        if (!p.interconnect.empty() && l.gpus <= p.interconnect.back().gpus)
+          d.error(item.loc, "interconnect level '" + l.name + "' connects " + std::to_string(l.gpus) + " GPUs, no more than the level before it (" +
+                                std::to_string(p.interconnect.back().gpus) + ")",
+                  {Note{{}, "list the levels from the smallest group (NVLink in a node) to the largest (the network between nodes)"}});
+        lm.finish();
+        p.interconnect.push_back(std::move(l));
+      }
+  }
   Derating der = read_derating(m.get("derate"), d);
   if (const CNode* c = m.require("compute")) {
     if (!c->is_seq() || c->items.empty())
@@ -680,6 +711,9 @@ std::string describe_platform(const Platform& p) {
                                        : "; no host overhead (execution: eager unavailable)";
     s += "\n";
   }
+  for (const auto& l : p.interconnect)
+    s += "  interconnect: " + l.name + ", " + si6(l.bandwidth_bytes_per_s, "B/s") + " each way, " + si6(l.latency_s, "s") + " a message, up to " +
+         std::to_string(l.gpus) + " GPUs" + (l.source.empty() ? "" : " (" + l.source + ")") + "\n";
   for (const auto& a : p.algorithms)
     s += "  algorithm: " + a.kind + (a.dtype ? std::string(" (") + dtype_name(*a.dtype) + ")" : std::string()) + " runs " + a.algorithm + "\n";
   if (p.contention.active())

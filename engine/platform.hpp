@@ -30,6 +30,16 @@ struct MemoryLevel {
   std::string derated_derivation;
 };
 
+// A link between GPUs (`interconnect:`): NVLink within a node, InfiniBand between nodes. A
+// collective among n GPUs runs on the first level whose `gpus` reaches n (the last level else).
+struct InterconnectLevel {
+  std::string name;                   // "NVLink 4", "InfiniBand NDR"
+  double bandwidth_bytes_per_s = 0;   // what one GPU sends (and receives) at once: each way
+  double latency_s = 0;               // per message (one step of a ring or a tree)
+  long long gpus = 1;                 // GPUs this level connects (per node for NVLink)
+  std::string source;
+};
+
 // A fitted efficiency model for a class of operators (written by `rsim calibrate`, applied by the
 // engine without scripts): efficiency = clamp(a · x^b · g^c, 0.001, 1) with x = the layer's MACs
 // (compute; FLOPs when it has none) or bytes moved (bandwidth), and g its input channels per group
@@ -148,6 +158,9 @@ struct Platform {
   std::vector<ComputeRoof> compute;
   std::vector<MemoryLevel> memory;  // memory[0] is the level rooflines are evaluated against by default
   Runtime runtime;                  // `runtime:`: launch overhead, graph gap, host overhead
+  std::vector<InterconnectLevel> interconnect;  // `interconnect:`, fastest (smallest group) first
+  // The level a collective among n GPUs runs on (nullptr: none stated)
+  const InterconnectLevel* link_for(long long n) const;
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
   Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
   std::vector<AlgorithmChoice> algorithms;   // `algorithms:`; the work and bytes the roofline bounds

@@ -1,6 +1,7 @@
 #include "engine/roofline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace rsim {
@@ -10,8 +11,17 @@ const char* bound_name(Bound b) {
     case Bound::Memory: return "memory";
     case Bound::Compute: return "compute";
     case Bound::None: return "none";
+    case Bound::Interconnect: return "interconnect";
   }
   return "?";
+}
+
+CollectiveTime all_reduce_time(double bytes, long long n, double bandwidth, double latency) {
+  if (n <= 1 || !(bytes > 0)) return {};
+  const double nn = static_cast<double>(n);
+  const double ring = 2 * (nn - 1) / nn * bytes / bandwidth + 2 * (nn - 1) * latency;
+  const double tree = 2 * bytes / bandwidth + 2 * std::ceil(std::log2(nn)) * latency;
+  return tree < ring ? CollectiveTime{tree, true} : CollectiveTime{ring, false};
 }
 
 RoofPoint roofline(double flops, double bytes, double peak, double bw) {

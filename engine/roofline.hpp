@@ -3,7 +3,7 @@
 
 namespace rsim {
 
-enum class Bound { Memory, Compute, None };
+enum class Bound { Memory, Compute, None, Interconnect };
 const char* bound_name(Bound b);
 
 struct RoofPoint {
@@ -13,9 +13,20 @@ struct RoofPoint {
   double attainable_flops_per_s = 0;  // min(peak, bandwidth · intensity)
   double compute_time_s = 0;          // flops / peak
   double memory_time_s = 0;           // bytes / bandwidth
-  double time_s = 0;                  // max of the two
-  Bound bound = Bound::None;          // None: neither flops nor bytes
+  double time_s = 0;                  // max of the two, plus comm_time_s
+  Bound bound = Bound::None;          // None: neither flops nor bytes; Interconnect: comm_time_s is the largest
+  double comm_time_s = 0;             // the layer's collective on the GPUs' interconnect (tensor parallelism)
 };
+
+// An all-reduce of `bytes` among n GPUs over links of `bandwidth` (each way, per GPU) and
+// `latency` per message: ring 2(n−1)/n · bytes / bandwidth + 2(n−1) · latency; tree (reduce, then
+// broadcast, along a pipelined binary tree) 2 · bytes / bandwidth + 2 · ⌈log2 n⌉ · latency. The
+// cheaper of the two, and which.
+struct CollectiveTime {
+  double time_s = 0;
+  bool tree = false;
+};
+CollectiveTime all_reduce_time(double bytes, long long n, double bandwidth, double latency);
 
 // I = F/B, P = min(π, β·I), t = max(F/π, B/β). Never NaN for F, B ≥ 0 and π, β > 0.
 RoofPoint roofline(double flops, double bytes, double peak_flops_per_s, double bandwidth_bytes_per_s);

@@ -222,6 +222,7 @@ Settings read_settings(const CNode& node, Diags& d) {
       }
     }
   }
+  if (const CNode* v = m.get("parallel")) read_parallel(*v, s.parallel, d);
   if (const CNode* v = m.get("execution")) {
     s.execution_loc = v->loc;
     if (auto t = to_string(*v, d, "execution")) {

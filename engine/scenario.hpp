@@ -26,6 +26,7 @@ struct Settings {
   Precision precision;       // weights_dtype, kv_dtype, compute_dtype, quant_group
   Execution execution = Execution::Fused;  // how kernels are issued (engine/platform.hpp)
   SourceLoc execution_loc;                 // where `execution:` is written (for its errors)
+  Parallelism parallel;                    // `parallel:`: every network's unless its own says
 };
 
 struct SweepVar {

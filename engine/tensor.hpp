@@ -24,6 +24,14 @@ struct Precision {
   long long quant_group = 0;     // weights per fp16 scale for int8/int4/fp8 weights; 0: no scales
 };
 
+// How a network is split over GPUs (settings or network key `parallel:`): Megatron-style tensor
+// parallelism over `tensor` GPUs; `overlap_full`: communication hidden behind compute.
+struct Parallelism {
+  long long tensor = 1;
+  bool overlap_full = false;
+  bool operator==(const Parallelism& o) const { return tensor == o.tensor && overlap_full == o.overlap_full; }
+};
+
 // Weights stored as int8, int4 or fp8 carry one fp16 scale per `quant_group` weights.
 bool dtype_needs_scales(DType t);
 constexpr double kQuantScaleBytes = 2;  // one fp16 scale per group

@@ -469,7 +469,7 @@ networks:
   for (const auto& f : m.findings) CHECK(f.find("oneDNN computed output") == std::string::npos);
   // measured.csv: the results columns, then the measured ones, one line per row
   std::string csv = measured_csv(m, results_csv(m.run, s));
-  CHECK(csv.find(",memory_model,measured_time_s,measured_min_s,measured_max_s,measured_reps,measured_flops_per_s,measured_bytes_per_s,"
+  CHECK(csv.find(",memory_model,comm_bytes,comm_time_s,collective,measured_time_s,measured_min_s,measured_max_s,measured_reps,measured_flops_per_s,measured_bytes_per_s,"
                  "measured_over_bound,measured_primitive,measured_impl,measured_note,channels_per_group,measured_execution,beats_bound\n") !=
         std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(rows.size() + 1));

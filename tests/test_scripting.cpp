@@ -87,7 +87,7 @@ TEST_CASE("the efficiency model scales the derated roofs, metrics become columns
   CHECK(dw.metrics[1] == Approx(std::max(dw_flops / (960e9 * 0.3), dw_bytes / 76.8e9) / 0.7));
   CHECK(dw.metrics[1] == Approx(dw_bytes / 76.8e9 / 0.7));
   std::string csv = results_csv(r, s);
-  CHECK(csv.substr(0, csv.find('\n')).find(",efficiency_compute,efficiency_bandwidth,flops_per_mac,memory_model,energy_j,time_at_70pct_s") !=
+  CHECK(csv.substr(0, csv.find('\n')).find(",efficiency_compute,efficiency_bandwidth,flops_per_mac,memory_model,comm_bytes,comm_time_s,collective,energy_j,time_at_70pct_s") !=
         std::string::npos);
 }
 

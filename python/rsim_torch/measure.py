@@ -24,7 +24,7 @@ RESULT_COLUMNS = [
     "kv_write_bytes", "scratch_bytes", "bytes", "intensity", "mac_intensity", "compute_roof", "memory_level", "peak_flops_per_s",
     "bandwidth_bytes_per_s", "attainable_flops_per_s", "time_s", "bound", "derated_peak_flops_per_s", "derated_bandwidth_bytes_per_s",
     "derated_attainable_flops_per_s", "derated_time_s", "derated_bound", "kernel", "efficiency_compute", "efficiency_bandwidth", "flops_per_mac",
-    "memory_model",
+    "memory_model", "comm_bytes", "comm_time_s", "collective",
 ]
 MEASURED_COLUMNS = [
     "measured_time_s", "measured_min_s", "measured_max_s", "measured_reps", "measured_flops_per_s", "measured_bytes_per_s", "measured_over_bound",
