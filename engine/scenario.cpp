@@ -340,8 +340,16 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   m.finish();
   // Settings without expressions can be checked now, so `validate` reports them with the rest.
   if (!s.settings.is_null()) {
+    auto dynamic_tree = [](const CNode& n, auto& self) -> bool {
+      if (n.is_scalar()) return has_expr(n.scalar);
+      for (const auto& e : n.entries)
+        if (self(e.value, self)) return true;
+      for (const auto& i : n.items)
+        if (self(i, self)) return true;
+      return false;
+    };
     bool dynamic = false;
-    for (const auto& e : s.settings.entries) dynamic = dynamic || (e.value.is_scalar() && has_expr(e.value.scalar));
+    for (const auto& e : s.settings.entries) dynamic = dynamic || (e.key != "figures" && dynamic_tree(e.value, dynamic_tree));
     if (!dynamic) read_settings(s.settings, d);
   }
   d.throw_if_any();
