@@ -569,8 +569,9 @@ void Row::clear() {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 368, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 416, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
+  ttft_s = derated_ttft_s = tpot_s = derated_tpot_s = prompt = generate = 0;
   point = 0;
   platform.clear(), network.clear(), phase.clear(), memory_name.clear(), ignored.clear();
   layers = kernels = macs = flops = params = bytes = 0;
@@ -581,7 +582,99 @@ void SummaryRow::clear() {
   weight_footprint_bytes = kv_cache_bytes = activation_bytes = memory_footprint_bytes = memory_size_bytes = 0;
 }
 
+namespace {
+void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
+
+// A request's rows: its prefill and its decode steps at contexts N … N+M−1 merged into one summary
+// row per platform (see Request). The decode entry was evaluated at context N with the point; the
+// later steps are evaluated here, summary only, in the request's own scenario.
+void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  Env env = p.bindings;
+  for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
+  for (const Request& q : s.requests) {
+    Diags d;
+    auto number = [&](const CNode& n, const char* what) -> long long {
+      const std::string text = n.is_scalar() ? substitute(n.scalar, env, ctx.ev, n.loc) : "";
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(v >= 1) || v > 1e7 || v != std::floor(v))
+        throw ConfigError(n.loc, std::string("request ") + what + " must be a whole number of tokens from 1 to 10000000, got '" + text + "'");
+      return static_cast<long long>(v);
+    };
+    const long long prompt = number(q.prompt, "prompt"), generate = number(q.generate, "generate");
+    if (generate > 1000000) throw ConfigError(q.generate.loc, "request generate must be at most 1000000 tokens");
+    const std::string decode_name = q.name + ".decode";
+    // per platform: the sums of the decode steps' times, and the last step's memory
+    struct Acc {
+      double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0;
+      SummaryRow last;
+    };
+    std::map<std::string, Acc> acc;
+    for (const SummaryRow& r : out.summary)
+      if (r.network == decode_name) {
+        Acc& a = acc[r.platform];
+        a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
+        a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
+        a.last = r;
+      }
+    if (generate > 1) {
+      if (!ctx.request_ctx) {
+        ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
+        ctx.request_ctx->rows = false;
+      }
+      PointResult step;
+      Point at = p;
+      at.bindings.emplace_back(q.var, "");
+      for (long long c = prompt + 1; c < prompt + generate; ++c) {
+        at.bindings.back().second = std::to_string(c);
+        evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
+        for (const SummaryRow& r : step.summary) {
+          Acc& a = acc[r.platform];
+          a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
+          a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
+          a.last = r;
+        }
+        for (auto& x : step.footprint_excess) (void)x;
+      }
+    }
+    // the request's row in place of its prefill's; its decode row (context N) removed
+    std::vector<SummaryRow> merged;
+    merged.reserve(out.summary.size());
+    for (SummaryRow& r : out.summary) {
+      if (r.network == decode_name) continue;
+      if (r.network == q.name && acc.count(r.platform)) {
+        const Acc& a = acc[r.platform];
+        const double m = static_cast<double>(generate);
+        r.phase = "request";
+        r.prompt = static_cast<double>(prompt), r.generate = m;
+        r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
+        r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
+        r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
+        r.tokens = r.batch * m;  // generated tokens (one per sequence and decode step)
+        r.flops += a.flops, r.macs += a.macs, r.bytes += a.bytes, r.comm_bytes += a.comm_bytes, r.comm_time_s += a.comm_time;
+        r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
+        r.achieved_flops_per_s = r.time_s > 0 ? r.flops / r.time_s : 0;
+        r.derated_achieved_flops_per_s = r.derated_time_s > 0 ? r.flops / r.derated_time_s : 0;
+        // memory: the last step's (the longest context), or the prefill's if larger
+        r.kv_cache_bytes = std::max(r.kv_cache_bytes, a.last.kv_cache_bytes);
+        r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
+        r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
+      }
+      merged.push_back(std::move(r));
+    }
+    out.summary = std::move(merged);
+    (void)d;
+  }
+}
+}  // namespace
+
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  evaluate_point_once(s, p, ctx, out);
+  if (!s.requests.empty()) merge_requests(s, p, ctx, out);
+}
+
+namespace {
+void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.settings = Settings{};
   // (the rows of the last point are written over when rows are kept: see rows_used)
   // (and its summary rows and footprint excesses: see summary_used, excess_used)
@@ -1101,6 +1194,7 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
   }
   if (!d.empty()) throw with_point(d);
 }
+}  // namespace
 
 void CollectSink::start(const RunHeader& h) {
   r_.var_names = h.var_names;

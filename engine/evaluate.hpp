@@ -73,6 +73,9 @@ struct SummaryRow {
   // Tensor parallelism: GPUs the network is split over; one GPU's parameters; the all-reduces'
   // payload and time (theoretical; with overlap: full, time_s is the larger of the rest and this)
   double tensor_parallel = 1, params_per_gpu = 0, comm_bytes = 0, comm_time_s = 0;
+  // A request (phase "request"): its prefill's time (time to first token) and the mean of its
+  // decode steps (time per output token), theoretical and derated; time_s is the end-to-end latency
+  double ttft_s = 0, derated_ttft_s = 0, tpot_s = 0, derated_tpot_s = 0, prompt = 0, generate = 0;
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
   std::string ignored;
   // Every field back to its default, keeping the strings' storage (a point's rows are written
@@ -233,6 +236,8 @@ struct EvalContext {
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
   using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool>;
   std::map<NetKey, NetworkCache> networks{};
+  // Per worker: the context that evaluates requests' later decode steps (Scenario::requests)
+  std::shared_ptr<EvalContext> request_ctx{};
 };
 
 // Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic

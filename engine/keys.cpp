@@ -194,6 +194,17 @@ std::vector<MapDef> build() {
            {"name", str(), false, "Network name (default the model's), to tell two configurations apart."},
            {"description", str(), false, "What this configuration is (a zoo file that configures another model)."},
            {"args", def("args"), false, "Values of the model's params, e.g. {batch: 8, size: 224}."},
+           {"request", map_of("request"), false, "A language model serving one request (per sequence of the batch): {prompt: N, generate: M} gives time to first token, time per output token and end-to-end latency in one summary row."},
+       }},
+      {"request", "A request: the prefill of a prompt, then decode steps at a growing context",
+       {
+           {"prompt", integer(1, 1e7), true, "Prompt tokens N: the prefill (time to first token)."},
+           {"generate", integer(1, 1e6), true, "Generated tokens M: decode steps at contexts N … N+M−1 (time per output token: their mean)."},
+           {"paged_kv", map_of("paged_kv"), false, "Count the KV cache in pages: {block: 16} (off by default: exact tokens)."},
+       }},
+      {"paged_kv", "A paged KV cache (vLLM-style): each sequence holds whole pages",
+       {
+           {"block", integer(1, 1e6), true, "Tokens a page, e.g. 16."},
        }},
       {"onnx_use", "A network imported from an ONNX file",
        {

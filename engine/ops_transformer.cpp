@@ -204,9 +204,11 @@ void add_attention(OpRegistry& r) {
       "    (Fk = Fv = KVH·hd for attention; MLA caches its latent, Fk = kv_lora, and its rope key, Fv = qk_rope_dim)\n"
       "bytes: reads the new k, v (activations), writes B·S·(Fk + Fv) elements (the append, KV dtype);\n"
       "    the cache held is B·(C + S)·(Fk + Fv) elements (memory footprint); FLOPs = 0; params = 0\n"
-      "with a sliding window W: the outputs hold min(C, W − 1) cached tokens + S, the cache held min(C + S, W) tokens";
+      "with a sliding window W: the outputs hold min(C, W − 1) cached tokens + S, the cache held min(C + S, W) tokens\n"
+      "paged (page P): the cache held is rounded up to whole pages, ceil(tokens / P) · P per sequence (what a page's waste costs)";
   kv.attrs = {{"context", AttrType::Int, "0", "tokens already in the cache, C", {}},
-              {"window", AttrType::Int, "0", "sliding window W: the cache keeps the last W tokens; 0 = every token", {}}};
+              {"window", AttrType::Int, "0", "sliding window W: the cache keeps the last W tokens; 0 = every token", {}},
+              {"page", AttrType::Int, "0", "a paged cache (vLLM): each sequence holds whole pages of this many tokens; 0 = exact tokens", {}}};
   kv.min_inputs = kv.max_inputs = 2;
   kv.kv_outputs = true;
   kv.infer = [](const OpArgs& x) -> std::vector<Shape> {
@@ -220,6 +222,7 @@ void add_attention(OpRegistry& r) {
     if (c < 0) fail("context must not be negative, got " + std::to_string(c));
     long long win = x.attrs.i("window");
     if (win < 0) fail("window must not be negative, got " + std::to_string(win));
+    if (x.attrs.i("page") < 0) fail("page must not be negative, got " + std::to_string(x.attrs.i("page")));
     // with a window, the new tokens see at most W − 1 cached ones
     if (win > 0) c = std::min(c, win - 1);
     return {Shape{k[0], k[1] + c, k[2]}, Shape{v[0], v[1] + c, v[2]}};
@@ -228,8 +231,11 @@ void add_attention(OpRegistry& r) {
     OpWork w;
     const double kvb = dtype_bytes(x.kv_dtype());
     w.output_bytes = {elements(x.in[0]) * kvb, elements(x.in[1]) * kvb};
-    if (const long long win = x.attrs.i("window"); win > 0) {  // the cache keeps min(C + S, W) tokens
-      const double held = std::min(d(x.in[0][1]) + d(x.attrs.i("context")), d(win));
+    const long long win = x.attrs.i("window"), page = x.attrs.i("page");
+    if (win > 0 || page > 0) {  // the cache keeps min(C + S, W) tokens, in whole pages when paged
+      double held = d(x.in[0][1]) + d(x.attrs.i("context"));
+      if (win > 0) held = std::min(held, d(win));
+      if (page > 0) held = std::ceil(held / d(page)) * d(page);
       w.kv_cache_elems = d(x.in[0][0]) * held * (d(x.in[0][2]) + d(x.in[1][2]));
     }
     (void)out;

@@ -293,8 +293,8 @@ class Buf {
 
 // Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
 // (commas, dtype and memory model names; the JSON keys: 702 characters in all)
-constexpr size_t kSummaryCsvBound = 48 * (Buf::kNum + 1) + 64;
-constexpr size_t kSummaryJsonBound = 48 * Buf::kNum + 960;
+constexpr size_t kSummaryCsvBound = 56 * (Buf::kNum + 1) + 64;
+constexpr size_t kSummaryJsonBound = 56 * Buf::kNum + 1200;
 
 // A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
 // order). The writer keeps one per summary row from point to point (a row is the same platform
@@ -307,7 +307,7 @@ struct SummaryTexts {
     Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
     DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
     DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, TensorParallel,
-    ParamsPerGpu, CommBytes, CommTime, kFields
+    ParamsPerGpu, CommBytes, CommTime, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu, kFields
   };
   std::array<double, kFields> v{};
   std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
@@ -329,7 +329,8 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          static_cast<double>(s.derated_memory_bound), static_cast<double>(s.derated_compute_bound), s.batch, s.derated_time_s / s.batch,
          st.flops_per_mac, s.active_params, l.tokens, l.tokens_per_s, l.derated_tokens_per_s, l.ttft_s, l.derated_ttft_s, l.tpot_s,
          l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes,
-         s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s};
+         s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s, s.phase == "request" ? s.prompt : NAN,
+         s.phase == "request" ? s.generate : NAN, l.e2e_s, l.derated_e2e_s, l.tokens_per_s_per_user, l.tokens_per_s_per_gpu};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
     std::memcpy(&bits, &t.v[f], sizeof bits);
@@ -376,7 +377,8 @@ const std::vector<std::string>& summary_columns() {
       "derated_memory_bound_layers", "derated_compute_bound_layers", "batch", "derated_time_per_sample_s", "flops_per_mac", "memory_model",
       "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
-      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s"};
+      "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s",
+      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu"};
   return c;
 }
 
@@ -398,7 +400,13 @@ LlmTotals llm_totals(const SummaryRow& s) {
   t.tokens = s.tokens;
   t.tokens_per_s = s.time_s > 0 ? s.tokens / s.time_s : NAN;
   t.derated_tokens_per_s = s.derated_time_s > 0 ? s.tokens / s.derated_time_s : NAN;
-  if (s.phase == "prefill") {
+  if (s.phase == "request") {
+    t.ttft_s = s.ttft_s, t.derated_ttft_s = s.derated_ttft_s;
+    t.tpot_s = s.tpot_s, t.derated_tpot_s = s.derated_tpot_s;
+    t.e2e_s = s.time_s, t.derated_e2e_s = s.derated_time_s;
+    t.tokens_per_s_per_user = s.tpot_s > 0 ? 1 / s.tpot_s : NAN;
+    t.tokens_per_s_per_gpu = s.time_s > 0 ? s.tokens / s.time_s / s.tensor_parallel : NAN;
+  } else if (s.phase == "prefill") {
     t.ttft_s = s.time_s;
     t.derated_ttft_s = s.derated_time_s;
   } else {
@@ -638,6 +646,10 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
     b.lit(exec_csv.substr(0, exec_csv.size() - 1));  // (without its line's end)
     for (int f = F::TensorParallel; f <= F::CommTime; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
+    for (int f = F::Prompt; f <= F::TokensPerGpu; ++f) {  // a request's; empty otherwise
+      b.ch(',');
+      if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
+    }
     b.ch('\n');
 
   }
@@ -1096,7 +1108,18 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       b.lit(",\"tokens\":"), t.json(b, F::Tokens);
       b.lit(",\"tokens_per_s\":"), t.json(b, F::TokensPerS);
       b.lit(",\"derated_tokens_per_s\":"), t.json(b, F::DeratedTokensPerS);
-      if (sm.phase == "prefill") {
+      if (sm.phase == "request") {
+        b.lit(",\"prompt\":"), t.json(b, F::Prompt);
+        b.lit(",\"generate\":"), t.json(b, F::Generate);
+        b.lit(",\"time_to_first_token_s\":"), t.json(b, F::Ttft);
+        b.lit(",\"derated_time_to_first_token_s\":"), t.json(b, F::DeratedTtft);
+        b.lit(",\"time_per_output_token_s\":"), t.json(b, F::Tpot);
+        b.lit(",\"derated_time_per_output_token_s\":"), t.json(b, F::DeratedTpot);
+        b.lit(",\"e2e_latency_s\":"), t.json(b, F::E2e);
+        b.lit(",\"derated_e2e_latency_s\":"), t.json(b, F::DeratedE2e);
+        b.lit(",\"tokens_per_s_per_user\":"), t.json(b, F::TokensPerUser);
+        b.lit(",\"tokens_per_s_per_gpu\":"), t.json(b, F::TokensPerGpu);
+      } else if (sm.phase == "prefill") {
         b.lit(",\"time_to_first_token_s\":"), t.json(b, F::Ttft);
         b.lit(",\"derated_time_to_first_token_s\":"), t.json(b, F::DeratedTtft);
       } else {

@@ -174,6 +174,9 @@ struct LlmTotals {
   double tokens = NAN, tokens_per_s = NAN, derated_tokens_per_s = NAN;
   double ttft_s = NAN, derated_ttft_s = NAN;  // prefill: time to first token
   double tpot_s = NAN, derated_tpot_s = NAN;  // decode: time per output token
+  // a request: its end-to-end latency (prefill and every decode step), 1 / time per output token,
+  // and generated tokens per second over the request per GPU
+  double e2e_s = NAN, derated_e2e_s = NAN, tokens_per_s_per_user = NAN, tokens_per_s_per_gpu = NAN;
 };
 LlmTotals llm_totals(const SummaryRow& s);
 

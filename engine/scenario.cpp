@@ -183,6 +183,93 @@ Sweep read_sweep(const CNode& n, Diags& d) {
 
 }  // namespace
 
+// A network entry with `request:` becomes two entries (see Request): the prefill of the prompt and
+// the decode at a context variable. The rest of the run sees ordinary model uses.
+void split_requests(Scenario& s, Diags& d) {
+  const size_t n = s.networks.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (!s.networks[i].is_map() || !s.networks[i].find("request")) continue;
+    const CNode e = s.networks[i];  // (a copy: the entry is replaced below)
+    const CNode* rq = e.find("request");
+    const CNode* model = e.find("model");
+    if (!model || !model->is_scalar()) {
+      d.error(rq->loc, "request: needs a language model from the zoo or a Hugging Face config (model: NAME or model: hf)",
+              {Note{{}, "a request is a prefill of its prompt and decode steps: a transformer with phase, seq and context parameters"}});
+      continue;
+    }
+    MapReader rm(*rq, keys::map("request"), "request", d);
+    const CNode* prompt = rm.require("prompt");
+    const CNode* generate = rm.require("generate");
+    const CNode* paged = rm.get("paged_kv");
+    rm.finish();
+    if (!prompt || !generate) continue;
+    const CNode* args = e.find("args");
+    if (args && !args->is_map()) continue;  // (resolve_model reports it)
+    for (const char* k : {"phase", "seq", "context"})
+      if (const CNode* a = args ? args->find(k) : nullptr)
+        d.error(a->loc, std::string("args.") + k + " is set by request: (the prefill of the prompt, then decode steps at a growing context)",
+                {Note{{}, "remove it; request: {prompt: N, generate: M} prefills N tokens, then decodes M at contexts N … N+M−1"}});
+    long long block = 0;
+    if (paged) {
+      MapReader pm(*paged, keys::map("paged_kv"), "paged_kv", d);
+      if (const CNode* b = pm.require("block"))
+        if (auto v = to_integer(*b, d, "block")) {
+          if (*v < 1 || *v > 1000000) d.error(b->loc, "paged_kv.block must be 1 to 1000000 tokens a page");
+          else block = *v;
+        }
+      pm.finish();
+    }
+    std::string name;
+    if (const CNode* nm = e.find("name"); nm && nm->is_scalar()) name = nm->scalar;
+    else if (model->scalar == "hf" && args && args->find("config") && args->find("config")->is_scalar()) {
+      std::filesystem::path cp(args->find("config")->scalar);
+      name = cp.stem() == "config" ? cp.parent_path().filename().string() : cp.stem().string();
+    } else {
+      name = model->scalar;
+    }
+    Request q;
+    q.name = name;
+    q.var = "rsim_request_context_" + std::to_string(s.requests.size());
+    q.prompt = *prompt, q.generate = *generate;
+    auto entry = [&](const std::string& nm, std::vector<std::pair<std::string, std::string>> set) {
+      CNode out = e;
+      out.entries.clear();
+      for (const auto& x : e.entries)
+        if (x.key != "request" && x.key != "name") out.entries.push_back(x);
+      out.entries.insert(out.entries.begin() + 1, CEntry{"name", e.loc, CNode::make_scalar(nm, e.loc)});
+      CNode* a = nullptr;
+      for (auto& x : out.entries)
+        if (x.key == "args") a = &x.value;
+      if (!a) {
+        out.entries.push_back(CEntry{"args", e.loc, CNode{}});
+        a = &out.entries.back().value;
+        a->kind = CNode::Kind::Map;
+        a->loc = e.loc;
+      }
+      if (block > 0) set.emplace_back("kv_block", std::to_string(block));
+      for (const auto& [k, v] : set) a->entries.push_back(CEntry{k, rq->loc, CNode::make_scalar(v, rq->loc)});
+      return out;
+    };
+    const std::string prompt_text = prompt->is_scalar() ? prompt->scalar : "";
+    s.networks[i] = entry(name, {{"phase", "prefill"}, {"seq", prompt_text}, {"context", "0"}});
+    q.prefill = i;
+    s.networks.push_back(entry(name + ".decode", {{"phase", "decode"}, {"context", "${" + q.var + "}"}}));
+    q.decode = s.networks.size() - 1;
+    s.vars.emplace_back(q.var, CNode::make_scalar(prompt_text, prompt->loc));
+    s.requests.push_back(std::move(q));
+  }
+  // each request's decode entry alone, evaluated again at the later contexts
+  for (Request& q : s.requests) {
+    auto only = std::make_shared<Scenario>();
+    only->path = s.path, only->name = s.name, only->settings = s.settings, only->platforms = s.platforms;
+    only->platforms_loc = s.platforms_loc, only->scripts = s.scripts, only->limits = s.limits;
+    for (const auto& v : s.vars)
+      if (v.first != q.var) only->vars.push_back(v);
+    only->networks.push_back(s.networks[q.decode]);
+    q.decode_only = std::move(only);
+  }
+}
+
 Settings read_settings(const CNode& node, Diags& d) {
   Settings s;
   if (node.is_null()) return s;
@@ -281,6 +368,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     if (!v->is_seq() || v->items.empty()) d.error(v->loc, "networks must be a list of networks (name, input, layers)");
     else s.networks = v->items;
   }
+  split_requests(s, d);
   if (const CNode* v = m.get("plots")) s.plots = *v;
   const CNode* passes = m.get("passes");
   const CNode* optimize = m.get("optimize");

@@ -3,6 +3,7 @@
 // happens later, in evaluate.hpp.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,21 @@ struct ScriptLimits {
   double memory_bytes = 64.0 * 1024 * 1024;  // per Lua state
 };
 
+struct Scenario;
+
+// A network entry's `request: {prompt: N, generate: M}` (a language model from the zoo or a
+// Hugging Face config): its prefill of N tokens and its M decode steps at contexts N … N+M−1,
+// reported as one summary row. parse_scenario splits the entry into a prefill entry (named like
+// the request) and a decode entry (NAME.decode, at context `${var}`, the var bound to N); the
+// engine evaluates the decode entry again at N+1 … N+M−1 in `decode_only` and merges the rows.
+struct Request {
+  std::string name;          // the request's network name (its prefill entry's)
+  size_t prefill = 0, decode = 0;  // indices in Scenario::networks
+  std::string var;           // the decode entry's context variable
+  CNode prompt, generate;    // substituted per point
+  std::shared_ptr<const Scenario> decode_only;  // the scenario with the decode entry alone
+};
+
 struct Scenario {
   std::string path;
   std::string name;
@@ -76,6 +92,7 @@ struct Scenario {
   std::vector<std::string> passes;  // graph passes; non-empty: each network is also evaluated optimized
   ScriptLimits limits;
   SourceLoc platforms_loc;
+  std::vector<Request> requests;
 };
 
 Scenario parse_scenario(const std::string& text, const std::string& path);

@@ -57,6 +57,14 @@ const ColumnInfo kColumns[] = {
     {"weight_footprint_bytes", "Weights held in memory [B]", "B", true},
     {"kv_cache_bytes", "KV cache [B]", "B", true},
     {"memory_footprint_bytes", "Memory footprint (weights, KV cache, activations) [B]", "B", true},
+    // requests and tensor parallelism
+    {"e2e_latency_s", "End-to-end latency [s]", "s", false},
+    {"derated_e2e_latency_s", "End-to-end latency, derated roofs [s]", "s", false},
+    {"tokens_per_s_per_user", "Tokens per second per user [tokens/s]", "", false},
+    {"tokens_per_s_per_gpu", "Tokens per second per GPU [tokens/s]", "", false},
+    {"params_per_gpu", "Parameters per GPU", "", true},
+    {"comm_bytes", "All-reduce payload [B]", "B", true},
+    {"comm_time_s", "All-reduce time [s]", "s", false},
 };
 
 const ColumnInfo* column(const std::string& n) {
@@ -113,6 +121,13 @@ double summary_value(const SummaryRow& s, const std::string& c) {
   if (c == "derated_time_per_output_token_s") return t.derated_tpot_s;
   if (c == "time_to_first_token_s") return t.ttft_s;
   if (c == "derated_time_to_first_token_s") return t.derated_ttft_s;
+  if (c == "e2e_latency_s") return t.e2e_s;
+  if (c == "derated_e2e_latency_s") return t.derated_e2e_s;
+  if (c == "tokens_per_s_per_user") return t.tokens_per_s_per_user;
+  if (c == "tokens_per_s_per_gpu") return t.tokens_per_s_per_gpu;
+  if (c == "params_per_gpu") return s.params_per_gpu;
+  if (c == "comm_bytes") return s.comm_bytes;
+  if (c == "comm_time_s") return s.comm_time_s;
   return NAN;
 }
 

@@ -485,3 +485,58 @@ TEST_CASE("weights_dtype labels the matrix weights only: norms and RoPE tables s
   CHECK(by_op.at("rmsnorm") == DType::fp16);
   CHECK(by_op.at("rope") == DType::fp16);
 }
+
+TEST_CASE("request: time to first token is the prompt's prefill, time per output token the mean decode step", "[llm][request]") {
+  // Llama-3-8B in bf16, a request of 100 prompt tokens generating 5: the prefill of 100, then decode
+  // steps at contexts 100, 101, 102, 103, 104; each run here as its own network to compare
+  std::string text = "name: t\nsettings: {dtype: bf16}\nplatforms: [h100_sxm]\nnetworks:\n"
+                     "  - {model: llama3_8b, request: {prompt: 100, generate: 5}}\n"
+                     "  - {name: p, model: llama3_8b, args: {phase: prefill, seq: 100}}\n";
+  for (int c = 100; c < 105; ++c) text += "  - {name: d" + std::to_string(c) + ", model: llama3_8b, args: {phase: decode, context: " + std::to_string(c) + "}}\n";
+  RunResult r = run(parse_scenario(text, src("scenarios/t.yaml")));
+  auto net = [&](const std::string& name) -> const SummaryRow& {
+    for (const SummaryRow& s : r.results.at(0).summary)
+      if (s.network == name) return s;
+    FAIL("no network " << name);
+    return r.results.at(0).summary.front();
+  };
+  const SummaryRow& q = net("llama3_8b");
+  CHECK(q.phase == "request");
+  CHECK(q.ttft_s == net("p").time_s);
+  double steps = 0, dsteps = 0;
+  for (int c = 100; c < 105; ++c) steps += net("d" + std::to_string(c)).time_s, dsteps += net("d" + std::to_string(c)).derated_time_s;
+  CHECK(q.tpot_s == Approx(steps / 5).epsilon(1e-14));
+  CHECK(q.derated_tpot_s == Approx(dsteps / 5).epsilon(1e-14));
+  CHECK(q.time_s == Approx(net("p").time_s + steps).epsilon(1e-14));  // end to end: the prefill and five steps
+  const LlmTotals l = llm_totals(q);
+  CHECK(l.e2e_s == q.time_s);
+  CHECK(l.tokens_per_s_per_user == Approx(1 / q.tpot_s));
+  CHECK(l.tokens_per_s_per_gpu == Approx(5 / q.time_s));  // batch 1, one GPU: 5 tokens over the request
+  // the cache at the last step holds 105 tokens: 2 · 32 layers · 1024 · 2 B = 131,072 B each
+  CHECK(q.kv_cache_bytes == 105 * 131072.0);
+  // the decode entry is not a row of its own in the summary; its layers are in results as llama3_8b.decode
+  for (const SummaryRow& s : r.results.at(0).summary) CHECK(s.network != "llama3_8b.decode");
+  // args that the request sets are refused
+  const std::string e = error_of([] {
+    run(parse_scenario("name: t\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {seq: 8}, request: {prompt: 100, generate: 5}}\n",
+                       src("scenarios/t.yaml")));
+  });
+  CHECK(e.find("error: args.seq is set by request:") != std::string::npos);
+}
+
+TEST_CASE("paged KV: a sequence holds whole pages, so a prompt that does not fill its last page wastes the rest", "[llm][request]") {
+  // Llama-3-8B bf16: 131,072 B of K and V a token. Decode at context 100 holds 101 tokens: in pages of
+  // 16 that is ceil(101 / 16) = 7 pages = 112 tokens, 11 of them waste
+  auto kv = [](const std::string& args) {
+    return summary_of(run_net("{model: llama3_8b, args: {" + args + "}}", "{dtype: bf16}"), 0, "h100_sxm").kv_cache_bytes;
+  };
+  CHECK(kv("phase: decode, context: 100") == 101 * 131072.0);
+  CHECK(kv("phase: decode, context: 100, kv_block: 16") == 7 * 16 * 131072.0);
+  CHECK(kv("phase: decode, context: 111, kv_block: 16") == 7 * 16 * 131072.0);  // 112 tokens: the pages exactly full
+  CHECK(kv("phase: decode, context: 112, kv_block: 16") == 8 * 16 * 131072.0);  // 113: one more page
+  // batch 3: each sequence its own pages, 3 · 112 tokens
+  CHECK(kv("phase: decode, batch: 3, context: 100, kv_block: 16") == 3 * 7 * 16 * 131072.0);
+  // through a request: the last step (prompt 100, 5 generated) holds 105 tokens, 7 pages
+  RunResult r = run_net("{model: llama3_8b, request: {prompt: 100, generate: 5, paged_kv: {block: 16}}}", "{dtype: bf16}");
+  CHECK(summary_of(r, 0, "h100_sxm").kv_cache_bytes == 7 * 16 * 131072.0);
+}
