@@ -297,7 +297,10 @@ struct RoofPt {
   double x, y;
   std::string label, bound, op, network, platform;
   size_t point;
+  bool over = false;  // a network point whose memory footprint exceeds the platform's memory
 };
+
+bool over_memory(const SummaryRow& sm) { return sm.memory_size_bytes > 0 && sm.memory_footprint_bytes > sm.memory_size_bytes; }
 
 // A platform on the chart and its compute roofs for the precisions the points use.
 struct RoofSet {
@@ -345,7 +348,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
             double bw = on_derated ? pl->memory.front().derated_bandwidth_bytes_per_s : pl->memory.front().bandwidth_bytes_per_s;
             if (x > peak / bw) bound = "compute";
           }
-        pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi});
+        pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
       }
       continue;
     }
@@ -644,6 +647,7 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
     q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
     q.fill.a = 0.9;
     q.size = pts.size() + more > 500 ? 4 : 7;
+    q.hollow = p.over;
     bool repeat = std::any_of(labelled_at.begin(), labelled_at.end(), [&](const auto& l) { return l.first == p.label && close_to(l.second, p.x); });
     if (label_points && !repeat) {
       q.label = p.label;
@@ -652,8 +656,13 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
     f.points.push_back(q);
   }
   if (spec.labels == "auto" && pts.size() > 60) f.allow_key = false;
+  if (std::any_of(pts.begin(), pts.end(), [](const RoofPt& p) { return p.over; })) {
+    LegendEntry e{"does not fit in memory", false, {}, true, Marker::Circle, rgb(0x444444)};
+    e.hollow = true;
+    f.legend.push_back(e);
+  }
   if (spec.color == "bound") {
-    for (const char* b : {"memory", "compute"}) {
+    for (const char* b : {"memory", "compute", "interconnect"}) {
       bool present = std::any_of(pts.begin(), pts.end(), [&](const RoofPt& p) { return p.bound == b; });
       if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Circle, bound_color(b)});
     }
@@ -780,13 +789,18 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   struct S {
     std::string name;
     std::vector<P> pts;
+    std::vector<char> over;  // per point (summary totals): 1 where the network does not fit in memory
+  };
+  auto shown = [&](const std::string& platform, const std::string& slot) {
+    return spec.platforms.empty() || std::find(spec.platforms.begin(), spec.platforms.end(), platform) != spec.platforms.end() ||
+           std::find(spec.platforms.begin(), spec.platforms.end(), slot) != spec.platforms.end();
   };
   std::vector<S> series;
   std::vector<std::string> cats;
   auto series_of = [&](const std::string& key) -> S& {
     for (auto& sr : series)
       if (sr.name == key) return sr;
-    series.push_back(S{key, {}});
+    series.push_back(S{key, {}, {}});
     return series.back();
   };
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
@@ -818,6 +832,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
         if (!spec.network.empty() && row.network != spec.network) continue;
         if (!spec.op.empty() && row.op != spec.op) continue;
         if (platform_free && row.platform != pr.platforms.front()->name) continue;
+        if (!shown(row.platform, row.platform)) continue;
         bool ok;
         double xv = x_of_row(row, spec.x, r, pi, ok);
         if (!ok) {
@@ -837,6 +852,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       auto [named, fresh] = slot_names.try_emplace(slot);
       if (fresh) named->second = slot_name(r, s, slot);  // a scan of every point: once per slot
       const std::string& plat = named->second;
+      if (!shown(sm.platform, plat)) continue;
       std::string key = series_by == "platform" ? plat : series_by == "network" ? sm.network : series_by + "=" + (env_find(r.points[pi].bindings, series_by) ? *env_find(r.points[pi].bindings, series_by) : "?");
       // a platform-dependent value split by something else needs one line per platform too
       if (!platform_free && series_by != "platform" && pr.platforms.size() > 1) key += " · " + plat;
@@ -851,11 +867,24 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
         if (std::find(cats.begin(), cats.end(), label) == cats.end()) cats.push_back(label);
         xv = static_cast<double>(std::find(cats.begin(), cats.end(), label) - cats.begin());
       }
-      series_of(key).pts.push_back({*xv, summary_value(sm, spec.y)});
+      S& sr = series_of(key);
+      sr.pts.push_back({*xv, summary_value(sm, spec.y)});
+      sr.over.resize(sr.pts.size() - 1, 0);
+      sr.over.push_back(over_memory(sm));
     }
   }
   if (x_non_numeric && !cats.empty()) categorical = true;
-  for (auto& sr : series) std::stable_sort(sr.pts.begin(), sr.pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+  bool any_over = false;
+  for (auto& sr : series) {
+    sr.over.resize(sr.pts.size(), 0);
+    std::vector<size_t> order(sr.pts.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sr.pts[a].x < sr.pts[b].x; });
+    std::vector<P> pts;
+    std::vector<char> over;
+    for (size_t k : order) pts.push_back(sr.pts[k]), over.push_back(sr.over[k]), any_over = any_over || sr.over[k];
+    sr.pts = std::move(pts), sr.over = std::move(over);
+  }
 
   std::vector<double> xs, ys;
   for (const auto& sr : series)
@@ -958,17 +987,25 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       L.label_at = 0.9 - 0.6 * static_cast<double>(i % 8) / 8;
     }
     if (!categorical) f.lines.push_back(L);  // layers are not a continuum: markers only
-    if (marked)
-      for (const auto& p : series[i].pts) {
-        Point q;
-        q.at = p;
-        q.marker = marker_cycle(i);
-        q.fill = palette(i);
-        q.size = 6.5;
-        f.points.push_back(q);
-      }
+    for (size_t k = 0; k < series[i].pts.size(); ++k) {
+      const bool over = series[i].over[k];
+      if (!marked && !over) continue;  // (a point that does not fit is always marked)
+      Point q;
+      q.at = series[i].pts[k];
+      q.marker = marker_cycle(i);
+      q.fill = palette(i);
+      q.size = 6.5;
+      q.hollow = over;
+      f.points.push_back(q);
+    }
     f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, marked, marker_cycle(i), palette(i)});
   }
+  if (any_over) {
+    LegendEntry e{"does not fit in memory", false, {}, true, Marker::Circle, rgb(0x444444)};
+    e.hollow = true;
+    f.legend.push_back(e);
+  }
+  out.series = series.size();
   for (auto& ref : refs) f.refs.push_back(ref);
   for (auto& l : ridge_lines) f.lines.push_back(l);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
@@ -981,10 +1018,13 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     for (size_t i = 0; i < cats.size(); ++i) f.x.categories[i] = (i % ((cats.size() + 11) / 12) == 0) ? std::to_string(i) : "";
     f.x.title = "Layer index (names in the plot data CSV)";
   }
-  out.data_csv = csv_line({"series", spec.x, spec.y});
+  out.data_csv = csv_line({"series", spec.x, spec.y, "fits_in_memory"});
   for (const auto& sr : series)
-    for (const auto& p : sr.pts)
-      out.data_csv += csv_line({sr.name, categorical && static_cast<size_t>(p.x) < cats.size() ? cats[static_cast<size_t>(p.x)] : format_number(p.x), format_number(p.y)});
+    for (size_t k = 0; k < sr.pts.size(); ++k) {
+      const P& p = sr.pts[k];
+      out.data_csv += csv_line({sr.name, categorical && static_cast<size_t>(p.x) < cats.size() ? cats[static_cast<size_t>(p.x)] : format_number(p.x),
+                                format_number(p.y), k < sr.over.size() && sr.over[k] ? "false" : "true"});
+    }
   return out;
 }
 
@@ -1106,6 +1146,7 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
   size_t slot = platform_slot(r, platform);
   std::map<std::pair<std::string, std::string>, double> cell;
+  std::set<std::pair<std::string, std::string>> over;  // cells whose network does not fit in memory
   for (size_t pi = 0; pi < r.results.size(); ++pi) {
     const std::string* a = env_find(r.points[pi].bindings, xv);
     const std::string* b = env_find(r.points[pi].bindings, yv);
@@ -1116,7 +1157,10 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
     const PointResult& pr = r.results[pi];
     if (slot >= pr.platforms.size()) continue;
     for (const auto& sm : pr.summary)
-      if (sm.platform == pr.platforms[slot]->name && sm.network == net) cell[{*a, *b}] = summary_value(sm, spec.value);
+      if (sm.platform == pr.platforms[slot]->name && sm.network == net) {
+        cell[{*a, *b}] = summary_value(sm, spec.value);
+        if (over_memory(sm)) over.insert({*a, *b});
+      }
   }
   auto numeric_sort = [](std::vector<std::string>& v) {
     if (std::all_of(v.begin(), v.end(), [](const std::string& x) { return parse_double(x).has_value(); }))
@@ -1126,11 +1170,14 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   numeric_sort(h.ycats);
   for (const auto& yc : h.ycats) {
     std::vector<double> row;
+    std::vector<char> row_over;
     for (const auto& xc : h.xcats) {
       auto it = cell.find({xc, yc});
       row.push_back(it == cell.end() ? NAN : it->second);
+      row_over.push_back(over.count({xc, yc}) ? 1 : 0);
     }
     h.values.push_back(row);
+    h.over.push_back(row_over);
   }
   const ColumnInfo* c = column(spec.value);
   h.value_label = c ? c->title : spec.value;
@@ -1146,9 +1193,11 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
   f.y.title = var_title(s, yv);
   f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
   f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
-  out.data_csv = csv_line({xv, yv, spec.value});
+  if (!over.empty()) f.subtitle += " · hatched: does not fit in memory";
+  out.data_csv = csv_line({xv, yv, spec.value, "fits_in_memory"});
   for (size_t yi = 0; yi < h.ycats.size(); ++yi)
-    for (size_t xi = 0; xi < h.xcats.size(); ++xi) out.data_csv += csv_line({h.xcats[xi], h.ycats[yi], format_number(h.values[yi][xi])});
+    for (size_t xi = 0; xi < h.xcats.size(); ++xi)
+      out.data_csv += csv_line({h.xcats[xi], h.ycats[yi], format_number(h.values[yi][xi]), h.over[yi][xi] ? "false" : "true"});
   return out;
 }
 
@@ -1226,7 +1275,39 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
       else
         for (const auto& p : plats) out.push_back(named(roofline(spec, r, s, {p}), "roofline_" + p));
       break;
-    case Kind::Trend: out.push_back(named(trend(spec, r, s), "trend_" + spec.y + "_vs_" + spec.x)); break;
+    case Kind::Trend: {
+      // more lines than 8 colours and dashes tell apart: one figure per platform when the
+      // platforms multiply them; still too many in a plot the scenario asks for: refused
+      const std::string stem = "trend_" + spec.y + "_vs_" + spec.x;
+      BuiltFigure b = trend(spec, r, s);
+      const size_t kMaxSeries = 8;
+      if (b.series > kMaxSeries && spec.platforms.empty() && all.size() > 1 && spec.series != "platform") {
+        std::vector<BuiltFigure> facets;
+        for (const auto& p : all) {
+          PlotSpec one = spec;
+          one.platforms = {p};
+          BuiltFigure fb = trend(one, r, s);
+          if (fb.series == 0) continue;
+          fb.figure.title += " — " + p;
+          fb.name = sanitize((spec.name.empty() ? stem : spec.name) + "_" + p);
+          fb.spec = &spec;
+          facets.push_back(std::move(fb));
+        }
+        size_t most = 0;
+        for (const auto& fb : facets) most = std::max(most, fb.series);
+        if (most <= kMaxSeries || !spec.loc.known()) {
+          for (auto& fb : facets) out.push_back(std::move(fb));
+          break;
+        }
+        b.series = most;
+      }
+      if (b.series > kMaxSeries && spec.loc.known())
+        throw ConfigError(spec.loc, "this trend would draw " + std::to_string(b.series) + " lines" + (spec.platforms.empty() && all.size() > 1 ? " on each platform" : "") +
+                                        "; a figure tells 8 apart",
+                          {Note{{}, "pin a variable (rsim run --set NAME=VALUE, or fewer values), pick `series:` with fewer values, give `network:`, or one platform with `platforms: [NAME]`"}});
+      out.push_back(named(std::move(b), stem));
+      break;
+    }
     case Kind::Layers:
       for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front()} : plats)
         out.push_back(named(layers(spec, r, s, p), "layers_" + p));

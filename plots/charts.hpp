@@ -70,6 +70,7 @@ struct BuiltFigure {
   Figure figure;
   std::string data_csv;  // the plotted values, to re-plot elsewhere
   const PlotSpec* spec = nullptr;
+  size_t series = 0;  // a trend's lines
 };
 
 // One spec can give several figures (a roofline per platform). Throws ConfigError for a spec that

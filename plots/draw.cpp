@@ -32,6 +32,7 @@ Color bound_color(const std::string& bound) {
   // dark blue and light orange: apart in hue and in greyscale (luminance ≈ 0.38 vs 0.62)
   if (bound == "memory") return rgb(0x0072B2);
   if (bound == "compute") return rgb(0xE69F00);
+  if (bound == "interconnect") return rgb(0x009E73);  // bluish green: a third hue, between the two in luminance
   return rgb(0x777777);
 }
 
@@ -316,7 +317,10 @@ std::string shorten(const std::string& s) {
 void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e, const Sizes& z, double marker_scale) {
   double half = z.row > z.legend * 1.5 ? 11 * z.u : 6.5 * z.u;  // compact legends (print) draw shorter line samples
   if (e.has_line) r.polyline({{at.x - half, at.y}, {at.x + half, at.y}}, e.line);
-  if (e.has_marker) r.marker(at, e.marker, 7 * marker_scale, e.fill, rgb(0x222222));
+  if (e.has_marker) {
+    if (e.hollow) r.marker(at, e.marker, 7 * marker_scale, rgb(0xFFFFFF), e.fill);
+    else r.marker(at, e.marker, 7 * marker_scale, e.fill, rgb(0x222222));
+  }
 }
 
 // One unit for a whole axis: the SI prefix of its largest tick goes into the title
@@ -476,6 +480,8 @@ HeatScale heat_scale(const Heatmap& h, Renderer& r, double tick_size) {
   return hs;
 }
 
+double lum_of(const Color& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b; }
+
 void paint_heatmap(Renderer& r, DrawReport& rep, const Heatmap& h, const HeatScale& hs, const Rect& plot, double canvas_h, const Sizes& Z) {
   const Color kCellText = rgb(0x222222);
   double cw = plot.w / static_cast<double>(h.xcats.size()), ch = plot.h / static_cast<double>(h.ycats.size());
@@ -504,6 +510,11 @@ void paint_heatmap(Renderer& r, DrawReport& rep, const Heatmap& h, const HeatSca
       bool valid = std::isfinite(v) && (hs.axis.scale != Scale::Log || v > 0);
       Color col = valid ? viridis(hs.norm(v)) : rgb(0xCCCCCC);
       r.rect(c, col, nullptr);
+      if (yi < h.over.size() && xi < h.over[yi].size() && h.over[yi][xi]) {  // does not fit in memory: faint hatching
+        Color hc = lum_of(col) > 0.5 ? rgb(0x000000) : rgb(0xFFFFFF);
+        hc.a = 0.3;
+        r.hatch(c, hc);
+      }
       if (!annotate) continue;
       double lum = 0.299 * col.r + 0.587 * col.g + 0.114 * col.b;
       TextBox b = r.measure(texts[yi][xi], size, false);

@@ -74,6 +74,7 @@ struct Heatmap {
   bool log_colors = false;
   bool annotate = true;  // write values in cells when the grid is small
   std::string value_unit;
+  std::vector<std::vector<char>> over;  // [row][column]: 1 where the network does not fit in memory (hatched)
 };
 
 struct LegendEntry {
@@ -83,6 +84,7 @@ struct LegendEntry {
   bool has_marker = false;
   Marker marker = Marker::Circle;
   Color fill;
+  bool hollow = false;  // an outline in `fill`'s colour (a point that does not fit in memory)
 };
 
 struct Axis {

@@ -275,3 +275,84 @@ networks:
     }
   }
 }
+
+TEST_CASE("what does not fit in memory is marked: hollow trend and roofline points, hatched heatmap cells, a column in the figures' data", "[plots][llm]") {
+  // Llama-2-7B in fp16 on an RTX 3080 (10 GiB): its weights alone are 2 · 6,738,415,616 B = 12.55 GiB,
+  // so every decode point is over; on an H100 (80 GiB) batch 1 and 64 at 4096 cached tokens fit
+  // (KV 2 · 32 · 4096 · 4096 · 2 B = 2 GiB a sequence: 64 sequences = 128 GiB do not)
+  const std::string text =
+      "name: fit\nsettings: {dtype: fp16}\nsweep: {grid: {b: [1, 64]}}\nplatforms: [h100_sxm, rtx3080]\nnetworks:\n"
+      "  - {model: llama2_7b, args: {phase: decode, batch: \"${b}\", context: 4095}}\n";
+  Scenario s = parse_scenario(text, src("scenarios/t.yaml"));
+  RunResult r = run(s);
+  const double kv = 2.0 * 32 * 4096 * 4096 * 2;  // per sequence: 4095 cached + 1 new token
+  CHECK(kv == 2147483648.0);
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "b";
+  t.y = "tokens_per_s";
+  auto d = draw_first(t, r, s);
+  // four points (2 batches × 2 platforms): on the H100 batch 1 fits (12.55 GiB + 2 GiB) and 64 does
+  // not (12.55 + 128 GiB); on the RTX 3080 neither
+  int hollow = 0;
+  for (const auto& p : d->fig.figure.points) hollow += p.hollow;
+  CHECK(hollow == 3);
+  CHECK(d->fig.data_csv.find("series,b,tokens_per_s,fits_in_memory\n") == 0);
+  CHECK(std::count(d->fig.data_csv.begin(), d->fig.data_csv.end(), '\n') == 5);
+  CHECK(d->fig.data_csv.find(",false\n") != std::string::npos);
+  CHECK(has_text(d->rec, "does not fit in memory"));
+  // network points on a roofline
+  PlotSpec rf = roofline_spec({"h100_sxm"});
+  rf.points = "networks";
+  auto dr = draw_first(rf, r, s);
+  int hollow_r = 0;
+  for (const auto& p : dr->fig.figure.points) hollow_r += p.hollow;
+  CHECK(hollow_r == 1);
+  // heatmap cells
+  PlotSpec h;
+  h.kind = Kind::Heatmap;
+  h.x = "b";
+  h.layer = "b";
+  h.value = "tokens_per_s";
+  h.platforms = {"h100_sxm"};
+  BuiltFigure hb = build_figures(h, r, s).front();
+  REQUIRE(hb.figure.heatmap.has_value());
+  int over = 0;
+  for (const auto& row : hb.figure.heatmap->over)
+    for (char c : row) over += c;
+  CHECK(over == 1);
+}
+
+TEST_CASE("a trend of more lines than a figure tells apart is split by platform, or refused when asked for", "[plots]") {
+  // 9 values of c × 2 platforms = 18 lines: one figure per platform of 9 lines is still too many
+  // for a plot the scenario asks for; 4 values × 3 platforms = 12 lines: 3 figures of 4
+  const std::string nine =
+      "name: many\nsweep: {grid: {c: [1, 2, 3, 4, 5, 6, 7, 8, 9], k: [1, 3]}}\nplatforms: [rtx3080, v100]\nnetworks:\n"
+      "  - {name: n, input: [1, \"${c}\", 8, 8], layers: [{op: conv2d, out_channels: 8, kernel: \"${k}\"}]}\n"
+      "plots:\n  - {kind: trend, x: k, y: time_s, series: c}\n";
+  Scenario s = parse_scenario(nine, src("scenarios/t.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, {"c", "k"}, d);
+  REQUIRE(specs.size() == 1);
+  const std::string e = error_of([&] { build_figures(specs[0], r, s); });
+  CHECK(e.find("error: this trend would draw 9 lines on each platform; a figure tells 8 apart") != std::string::npos);
+  const std::string four =
+      "name: split\nsweep: {grid: {c: [1, 2, 3, 4], k: [1, 3]}}\nplatforms: [rtx3080, v100, h100_sxm]\nnetworks:\n"
+      "  - {name: n, input: [1, \"${c}\", 8, 8], layers: [{op: conv2d, out_channels: 8, kernel: \"${k}\"}]}\n"
+      "plots:\n  - {kind: trend, x: k, y: time_s, series: c}\n";
+  Scenario s4 = parse_scenario(four, src("scenarios/t.yaml"));
+  RunResult r4 = run(s4);
+  std::vector<PlotSpec> specs4 = parse_plot_specs(s4.plots, {"c", "k"}, d);
+  auto figs = build_figures(specs4[0], r4, s4);
+  REQUIRE(figs.size() == 3);
+  CHECK(figs[0].name == "trend_time_s_vs_k_rtx3080");
+  for (const auto& f : figs) CHECK(f.series == 4);
+  // platforms: on a trend keeps those platforms only (it was validated and then ignored)
+  PlotSpec one = specs4[0];
+  one.platforms = {"v100"};
+  auto f1 = build_figures(one, r4, s4);
+  REQUIRE(f1.size() == 1);
+  CHECK(f1[0].series == 4);
+  CHECK(f1[0].data_csv.find("rtx3080") == std::string::npos);
+}
