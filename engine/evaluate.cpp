@@ -769,7 +769,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
     auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
     const Precision& pr = out.settings.precision;
     EvalContext::NetKey key{&raw,         out.settings.dtype, out.settings.flops_per_mac,       code(pr.weights),
-                            code(pr.kv),  code(pr.compute),   pr.quant_group, out.settings.parallel.tensor, out.settings.parallel.overlap_full};
+                            code(pr.kv),  code(pr.compute),   pr.quant_group, out.settings.parallel.tensor, out.settings.parallel.overlap_full,
+                            code(pr.embedding)};
     size_t first = nets.size();
     bool bound = false;
     std::optional<ModelUse> resolved;  // a model and its arguments at this point (its node is not copied)

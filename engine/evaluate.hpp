@@ -234,7 +234,7 @@ struct EvalContext {
     std::string preset = "";
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
-  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool>;
+  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool, int>;
   std::map<NetKey, NetworkCache> networks{};
   // Per worker: the context that evaluates requests' later decode steps (Scenario::requests)
   std::shared_ptr<EvalContext> request_ctx{};

@@ -299,6 +299,9 @@ class Builder {
     if (const CNode* dt = item.find("dtype"))
       if (auto t = read_dtype(*dt, d_, "dtype")) L.dtype = *t;
     L.precision = precision;
+    // embedding tables and the LM head (`vocab_weights`) in embedding_dtype, unless the layer says
+    if (const CNode* vw = item.find("vocab_weights"); L.precision.embedding && (op->name == "embedding" || (vw && to_bool(*vw, d_, "vocab_weights").value_or(false))))
+      L.precision.weights = L.precision.embedding;
     read_precision_keys(item, L.precision, d_);
     if (const CNode* tw = item.find("tied_weights")) L.tied_weights = to_bool(*tw, d_, "tied_weights").value_or(false);
     if (const CNode* sh = item.find("shard")) {
@@ -542,7 +545,7 @@ Shape read_shape(const CNode& n, Diags& d, const std::string& what) {
 
 }  // namespace
 
-const std::vector<std::string> kPrecisionKeys = {"weights_dtype", "kv_dtype", "compute_dtype", "quant_group"};
+const std::vector<std::string> kPrecisionKeys = {"weights_dtype", "kv_dtype", "compute_dtype", "quant_group", "embedding_dtype"};
 
 void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
   if (!map.is_map()) return;
@@ -557,6 +560,8 @@ void read_precision_keys(const CNode& map, Precision& p, Diags& d) {
     if (auto t = read_dtype(*v, d, "kv_dtype")) p.kv = t;
   if (const CNode* v = given("compute_dtype"))
     if (auto t = read_dtype(*v, d, "compute_dtype")) p.compute = t;
+  if (const CNode* v = given("embedding_dtype"))
+    if (auto t = read_dtype(*v, d, "embedding_dtype")) p.embedding = t;
   if (const CNode* v = given("quant_group")) {
     auto g = to_integer(*v, d, "quant_group");
     if (g && (*g < 0 || *g > 1000000000LL)) d.error(v->loc, "quant_group must be 0 (no scales) or a positive group size, e.g. 128");

@@ -22,6 +22,7 @@ struct Precision {
   std::optional<DType> kv;       // the KV cache
   std::optional<DType> compute;  // the precision the math runs in: picks the compute roof
   long long quant_group = 0;     // weights per fp16 scale for int8/int4/fp8 weights; 0: no scales
+  std::optional<DType> embedding;  // embedding tables and the LM head (int4 checkpoints keep them in bf16)
 };
 
 // How a network is split over GPUs (settings or network key `parallel:`): Megatron-style tensor

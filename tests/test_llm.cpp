@@ -540,3 +540,25 @@ TEST_CASE("paged KV: a sequence holds whole pages, so a prompt that does not fil
   RunResult r = run_net("{model: llama3_8b, request: {prompt: 100, generate: 5, paged_kv: {block: 16}}}", "{dtype: bf16}");
   CHECK(summary_of(r, 0, "h100_sxm").kv_cache_bytes == 7 * 16 * 131072.0);
 }
+
+TEST_CASE("embedding_dtype keeps the embedding table and the LM head apart from int4 weights", "[llm][precision]") {
+  // Llama-3-8B decode, bf16 activations, int4 weights, bf16 embeddings: the LM head reads
+  // 128256 × 4096 × 2 B, a q projection 4096 × 4096 × 0.5 B, the embedding one row of 4096 × 2 B
+  RunResult r = run_net("{model: llama3_8b, args: {phase: decode, context: 10}}", "{dtype: bf16, weights_dtype: int4, embedding_dtype: bf16}");
+  auto row = [&](const std::string& layer) -> const Row& {
+    for (const Row& w : r.results.at(0).rows)
+      if (w.layer == layer) return w;
+    FAIL("no layer " << layer);
+    return r.results.at(0).rows.front();
+  };
+  CHECK(row("lm_head").cost.weight_bytes == 128256.0 * 4096 * 2);
+  CHECK(row("lm_head").weights_dtype == DType::bf16);
+  CHECK(row("layer.0.q_proj").cost.weight_bytes == 4096.0 * 4096 / 2);
+  CHECK(row("layer.0.q_proj").weights_dtype == DType::int4);
+  CHECK(row("embed").cost.weight_bytes == 4096.0 * 2);
+  CHECK(row("embed").cost.resident_weight_bytes == 128256.0 * 4096 * 2);
+  // without it both tables are int4 too
+  RunResult q = run_net("{model: llama3_8b, args: {phase: decode, context: 10}}", "{dtype: bf16, weights_dtype: int4}");
+  for (const Row& w : q.results.at(0).rows)
+    if (w.layer == "lm_head") CHECK(w.cost.weight_bytes == 128256.0 * 4096 / 2);
+}
