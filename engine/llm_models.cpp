@@ -57,13 +57,14 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
       static const std::pair<const char*, const char*> by_class[] = {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
           {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
-          {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}, {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"}};
+          {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}, {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"},
+          {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2",   "llama", "mistral", "mixtral",     "qwen2",      "qwen2_moe",
-                                                     "gemma",  "phi3",  "falcon",  "opt",         "deepseek_v2", "deepseek_v3"};
+  static const std::vector<std::string> supported = {"gpt2",   "llama", "mistral", "mixtral", "qwen2",       "qwen2_moe",   "gemma",
+                                                     "gemma2", "gemma3_text", "phi3", "falcon", "opt", "deepseek_v2", "deepseek_v3"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -220,6 +221,35 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     const CNode* use = field(config, {"use_sliding_window"});
     const bool qwen_off = (type == "qwen2" || type == "qwen2_moe") && !(use && use->scalar == "true");
     if (sw && !qwen_off && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
+    if (type == "gemma2" || type == "gemma3_text") {
+      // Gemma-2/3: norms before and after attention and the MLP; local (sliding) and global layers
+      // alternate: Gemma-2 every other layer, Gemma-3 every sliding_window_pattern-th is global.
+      // (Attention and final-logit softcapping add a tanh per score or logit: not counted.)
+      put_text("sandwich_norms", "true");
+      if (type == "gemma3_text") put_text("qk_norm", "true");
+      long long pattern = type == "gemma2" ? 2 : 6;
+      if (const CNode* p = field(config, {"sliding_window_pattern"})) pattern = to_integer(*p, d, "sliding_window_pattern").value_or(pattern);
+      if (const CNode* lt = field(config, {"layer_types"}); lt && lt->is_seq() && !lt->items.empty()) {
+        // a list of sliding_attention / full_attention: built when it is periodic, a full layer every P
+        long long first_full = -1;
+        for (size_t i = 0; i < lt->items.size() && first_full < 0; ++i)
+          if (lt->items[i].scalar == "full_attention") first_full = static_cast<long long>(i);
+        bool periodic = first_full >= 0;
+        for (size_t i = 0; i < lt->items.size() && periodic; ++i)
+          periodic = (lt->items[i].scalar == "full_attention") == ((static_cast<long long>(i) + 1) % (first_full + 1) == 0);
+        if (!periodic) {
+          d.error(lt->loc, "layer_types is not a repeating pattern of sliding layers and one full-attention layer: not supported",
+                  {Note{{}, "rsim builds a global layer every P layers (sliding_window_pattern)"}});
+          return out;
+        }
+        pattern = first_full + 1;
+      }
+      if (pattern < 1 || pattern > 10000) {
+        d.error(config.loc, "sliding_window_pattern must be 1 to 10000");
+        return out;
+      }
+      put_text("window_pattern", std::to_string(pattern));
+    }
   }
   // without head_dim, a head is hidden / heads features: Hugging Face rejects a config whose heads
   // do not divide hidden (a silent floor would build a narrower model)

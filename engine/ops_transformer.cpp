@@ -250,17 +250,22 @@ void add_norm_and_position(OpRegistry& r) {
   n.summary = "RMS normalisation over the last dimension (Llama): x / rms(x) · γ";
   n.formula =
       "FLOPs  = 4 per element (square, sum, scale by 1/rms, γ); 3 without affine\n"
-      "params = D (γ) with affine, else 0; weights read = params (kept in the activation dtype)";
-  n.attrs = {{"affine", AttrType::Bool, "true", "learnable γ", {}}};
+      "params = D (γ) with affine, else 0 (features: F, one γ shared by every group of F); weights read = params (kept in the activation dtype)";
+  n.attrs = {{"affine", AttrType::Bool, "true", "learnable γ", {}},
+             {"features", AttrType::Int, "~", "normalise each group of this many features (per head: Gemma-3's q and k norms); default the last dimension", {}}};
   n.infer = [](const OpArgs& x) -> std::vector<Shape> {
     rows_of(x.in[0], "rmsnorm");
+    if (x.attrs.has("features")) {
+      const long long f = positive(x.attrs.i("features"), "features");
+      if (x.in[0].back() % f != 0) fail("rmsnorm: " + std::to_string(x.in[0].back()) + " features are not a whole number of groups of " + std::to_string(f));
+    }
     return one_shape(x.in[0]);
   };
   n.work = [](const OpArgs& x, const std::vector<Shape>& out) {
     bool affine = x.attrs.b("affine");
     OpWork w;
     w.other_flops = elements(out[0]) * (affine ? 4 : 3);
-    w.params = affine ? d(x.in[0].back()) : 0;
+    w.params = affine ? d(x.attrs.has("features") ? x.attrs.i("features") : x.in[0].back()) : 0;
     w.weight_elems = w.params;
     return w;
   };

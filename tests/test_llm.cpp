@@ -231,6 +231,30 @@ TEST_CASE("hf: DeepSeek-V2-Lite and DeepSeek-V3, latent attention and shared exp
   CHECK(totals_of("{model: hf, args: {config: ../tests/data/hf/deepseek_v3.json, seq: 4}}").params == v3);
 }
 
+TEST_CASE("hf: Gemma-2-9B and Gemma-3-1B, sandwich norms and alternating sliding layers, published counts by hand", "[llm]") {
+  // Gemma-2-9B: hidden 3584, 42 layers, 16 heads and 8 KV heads of 256, a GeGLU of 14336, four norms a
+  // layer (before and after attention and the MLP), a tied 256000 × 3584 table. Published: 9.24 B
+  const double g2_layer = 3584.0 * 4096 + 2 * 3584.0 * 2048 + 4096.0 * 3584 + 3 * 3584.0 * 14336 + 4 * 3584.0;
+  const double g2 = 256000.0 * 3584 + 42 * g2_layer + 3584;
+  CHECK(g2 == 9241705984);
+  RunResult r2 = run_net("{model: hf, args: {config: ../tests/data/hf/gemma2_9b.json, phase: decode, context: 8191}}", "{}");
+  const SummaryRow s2 = summary_of(r2, 0, "h100_sxm");
+  CHECK(s2.params == g2);
+  // every other layer slides over 4096 tokens (layers 0, 2, …; Hugging Face's is_sliding = not
+  // layer_idx % 2): at 8192 tokens, 21 layers hold 8192 and 21 hold 4096, K and V of 8 × 256, fp32
+  CHECK(s2.kv_cache_bytes == 2 * 8 * 256 * 4.0 * (21 * 8192 + 21 * 4096));
+  // Gemma-3-1B: hidden 1152, 26 layers, 4 heads and 1 KV head of 256, RMSNorms of q and k per head
+  // (256 each), a GeGLU of 6912, four norms a layer, a tied 262144 × 1152 table. Published: 1.0 B
+  const double g3_layer = 1152.0 * 1024 + 2 * 1152.0 * 256 + 1024.0 * 1152 + 2 * 256.0 + 3 * 1152.0 * 6912 + 4 * 1152.0;
+  const double g3 = 262144.0 * 1152 + 26 * g3_layer + 1152;
+  CHECK(g3 == 999885952);
+  RunResult r3 = run_net("{model: hf, args: {config: ../tests/data/hf/gemma3_1b.json, phase: decode, context: 8191}}", "{}");
+  const SummaryRow s3 = summary_of(r3, 0, "h100_sxm");
+  CHECK(s3.params == g3);
+  // one layer in 6 is global (indices 5, 11, 17, 23: 4 of 26); the 22 others keep 512 tokens; bf16
+  CHECK(s3.kv_cache_bytes == 2 * 1 * 256 * 2.0 * (4 * 8192 + 22 * 512));
+}
+
 TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming its model_type", "[llm]") {
   const std::pair<const char*, const char*> cases[] = {{"mamba", "mamba_130m"}, {"bert", "bert_base"}, {"t5", "t5_small"}, {"rwkv", "rwkv_169m"}};
   for (const auto& [type, stem] : cases) {
@@ -240,7 +264,7 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
     CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
     CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
-    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
+    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2, gemma3_text, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
           std::string::npos);
   }
   // a supported type in a variant rsim does not build: post-norm OPT (opt-350m) is refused at its key
