@@ -610,22 +610,31 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       SummaryRow last;
     };
     std::map<std::string, Acc> acc;
-    for (const SummaryRow& r : out.summary)
-      if (r.network == decode_name) {
-        Acc& a = acc[r.platform];
-        a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
-        a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
-        a.last = r;
-      }
-    if (generate > 1) {
-      if (!ctx.request_ctx) {
-        ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
-        ctx.request_ctx->rows = false;
-      }
+    // with an execution mode of its own the decode step at N is evaluated again (below), else the
+    // point's is taken
+    if (q.decode_execution.empty())
+      for (const SummaryRow& r : out.summary)
+        if (r.network == decode_name) {
+          Acc& a = acc[r.platform];
+          a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
+          a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
+          a.last = r;
+        }
+    if (!ctx.request_ctx) {
+      ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
+      ctx.request_ctx->rows = false;
+    }
+    std::map<std::string, std::pair<double, double>> prefill_time;  // a prefill with its own execution mode: per platform
+    if (q.prefill_only) {
+      PointResult pre;
+      evaluate_point_once(*q.prefill_only, p, *ctx.request_ctx, pre);
+      for (const SummaryRow& r : pre.summary) prefill_time[r.platform] = {r.time_s, r.derated_time_s};
+    }
+    {
       PointResult step;
       Point at = p;
       at.bindings.emplace_back(q.var, "");
-      for (long long c = prompt + 1; c < prompt + generate; ++c) {
+      for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) {
         at.bindings.back().second = std::to_string(c);
         evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
         for (const SummaryRow& r : step.summary) {
@@ -648,6 +657,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         r.phase = "request";
         r.prompt = static_cast<double>(prompt), r.generate = m;
         r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
+        if (auto it = prefill_time.find(r.platform); it != prefill_time.end()) r.ttft_s = it->second.first, r.derated_ttft_s = it->second.second;
         r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
         r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
         r.tokens = r.batch * m;  // generated tokens (one per sequence and decode step)

@@ -205,6 +205,8 @@ std::vector<MapDef> build() {
            {"prompt", integer(1, 1e7), true, "Prompt tokens N: the prefill (time to first token)."},
            {"generate", integer(1, 1e6), true, "Generated tokens M: decode steps at contexts N … N+M−1 (time per output token: their mean)."},
            {"paged_kv", map_of("paged_kv"), false, "Count the KV cache in pages: {block: 16} (off by default: exact tokens)."},
+           {"prefill_execution", choice({"fused", "graph", "eager"}), false, "The prefill's execution mode (default settings.execution)."},
+           {"decode_execution", choice({"fused", "graph", "eager"}), false, "The decode steps' execution mode (default settings.execution), e.g. graph: serving engines replay decode steps from CUDA graphs."},
        }},
       {"paged_kv", "A paged KV cache (vLLM-style): each sequence holds whole pages",
        {

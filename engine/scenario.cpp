@@ -201,6 +201,15 @@ void split_requests(Scenario& s, Diags& d) {
     const CNode* prompt = rm.require("prompt");
     const CNode* generate = rm.require("generate");
     const CNode* paged = rm.get("paged_kv");
+    std::string exec[2];
+    const char* exec_keys[2] = {"prefill_execution", "decode_execution"};
+    for (int k = 0; k < 2; ++k)
+      if (const CNode* v = rm.get(exec_keys[k])) {
+        const std::string t = v->is_scalar() ? v->scalar : "";
+        if (t != "fused" && t != "graph" && t != "eager")
+          d.error(v->loc, std::string("unknown ") + exec_keys[k] + " '" + t + "'", {Note{{}, "fused, graph or eager (see settings.execution)"}});
+        else exec[k] = t;
+      }
     rm.finish();
     if (!prompt || !generate) continue;
     const CNode* args = e.find("args");
@@ -231,6 +240,7 @@ void split_requests(Scenario& s, Diags& d) {
     q.name = name;
     q.var = "rsim_request_context_" + std::to_string(s.requests.size());
     q.prompt = *prompt, q.generate = *generate;
+    q.prefill_execution = exec[0], q.decode_execution = exec[1];
     auto entry = [&](const std::string& nm, std::vector<std::pair<std::string, std::string>> set) {
       CNode out = e;
       out.entries.clear();
@@ -258,15 +268,26 @@ void split_requests(Scenario& s, Diags& d) {
     s.vars.emplace_back(q.var, CNode::make_scalar(prompt_text, prompt->loc));
     s.requests.push_back(std::move(q));
   }
-  // each request's decode entry alone, evaluated again at the later contexts
+  // each request's decode entry alone, evaluated again at the later contexts (and its prefill
+  // alone when the request gives it an execution mode of its own)
   for (Request& q : s.requests) {
-    auto only = std::make_shared<Scenario>();
-    only->path = s.path, only->name = s.name, only->settings = s.settings, only->platforms = s.platforms;
-    only->platforms_loc = s.platforms_loc, only->scripts = s.scripts, only->limits = s.limits;
-    for (const auto& v : s.vars)
-      if (v.first != q.var) only->vars.push_back(v);
-    only->networks.push_back(s.networks[q.decode]);
-    q.decode_only = std::move(only);
+    auto alone = [&](size_t entry, const std::string& execution, bool keep_var) {
+      auto only = std::make_shared<Scenario>();
+      only->path = s.path, only->name = s.name, only->settings = s.settings, only->platforms = s.platforms;
+      only->platforms_loc = s.platforms_loc, only->scripts = s.scripts, only->limits = s.limits;
+      if (!execution.empty()) {
+        if (!only->settings.is_map()) only->settings.kind = CNode::Kind::Map, only->settings.loc = s.networks[entry].loc;
+        auto& es = only->settings.entries;
+        es.erase(std::remove_if(es.begin(), es.end(), [](const CEntry& e) { return e.key == "execution"; }), es.end());
+        es.push_back(CEntry{"execution", s.networks[entry].loc, CNode::make_scalar(execution, s.networks[entry].loc)});
+      }
+      for (const auto& v : s.vars)
+        if (keep_var || v.first != q.var) only->vars.push_back(v);
+      only->networks.push_back(s.networks[entry]);
+      return only;
+    };
+    q.decode_only = alone(q.decode, q.decode_execution, false);
+    if (!q.prefill_execution.empty()) q.prefill_only = alone(q.prefill, q.prefill_execution, true);
   }
 }
 

@@ -75,6 +75,10 @@ struct Request {
   std::string var;           // the decode entry's context variable
   CNode prompt, generate;    // substituted per point
   std::shared_ptr<const Scenario> decode_only;  // the scenario with the decode entry alone
+  // `prefill_execution` / `decode_execution`: that phase evaluated with settings.execution set
+  // (in prefill_only / decode_only), "" = the scenario's
+  std::string prefill_execution, decode_execution;
+  std::shared_ptr<const Scenario> prefill_only;  // the prefill entry alone (with prefill_execution)
 };
 
 struct Scenario {

@@ -586,3 +586,25 @@ TEST_CASE("embedding_dtype keeps the embedding table and the LM head apart from 
   for (const Row& w : q.results.at(0).rows)
     if (w.layer == "lm_head") CHECK(w.cost.weight_bytes == 128256.0 * 4096 / 2);
 }
+
+TEST_CASE("request: the prefill and the decode steps may run in execution modes of their own", "[llm][request]") {
+  // decode steps replayed from CUDA graphs, the prefill eager: each phase's time is the one its
+  // mode gives when the whole scenario runs in it
+  auto times = [](const std::string& execution) {
+    std::string text = "name: t\nsettings: {dtype: bf16, execution: " + execution + "}\nplatforms: [h100_sxm]\nnetworks:\n"
+                       "  - {name: p, model: llama3_8b, args: {phase: prefill, seq: 64}}\n";
+    for (int c = 64; c < 67; ++c) text += "  - {name: d" + std::to_string(c) + ", model: llama3_8b, args: {phase: decode, context: " + std::to_string(c) + "}}\n";
+    RunResult r = run(parse_scenario(text, src("scenarios/t.yaml")));
+    std::vector<double> t;
+    for (const SummaryRow& s : r.results.at(0).summary) t.push_back(s.time_s);
+    return t;  // prefill, then the three steps
+  };
+  const std::vector<double> eager = times("eager"), graph = times("graph");
+  RunResult q = run(parse_scenario("name: t\nsettings: {dtype: bf16}\nplatforms: [h100_sxm]\nnetworks:\n"
+                                   "  - {model: llama3_8b, request: {prompt: 64, generate: 3, prefill_execution: eager, decode_execution: graph}}\n",
+                                   src("scenarios/t.yaml")));
+  const SummaryRow& s = q.results.at(0).summary.at(0);
+  CHECK(s.ttft_s == eager[0]);
+  CHECK(s.tpot_s == Approx((graph[1] + graph[2] + graph[3]) / 3).epsilon(1e-14));
+  CHECK(graph[1] < times("fused")[1]);  // (the graph's gap is shorter than a launch: the modes differ)
+}
