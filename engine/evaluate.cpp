@@ -194,6 +194,13 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
       }
   }
   for (Field& x : f) *x.total += more * x.one;
+  for (size_t k = first; k < first + R.period; ++k) {  // (the network's dtype: see evaluate_point)
+    const Layer& L = net.layers[k];
+    const double macs = net.layers[static_cast<size_t>(L.same_as)].cost.macs;
+    const size_t t = static_cast<size_t>(L.dtype);
+    sum.macs_by_dtype[t] += more * macs, sum.layers_by_dtype[t] += more;
+    if (L.dtype_from_file) sum.file_macs_by_dtype[t] += more * macs + 1e-300;
+  }
   sum.layers += static_cast<double>(end - first);
   sum.activation_bytes = activation;
   const int m = static_cast<int>(R.copies - 1);
@@ -569,7 +576,9 @@ void Row::clear() {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 416, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 616, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  dtype = DType::fp32, dtype_from_file = false;
+  macs_by_dtype.fill(0), file_macs_by_dtype.fill(0), layers_by_dtype.fill(0);
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
   ttft_s = derated_ttft_s = tpot_s = derated_tpot_s = prompt = generate = 0;
   point = 0;
@@ -971,6 +980,12 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           kt.dcomm += de.comm_time_s;
           if (eager) kt.host = std::max(kt.host, host);
         }
+        {
+          const Layer& TL = net.layers[li];
+          const size_t k = static_cast<size_t>(TL.dtype);
+          sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
+          if (TL.dtype_from_file) sum.file_macs_by_dtype[k] += cost.macs + 1e-300;  // (a layer without MACs still counts as the file's)
+        }
         sum.params_per_gpu += cost.params * cost.shard;
         sum.comm_bytes += cost.comm_bytes;
         sum.comm_time_s += th.comm_time_s;
@@ -1185,6 +1200,17 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         const double c = sum.comm_time_s;
         sum.time_s = std::max(sum.time_s - c, c);
         sum.derated_time_s = std::max(sum.derated_time_s - c, c);
+      }
+      {  // the network's dtype: that of most MACs, else of most layers
+        size_t best = static_cast<size_t>(out.settings.dtype);
+        double most = 0;
+        const bool by_macs = sum.macs > 0;
+        for (size_t k = 0; k < sum.macs_by_dtype.size(); ++k) {
+          const double v = by_macs ? sum.macs_by_dtype[k] : sum.layers_by_dtype[k];
+          if (v > most) most = v, best = k;
+        }
+        sum.dtype = static_cast<DType>(best);
+        sum.dtype_from_file = sum.file_macs_by_dtype[best] > 0;
       }
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;

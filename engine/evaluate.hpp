@@ -76,6 +76,11 @@ struct SummaryRow {
   // A request (phase "request"): its prefill's time (time to first token) and the mean of its
   // decode steps (time per output token), theoretical and derated; time_s is the end-to-end latency
   double ttft_s = 0, derated_ttft_s = 0, tpot_s = 0, derated_tpot_s = 0, prompt = 0, generate = 0;
+  // The dtype of the layers that carry most of the MACs (most layers when none has MACs), and
+  // whether the model's file set it (dtype_source: file) rather than the scenario
+  DType dtype = DType::fp32;
+  bool dtype_from_file = false;
+  std::array<double, 8> macs_by_dtype{}, file_macs_by_dtype{}, layers_by_dtype{};  // (per DType, for the above)
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
   std::string ignored;
   // Every field back to its default, keeping the strings' storage (a point's rows are written

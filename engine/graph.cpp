@@ -73,6 +73,8 @@ class Builder {
 
   std::map<std::string, BlockDef> blocks;
   DType dtype = DType::fp32;
+  bool dtype_fixed = false;      // the network's or settings' dtype was written: a layer's file_dtype yields to it
+  bool dtype_from_file = false;  // the network's dtype is its file's (file_dtype)
   Precision precision;
   bool failed = false;  // a shape error happened: later layers would only repeat it
 
@@ -296,8 +298,13 @@ class Builder {
     L.op = op;
     L.loc = item.loc;
     L.dtype = dtype;
-    if (const CNode* dt = item.find("dtype"))
-      if (auto t = read_dtype(*dt, d_, "dtype")) L.dtype = *t;
+    L.dtype_from_file = dtype_from_file;
+    if (const CNode* dt = item.find("dtype")) {
+      if (auto t = read_dtype(*dt, d_, "dtype")) L.dtype = *t, L.dtype_from_file = false;
+    } else if (const CNode* fd = item.find("file_dtype"); fd && !dtype_fixed && !(fd->is_scalar() && fd->scalar.empty())) {
+      // the element type the model's file gives this layer (an ONNX tensor's): below every dtype written
+      if (auto t = read_dtype(*fd, d_, "file_dtype")) L.dtype = *t, L.dtype_from_file = true;
+    }
     L.precision = precision;
     // embedding tables and the LM head (`vocab_weights`) in embedding_dtype, unless the layer says
     if (const CNode* vw = item.find("vocab_weights"); L.precision.embedding && (op->name == "embedding" || (vw && to_bool(*vw, d_, "vocab_weights").value_or(false))))
@@ -621,6 +628,7 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
   }
   Builder b(opt, d, net, plan);
   b.dtype = opt.dtype;
+  b.dtype_fixed = opt.dtype_given || node.find("dtype");
   if (m.require("name")) net.name = to_string(*node.find("name"), d, "network name").value_or("");
   m.get("description");
   m.get("params");  // a model's parameters: bound before building (see resolve_network)
@@ -628,7 +636,7 @@ Network build_network(const CNode& raw, const Env& env, const BuildOptions& opt,
     if (auto t = read_dtype(*dt, d, "dtype")) b.dtype = *t;
   } else if (const CNode* fd = node.find("file_dtype"); fd && !opt.dtype_given && !(fd->is_scalar() && fd->scalar.empty())) {
     // the dtype the model's file stores (a Hugging Face config's torch_dtype): below settings.dtype
-    if (auto t = read_dtype(*fd, d, "file_dtype")) b.dtype = *t;
+    if (auto t = read_dtype(*fd, d, "file_dtype")) b.dtype = *t, b.dtype_from_file = true;
   }
   m.get("dtype");
   m.get("file_dtype");

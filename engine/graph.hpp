@@ -52,6 +52,7 @@ struct Layer {
   enum class Shard : char { Auto, Column, Row, Mlp, None } shard = Shard::Auto;
   long long shard_units = 0;  // a column split of this many heads: ceil(units / T) per GPU (0: 1/T)
   double out_share = 1;
+  bool dtype_from_file = false;  // its dtype is the model file's (a layer's or network's file_dtype)
 };
 
 struct Network {

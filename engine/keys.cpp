@@ -188,6 +188,7 @@ std::vector<MapDef> build() {
            {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
            {"tied_weights", boolean(), false, "The layer reuses another layer's weights (counted once)."},
            {"shared_params", integer(0, 1e15), false, "Elements of its weights that another layer already counts (partly shared weights, counted once)."},
+           {"file_dtype", str(), false, "The element type the model's file gives this layer (an imported ONNX tensor's): used when neither the layer, the network nor settings give a dtype."},
            {"vocab_weights", boolean(), false, "Its weights are a vocabulary table (the LM head): embedding_dtype applies to them."},
            {"shard", choice({"column", "row", "mlp", "none"}), false, "Under tensor parallelism: column (output features split), row (input features split; its output all-reduced), mlp (a whole MLP or mixture split inside; output all-reduced), none (replicated; default unless an input is split)."},
            {"shard_units", integer(1, 1e9), false, "What a column split divides (heads): with T GPUs each holds ceil(units / T) of them (KV heads fewer than T are replicated)."},

@@ -378,7 +378,7 @@ const std::vector<std::string>& summary_columns() {
       "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
       "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s",
-      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu"};
+      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source"};
   return c;
 }
 
@@ -630,7 +630,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     for (const auto& kv : p.bindings) b.ch(','), b.csv(kv.second);
     b.ch(','), b.csv(s.platform);
     b.ch(','), b.csv(s.network);
-    b.ch(','), b.lit(dtype_name(pr.settings.dtype));
+    b.ch(','), b.lit(dtype_name(s.dtype));
     for (int f = F::Layers; f <= F::FlopsPerMac; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
     b.ch(','), b.lit(memory_model_name(pr.settings.memory_model));
     b.ch(','), t.csv(b, F::ActiveParams);
@@ -650,7 +650,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
       b.ch(',');
       if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
     }
-    b.ch('\n');
+    b.lit(s.dtype_from_file ? ",file\n" : ",settings\n");
 
   }
 }
@@ -1081,6 +1081,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(si ? ",{\"platform\":" : "{\"platform\":"), b.json_str(sm.platform);
     b.lit(",\"network\":"), b.json_str(sm.network);
     b.lit(exec_json);
+    b.lit(",\"dtype\":\""), b.lit(dtype_name(sm.dtype)), b.lit(sm.dtype_from_file ? "\",\"dtype_source\":\"file\"" : "\",\"dtype_source\":\"settings\"");
     b.lit(",\"layers\":"), t.json(b, F::Layers);
     b.lit(",\"kernels\":"), t.json(b, F::Kernels);
     b.lit(",\"macs\":"), t.json(b, F::Macs);

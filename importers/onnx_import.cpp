@@ -625,10 +625,32 @@ class Importer {
     no_inputs.kind = CNode::Kind::Seq;
     layer.entries.push_back(CEntry{"inputs", {}, no_inputs});
     layer.entries.push_back(CEntry{"shape", {}, ints_node(std::vector<long long>(v.shape.begin(), v.shape.end()))});
+    if (const std::string ft = float_dtype(v.elem); !ft.empty()) layer.entries.push_back(CEntry{"file_dtype", {}, scalar(ft)});
     if (v.param && counted_.insert(v.const_name).second) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
     layers_.push_back(std::move(layer));
     v.ref = name;
     return v.ref;
+  }
+
+  // The rsim dtype of an ONNX float element type ("" for the others: integer tensors, bool).
+  static std::string float_dtype(int elem) {
+    switch (elem) {
+      case onnx::TensorProto::FLOAT: return "fp32";
+      case onnx::TensorProto::FLOAT16: return "fp16";
+      case onnx::TensorProto::BFLOAT16: return "bf16";
+      case onnx::TensorProto::DOUBLE: return "fp64";
+      default: return "";
+    }
+  }
+  // The element type of the current node's layer: a Cast's target, else its first floating-point
+  // input's (an activation's or a weight's); fp32 when it has none
+  int node_elem() {
+    if (cur_->op_type() == "Cast") return static_cast<int>(attr_i("to", onnx::TensorProto::FLOAT));
+    if (cur_->op_type() == "CastLike" && has_input(1)) return in(1).elem;
+    for (int i = 0; i < cur_->input_size(); ++i)
+      if (has_input(i))
+        if (auto it = vals_.find(cur_->input(i)); it != vals_.end() && is_float_type(it->second.elem)) return it->second.elem;
+    return onnx::TensorProto::FLOAT;
   }
 
   // Adds one rsim layer for the current node and records its outputs. Returns the output shapes.
@@ -645,6 +667,8 @@ class Importer {
     for (const auto& r : spec.inputs) ins.items.push_back(scalar(r));
     layer.entries.push_back(CEntry{"inputs", {}, ins});
     for (auto& e : spec.attrs) layer.entries.push_back(e);
+    const int elem = node_elem();
+    if (const std::string ft = float_dtype(elem); !ft.empty()) layer.entries.push_back(CEntry{"file_dtype", {}, scalar(ft)});
     std::vector<Shape> in_shapes;
     for (const auto& r : spec.inputs) in_shapes.push_back(shape_of_ref(r));
     Diags d;
@@ -693,7 +717,7 @@ class Importer {
       if (i >= n || out.empty()) k = 0;
       v.shape = out.empty() ? Shape{} : out[k];
       v.ref = k == 0 ? lname : lname + ":" + std::to_string(k);
-      v.elem = onnx::TensorProto::FLOAT;
+      v.elem = is_float_type(elem) ? elem : onnx::TensorProto::FLOAT;
       ref_shapes_[v.ref] = v.shape;
       set_out(i, std::move(v));
     }

@@ -442,3 +442,46 @@ TEST_CASE("ONNX: opset 6 models are converted by ONNX's version converter", "[on
   CHECK(error_of([&] { import_onnx(*parse_onnx(build_onnx_model(misfit), "misfit.onnx"), {}); }) ==
         "misfit.onnx: error: node 'add' (Add): broadcast axis 4 does not fit 1x3x4x5 and 3 (opset 6 broadcasting)\n");
 }
+
+TEST_CASE("ONNX: an fp16 file is costed in fp16 (its element types), unless the scenario gives a dtype", "[onnx]") {
+  // the small CNN with every tensor FLOAT16 (ONNX elem_type 10): 2 bytes an element
+  OnnxModelSpec spec = small_cnn();
+  for (auto* list : {&spec.inputs, &spec.initializers, &spec.outputs})
+    for (auto& t : *list) t.elem_type = 10;
+  fs::path dir = scratch_dir("fp16");
+  write(dir / "cnn16.onnx", build_onnx_model(spec));
+  const std::string plat = R"(
+platforms:
+  - {name: box, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}, {name: half, dtypes: [fp16], peak: 8 TFLOP/s}], memory: [{name: dram, bandwidth: 100 GB/s}]}
+)";
+  auto run_with = [&](const std::string& settings) {
+    std::string yaml = "name: t\n" + settings + plat + "networks:\n  - {name: cnn, onnx: cnn16.onnx, dims: {N: 2}}\n";
+    return run(parse_scenario(yaml, (dir / "t.yaml").string()));
+  };
+  RunResult r = run_with("");
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0]->dtype == DType::fp16);
+  CHECK(rows[0]->compute_roof == "half");  // the fp16 roof, 8 TFLOP/s
+  // the conv reads x (2 · 3 · 32 · 32) and its weights (16 · 27 + 16), writes 2 · 16 · 32 · 32, all at 2 B
+  CHECK(rows[0]->cost.input_total() == 2.0 * 3 * 32 * 32 * 2);
+  CHECK(rows[0]->cost.weight_bytes == (16.0 * 27 + 16) * 2);
+  CHECK(rows[0]->cost.output_total() == 2.0 * 16 * 32 * 32 * 2);
+  const SummaryRow& s = summary_of(r, 0, "box");
+  CHECK(s.dtype == DType::fp16);
+  CHECK(s.dtype_from_file);
+  CHECK(test::cell(test::csv_rows(summary_csv(r, Scenario{})), 1, "dtype_source") == "file");
+  CHECK(test::cell(test::csv_rows(summary_csv(r, Scenario{})), 1, "dtype") == "fp16");
+  // settings.dtype wins over the file
+  RunResult f = run_with("settings: {dtype: fp32}\n");
+  CHECK(rows_of(f, 0, "box")[0]->cost.weight_bytes == (16.0 * 27 + 16) * 4);
+  CHECK(summary_of(f, 0, "box").dtype == DType::fp32);
+  CHECK_FALSE(summary_of(f, 0, "box").dtype_from_file);
+  // an fp32 file stays fp32 (and says the file set it)
+  write(dir / "cnn32.onnx", build_onnx_model(small_cnn()));
+  std::string yaml = "name: t\n" + plat + "networks:\n  - {name: cnn, onnx: cnn32.onnx, dims: {N: 2}}\n";
+  RunResult r32 = run(parse_scenario(yaml, (dir / "t.yaml").string()));
+  CHECK(summary_of(r32, 0, "box").dtype == DType::fp32);
+  CHECK(rows_of(r32, 0, "box")[0]->compute_roof == "vec");
+  fs::remove_all(dir);
+}
