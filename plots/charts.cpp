@@ -400,9 +400,14 @@ void roofline_axes(Figure& f, const std::vector<RoofPt>& pts, const std::vector<
       }
   log_range(f.x, xmin, xmax);
   log_range(f.y, ymin, ymax);
-  f.x.title = "Arithmetic intensity [FLOP/byte]";
-  f.y.title = "Performance [FLOP/s]";
-  f.y.unit = "FLOP/s";
+  f.x.title = "Arithmetic intensity [FLOP/byte]";  // ([OP/byte] for integer roofs: below)
+  // integer roofs only (int8 points): operations, not floating-point ones
+  bool integer = !sets.empty();
+  for (const RoofSet& rs : sets)
+    for (const ComputeRoof* cr : rs.roofs) integer = integer && dtype_name(cr->dtypes.front())[0] == 'i';
+  f.y.title = integer ? "Performance [OP/s]" : "Performance [FLOP/s]";
+  if (integer) f.x.title = "Arithmetic intensity [OP/byte]";
+  f.y.unit = integer ? "OP/s" : "FLOP/s";
 }
 
 // The dash of a platform's derated roofs on an overlay (the colour tells them apart first).
@@ -433,7 +438,7 @@ void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_
   mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
   mem.style = st;
   bool label_mem = ri == 0 && (derated ? true : !mem_same);
-  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 6);
+  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 4);
   mem.label_at = 0.55;
   add_line(f, mem);
   if (mi > 0) return;  // caches only add their slanted roof
@@ -441,7 +446,7 @@ void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_
   comp.pts = {{ridge, peak}, {f.x.max, peak}};
   comp.style = st;
   // on an overlay the legend gives each variant's peak; the lines would be too close to label
-  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 6);
+  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 4);
   comp.label_at = 0.78;
   comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
   add_line(f, comp);
@@ -505,7 +510,8 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
   // the legend shares the page with the plot, its name only (the values: plot data, report.md)
   if (overlay)
     for (size_t set_i = 0; set_i < sets.size(); ++set_i)
-      f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s, "FLOP/s", 4)) +
+      f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s,
+                                                                                                    dtype_name(sets[set_i].roofs.front()->dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s", 4)) +
                                                                     ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4)),
                                      true, LineStyle{roof_color(set_i), 1.6, overlay_dash(set_i)}, false, {}, {}});
   return any_derating;
