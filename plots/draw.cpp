@@ -666,6 +666,14 @@ void layout_axes(Pass& p, const Plan& plan) {
   p.bottom = 10 + xlabels_h + 8 + (f.x.title.empty() ? 0 : r.measure(f.x.title, p.Z.axis_title, false).ascent + 10);
   if (p.rotate_x) p.left = std::max(p.left, xlabel_w * std::cos(M_PI / 4) + 12);
   p.right = 16;
+  // a level label of the last tick at the axis's right end reaches half its width past the plot:
+  // the margin makes room for it (the slides roofline's "10000" read "1000", clipped)
+  if (!p.rotate_x && !p.has_heat && f.x.categories.empty() && !p.xt.empty() && f.x.max > f.x.min) {
+    const double last = p.xt.back();
+    const bool log = f.x.scale == Scale::Log && last > 0 && f.x.min > 0;
+    const double frac = log ? (std::log(last) - std::log(f.x.min)) / (std::log(f.x.max) - std::log(f.x.min)) : (last - f.x.min) / (f.x.max - f.x.min);
+    if (frac > 0.9) p.right = std::max(p.right, r.measure(p.xlabel(last), p.Z.tick, false).width / 2 + 6);
+  }
 }
 
 // The numbered key beside the plot. At a printed size without room for every line of it, the

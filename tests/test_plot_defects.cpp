@@ -582,3 +582,25 @@ TEST_CASE("an int8 roofline counts operations: OP/s on the axis, the roof and th
   for (const Line& l : b1.figure.lines) roof = roof || l.label.find("int8 tensor cores 1.979 POP/s") != std::string::npos;
   CHECK(roof);
 }
+
+TEST_CASE("a slides roofline keeps its last x tick label on the canvas", "[plots][figures]") {
+  // ResNet-50 on the RTX 3080 in the slides style: the x axis ends at 10000 FLOP/byte, whose label
+  // is centred on the plot's right edge (it was clipped to "1000")
+  Scenario s = load_scenario(src("scenarios/resnet50.yaml"));
+  RunResult r = run(s);
+  PlotSpec spec;
+  spec.kind = Kind::Roofline;
+  spec.platforms = {"rtx3080"};
+  spec.style = "slides";
+  spec = resolved(spec);
+  BuiltFigure b = build_one(spec, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  bool last = false;
+  for (const auto& t : rec.texts) last = last || t.s == "10000" || t.s == "10 k";
+  CHECK(last);
+  for (const Rect& t : rep.texts) {
+    INFO("text box at " << t.x << "," << t.y << " size " << t.w << "x" << t.h << " on a canvas " << rep.canvas.w);
+    CHECK(t.inside(rep.canvas));
+  }
+}
