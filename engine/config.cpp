@@ -372,7 +372,10 @@ std::optional<long long> to_integer(const CNode& n, Diags& d, const std::string&
   if (!expect_scalar(n, d, what)) return std::nullopt;
   auto v = parse_integer(n.scalar);
   if (!v) {
-    d.error(n.loc, what + " must be a whole number, not '" + n.scalar + "'");
+    // a whole number past what rsim counts with (9e15) is said so, not called "not a whole number"
+    if (auto x = parse_double(n.scalar); x && std::isfinite(*x) && std::floor(*x) == *x && std::fabs(*x) > 9.0e15)
+      d.error(n.loc, what + " = " + n.scalar + " is too large: rsim counts up to 9e15");
+    else d.error(n.loc, what + " must be a whole number, not '" + n.scalar + "'");
     return std::nullopt;
   }
   return v;

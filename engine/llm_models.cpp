@@ -257,14 +257,15 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     const CNode* h = field(config, {"hidden_size", "n_embd"});
     const CNode* nh = field(config, {"num_attention_heads", "n_head"});
     long long hv = -1, nv = -1;
-    if (h) hv = to_integer(*h, d, "hidden_size").value_or(-1);
-    if (nh) nv = to_integer(*nh, d, "num_attention_heads").value_or(-1);
+    Diags again;  // (read and reported above: not twice)
+    if (h) hv = to_integer(*h, again, "hidden_size").value_or(-1);
+    if (nh) nv = to_integer(*nh, again, "num_attention_heads").value_or(-1);
     if (hv > 0 && nv > 0 && !field(config, {"head_dim"}) && !deepseek && hv % nv != 0)
       d.error(nh->loc, "num_attention_heads (" + std::to_string(nv) + ") does not divide hidden_size (" + std::to_string(hv) + ")",
               {Note{{}, "each head has hidden_size / num_attention_heads features; give head_dim if the heads are narrower or wider"}});
     // grouped-query attention: each KV head serves heads / kv_heads query heads
     if (const CNode* kh = field(config, {"num_key_value_heads"}); kh && nv > 0) {
-      const long long kv = to_integer(*kh, d, "num_key_value_heads").value_or(-1);
+      const long long kv = to_integer(*kh, again, "num_key_value_heads").value_or(-1);
       if (kv > 0 && nv % kv != 0)
         d.error(kh->loc, "num_key_value_heads (kv_heads) = " + std::to_string(kv) + " does not divide num_attention_heads (heads) = " + std::to_string(nv),
                 {Note{{}, "each key/value head serves the same number of query heads"}});

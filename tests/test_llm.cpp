@@ -3,13 +3,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;
 using namespace rsim::test;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -607,4 +611,16 @@ TEST_CASE("request: the prefill and the decode steps may run in execution modes 
   CHECK(s.ttft_s == eager[0]);
   CHECK(s.tpot_s == Approx((graph[1] + graph[2] + graph[3]) / 3).epsilon(1e-14));
   CHECK(graph[1] < times("fused")[1]);  // (the graph's gap is shorter than a launch: the modes differ)
+}
+
+TEST_CASE("hf: a count past what rsim counts with says so, once", "[llm][files]") {
+  // hidden_size 4.6e22: a whole number, beyond 9e15 (it was called "not a whole number", twice)
+  const fs::path dir = scratch_dir("hf_big");
+  std::ofstream(dir / "config.json") << "{\"model_type\": \"llama\", \"hidden_size\": 46116860184273879040000, \"num_hidden_layers\": 2,\n"
+                                        " \"num_attention_heads\": 4, \"intermediate_size\": 64, \"vocab_size\": 100}\n";
+  const std::string e = error_of([&] { run_net("{model: hf, args: {config: " + (dir / "config.json").string() + "}}"); });
+  CHECK(e.find("config.json:1:40: error: hidden_size = 46116860184273879040000 is too large: rsim counts up to 9e15") != std::string::npos);
+  INFO(e);
+  CHECK(e.find("error:") == e.rfind("error:"));  // one error
+  fs::remove_all(dir);
 }
