@@ -1501,6 +1501,7 @@ RunTables run_tables(const std::string& path, const std::vector<std::pair<std::s
   opt.make_hooks = scripts.make_hooks;
   opt.make_evaluator = make_lua_evaluator;
   opt.model_dirs = model_dirs();
+  opt.importer = make_onnx_importer();  // an `onnx:` entry reads as it does in `rsim run`
   RunResult r = run_scenario(s, catalog, opt);
   return RunTables{results_csv(r, s), summary_csv(r, s), kernels_csv(r)};
 }

@@ -99,6 +99,21 @@ class RunTest(unittest.TestCase):
         self.assertEqual(list(df["macs"]), [56 * 56 * 32 * 9, 56 * 56 * 32 * 9 * 32])
         self.assertEqual(len(r.to_pandas("summary")), 2)
 
+    def test_an_onnx_entry_reads_as_in_the_cli(self):
+        # ONNX's own test model: one Relu on x [3, 4, 5] (libonnx-testdata); it said "this build
+        # has no importer" through the module while the CLI read it
+        model = "/usr/share/libonnx-testdata/data/node/test_relu/model.onnx"
+        if not os.path.exists(model):
+            self.skipTest("libonnx-testdata is not installed")
+        path = os.path.join(self.dir.name, "onnx.yaml")
+        with open(path, "w") as f:
+            f.write("name: o\nplatforms: [rtx3080]\nnetworks:\n  - {name: relu, onnx: " + model + "}\n")
+        rows = rsim.run(path).rows
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["op"], "relu")
+        self.assertEqual(float(rows[0]["flops"]), 3 * 4 * 5)  # one compare per element
+        self.assertEqual(float(rows[0]["bytes"]), 2 * 3 * 4 * 5 * 4)  # read and written, fp32
+
     def test_schema(self):
         self.assertIn('"$schema": "https://json-schema.org/draft/2020-12/schema"', rsim.schema())
         self.assertIn('"title": "rsim platform"', rsim.schema("platform"))
