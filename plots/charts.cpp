@@ -1007,7 +1007,9 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, marked, marker_cycle(i), palette(i)});
   }
   if (any_over) {
-    LegendEntry e{"does not fit in memory", false, {}, true, Marker::Circle, rgb(0x444444)};
+    // a value the same on every platform (a footprint) is drawn once, from the first platform: its memory is the one
+    const bool several = r.results.front().platforms.size() > 1 && platform_free;
+    LegendEntry e{several ? "over " + slot_name(r, s, 0) + "'s memory" : "does not fit in memory", false, {}, true, Marker::Circle, rgb(0x444444)};
     e.hollow = true;
     f.legend.push_back(e);
   }
