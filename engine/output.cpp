@@ -1612,6 +1612,11 @@ void write_file_atomic(const std::string& path_in, const std::string& content) {
   // Only a regular file is written (over, atomically): a device, FIFO, socket or folder at the
   // path is refused — a rename would replace /dev/null itself — and a symbolic link is followed
   // to the regular file it names (replacing the link would leave its target unwritten).
+  if (path_in == "-") {  // `-o -`: standard output, every write checked
+    if (std::fwrite(content.data(), 1, content.size(), stdout) != content.size() || std::fflush(stdout) != 0)
+      throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(errno));
+    return;
+  }
   std::string path = path_in;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {

@@ -193,6 +193,12 @@ TEST_CASE("output discipline: -o onto a device or through a link to one is refus
     std::getline(in, first);
     CHECK(first.rfind("{\"rsim_plan\":1,", 0) == 0);
   }
+  {  // `-o -` is standard output: the plan is printed and no file named '-' is made
+    Proc p = run_exe({"plan", scenario, "-o", "-"}, 20);
+    CHECK(p.code == 0);
+    CHECK(p.out.rfind("{\"rsim_plan\":1,", 0) == 0);
+    CHECK_FALSE(fs::exists(fs::current_path() / "-"));
+  }
   {  // standard output on a full device: exit 1 and say so (was 0)
     const std::string cmd = std::string(RSIM_BINARY) + " schema > /dev/full 2> " + (f.dir / "err.txt").string();
     int status = std::system(cmd.c_str());
