@@ -199,7 +199,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
     const double macs = net.layers[static_cast<size_t>(L.same_as)].cost.macs;
     const size_t t = static_cast<size_t>(L.dtype);
     sum.macs_by_dtype[t] += more * macs, sum.layers_by_dtype[t] += more;
-    if (L.dtype_from_file) sum.file_macs_by_dtype[t] += more * macs + 1e-300;
+    if (L.dtype_from_file) sum.file_dtypes |= 1u << t;
   }
   sum.layers += static_cast<double>(end - first);
   sum.activation_bytes = activation;
@@ -576,9 +576,10 @@ void Row::clear() {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 616, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 560, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
   dtype = DType::fp32, dtype_from_file = false;
-  macs_by_dtype.fill(0), file_macs_by_dtype.fill(0), layers_by_dtype.fill(0);
+  macs_by_dtype.fill(0), layers_by_dtype.fill(0);
+  file_dtypes = 0;
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
   ttft_s = derated_ttft_s = tpot_s = derated_tpot_s = prompt = generate = 0;
   point = 0;
@@ -601,34 +602,32 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
   Env env = p.bindings;
   for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
   for (const Request& q : s.requests) {
-    Diags d;
-    auto number = [&](const CNode& n, const char* what) -> long long {
+    auto number = [&](const CNode& n, const char* what, double most) -> long long {
       const std::string text = n.is_scalar() ? substitute(n.scalar, env, ctx.ev, n.loc) : "";
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(v >= 1) || v > 1e7 || v != std::floor(v))
-        throw ConfigError(n.loc, std::string("request ") + what + " must be a whole number of tokens from 1 to 10000000, got '" + text + "'");
+      if (text.empty() || *end || !(v >= 1) || v > most || v != std::floor(v))
+        throw ConfigError(n.loc, std::string("request ") + what + " must be a whole number of tokens from 1 to " + format_number(most) + ", got '" + text + "'");
       return static_cast<long long>(v);
     };
-    const long long prompt = number(q.prompt, "prompt"), generate = number(q.generate, "generate");
-    if (generate > 1000000) throw ConfigError(q.generate.loc, "request generate must be at most 1000000 tokens");
+    const long long prompt = number(q.prompt, "prompt", 1e7), generate = number(q.generate, "generate", 1e6);
     const std::string decode_name = q.name + ".decode";
     // per platform: the sums of the decode steps' times, and the last step's memory
     struct Acc {
       double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0;
       SummaryRow last;
+      void add(const SummaryRow& r) {
+        time += r.time_s, derated += r.derated_time_s, flops += r.flops, macs += r.macs, bytes += r.bytes;
+        comm_bytes += r.comm_bytes, comm_time += r.comm_time_s;
+        last = r;
+      }
     };
     std::map<std::string, Acc> acc;
     // with an execution mode of its own the decode step at N is evaluated again (below), else the
     // point's is taken
     if (q.decode_execution.empty())
       for (const SummaryRow& r : out.summary)
-        if (r.network == decode_name) {
-          Acc& a = acc[r.platform];
-          a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
-          a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
-          a.last = r;
-        }
+        if (r.network == decode_name) acc[r.platform].add(r);
     if (!ctx.request_ctx) {
       ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
       ctx.request_ctx->rows = false;
@@ -646,13 +645,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) {
         at.bindings.back().second = std::to_string(c);
         evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
-        for (const SummaryRow& r : step.summary) {
-          Acc& a = acc[r.platform];
-          a.time += r.time_s, a.derated += r.derated_time_s, a.flops += r.flops, a.macs += r.macs, a.bytes += r.bytes;
-          a.comm_bytes += r.comm_bytes, a.comm_time += r.comm_time_s;
-          a.last = r;
-        }
-        for (auto& x : step.footprint_excess) (void)x;
+        for (const SummaryRow& r : step.summary) acc[r.platform].add(r);
       }
     }
     // the request's row in place of its prefill's; its decode row (context N) removed
@@ -682,7 +675,6 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       merged.push_back(std::move(r));
     }
     out.summary = std::move(merged);
-    (void)d;
   }
 }
 }  // namespace
@@ -984,7 +976,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           const Layer& TL = net.layers[li];
           const size_t k = static_cast<size_t>(TL.dtype);
           sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
-          if (TL.dtype_from_file) sum.file_macs_by_dtype[k] += cost.macs + 1e-300;  // (a layer without MACs still counts as the file's)
+          if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
         }
         sum.params_per_gpu += cost.params * cost.shard;
         sum.comm_bytes += cost.comm_bytes;
@@ -1210,7 +1202,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           if (v > most) most = v, best = k;
         }
         sum.dtype = static_cast<DType>(best);
-        sum.dtype_from_file = sum.file_macs_by_dtype[best] > 0;
+        sum.dtype_from_file = (sum.file_dtypes >> best & 1u) != 0;
       }
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;

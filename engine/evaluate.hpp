@@ -80,7 +80,8 @@ struct SummaryRow {
   // whether the model's file set it (dtype_source: file) rather than the scenario
   DType dtype = DType::fp32;
   bool dtype_from_file = false;
-  std::array<double, 8> macs_by_dtype{}, file_macs_by_dtype{}, layers_by_dtype{};  // (per DType, for the above)
+  std::array<double, 8> macs_by_dtype{}, layers_by_dtype{};  // (per DType, for the above)
+  unsigned file_dtypes = 0;  // bit t: a layer of DType t took it from the model's file
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.
   std::string ignored;
   // Every field back to its default, keeping the strings' storage (a point's rows are written
