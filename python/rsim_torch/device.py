@@ -54,6 +54,14 @@ def set_math(name):
         torch.backends.cudnn.benchmark = True
 
 
+def layout(t, dev):
+    """A 4-D fp16/bf16 tensor on CUDA in channels-last memory order, as a half-precision CNN is run
+    there (cuDNN's tensor-core convolutions work in NHWC; NCHW would add a transpose per layer)."""
+    if dev.type == "cuda" and t.dim() == 4 and t.dtype in (torch.float16, torch.bfloat16):
+        return t.contiguous(memory_format=torch.channels_last)
+    return t
+
+
 def synchronize(dev):
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)

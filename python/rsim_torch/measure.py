@@ -16,7 +16,7 @@ import tempfile
 import torch
 
 from . import ops
-from .device import BYTES, Unsupported, device_name, free_bytes, modes_of, set_math, synchronize, time_calls, time_graph
+from .device import BYTES, Unsupported, device_name, free_bytes, layout, modes_of, set_math, synchronize, time_calls, time_graph
 
 RESULT_COLUMNS = [
     "point", "platform", "network", "layer", "op", "dtype", "compute_dtype", "weights_dtype", "kv_dtype", "input_shape", "output_shape",
@@ -140,7 +140,8 @@ def measure(plan, dev, modes, reps, outdir, log=sys.stderr, layers=True, network
     check_memory(plan, dev)
     torch.manual_seed(0)
     impl_text = "PyTorch %s on %s, %s" % (torch.__version__, device_name(dev),
-                                         "CUDA events around each call" if dev.type == "cuda" else "wall clock around each call")
+                                         "CUDA events around each call, fp16/bf16 activations channels-last" if dev.type == "cuda"
+                                         else "wall clock around each call")
     layer_rows, net_rows = [], []
     var_names = []
     for pt in plan["points"]:
@@ -178,7 +179,7 @@ def measure(plan, dev, modes, reps, outdir, log=sys.stderr, layers=True, network
                             vocab = next((int(L["attrs"].get("vocab", 2)) for L in net["layers"] if L["op"] == "embedding"), 2)
                             inputs[i["name"]] = torch.randint(0, vocab, tuple(i["shape"]), device=dev)
                         else:
-                            inputs[i["name"]] = torch.randn(*i["shape"], device=dev).to(ops.torch_dtype(i["dtype"]))
+                            inputs[i["name"]] = layout(torch.randn(*i["shape"], device=dev).to(ops.torch_dtype(i["dtype"])), dev)
                     fwd = forward_fn(net, built, inputs)
                     with torch.no_grad():
                         times = time_graph(dev, fwd, reps) if mode == "graph" else time_calls(dev, fwd, reps)

@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .device import Unsupported, torch_dtype
+from .device import Unsupported, layout, torch_dtype
 
 
 class Built:
@@ -47,7 +47,7 @@ def _padding(v, kernel, dilation, stride, in_hw):
 
 def _weight(shape, dtype, dev, fan_in):
     w = torch.randn(*shape, device=dev, dtype=torch.float32) / math.sqrt(max(fan_in, 1))
-    return w.to(dtype)
+    return layout(w.to(dtype), dev)
 
 
 def _act_dtype(layer):
@@ -76,7 +76,7 @@ def input_tensors(layer, dev):
             out.append(torch.randint(0, vocab, tuple(shape), device=dev, dtype=torch.int64))
         else:
             dt = torch_dtype(layer["kv_dtype"]) if layer["op"] == "attention" and i > 0 else _act_dtype(layer)
-            out.append(torch.randn(*shape, device=dev, dtype=torch.float32).to(dt))
+            out.append(layout(torch.randn(*shape, device=dev, dtype=torch.float32).to(dt), dev))
     return out
 
 
