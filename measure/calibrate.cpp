@@ -98,7 +98,45 @@ std::vector<std::string> class_ops(const std::string& cls) {
   return {};
 }
 
+namespace {
+
+// A swept run's files (rsim measure, rsim_torch measure) name the same network at every sweep
+// point: the point's bindings (the columns between `point` and `first`, e.g. "dtype=fp16, batch=32")
+// go into its name, so that each point's network is its own. Files without a point column (the
+// shared measurements) name each network uniquely already.
+struct PointNames {
+  size_t point = SIZE_MAX, first = SIZE_MAX;
+  std::vector<std::string> header;
+  void init(const std::vector<std::string>& h, const char* first_column) {
+    header = h;
+    for (size_t i = 0; i < h.size(); ++i)
+      if (h[i] == "point") point = i;
+      else if (h[i] == first_column && first == SIZE_MAX) first = i;
+  }
+  std::string label(const std::vector<std::string>& cells) const {
+    if (point == SIZE_MAX || point >= cells.size()) return {};
+    std::string b;
+    for (size_t i = point + 1; i < first && i < cells.size(); ++i) {
+      std::string v = header[i].rfind("sweep.", 0) == 0 ? header[i].substr(6) : header[i];
+      b += (b.empty() ? "" : ", ") + v + "=" + cells[i];
+    }
+    return b.empty() ? "point " + cells[point] : b;
+  }
+};
+
+// "name [bindings]" for every row when the file holds more than one point
+template <class T>
+void name_points(std::vector<T>& rows, const std::vector<std::string>& labels) {
+  std::set<std::string> distinct(labels.begin(), labels.end());
+  if (distinct.size() < 2) return;
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].network += " [" + labels[i] + "]";
+}
+
+}  // namespace
+
 std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name) {
+  PointNames points;
+  std::vector<std::string> labels;
   std::vector<Sample> out;
   size_t pos = 0;
   std::vector<std::string> header;
@@ -134,6 +172,7 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
       i_cpg = opt("channels_per_group"), i_level = opt("memory_level"), i_roof = opt("compute_roof"), i_exec = opt("measured_execution");
       i_kernel = opt("kernel"), i_min = opt("measured_min_s"), i_layer = opt("layer"), i_in = opt("input_shape"), i_out = opt("output_shape");
       i_time = opt("time_s"), i_plat = opt("platform");
+      points.init(header, "platform");
       continue;
     }
     if (cells.size() < header.size()) continue;
@@ -172,8 +211,9 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     if (i_min != SIZE_MAX) s.measured_min_s = to_d(cells[i_min]);
     if (!(s.measured_min_s > 0)) s.measured_min_s = s.measured_s;
     if (!(s.measured_s > 0)) s.measured_s = s.measured_min_s;  // (a file giving only the fastest repetition)
-    if (s.peak > 0 && s.bandwidth > 0) out.push_back(s);
+    if (s.peak > 0 && s.bandwidth > 0) out.push_back(s), labels.push_back(points.label(cells));
   }
+  name_points(out, labels);
   return out;
 }
 
@@ -196,6 +236,8 @@ CsvKind measured_kind(const std::string& text) {
 
 std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name) {
   std::vector<NetworkSample> out;
+  PointNames points;
+  std::vector<std::string> labels;
   size_t pos = 0, line_no = 0;
   std::map<std::string, size_t> col;
   bool header = true;
@@ -210,6 +252,7 @@ std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, c
     auto cells = split_csv_line(line);
     if (header) {
       for (size_t i = 0; i < cells.size(); ++i) col[cells[i]] = i;
+      points.init(cells, "network");
       for (const char* c : {"network", "execution"})
         if (!col.count(c)) throw std::runtime_error(name + ": no column '" + c + "' (is it a measured_networks.csv?)");
       if (!col.count("measured_time_s") && !col.count("measured_min_s"))
@@ -235,8 +278,9 @@ std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, c
     else throw std::runtime_error(name + ":" + std::to_string(line_no) + ": execution '" + e + "' is not fused, graph or eager");
     const double tmin = to_d(cell("measured_min_s")), tmed = to_d(cell("measured_time_s"));
     n.time_s = tmin > 0 ? tmin : tmed;
-    if (n.time_s > 0 && std::isfinite(n.time_s)) out.push_back(n);  // (a row without a time: skipped)
+    if (n.time_s > 0 && std::isfinite(n.time_s)) out.push_back(n), labels.push_back(points.label(cells));  // (a row without a time: skipped)
   }
+  name_points(out, labels);
   return out;
 }
 

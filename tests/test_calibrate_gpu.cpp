@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cli_helpers.hpp"
@@ -222,4 +223,33 @@ TEST_CASE("calibrate (GPU): a file that is neither kind is refused, naming both"
                      "graphs.csv is neither a measured.csv (a header with network, layer, op, ..., measured_time_s) nor a measured_networks.csv "
                      "(network, execution, measured_time_s)\n");
   CHECK_FALSE(fs::exists("/tmp/never.yaml"));
+}
+
+TEST_CASE("calibrate (GPU): a swept run's files name each point's network apart", "[calibrate]") {
+  // rsim_torch measure of scripts/gpu/heldout_cnn.yaml (tests/data/h200_heldout): a dtype × batch
+  // grid of 2 × 2 points, three networks each, two modes: 24 network rows, every one named "mobilenet_v2",
+  // "resnet18" or "vgg16". Read as one network each, the four points' times were fitted as one.
+  const std::string dir = std::string(RSIM_SOURCE_DIR) + "/tests/data/h200_heldout/";
+  auto n = read_measured_networks_csv(slurp(dir + "cnn_networks.csv"), "cnn_networks.csv");
+  REQUIRE(n.size() == 24);  // 2 dtypes × 2 batches × 3 networks × 2 modes
+  std::set<std::string> names;
+  for (const auto& s : n) names.insert(s.network);
+  CHECK(names.size() == 12);  // one per point and network
+  // the file's first row: point 0 (dtype fp16, batch 1), mobilenet_v2 eager, fastest 0.00279999995231628 s
+  CHECK(n[0].network == "mobilenet_v2 [dtype=fp16, batch=1]");
+  CHECK(n[0].time_s == Approx(0.002799999952316284).epsilon(1e-12));
+  CHECK(names.count("vgg16 [dtype=fp32, batch=32]") == 1);
+  // the layer rows of the same run carry the same names, so each network finds its layers
+  auto rows = read_measured_csv(slurp(dir + "cnn.measured.csv"), "cnn.measured.csv");
+  std::set<std::string> layer_nets;
+  for (const auto& s : rows) layer_nets.insert(s.network);
+  CHECK(layer_nets == names);
+  // a point column with one point, or none at all, keeps the file's names
+  auto one = read_measured_networks_csv("point,batch,network,execution,measured_time_s\n0,1,a,graph,2\n0,1,b,eager,3\n", "x.csv");
+  REQUIRE(one.size() == 2);
+  CHECK(one[0].network == "a");
+  auto two = read_measured_networks_csv("point,network,execution,measured_time_s\n0,a,graph,2\n1,a,graph,3\n", "x.csv");
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].network == "a [point 0]");  // no sweep columns: the point's index
+  CHECK(two[1].network == "a [point 1]");
 }
