@@ -116,12 +116,142 @@ def networks_figure(cases, path):
     plt.close(fig)
 
 
+def heldout_figure(cases, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), constrained_layout=True)
+    for ax, mode in zip(axes, ("graph", "eager")):
+        sel = [c for c in cases if c["execution"] == mode]
+        x = range(len(sel))
+        ax.bar([i - 0.2 for i in x], [c["uncal"] / c["measured"] for c in sel], 0.4, label="catalog h200 (datasheet roofs)", color="#bbbbbb")
+        ax.bar([i + 0.2 for i in x], [c["cal"] / c["measured"] for c in sel], 0.4, label="calibrated on the shared H200 files", color="#1f77b4")
+        ax.axhline(1, color="black", lw=0.8)
+        for y in (0.8, 1.25):
+            ax.axhline(y, color="black", lw=0.6, ls="--")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([c["network"] for c in sel], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("rsim %s time / measured" % mode)
+        ax.set_title("held out, execution: %s (dashed: 0.8× and 1.25×)" % mode, fontsize=10)
+        ax.set_ylim(0, 2.0)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("NVIDIA H200, networks the calibration never saw (torchvision, run 1)", fontsize=11)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def heldout_section(args, catalog, cal, work, w):
+    """The acceptance check of issue 25: the calibration (fitted on the shared files alone) against
+    torchvision networks measured on another day's H200 with scripts/gpu (tests/data/h200_heldout)."""
+    d = args.heldout
+    runs = [("run 1", read(os.path.join(d, "torchvision_networks.csv")))]
+    if os.path.exists(os.path.join(d, "torchvision_networks_run2.csv")):
+        runs.append(("run 2", read(os.path.join(d, "torchvision_networks_run2.csv"))))
+    keyed = {}
+    for label, rows in runs:
+        for r in rows:
+            keyed.setdefault((r["model"], r["batch"], r["dtype"], r["execution"]), {})[label] = float(r["measured_min_s"])
+    cases = sorted(keyed, key=lambda k: (k[0] == "resnet50", k[0], k[2], int(k[1]), k[3]))
+    rows = [{"model": m, "batch": b, "dtype": dt, "execution": e, "measured_note": ""} for m, b, dt, e in cases]
+    calp = predict(args.rsim, catalog, cal, rows, work)
+    uncal = predict(args.rsim, catalog, args.platform, rows, work)
+    w("## Held-out networks")
+    w("")
+    w("The calibration above, fitted on the shared files alone, predicting networks it never saw: torchvision MobileNetV2, "
+      "ResNet-18 and VGG16 (and ResNet-50 again), timed on a lent H200 of the same kind on another day by "
+      "`scripts/gpu/torchvision_networks.py` (`%s`, its README says how). Each is the fastest of 30 repetitions of the "
+      "whole forward pass, eager or in one CUDA graph; run 2 is a second call on a fresh machine 20 minutes later. rsim's "
+      "columns are `derated_time_s` in the row's mode for `{model: M, args: {batch: B}}` with `settings: {dtype, execution}`." %
+      os.path.relpath(d, ROOT))
+    w("")
+    w("| network | batch | dtype | mode | run 1 ms | run 2 ms | catalog ms | calibrated ms | calibrated / run 1 | calibrated / run 2 |")
+    w("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    out = []
+    for i, (m, b, dt, e) in enumerate(cases):
+        t = keyed[(m, b, dt, e)]
+        r1, r2 = t.get("run 1"), t.get("run 2")
+        c = calp[(i, e)]
+        w("| %s | %s | %s | %s | %s | %s | %.3f | %.3f | %s | %s |" % (
+            m, b, dt, e, "%.3f" % (r1 * 1e3) if r1 else "–", "%.3f" % (r2 * 1e3) if r2 else "–", uncal[(i, e)] * 1e3, c * 1e3,
+            "%.2f" % (c / r1) if r1 else "–", "%.2f" % (c / r2) if r2 else "–"))
+        out.append({"network": "%s b%s %s" % (m, b, dt), "model": m, "batch": b, "execution": e, "r1": r1, "r2": r2, "cal": c, "uncal": uncal[(i, e)]})
+    w("")
+    w("Issue 25's acceptance counts the twelve cases of MobileNetV2, ResNet-18 and VGG16 at batch 1 and 32 in fp16 and fp32 "
+      "(ResNet-50 is the calibration's own network, on another machine):")
+    w("")
+    for mode in ("graph", "eager"):
+        for run in ("r1", "r2"):
+            sel = [c for c in out if c["execution"] == mode and c["model"] != "resnet50" and c["batch"] in ("1", "32") and c[run]]
+            if not sel:
+                continue
+            inside = [c for c in sel if 0.8 <= c["cal"] / c[run] <= 1.25]
+            miss = ", ".join("%s %.2f" % (c["network"], c["cal"] / c[run]) for c in sel if c not in inside)
+            w("- **%s, %s**: %d of %d within 1.25× (target: 10 of 12)%s." % (mode, "run 1" if run == "r1" else "run 2", len(inside), len(sel),
+                                                                           "; missed: " + miss if miss else ""))
+    sel = [c for c in out if c["model"] != "resnet50" and c["r2"]]
+    inside = sum(1 for c in sel if 0.8 <= c["cal"] / c["r2"] <= 1.25)
+    w("- Every batch of run 2 (1, 8, 32, 128; both modes): %d of %d within 1.25×." % (inside, len(sel)))
+    w("")
+    w("What the misses are. Between the two runs graph times agree within 6 %, eager ones within 25 % but for one "
+      "(VGG16 batch 1 fp16: 0.63 then 0.98 ms): an eager forward at small batch is the host's time, and the host is noisy. "
+      "ResNet-50, measured on both days, ran its fp32 convolutions 13–17 % faster on this machine than in the shared data "
+      "(batch 32 graph: 10.6 against 12.3 ms; fp16 within 0.5 %), so a calibration carries the machine it was fitted on. "
+      "The largest misses are fp32 convolutions at batch 1 (ResNet-18: 0.56) and fp16 VGG16 at batch 32 (0.66). The first "
+      "are kernels with few outputs to compute in parallel (ResNet-18's layer4 3×3 convolutions: 7×7×512 outputs, 109 µs "
+      "each for 115 M MACs, where layer1's 56×56×64 take 19 µs for the same MACs), and the shared per-layer times, taken "
+      "one layer at a time in eager mode, hide such kernels behind the host's ~37 µs per call, so the fitted law never sees "
+      "them. The second runs 3×3 convolutions of 64–128 input channels at 23–40 % of the tensor-core roof (the calibration's "
+      "law, fitted on ResNet-50's, expects more). Per-layer times in a CUDA graph (`rsim_torch measure --execution graph`, "
+      "in `cnn.measured.csv`) show both directly; a fit on such data is the next step.")
+    w("")
+    heldout_figure([dict(c, measured=c["r1"]) for c in out if c["model"] != "resnet50" and c["r1"]],
+                   os.path.join(ROOT, "docs", "images", "validation_gpu_heldout.png"))
+    w("![held-out networks](images/validation_gpu_heldout.png)")
+    w("")
+    # rsim_torch's own forward passes of rsim's plans against torchvision's
+    plan_rows = read(os.path.join(d, "cnn_networks.csv"))
+    tv = {(r["model"], r["batch"], r["dtype"], r["execution"]): float(r["measured_min_s"]) for r in runs[0][1]}
+    w("### rsim_torch against torchvision")
+    w("")
+    w("`rsim_torch measure` runs rsim's plan of each network as a forward pass of torch functions (no torchvision). In the "
+      "same call, against torchvision's modules:")
+    w("")
+    w("| network | batch | dtype | mode | torchvision ms | rsim_torch plan ms | ratio |")
+    w("|---|---:|---|---|---:|---:|---:|")
+    for r in plan_rows:
+        key = (r["model"], r["batch"], r["dtype"], r["execution"])
+        if key in tv and r["measured_min_s"]:
+            p = float(r["measured_min_s"])
+            w("| %s | %s | %s | %s | %.3f | %.3f | %.2f |" % (key + (tv[key] * 1e3, p * 1e3, p / tv[key])))
+    w("")
+    llm = read(os.path.join(d, "llm_networks.csv"))
+    rows = []
+    for r in llm:
+        rows.append({"model": "llama2_7b", "batch": r["batch"], "dtype": "bf16", "execution": r["execution"],
+                     "measured_note": "prefill" if "prefill" in r["network"] else "decode", "t": float(r["measured_min_s"]), "name": r["network"]})
+    calp = predict(args.rsim, catalog, cal, rows, work)
+    w("### Llama-2-7B-shaped steps through rsim's plan")
+    w("")
+    w("`rsim_torch measure` of `scripts/gpu/heldout_llm.yaml` (bf16, random weights): the plan's layers as one forward "
+      "pass. The shared `llm.csv` timed its own module-based decoder (prefill 51.4 ms eager, decode 5.44 / 13.36 ms in a graph).")
+    w("")
+    w("| step | mode | measured ms | calibrated ms | calibrated / measured |")
+    w("|---|---|---:|---:|---:|")
+    for i, r in enumerate(rows):
+        c = calp[(i, r["execution"])]
+        w("| %s | %s | %.3f | %.3f | %.2f |" % (r["name"], r["execution"], r["t"] * 1e3, c * 1e3, c / r["t"]))
+    w("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(ROOT, "tests", "data", "h200"))
     ap.add_argument("--rsim", default=os.path.join(ROOT, "build", "rsim"))
     ap.add_argument("--platform", default="h200")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "validation-gpu.md"))
+    ap.add_argument("--heldout", default=os.path.join(ROOT, "tests", "data", "h200_heldout"),
+                    help="measurements the calibration does not see (scripts/gpu); '' to leave the section out")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rsim_validation_gpu.")
     try:
@@ -197,6 +327,8 @@ def main():
           "each in fp32, which rsim's one-layer `rmsnorm` and `rope` do not count; the calibration carries that in the "
           "factors it fits on the network rows, not in the layers' work.")
         w("")
+        if args.heldout:
+            heldout_section(args, catalog, cal, work, w)
         w("## GEMM efficiency")
         w("")
         w("`a @ b` of M × K by K × N, the measured rate over the datasheet's dense roof (blank: not measured). With N and K "
@@ -212,7 +344,7 @@ def main():
         w("```")
         with open(args.doc, "w") as f:
             f.write("\n".join(doc) + "\n")
-        print("validation_gpu: wrote %s and docs/images/validation_gpu_{gemm,networks}.png" % os.path.relpath(args.doc, ROOT))
+        print("validation_gpu: wrote %s and docs/images/validation_gpu_{gemm,networks,heldout}.png" % os.path.relpath(args.doc, ROOT))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
