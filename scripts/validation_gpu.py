@@ -195,8 +195,10 @@ def heldout_section(args, catalog, cal, work, w):
     w("")
     w("What the misses are. Between the two runs graph times agree within 6 %, eager ones within 25 % but for one "
       "(VGG16 batch 1 fp16: 0.63 then 0.98 ms): an eager forward at small batch is the host's time, and the host is noisy. "
-      "ResNet-50, measured on both days, ran its fp32 convolutions 13–17 % faster on this machine than in the shared data "
-      "(batch 32 graph: 10.6 against 12.3 ms; fp16 within 0.5 %), so a calibration carries the machine it was fitted on. "
+      "ResNet-50, measured on both days, ran 13–17 % faster in fp32 on this machine than in the shared data (batch 32 graph: "
+      "10.6 against 12.3 ms; fp16 within 0.5 %); timed layer by layer (`resnet50.measured.csv`), its fp32 convolutions long "
+      "enough to be the GPU's time were 20–25 % faster (layer4.x.conv2 at batch 1: 109 against 137 µs). The calibration "
+      "carries the machine it was fitted on, so the fp32 cases start with that offset. "
       "The largest misses are fp32 convolutions at batch 1 (ResNet-18: 0.56) and fp16 VGG16 at batch 32 (0.66). The first "
       "are kernels with few outputs to compute in parallel (ResNet-18's layer4 3×3 convolutions: 7×7×512 outputs, 109 µs "
       "each for 115 M MACs, where layer1's 56×56×64 take 19 µs for the same MACs), and the shared per-layer times, taken "
