@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline validation validation-gpu clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-gpu clean
 
 deps:
 	./scripts/install-deps.sh
@@ -97,6 +97,11 @@ bench-e2e: build
 bench-roofline: build
 	python3 bench/roofline_mpl.py --rsim $(BUILD)/rsim $(ARGS)
 
+# rsim measure --backend torch (ResNet-18, CPU) beside a torchvision forward pass in one run: the
+# ratio against issue 25's 1.5x (needs python3-torch and python3-torchvision; ≈ 1 minute).
+bench-torch: build
+	/usr/bin/env $(TORCH_PYTHON) bench/torch_cpu.py --rsim $(BUILD)/rsim $(ARGS)
+
 clean:
 	rm -rf build build-asan build-clang build-tsan out
 
@@ -104,5 +109,6 @@ clean:
 # every measured network in every execution mode, the GEMM efficiency map (needs python3-matplotlib)
 # (Debian's interpreter, where apt installs matplotlib, when there is one)
 GPU_VALIDATION_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+TORCH_PYTHON ?= $(GPU_VALIDATION_PYTHON)
 validation-gpu: build
 	$(GPU_VALIDATION_PYTHON) scripts/validation_gpu.py --rsim $(BUILD)/rsim
