@@ -73,7 +73,8 @@ int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_plan(const std::vector<std::string>&, std::ostream&, std::ostream&);
 
 const Command kCommands[] = {
-    {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--format png,svg,pdf] [--style STYLE]",
+    {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--rows N] [--tables all|summary] [--format png,svg,pdf] "
+            "[--style STYLE] [--dpi N] [--no-plots]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
     {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
@@ -263,7 +264,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "set", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: set a var or pin a sweep variable (repeatable)")(
       "jobs,j", po::value<int>()->default_value(0), "worker threads (default: every core)")(
       "tables", po::value<std::string>()->default_value("all"), "all: results.csv, summary.csv, results.json; summary: network totals only (no per-layer rows, no figures)")(
-      "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "per-layer rows shown in the terminal")(
+      "quiet,q", "print nothing but errors")("rows", po::value<size_t>()->default_value(40), "rows of each table shown in the terminal (0: their counts only)")(
       "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
       "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
       "no-plots", "write the tables only")(
@@ -360,7 +361,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     RunInfo info{RSIM_VERSION, &s};
     TableWriter writer(set->staging(), tables, info);
     writer.on_projection = [&](double bytes) {
-      if (bytes <= 1e9) return;
+      if (bytes <= 1e9 || vm.count("quiet")) return;
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
       err << "rsim: warning: the tables of this run will take about " << buf << " ("
@@ -376,7 +377,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     auto t0 = std::chrono::steady_clock::now();
     stream_scenario(s, catalog, opt, writer);
     progress.finish();
-    warnings.print(err);
+    if (!vm.count("quiet")) warnings.print(err);  // --quiet: nothing but errors (summary.csv's fits_in_memory still says what a warning would)
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     size_t n_figures = 0;
@@ -421,8 +422,10 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
       out << "\n\n";
       if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? collect.total_rows() : preview.total_rows()) << "\n";
-      out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
-      out << terminal_summary(r, 40, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
+      const size_t rows = vm["rows"].as<size_t>();
+      if (rows > 0)
+        out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
+      out << terminal_summary(r, rows, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
       out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");

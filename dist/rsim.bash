@@ -30,7 +30,7 @@ _rsim() {
   if [[ $cur == -* ]]; then
     local opts="--help"
     case $cmd in
-      run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots" ;;
+      run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots --tables --style" ;;
       validate) opts="--help --hw-dir" ;;
       hw) opts="--help --scenario --hw-dir" ;;
       probe) opts="--help --quick --threads --output --json --out --max-working-set --backend --device" ;;

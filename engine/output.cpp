@@ -1566,8 +1566,9 @@ std::string terminal_table(const RunResult& r, size_t max_rows, size_t total_row
                                  bound_name(row.derated.bound)});
       t.rows.push_back(cells);
     }
-  std::string out = t.render();
   total = std::max(total, total_rows);
+  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in results.csv\n";  // --rows 0: no table
+  std::string out = t.render();
   if (total > shown) out += "... " + std::to_string(total - shown) + " more rows in results.csv\n";
   return out;
 }
@@ -1601,8 +1602,9 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
                                  std::to_string(s.memory_bound) + "/" + std::to_string(s.compute_bound)});
       t.rows.push_back(cells);
     }
-  std::string out = t.render();
   total = std::max(total, total_rows);
+  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in summary.csv\n" + ignored_notes(r);  // --rows 0
+  std::string out = t.render();
   if (total > max_rows) out += "... " + std::to_string(total - max_rows) + " more rows in summary.csv\n";
   out += ignored_notes(r);
   return out;

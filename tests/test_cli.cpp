@@ -240,3 +240,31 @@ TEST_CASE("run prints the first three footprint warnings of a sweep and counts t
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("run --quiet prints nothing but errors, --rows 0 prints no table, and the usage names every option", "[cli]") {
+  // the footprint case above: 5 of the 6 points exceed the rtx3080's 10 GiB, 5 warnings without --quiet
+  fs::path dir = scratch_dir("quiet");
+  fs::path yaml = dir / "s.yaml";
+  std::ofstream(yaml) << "name: quiet\nplatforms: [rtx3080]\nsweep: {grid: {n: [1024, 50000, 60000, 70000, 80000, 90000]}}\n"
+                         "networks:\n  - name: fc\n    input: [1, 65536]\n    layers:\n      - {op: linear, out_features: \"${n}\"}\n";
+  CliOut q = cli({"run", yaml.string(), "--out", (dir / "out").string(), "--hw-dir", src("hardware"), "--no-plots", "--quiet"});
+  REQUIRE(q.code == 0);
+  CHECK(q.err.empty());
+  CHECK(q.out.empty());
+  // --rows 0: 6 points × 1 platform × 1 layer = 6 rows, counted, no table (no header, no rule)
+  CliOut z = cli({"run", yaml.string(), "--out", (dir / "out").string(), "--hw-dir", src("hardware"), "--no-plots", "--rows", "0"});
+  REQUIRE(z.code == 0);
+  CHECK(z.out.find("6 rows in results.csv\n") != std::string::npos);
+  CHECK(z.out.find("platform  network") == std::string::npos);
+  CHECK(z.out.find("--") == std::string::npos);
+  CliOut zs = cli({"run", yaml.string(), "--out", (dir / "out").string(), "--hw-dir", src("hardware"), "--tables", "summary", "--rows", "0"});
+  REQUIRE(zs.code == 0);
+  CHECK(zs.out.find("6 rows in summary.csv\n") != std::string::npos);  // 6 points × 1 network
+  CHECK(zs.out.find("platform  network") == std::string::npos);
+  // the usage line of `rsim run --help` names the options its table lists
+  CliOut h = cli({"run", "--help"});
+  REQUIRE(h.code == 0);
+  const std::string usage = h.out.substr(0, h.out.find('\n'));
+  for (const char* o : {"--rows", "--tables", "--dpi", "--no-plots", "--quiet", "--format", "--style", "--jobs"}) CHECK(usage.find(o) != std::string::npos);
+  fs::remove_all(dir);
+}
