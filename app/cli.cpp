@@ -257,6 +257,50 @@ std::vector<plots::PlotSpec> load_plot_specs(const Scenario& s) {
   return specs;
 }
 
+namespace {
+
+// Diagnostics in file order: by file (first seen first), line and column.
+ConfigError in_file_order(const Diags& found) {
+  std::vector<Diagnostic> list = found.list();
+  std::vector<const SourceFile*> files;
+  for (const auto& dg : list)
+    if (std::find(files.begin(), files.end(), dg.loc.file.get()) == files.end()) files.push_back(dg.loc.file.get());
+  auto rank = [&](const Diagnostic& dg) { return static_cast<size_t>(std::find(files.begin(), files.end(), dg.loc.file.get()) - files.begin()); };
+  std::stable_sort(list.begin(), list.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    return std::make_tuple(rank(a), a.loc.line, a.loc.col) < std::make_tuple(rank(b), b.loc.line, b.loc.col);
+  });
+  return ConfigError(list);
+}
+
+// A scenario that loaded with unknown top-level keys (`unknown`): the errors its plots and an
+// evaluation of a sample of its points find too, thrown together in file order, so that one run
+// reports every error of the file (an unknown key does not hide an unknown platform).
+[[noreturn]] void throw_with_evaluation_errors(const Scenario& s, const Catalog& catalog, const Diags& unknown) {
+  Diags found = unknown;
+  try {
+    load_plot_specs(s);
+  } catch (const ConfigError& e) {
+    found.add(e);
+  }
+  try {
+    ScriptSetup scripts = setup_scripts(s);
+    RunOptions opt;
+    opt.ops = &scripts.ops;
+    opt.make_hooks = scripts.make_hooks;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = model_dirs();
+    opt.importer = make_onnx_importer();
+    opt.jobs = 1;
+    opt.points = validation_points(s.sweep);
+    run_scenario(s, catalog, opt);
+  } catch (const ConfigError& e) {
+    found.add(e);
+  }
+  throw in_file_order(found);
+}
+
+}  // namespace
+
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim run options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
@@ -328,11 +372,13 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         sp.physical = false;
       }
     };
-    Scenario s = load_scenario(vm["file"].as<std::string>());
+    Diags unknown;
+    Scenario s = load_scenario(vm["file"].as<std::string>(), &unknown);
     apply_overrides(s, sets);
+    Catalog catalog(hw);
+    if (!unknown.empty()) throw_with_evaluation_errors(s, catalog, unknown);
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
     restyle(specs);
-    Catalog catalog(hw);
     Progress progress(isatty(2) && !vm.count("quiet"));
     ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
     RunOptions opt;
@@ -458,9 +504,9 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
     // every error of the file at once: the plots' and the evaluation's are collected together
     // (a scenario that does not load, or scripts that do not compile, stop here)
-    Diags found;
+    Diags found, unknown;  // (unknown top-level keys: reported with the rest, in file order)
     try {
-      Scenario s = load_scenario(f);
+      Scenario s = load_scenario(f, &unknown);
       std::vector<plots::PlotSpec> specs;
       try {
         specs = load_plot_specs(s);
@@ -506,7 +552,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
         }
         size_t rows = 0;
         for (const auto& pr : r.results) rows += pr.rows.size();
-        if (found.empty()) {
+        if (found.empty() && unknown.empty()) {
           out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
           if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";
           out << ", " << rows << " layer evaluations)\n";
@@ -515,20 +561,9 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     } catch (const ConfigError& e) {
       found.add(e);
     }
+    found.merge(unknown);
     if (!found.empty()) {
-      // in file order: by file (first seen first), line and column
-      std::vector<Diagnostic> list = found.list();
-      std::vector<const SourceFile*> files;
-      auto rank = [&](const Diagnostic& dg) {
-        auto it = std::find(files.begin(), files.end(), dg.loc.file.get());
-        return static_cast<size_t>(it - files.begin());
-      };
-      for (const auto& dg : list)
-        if (std::find(files.begin(), files.end(), dg.loc.file.get()) == files.end()) files.push_back(dg.loc.file.get());
-      std::stable_sort(list.begin(), list.end(), [&](const Diagnostic& a, const Diagnostic& b) {
-        return std::make_tuple(rank(a), a.loc.line, a.loc.col) < std::make_tuple(rank(b), b.loc.line, b.loc.col);
-      });
-      err << ConfigError(list).what();
+      err << in_file_order(found).what();
       rc = kConfig;
     }
   }

@@ -213,8 +213,9 @@ void MapReader::allow(const std::vector<std::string>& keys) {
   known_.insert(known_.end(), keys.begin(), keys.end());
 }
 
-void MapReader::finish(const std::vector<std::string>& extra) {
+void MapReader::finish(const std::vector<std::string>& extra, Diags* into) {
   if (!ok_) return;
+  Diags& out = into ? *into : diags_;
   std::vector<std::string> all = def_ ? def_->names() : known_;
   all.insert(all.end(), extra.begin(), extra.end());
   for (const auto& e : node_.entries) {
@@ -230,7 +231,7 @@ void MapReader::finish(const std::vector<std::string>& extra) {
       for (const auto& k : sorted) list += (list.empty() ? "" : ", ") + k;
       notes.push_back(Note{{}, "valid keys: " + list});
     }
-    diags_.error(e.key_loc, "unknown key '" + e.key + "' in " + what_, notes);
+    out.error(e.key_loc, "unknown key '" + e.key + "' in " + what_, notes);
   }
 }
 

@@ -66,8 +66,9 @@ class MapReader {
   const CNode* require(const std::string& key);        // error if missing
   // Mark keys as known without reading them (they are handled elsewhere).
   void allow(const std::vector<std::string>& keys);
-  // Report unknown keys; `extra` are further valid names to suggest from.
-  void finish(const std::vector<std::string>& extra = {});
+  // Report unknown keys; `extra` are further valid names to suggest from; into `into` when given
+  // (else the reader's own diagnostics).
+  void finish(const std::vector<std::string>& extra = {}, Diags* into = nullptr);
   const CNode& node() const { return node_; }
 
  private:

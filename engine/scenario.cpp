@@ -350,7 +350,7 @@ Settings read_settings(const CNode& node, Diags& d) {
   return s;
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& path) {
+Scenario parse_scenario(const std::string& text, const std::string& path, Diags* unknown_keys) {
   CNode root = parse_yaml(text, path);
   Scenario s;
   s.path = path;
@@ -446,7 +446,9 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     }
     lm.finish();
   }
-  m.finish();
+  Diags unknown;
+  m.finish({}, &unknown);
+  const size_t before_settings = d.size();
   // Settings without expressions can be checked now, so `validate` reports them with the rest.
   if (!s.settings.is_null()) {
     auto dynamic_tree = [](const CNode& n, auto& self) -> bool {
@@ -461,15 +463,23 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     for (const auto& e : s.settings.entries) dynamic = dynamic || (e.key != "figures" && dynamic_tree(e.value, dynamic_tree));
     if (!dynamic) read_settings(s.settings, d);
   }
-  d.throw_if_any();
-  return s;
+  if (unknown_keys && d.empty()) {
+    unknown_keys->merge(unknown);
+    return s;
+  }
+  if (d.empty() && unknown.empty()) return s;
+  // in the order they were found: the keys' errors, the unknown keys, the settings'
+  std::vector<Diagnostic> all(d.list().begin(), d.list().begin() + static_cast<std::ptrdiff_t>(before_settings));
+  all.insert(all.end(), unknown.list().begin(), unknown.list().end());
+  all.insert(all.end(), d.list().begin() + static_cast<std::ptrdiff_t>(before_settings), d.list().end());
+  throw ConfigError(all);
 }
 
-Scenario load_scenario(const std::string& path) {
+Scenario load_scenario(const std::string& path, Diags* unknown_keys) {
   std::string why;
   auto text = read_regular_file(path, kMaxScenarioBytes, "scenario", why);
   if (!text) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "': " + why);
-  return parse_scenario(*text, path);
+  return parse_scenario(*text, path, unknown_keys);
 }
 
 std::vector<std::string> sweep_names(const Sweep& s) {

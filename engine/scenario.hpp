@@ -99,8 +99,12 @@ struct Scenario {
   std::vector<Request> requests;
 };
 
-Scenario parse_scenario(const std::string& text, const std::string& path);
-Scenario load_scenario(const std::string& path);
+// Every error of the file at once, thrown as one ConfigError. With `unknown_keys`, a file whose only
+// errors are unknown top-level keys loads (they cannot change what is evaluated), and those errors
+// go there: the caller reports them with the errors the evaluation finds (an unknown platform or
+// model), not instead of them (`rsim run`, `rsim validate`).
+Scenario parse_scenario(const std::string& text, const std::string& path, Diags* unknown_keys = nullptr);
+Scenario load_scenario(const std::string& path, Diags* unknown_keys = nullptr);
 
 // Applies `--set name=value` overrides: a var takes the value, a sweep variable is pinned to it.
 void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::string>>& sets);

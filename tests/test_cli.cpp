@@ -268,3 +268,30 @@ TEST_CASE("run --quiet prints nothing but errors, --rows 0 prints no table, and 
   for (const char* o : {"--rows", "--tables", "--dpi", "--no-plots", "--quiet", "--format", "--style", "--jobs"}) CHECK(usage.find(o) != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("an unknown top-level key does not hide the errors the evaluation finds", "[cli]") {
+  // line 2: a key rsim does not know; line 3: a platform the catalog lacks. Both are reported,
+  // in file order, by run and by validate; run writes nothing.
+  fs::path dir = scratch_dir("unknown_key");
+  fs::path yaml = dir / "s.yaml";
+  std::ofstream(yaml) << "name: x\nbogus: 1\nplatforms: [nope]\nnetworks: [{model: resnet18, args: {batch: 1}}]\n";
+  for (const char* cmd : {"run", "validate"}) {
+    std::vector<std::string> args = {cmd, yaml.string(), "--hw-dir", src("hardware")};
+    if (std::string(cmd) == "run") args.insert(args.end(), {"--out", (dir / "out").string()});
+    CliOut r = cli(args);
+    CHECK(r.code == 1);
+    const size_t key = r.err.find("s.yaml:2:1: error: unknown key 'bogus' in scenario");
+    const size_t platform = r.err.find("s.yaml:3:13: error: unknown platform 'nope'");
+    CHECK(key != std::string::npos);
+    CHECK(platform != std::string::npos);
+    CHECK(key < platform);
+  }
+  CHECK_FALSE(fs::exists(dir / "out"));
+  // alone, an unknown key is still an error (nothing is run with a key that was meant to say something)
+  std::ofstream(yaml) << "name: x\nbogus: 1\nplatforms: [rtx3080]\nnetworks: [{model: resnet18, args: {batch: 1}}]\n";
+  CliOut r = cli({"run", yaml.string(), "--hw-dir", src("hardware"), "--out", (dir / "out").string()});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("unknown key 'bogus'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "out"));
+  fs::remove_all(dir);
+}
