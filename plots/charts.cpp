@@ -152,6 +152,21 @@ const Platform* find_platform(const RunResult& r, const std::string& name) {
   return nullptr;
 }
 
+// Whether the plot entry gave `key` itself (not a default)
+bool given(const PlotSpec& p, const std::string& key) { return std::find(p.given.begin(), p.given.end(), key) != p.given.end(); }
+
+// A platform's place among every platform of the run (first appearance over the points): its
+// identity, so that it keeps one colour in every figure of the run, whichever others a figure draws.
+size_t platform_identity(const RunResult& r, const std::string& name) {
+  std::vector<std::string> seen;
+  for (const auto& pr : r.results)
+    for (const auto& p : pr.platforms) {
+      if (p->name == name) return static_cast<size_t>(std::find(seen.begin(), seen.end(), name) - seen.begin());
+      if (std::find(seen.begin(), seen.end(), p->name) == seen.end()) seen.push_back(p->name);
+    }
+  return seen.size();
+}
+
 // An axis title for a sweep variable: its `label:` and `unit:` ("Vector clock [GHz]"), or its name.
 std::string var_title(const Scenario& s, const std::string& name) {
   for (const auto* list : {&s.sweep.zip, &s.sweep.grid})
@@ -306,6 +321,7 @@ bool over_memory(const SummaryRow& sm) { return sm.memory_size_bytes > 0 && sm.m
 struct RoofSet {
   const Platform* p;
   std::vector<const ComputeRoof*> roofs;
+  size_t identity = 0;  // platform_identity: its colour in every figure of the run
 };
 
 std::set<DType> dtypes_on(const RunResult& r, const std::vector<std::string>& plats) {
@@ -375,7 +391,7 @@ std::vector<RoofSet> roof_sets(const RunResult& r, const std::vector<std::string
   for (const auto& name : plats) {
     const Platform* p = find_platform(r, name);
     if (!p) continue;
-    RoofSet rs{p, {}};
+    RoofSet rs{p, {}, platform_identity(r, name)};
     for (DType t : dtypes_used)
       if (const ComputeRoof* cr = p->roof_for(t); cr && std::find(rs.roofs.begin(), rs.roofs.end(), cr) == rs.roofs.end()) rs.roofs.push_back(cr);
     sets.push_back(rs);
@@ -410,20 +426,17 @@ void roofline_axes(Figure& f, const std::vector<RoofPt>& pts, const std::vector<
   f.y.unit = integer ? "OP/s" : "FLOP/s";
 }
 
-// The dash of a platform's derated roofs on an overlay (the colour tells them apart first).
-Dash overlay_dash(size_t set_i) { return set_i == 0 ? Dash::Solid : set_i % 3 == 1 ? Dash::DashDot : set_i % 3 == 2 ? Dash::Dotted : Dash::Solid; }
-
 // One compute roof over one memory level, theoretical or derated: the slanted memory roof up to
 // the ridge, the flat compute roof from it (main memory only), each labelled with its value, and
 // the ridge point.
-void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_t set_i, size_t ri, size_t mi, bool derated, bool overlay, bool theo_shared) {
+void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_t ri, size_t mi, bool derated, bool overlay, bool theo_shared) {
   const Platform& p = *rs.p;
   const ComputeRoof& cr = *rs.roofs[ri];
   const MemoryLevel& m = p.memory[mi];
   bool mem_same = m.derated_bandwidth_bytes_per_s == m.bandwidth_bytes_per_s;
   bool comp_same = cr.derated_flops_per_s == cr.peak_flops_per_s;
   const char* unit = dtype_name(cr.dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s";
-  Color c = overlay ? roof_color(set_i) : rgb(0x333333);
+  Color c = overlay ? roof_color(rs.identity) : rgb(0x333333);
   double peak = derated ? cr.derated_flops_per_s : cr.peak_flops_per_s;
   double bw = derated ? m.derated_bandwidth_bytes_per_s : m.bandwidth_bytes_per_s;
   double ridge = peak / bw;
@@ -432,7 +445,7 @@ void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_
   Color theo = c;
   theo.a = 0.55;
   LineStyle st{derated || !overlay ? c : theo_shared ? rgb(0x555555) : theo, derated ? 1.6 : 1.1, derated ? Dash::Solid : Dash::Dashed};
-  if (overlay && derated) st.dash = overlay_dash(set_i);
+  // (derated roofs are solid on an overlay too, as the legend says: the platform's colour tells them apart)
   if (mi > 0) st.width *= 0.8;
   Line mem;  // slanted, up to the ridge
   mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
@@ -501,7 +514,7 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
         for (int derated = 0; derated < 2; ++derated) {
           if (!derated && all_same) continue;
           if ((derated && !show_der && !all_same) || (!derated && !show_theo)) continue;
-          add_roof(f, sets[set_i], short_names[set_i], set_i, ri, mi, derated != 0, overlay, theo_shared);
+          add_roof(f, sets[set_i], short_names[set_i], ri, mi, derated != 0, overlay, theo_shared);
         }
       }
     }
@@ -513,7 +526,7 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
       f.legend.push_back(LegendEntry{sets[set_i].p->name + (print ? "" : (sets[set_i].roofs.empty() ? "" : ": " + si(sets[set_i].roofs.front()->derated_flops_per_s,
                                                                                                     dtype_name(sets[set_i].roofs.front()->dtypes.front())[0] == 'i' ? "OP/s" : "FLOP/s", 4)) +
                                                                     ", " + si(sets[set_i].p->memory.front().derated_bandwidth_bytes_per_s, "B/s", 4)),
-                                     true, LineStyle{roof_color(set_i), 1.6, overlay_dash(set_i)}, false, {}, {}});
+                                     true, LineStyle{roof_color(sets[set_i].identity), 1.6, Dash::Solid}, false, {}, {}});
   return any_derating;
 }
 
@@ -545,7 +558,7 @@ bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const Run
     if (own.size() > 4) own.resize(4);
     const double base_peak = rs.roofs.front()->derated_flops_per_s, base_bw = rs.p->memory.front().derated_bandwidth_bytes_per_s;
     for (const auto& [peak, bw] : own) {
-      LineStyle st{overlay ? roof_color(set_i) : rgb(0x777777), 0.9, Dash::Dotted};
+      LineStyle st{overlay ? roof_color(rs.identity) : rgb(0x777777), 0.9, Dash::Dotted};
       double ridge = peak / bw;
       char pct[64];
       Line mem;
@@ -612,7 +625,7 @@ std::vector<RoofPt> merge_coincident(const std::vector<RoofPt>& pts) {
 // per column of equal points; and their legend entries.
 // `more`: points left out of `pts` because they coincide with drawn markers (they count towards
 // the density that makes markers small).
-void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts, size_t more) {
+void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, const std::vector<RoofPt>& pts, size_t more, bool overlay_legend) {
   const bool networks = spec.points == "networks";
   std::vector<std::string> marker_keys, color_keys;
   // network points have no op: their shape tells the network apart
@@ -650,7 +663,7 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
       }
     }
     q.marker = marker_keys.size() <= max_shapes ? marker_cycle(mi) : Marker::Circle;  // past 8 shapes repeat (4 in print, where the legend is small): use one
-    q.fill = spec.color == "bound" ? bound_color(p.bound) : palette(ci);
+    q.fill = spec.color == "bound" ? bound_color(p.bound) : spec.color == "platform" ? roof_color(platform_identity(r, p.platform)) : palette(ci);
     q.fill.a = 0.9;
     q.size = pts.size() + more > 500 ? 4 : 7;
     q.hollow = p.over;
@@ -672,6 +685,12 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
       bool present = std::any_of(pts.begin(), pts.end(), [&](const RoofPt& p) { return p.bound == b; });
       if (present) f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Circle, bound_color(b)});
     }
+  } else if (spec.color == "platform") {
+    // an overlay's legend names each platform beside its roof, in its colour: the points need no
+    // entries of their own (one platform: one colour, nothing to tell apart)
+    if (!overlay_legend)
+      for (size_t i = 0; i < color_keys.size() && i < 8; ++i)
+        f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, roof_color(platform_identity(r, color_keys[i]))});
   } else {
     for (size_t i = 0; i < color_keys.size() && i < 8; ++i) f.legend.push_back(LegendEntry{color_keys[i], false, {}, true, Marker::Square, palette(i)});
   }
@@ -706,7 +725,11 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
   const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
-  add_roofline_markers(f, spec, r, merge_coincident(all_pts), coinciding);
+  // network points on several platforms' roofs: colour = platform (its roofs' colour), marker =
+  // network, unless the plot says `color:`; bound is in the plot data CSV
+  PlotSpec mspec = spec;
+  if (networks && overlay && !given(spec, "color")) mspec.color = "platform";
+  add_roofline_markers(f, mspec, r, merge_coincident(all_pts), coinciding, overlay);
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});
     f.legend.push_back(LegendEntry{"derated roof", true, LineStyle{rgb(0x333333), 1.6, Dash::Solid}, false, {}, {}});
@@ -796,6 +819,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     std::string name;
     std::vector<P> pts;
     std::vector<char> over;  // per point (summary totals): 1 where the network does not fit in memory
+    std::string platform;    // the platform whose line it is, when the series are platforms (its colour)
   };
   auto shown = [&](const std::string& platform, const std::string& slot) {
     return spec.platforms.empty() || std::find(spec.platforms.begin(), spec.platforms.end(), platform) != spec.platforms.end() ||
@@ -806,7 +830,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   auto series_of = [&](const std::string& key) -> S& {
     for (auto& sr : series)
       if (sr.name == key) return sr;
-    series.push_back(S{key, {}, {}});
+    series.push_back(S{key, {}, {}, series_by == "platform" ? key : std::string()});
     return series.back();
   };
   std::string net = spec.network.empty() ? first_network(r) : spec.network;
@@ -982,11 +1006,17 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   // its pixels (thin_line).
   const size_t max_marked = 60;
   const double columns = spec.width * spec.dpi / 72;
+  // series that are platforms take each platform's colour of the run (its roofs' in a roofline),
+  // when no two of them share one; else the series palette
+  std::set<size_t> identities;
+  bool by_platform = !series.empty() && series.size() <= 6;
+  for (const auto& sr : series) by_platform = by_platform && !sr.platform.empty() && identities.insert(platform_identity(r, sr.platform) % 6).second;
+  auto series_color = [&](size_t i) { return by_platform ? roof_color(platform_identity(r, series[i].platform)) : palette(i); };
   for (size_t i = 0; i < series.size(); ++i) {
     const bool marked = categorical || series[i].pts.size() <= max_marked;
     Line L;
     L.pts = categorical ? series[i].pts : thin_line(series[i].pts, f.x, columns);
-    L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    L.style = LineStyle{series_color(i), 1.6, dash_cycle(i)};
     // past the 8 colours and shapes a style repeats: the line carries its name too
     if (series.size() > 8) {
       L.label = series[i].name;
@@ -999,12 +1029,12 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
       Point q;
       q.at = series[i].pts[k];
       q.marker = marker_cycle(i);
-      q.fill = palette(i);
+      q.fill = series_color(i);
       q.size = 6.5;
       q.hollow = over;
       f.points.push_back(q);
     }
-    f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, marked, marker_cycle(i), palette(i)});
+    f.legend.push_back(LegendEntry{series[i].name, !categorical, L.style, marked, marker_cycle(i), series_color(i)});
   }
   if (any_over) {
     // a value the same on every platform (a footprint) is drawn once, from the first platform: its memory is the one
@@ -1407,7 +1437,6 @@ StylePreset style_preset(const std::string& style) {
 
 namespace {
 
-bool given(const PlotSpec& p, const std::string& key) { return std::find(p.given.begin(), p.given.end(), key) != p.given.end(); }
 
 // A length: "88 mm", "3.5 in", "2.5 cm", "250 pt", "1600 px" (pixels of the PNG at the plot's dpi),
 // or a plain number of points. Returns points; `physical` says whether it was a printed length.
@@ -1598,6 +1627,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       case Kind::Roofline:
         str("points", p.points, table_choices("points"));
         str("color", p.color, table_choices("color"));
+        if (item.find("color")) p.given.push_back("color");
         str("marker", p.marker, table_choices("marker"));
         str("labels", p.labels, table_choices("labels"));
         str("roofs", p.roofs, table_choices("roofs"));
