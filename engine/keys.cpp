@@ -77,8 +77,11 @@ std::vector<MapDef> build() {
       {"height", str(), false, "Canvas height, as width."},
       {"font_size", str(), false, "Tick text size, e.g. '8 pt' (6 to 40); titles and labels follow it."},
       {"dpi", num(36, 600), false, "PNG resolution (36 to 600; default 150, 300 for paper styles)."},
+      {"subtitle", choice({"full", "short", "none"}), false,
+       "The line under the title: full (default: platforms, network, dtype, conventions, notes), short (its first part, the execution and launch "
+       "overheads, and what marks mean), none."},
   };
-  std::vector<Key> figure_keys(plot_common.begin() + 6, plot_common.end());  // style, width, height, font_size, dpi
+  std::vector<Key> figure_keys(plot_common.begin() + 6, plot_common.begin() + 11);  // style, width, height, font_size, dpi
   auto plot = [&](std::string kind, std::string title, std::vector<Key> own) {
     MapDef m{"plot." + kind, std::move(title), plot_common};
     m.keys.insert(m.keys.end(), own.begin(), own.end());
@@ -346,6 +349,8 @@ std::vector<MapDef> build() {
                {"labels", choice({"auto", "all", "none"}), false, "Which points get a label."},
                {"roofs", choice({"theoretical", "derated", "both"}), false, "Which roofs are drawn."},
                {"overlay", boolean(), false, "All platforms in one chart."},
+               {"xlim", def("axis_limits"), false, "[lo, hi]: the intensity axis's range, in FLOP/byte (default: every point and ridge)."},
+               {"ylim", def("axis_limits"), false, "[lo, hi]: the performance axis's range, in FLOP/s (default: from the roofs and points)."},
            }),
       plot("trend", "A column against a sweep variable",
            {
@@ -357,6 +362,8 @@ std::vector<MapDef> build() {
                {"xscale", choice(kScales), false, "Axis scale."},
                {"yscale", choice(kScales), false, "Axis scale."},
                {"point", integer(0, 0), false, "The sweep point (for x: layer)."},
+               {"xlim", def("axis_limits"), false, "[lo, hi]: the x axis's range, in the sweep variable's values."},
+               {"ylim", def("axis_limits"), false, "[lo, hi]: the y axis's range, in the column's base unit (s, FLOP/s, bytes, ...)."},
            }),
       plot("layers", "One bar per layer",
            {
@@ -369,6 +376,9 @@ std::vector<MapDef> build() {
                {"x", str(), true, "A sweep variable for the columns."},
                {"y", str(), true, "A sweep variable for the rows."},
                {"value", choice_from("plot_column"), false, "A results column (default time_s)."},
+               {"color_scale", def("color_scale"), false,
+                "auto (each heatmap its own range), shared (one range over every heatmap this entry draws), or [lo, hi] in the column's base unit "
+                "(to share a scale between entries)."},
            }),
   };
 }

@@ -358,6 +358,11 @@ class Gen {
                              .set("additionalProperties", false)
                              .set("properties", J::obj().set("compute_x", pair).set("bandwidth_x", pair).set("channels_per_group", pair)));
     }
+    {
+      J lohi = J::obj().set("type", "array").set("minItems", 2).set("maxItems", 2).set("items", J::obj().set("type", "number"));
+      d.set("axis_limits", lohi);
+      d.set("color_scale", any_of({J::obj().set("enum", strings({"auto", "shared"})), lohi}));
+    }
     J dim = any_of({type("integer").set("minimum", 1).set("maximum", 1e9), jref("numeric_text"), jref("expr")});
     d.set("shape", J::obj().set("type", "array").set("minItems", 1).set("items", dim));
     d.set("named_shapes", J::obj().set("type", "object").set("minProperties", 1).set("additionalProperties", jref("shape")));

@@ -137,6 +137,21 @@ std::string conventions(const Settings& s) {
          (s.execution == Execution::Fused ? "" : std::string(" · execution: ") + execution_name(s.execution));
 }
 
+// What a network total holds beside its kernels' roofline times, for the subtitle: the launch
+// overhead per kernel under `execution: fused` ("+5 µs launch per kernel"); graph and eager modes
+// are named by conventions(). "" when no platform adds one.
+std::string launch_note(const RunResult& r, const std::vector<std::string>& plats, const Settings& set) {
+  if (set.execution != Execution::Fused) return "";
+  std::set<double> seen;
+  for (const auto& pr : r.results)
+    for (const auto& p : pr.platforms)
+      if ((plats.empty() || std::find(plats.begin(), plats.end(), p->name) != plats.end()) && p->runtime.launch_overhead_s > 0)
+        seen.insert(p->runtime.launch_overhead_s);
+  if (seen.empty()) return "";
+  if (seen.size() == 1) return "+" + si(*seen.begin(), "s", 3) + " launch per kernel";
+  return "+" + si(*seen.begin(), "s", 3) + " to " + si(*seen.rbegin(), "s", 3) + " launch per kernel (by platform)";
+}
+
 std::vector<std::string> platform_names(const RunResult& r) {
   std::vector<std::string> n;
   for (const auto& pr : r.results)
@@ -154,6 +169,20 @@ const Platform* find_platform(const RunResult& r, const std::string& name) {
 
 // Whether the plot entry gave `key` itself (not a default)
 bool given(const PlotSpec& p, const std::string& key) { return std::find(p.given.begin(), p.given.end(), key) != p.given.end(); }
+
+// `xlim` / `ylim` of a plot entry: the axes' ranges as given (ticks outside them dropped).
+void apply_limits(Figure& f, const PlotSpec& spec) {
+  auto set = [&](Axis& a, const std::vector<double>& lim) {
+    if (lim.size() != 2) return;
+    if (a.scale == Scale::Log && lim[0] <= 0)
+      throw ConfigError(spec.loc, std::string(&a == &f.x ? "xlim" : "ylim") + " must be positive on a logarithmic axis",
+                        {Note{{}, std::string("give ") + (&a == &f.x ? "xscale" : "yscale") + ": linear, or a positive lower limit"}});
+    a.min = lim[0], a.max = lim[1];
+    a.ticks.erase(std::remove_if(a.ticks.begin(), a.ticks.end(), [&](double t) { return t < lim[0] || t > lim[1]; }), a.ticks.end());
+  };
+  set(f.x, spec.xlim);
+  set(f.y, spec.ylim);
+}
 
 // A platform's place among every platform of the run (first appearance over the points): its
 // identity, so that it keeps one colour in every figure of the run, whichever others a figure draws.
@@ -722,6 +751,7 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
       }
   const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
   roofline_axes(f, all_pts, sets);
+  apply_limits(f, spec);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
   const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
@@ -741,6 +771,8 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
+  if (networks)
+    if (const std::string ln = launch_note(r, plats, set); !ln.empty()) f.subtitle += " · " + ln;
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
   if (coinciding > 0) f.subtitle += " · " + grouped(coinciding) + " more points on drawn markers";
 
@@ -998,6 +1030,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (distinct.size() <= 12) f.x.ticks = distinct;  // label the swept values themselves
   }
   auto_range(f.y, ys, spec.yscale, true);
+  apply_limits(f, spec);
   f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : var_title(s, spec.x);
   f.y.title = yc->title;
   f.y.unit = yc->unit;
@@ -1049,6 +1082,9 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
                dtype_name(set.dtype) + " · " + conventions(set);
+  // a network total's time holds the launches (a layer's row does not)
+  if (!trend_reads_rows(spec) && !categorical && (spec.y.find("time") != std::string::npos || spec.y.find("tokens") != std::string::npos || spec.y.find("achieved") != std::string::npos))
+    if (const std::string ln = launch_note(r, spec.platforms, set); !ln.empty()) f.subtitle += " · " + ln;
   if (!refs.empty() || !ridge_lines.empty()) f.subtitle += spec.y == "intensity" ? " · dashed/dotted: ridge points (derated)" : " · dashed/dotted: memory sizes";
   if (skipped_zero > 0) f.subtitle += " · " + std::to_string(skipped_zero) + " layers with 0 FLOPs left out";
   // x axis of a categorical layer chart: many names need rotated labels — use indices beyond 12
@@ -1225,12 +1261,18 @@ BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s,
     for (double v : row)
       if (v > 0 && std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   h.log_colors = hi / lo > 30;
+  if (spec.color_scale == "range" && spec.color_range.size() == 2) {  // [lo, hi] given
+    h.range_lo = spec.color_range[0], h.range_hi = spec.color_range[1];
+    h.log_colors = h.range_lo > 0 && h.range_hi / h.range_lo > 30;
+  }
   f.heatmap = h;
   f.grid = false;
   f.x.title = var_title(s, xv);
   f.y.title = var_title(s, yv);
   f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
   f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
+  if (spec.value.find("time") != std::string::npos || spec.value.find("tokens") != std::string::npos || spec.value.find("achieved") != std::string::npos)
+    if (const std::string ln = launch_note(r, {}, r.results.front().settings); !ln.empty()) f.subtitle += " · " + ln;
   if (!over.empty()) f.subtitle += " · hatched: does not fit in memory";
   out.data_csv = csv_line({xv, yv, spec.value, "fits_in_memory"});
   for (size_t yi = 0; yi < h.ycats.size(); ++yi)
@@ -1258,6 +1300,27 @@ const std::vector<std::string>& plottable_columns() {
 
 namespace {
 std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s);
+
+// `subtitle: short` keeps the first part (what is drawn: platforms or scenario) and the parts a
+// reader needs to read the numbers: the execution mode, launch overheads, what dashes, hatching
+// and hollow marks mean, and points not drawn; `none` drops the line.
+std::string subtitle_as(const std::string& mode, const std::string& full) {
+  if (mode == "none") return "";
+  if (mode != "short") return full;
+  std::string out;
+  size_t pos = 0, i = 0;
+  while (pos <= full.size()) {
+    size_t next = full.find(" · ", pos);
+    const std::string part = full.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    bool keep = i == 0;
+    for (const char* k : {"execution:", "launch", "hatched", "dashed", "dotted", "hollow", "not drawn"}) keep = keep || part.find(k) != std::string::npos;
+    if (keep && !part.empty()) out += (out.empty() ? "" : " · ") + part;
+    if (next == std::string::npos) break;
+    pos = next + std::string(" · ").size();
+    ++i;
+  }
+  return out;
+}
 }
 
 std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResult& r, const Scenario& s) {
@@ -1271,6 +1334,7 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResu
     f.marker_scale = st.marker_scale;
     f.fixed_size = st.fixed || given_spec.physical;
     if (!st.title && given_spec.title.empty()) f.title.clear();  // a paper figure's title is its caption
+    f.subtitle = subtitle_as(given_spec.subtitle, f.subtitle);
   }
   return out;
 }
@@ -1357,6 +1421,20 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
         if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;
         std::string stem = shown.substr(0, shown.find(" (what-if)"));
         out.push_back(named(std::move(b), "heatmap_" + stem));
+      }
+      if (spec.color_scale == "shared" && out.size() > 1) {  // one range over every heatmap of the entry
+        double lo = 1e300, hi = -1e300, lo_pos = 1e300;
+        for (const auto& b : out)
+          for (const auto& row : b.figure.heatmap->values)
+            for (double v : row)
+              if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v), lo_pos = v > 0 ? std::min(lo_pos, v) : lo_pos;
+        if (hi > lo)
+          for (auto& b : out) {
+            Heatmap& h = *b.figure.heatmap;
+            h.log_colors = lo > 0 && hi / lo_pos > 30;
+            h.range_lo = h.log_colors ? lo_pos : lo, h.range_hi = hi;
+            b.figure.subtitle += " · colour scale shared by " + std::to_string(out.size()) + " heatmaps";
+          }
       }
       break;
   }
@@ -1612,6 +1690,22 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       }
     }
     read_style_keys(m, p, d);
+    str("subtitle", p.subtitle, {"full", "short", "none"});
+    // [lo, hi] with lo < hi (and lo > 0 on a log axis, checked where the axis is known)
+    auto range = [&](const char* key, std::vector<double>& dst) {
+      const CNode* v = m.get(key);
+      if (!v) return;
+      std::vector<double> got;
+      if (v->is_seq())
+        for (const auto& i : v->items)
+          if (auto x = to_number(i, d, key)) got.push_back(*x);
+      if (got.size() != 2 || !(got[0] < got[1]) || !std::isfinite(got[0]) || !std::isfinite(got[1])) {
+        if (got.size() == v->items.size() || !v->is_seq())
+          d.error(v->loc, std::string(key) + " must be [lo, hi] with lo < hi", {Note{{}, std::string("e.g. ") + key + ": [0.1, 1000]"}});
+        return;
+      }
+      dst = got;
+    };
     std::vector<std::string> cols = plottable_columns();
     auto check_var = [&](const char* key, const std::string& v, const std::vector<std::string>& extra) {
       std::vector<std::string> ok = sweep_vars;
@@ -1632,6 +1726,11 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         str("labels", p.labels, table_choices("labels"));
         str("roofs", p.roofs, table_choices("roofs"));
         if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
+        range("xlim", p.xlim);
+        range("ylim", p.ylim);
+        for (const auto* lim : {&p.xlim, &p.ylim})
+          if (!lim->empty() && lim->front() <= 0)
+            d.error(item.find(lim == &p.xlim ? "xlim" : "ylim")->loc, std::string(lim == &p.xlim ? "xlim" : "ylim") + " must be positive: a roofline's axes are logarithmic");
         break;
       case Kind::Trend:
         if (m.require("x")) {
@@ -1649,6 +1748,8 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         str("xscale", p.xscale, table_choices("xscale"));
         str("yscale", p.yscale, table_choices("yscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        range("xlim", p.xlim);
+        range("ylim", p.ylim);
         break;
       case Kind::Layers:
         str("metric", p.metric, table_choices("metric"));
@@ -1665,6 +1766,15 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
           check_var("y", p.layer, {});
         }
         str("value", p.value, cols);
+        if (const CNode* v = item.find("color_scale")) {
+          if (v->is_seq()) {
+            range("color_scale", p.color_range);
+            if (!p.color_range.empty()) p.color_scale = "range";
+          } else {
+            str("color_scale", p.color_scale, {"auto", "shared"});
+          }
+          m.get("color_scale");
+        }
         break;
     }
     m.finish();

@@ -34,6 +34,10 @@ struct PlotSpec {
   long long point = 0;                 // layers: which sweep point
   std::string value = "derated_time_s";  // heatmap: a summary column
   std::string network;                 // which network ("" = first for layers/heatmap, every one for roofline/trend)
+  std::string subtitle = "full";       // full | short | none
+  std::vector<double> xlim, ylim;      // roofline, trend: [lo, hi] in base units (empty: automatic)
+  std::string color_scale = "auto";    // heatmap: auto | shared | range (color_range)
+  std::vector<double> color_range;     // heatmap: [lo, hi] when color_scale is "range"
   std::vector<Format> formats;         // [] = the run's --format
   // Print style: screen (today's 9 × 6 in canvas), paper (one column of a two-column paper,
   // 88 × 66 mm), paper-wide (across both columns, 180 × 80 mm), slides (16:9, 254 × 143 mm).

@@ -442,8 +442,8 @@ struct HeatScale {
   double tick_w = 0;
   double norm(double v) const {
     if (!(hi > lo)) return 0.5;
-    if (axis.scale == Scale::Log) return (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
-    return (v - lo) / (hi - lo);
+    if (axis.scale == Scale::Log) return std::clamp((std::log10(std::max(v, lo)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)), 0.0, 1.0);
+    return std::clamp((v - lo) / (hi - lo), 0.0, 1.0);
   }
 };
 
@@ -453,6 +453,7 @@ HeatScale heat_scale(const Heatmap& h, Renderer& r, double tick_size) {
     for (double v : row)
       if (std::isfinite(v) && (!h.log_colors || v > 0)) hs.lo = std::min(hs.lo, v), hs.hi = std::max(hs.hi, v);
   if (hs.lo > hs.hi) hs.lo = 0, hs.hi = 1;
+  if (h.range_hi > h.range_lo) hs.lo = h.range_lo, hs.hi = h.range_hi;  // fixed or shared: values beyond it take the end colours
   hs.axis.scale = h.log_colors ? Scale::Log : Scale::Linear;
   hs.axis.min = hs.lo, hs.axis.max = hs.hi > hs.lo ? hs.hi : hs.lo * 1.0001 + 1e-300;
   hs.title = h.value_label;

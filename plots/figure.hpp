@@ -75,6 +75,7 @@ struct Heatmap {
   bool annotate = true;  // write values in cells when the grid is small
   std::string value_unit;
   std::vector<std::vector<char>> over;  // [row][column]: 1 where the network does not fit in memory (hatched)
+  double range_lo = 0, range_hi = 0;    // the colour scale's range when fixed (range_hi > range_lo), else the values'
 };
 
 struct LegendEntry {

@@ -651,3 +651,74 @@ TEST_CASE("a platform keeps its colour in every figure of a run: roofs, points a
   CHECK_FALSE((x.r == y.r && x.g == y.g && x.b == y.b));
   CHECK_FALSE((y.r == z.r && y.g == z.g && y.b == z.b));
 }
+
+TEST_CASE("figure controls: subtitle full | short | none, xlim and ylim, a heatmap's colour scale shared or fixed", "[plots][defects]") {
+  Scenario s = parse_scenario(
+      "name: ctl\nplatforms: [rtx3080, v100]\nsweep: {grid: {b: [1, 8], c: [16, 32]}}\n"
+      "networks: [{name: fc, input: [\"${b}\", \"${c}\"], layers: [{op: linear, out_features: 64, bias: false}]}]\n"
+      "plots:\n"
+      "  - {kind: roofline, points: networks, overlay: true, name: full}\n"
+      "  - {kind: roofline, points: networks, overlay: true, name: short, subtitle: short}\n"
+      "  - {kind: roofline, points: networks, overlay: true, name: none, subtitle: none, xlim: [0.5, 200], ylim: [1e9, 1e14]}\n"
+      "  - {kind: trend, x: b, y: derated_time_s, name: t, xlim: [0, 10], xscale: linear, yscale: linear, ylim: [0, 0.001]}\n"
+      "  - {kind: heatmap, x: b, y: c, value: derated_time_s, platforms: [rtx3080, v100], color_scale: shared, name: hs}\n"
+      "  - {kind: heatmap, x: b, y: c, value: derated_time_s, platforms: [rtx3080], color_scale: [1e-6, 1e-3], name: hr}\n",
+      src("scenarios/ctl.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  BuiltFigure full = build_one(specs[0], r, s), shrt = build_one(specs[1], r, s), none = build_one(specs[2], r, s);
+  // full: "rtx3080, v100 · fc… · fp32 · FLOPs = 2×MAC · bytes = … · networks on … · +5 µs launch per kernel"
+  // (both catalog GPUs charge 5 µs per kernel under execution: fused, in the network points' times)
+  CHECK(full.figure.subtitle.rfind("rtx3080, v100 · ", 0) == 0);
+  CHECK(full.figure.subtitle.find("FLOPs = 2×MAC") != std::string::npos);
+  CHECK(full.figure.subtitle.find("+5 µs launch per kernel") != std::string::npos);
+  // short: the first part and the launch note only
+  CHECK(shrt.figure.subtitle == "rtx3080, v100 · +5 µs launch per kernel");
+  CHECK(none.figure.subtitle.empty());
+  // limits as given
+  CHECK(none.figure.x.min == 0.5);
+  CHECK(none.figure.x.max == 200);
+  CHECK(none.figure.y.min == 1e9);
+  CHECK(none.figure.y.max == 1e14);
+  BuiltFigure t = build_one(specs[3], r, s);
+  CHECK(t.figure.x.min == 0);
+  CHECK(t.figure.x.max == 10);
+  CHECK(t.figure.y.max == 0.001);
+  for (double tick : t.figure.x.ticks) CHECK(tick <= 10);
+  // the same limits on b's automatic axis (1 and 8: logarithmic) cannot start at 0
+  PlotSpec logx = specs[3];
+  logx.xscale = "auto";
+  CHECK_THROWS_WITH(build_figures(logx, r, s), Catch::Contains("xlim must be positive on a logarithmic axis"));
+  // shared: both heatmaps take the range over the two (the rtx3080's and the v100's times together)
+  std::vector<BuiltFigure> hs = build_figures(specs[4], r, s);
+  REQUIRE(hs.size() == 2);
+  double lo = 1e300, hi = 0;
+  for (const auto& b : hs)
+    for (const auto& row : b.figure.heatmap->values)
+      for (double v : row) lo = std::min(lo, v), hi = std::max(hi, v);
+  for (const auto& b : hs) {
+    CHECK(b.figure.heatmap->range_lo == lo);
+    CHECK(b.figure.heatmap->range_hi == hi);
+  }
+  // the two platforms' own ranges differ, so sharing changed at least one of them
+  double lo0 = 1e300, hi0 = 0;
+  for (const auto& row : hs[0].figure.heatmap->values)
+    for (double v : row) lo0 = std::min(lo0, v), hi0 = std::max(hi0, v);
+  CHECK((lo0 != lo || hi0 != hi));
+  BuiltFigure hr = build_one(specs[5], r, s);
+  CHECK(hr.figure.heatmap->range_lo == 1e-6);
+  CHECK(hr.figure.heatmap->range_hi == 1e-3);
+  CHECK(hr.figure.heatmap->log_colors);  // 1e-3 / 1e-6 = 1000 > 30: a logarithmic colour scale
+  // errors: a range that is not [lo, hi], a roofline limit at 0
+  Diags bad;
+  Scenario b = parse_scenario("name: b\nplatforms: [rtx3080]\nnetworks: [{name: fc, input: [1, 8], layers: [{op: relu}]}]\n"
+                              "plots:\n  - {kind: roofline, xlim: [10, 1]}\n  - {kind: roofline, ylim: [0, 1e12]}\n  - {kind: heatmap, x: a, y: a, color_scale: wide}\n",
+                              src("scenarios/b.yaml"));
+  parse_plot_specs(b.plots, {"a"}, bad);
+  REQUIRE(bad.size() == 3);
+  CHECK(bad.list()[0].message == "xlim must be [lo, hi] with lo < hi");
+  CHECK(bad.list()[1].message == "ylim must be positive: a roofline's axes are logarithmic");
+  CHECK(bad.list()[2].message == "color_scale cannot be 'wide'");
+}
