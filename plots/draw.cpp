@@ -890,6 +890,15 @@ void paint_bars(Pass& p) {
       } else {
         r.rect(br, col, nullptr);
       }
+      // a bar longer than the axis (the "others" bar of many layers) ends in a break mark: two
+      // slanted gaps near the axis end, so that it does not read as a bar of the axis's length
+      if (T.tx(b.values[c]) > plot.x + plot.w + 0.5 && br.w > 24) {
+        const LineStyle gap{rgb(0xFFFFFF), 2.2};
+        for (double dx : {14.0, 8.0}) {
+          const double xb = br.x + br.w - dx;
+          r.polyline({{xb - 2.5, br.y + br.h + 1.5}, {xb + 2.5, br.y - 1.5}}, gap);
+        }
+      }
     }
   }
 }

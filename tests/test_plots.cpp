@@ -166,6 +166,13 @@ TEST_CASE("layers: 175 layers give the 39 largest and an others bar", "[plots]")
   CHECK(names.size() >= 30);
   for (size_t i = 1; i < names.size(); ++i) CHECK_FALSE(names[i].overlaps(names[i - 1]));
   CHECK(d->fig.data_csv.find("\nflatten,") != std::string::npos);  // a 0-byte view, never among the largest  // the plot data keeps every layer
+  // the others bar runs past the axis (its sum beside single layers): it ends in a break mark, two
+  // white strokes on it near the axis end, one per series (theoretical and derated): 4 strokes
+  CHECK(f.bars[0].values[0] > f.x.max);
+  size_t breaks = 0;
+  for (const auto& L : d->rec.lines)
+    if (L.style.color.r == 1 && L.style.color.g == 1 && L.style.color.b == 1 && L.pts.size() == 2) ++breaks;
+  CHECK(breaks == 4);
   check_layout(*d);
 }
 
