@@ -1301,25 +1301,10 @@ const std::vector<std::string>& plottable_columns() {
 namespace {
 std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s);
 
-// `subtitle: short` keeps the first part (what is drawn: platforms or scenario) and the parts a
-// reader needs to read the numbers: the execution mode, launch overheads, what dashes, hatching
-// and hollow marks mean, and points not drawn; `none` drops the line.
+// `subtitle: short` keeps what short_subtitle keeps; `none` drops the line.
 std::string subtitle_as(const std::string& mode, const std::string& full) {
   if (mode == "none") return "";
-  if (mode != "short") return full;
-  std::string out;
-  size_t pos = 0, i = 0;
-  while (pos <= full.size()) {
-    size_t next = full.find(" · ", pos);
-    const std::string part = full.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-    bool keep = i == 0;
-    for (const char* k : {"execution:", "launch", "hatched", "dashed", "dotted", "hollow", "not drawn"}) keep = keep || part.find(k) != std::string::npos;
-    if (keep && !part.empty()) out += (out.empty() ? "" : " · ") + part;
-    if (next == std::string::npos) break;
-    pos = next + std::string(" · ").size();
-    ++i;
-  }
-  return out;
+  return mode == "short" ? short_subtitle(full) : full;
 }
 }
 

@@ -380,6 +380,43 @@ double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
   return size;
 }
 
+// A title in one line (shrunk to no less than `one_line` of its size, and not under 6 pt), else
+// wrapped at a space into two before it shrinks further (the user's own title is never cut while
+// two lines can hold it): the lines and their size. Only past two lines at 6 pt does the last
+// line shorten.
+std::vector<std::string> title_lines(Renderer& r, const std::string& title, double& size, double avail, double one_line) {
+  if (title.empty()) return {};
+  const double w1 = r.measure(title, size, true).width;
+  if (w1 <= avail) return {title};
+  if (size * avail / w1 >= std::max(6.0, one_line * size)) {
+    size *= avail / w1;
+    return {title};
+  }
+  // the split at a space that makes the wider line narrowest
+  auto split_at = [&](double sz, std::vector<std::string>& out) {
+    double best = 1e300;
+    for (size_t k = title.find(' '); k != std::string::npos; k = title.find(' ', k + 1)) {
+      const std::string a = title.substr(0, k), b = title.substr(k + 1);
+      const double wmax = std::max(r.measure(a, sz, true).width, r.measure(b, sz, true).width);
+      if (wmax < best) best = wmax, out = {a, b};
+    }
+    return best;
+  };
+  std::vector<std::string> two;
+  double w = split_at(size, two);
+  if (two.empty()) {  // one word: shrink, then shorten
+    std::string t = title;
+    size = Z_title_fit(r, t, size, avail);
+    return {t};
+  }
+  if (w > avail) {
+    size = std::max(6.0, size * avail / w);
+    w = split_at(size, two);
+  }
+  if (w > avail) size = Z_title_fit(r, two[1], size, avail);
+  return two;
+}
+
 // The figure with its style applied: line widths and marker sizes scaled, units in axis titles.
 Figure styled(const Figure& in) {
   Figure f = in;
@@ -556,7 +593,7 @@ namespace {
 // What carries over from one layout pass to the next: a pass that finds the chart too crowded
 // changes one of these and lays it out again (at most four passes).
 struct Plan {
-  std::string title;
+  std::vector<std::string> title;  // one line, or two (wrapped before it shrinks)
   double title_size = 0;
   std::vector<std::string> sub_lines;
   double sub_step = 0;
@@ -577,6 +614,7 @@ struct Pass {
   bool has_heat;
   std::vector<double> xt, yt;  // labelled ticks
   bool rotate_x = false;
+  bool y_title_two = false;  // the y axis title takes two lines (it would shrink past 0.85 of its size on one)
   double top = 0, bottom = 0, left = 0, right = 0, below_h = 0, cbar_w = 0;
   std::vector<std::string> key_lines;
   size_t key_rows = 0;  // lines per column of the key (columns side by side when it is taller than the canvas)
@@ -636,7 +674,7 @@ void layout_axes(Pass& p, const Plan& plan) {
   Renderer& r = p.r;
   const Figure& f = p.f;
   p.top = 10;
-  if (!plan.title.empty()) p.top += r.measure(plan.title, plan.title_size, true).ascent + 6;
+  for (const auto& line : plan.title) p.top += r.measure(line, plan.title_size, true).ascent + 6;
   if (!plan.sub_lines.empty()) p.top += plan.sub_step * static_cast<double>(plan.sub_lines.size()) + 3;
   p.top += 6;
   p.yt = major_ticks(f.y);
@@ -650,6 +688,12 @@ void layout_axes(Pass& p, const Plan& plan) {
   double ytick_w = 0;
   for (double v : p.yt) ytick_w = std::max(ytick_w, r.measure(p.ylabel(v), p.Z.tick, false).width);
   p.left = 10 + (f.y.title.empty() ? 0 : r.measure(f.y.title, p.Z.axis_title, false).ascent + 8) + ytick_w + 8;
+  if (!f.y.title.empty()) {
+    // the side it runs along: the canvas below the titles, less the x tick labels and x title
+    const double side = f.height - p.top - 10 - (r.measure("0", p.Z.axis_title, false).ascent + 8) - (r.measure("0", p.Z.tick, false).ascent + 12);
+    p.y_title_two = f.y.title.find(' ') != std::string::npos && r.measure(f.y.title, p.Z.axis_title, false).width * 0.85 > side;
+    if (p.y_title_two) p.left += 1.3 * r.measure(f.y.title, p.Z.axis_title, false).ascent + 1;
+  }
   double xlabel_w = 0;
   for (double v : p.xt) xlabel_w = std::max(xlabel_w, r.measure(p.xlabel(v), p.Z.tick, false).width);
   double approx_plot_w = plan.W - p.left - 16;
@@ -782,8 +826,15 @@ void place_plot(Pass& p, Plan& plan) {
   p.cbar_w = p.has_heat ? 18 + 12 + 5 + p.heat.tick_w + 8 + r.measure("0", p.Z.tick, false).ascent + 8 : 0;
   p.right += p.cbar_w;
   if (!f.fixed_size && plan.W - p.left - p.right < 0.62 * f.width) plan.W = p.left + p.right + 0.62 * f.width;
-  // at a printed size the plot keeps at least half the height: the subtitle's lines (details a
-  // caption carries; the plot data and report.md keep them) give way, the last first
+  // at a printed size the plot keeps at least half the height: the subtitle's details (a caption
+  // carries them; the plot data and report.md keep them) give way first, then its lines, the last first
+  if (f.fixed_size && !plan.sub_lines.empty() && f.height - p.top - p.bottom < 0.5 * f.height) {
+    std::vector<std::string> kept = wrap_subtitle(r, short_subtitle(f.subtitle), p.Z.subtitle, plan.W - 20);
+    if (kept.size() < plan.sub_lines.size()) {
+      p.top -= plan.sub_step * static_cast<double>(plan.sub_lines.size() - kept.size()) + (kept.empty() ? 3 : 0);
+      plan.sub_lines = std::move(kept);
+    }
+  }
   while (f.fixed_size && !plan.sub_lines.empty() && f.height - p.top - p.bottom < 0.5 * f.height) {
     plan.sub_lines.pop_back();
     p.top -= plan.sub_step + (plan.sub_lines.empty() ? 3 : 0);
@@ -833,9 +884,14 @@ void paint_titles(Pass& p, const Plan& plan) {
   const double W = plan.W;
   double ty = 10;
   if (!p.f.title.empty()) {
-    ty += r.measure(plan.title, plan.title_size, true).ascent;
-    p.text({std::max(10.0, std::min(p.plot.x, W - 10 - r.measure(plan.title, plan.title_size, true).width)), ty}, plan.title, plan.title_size, kText, 0, Anchor::Left, true);
-    ty += 6;
+    double x = p.plot.x;  // both lines start together, left on the plot (or further left to fit)
+    for (const auto& line : plan.title) x = std::min(x, W - 10 - r.measure(line, plan.title_size, true).width);
+    x = std::max(10.0, x);
+    for (const auto& line : plan.title) {
+      ty += r.measure(line, plan.title_size, true).ascent;
+      p.text({x, ty}, line, plan.title_size, kText, 0, Anchor::Left, true);
+      ty += 6;
+    }
   }
   double sub_x = p.plot.x;
   for (const auto& l : plan.sub_lines) sub_x = std::min(sub_x, 10.0 + (W - 20 - r.measure(l, p.Z.subtitle, false).width));
@@ -949,12 +1005,26 @@ void paint_axes(Pass& p) {
   if (!f.y.title.empty()) {
     // beside the plot, from its top to the canvas bottom (never up into the title): a longer
     // title shrinks, then shortens before its unit
-    std::string yt_text = f.y.title;
+    // title shrinks, then shortens before its unit; a long one takes two lines first (the
+    // break at the space that leaves the longer line shortest), side by side
     double lo_y = plot.y - 4, hi_y = f.height - 10 - p.below_h;
-    double size = fit_axis_title(r, yt_text, kAxisTitle, hi_y - lo_y);
-    double half = r.measure(yt_text, size, false).width / 2;
-    double y = std::clamp(plot.y + plot.h / 2, lo_y + half, std::max(lo_y + half, hi_y - half));
-    p.text({10 + r.measure(yt_text, kAxisTitle, false).ascent, y}, yt_text, size, kText, M_PI / 2, Anchor::Center, false);
+    std::vector<std::string> lines = {f.y.title};
+    if (p.y_title_two) {
+      double best = 1e300;
+      for (size_t k = f.y.title.find(' '); k != std::string::npos; k = f.y.title.find(' ', k + 1)) {
+        const std::string a = f.y.title.substr(0, k), b = f.y.title.substr(k + 1);
+        const double w = std::max(r.measure(a, kAxisTitle, false).width, r.measure(b, kAxisTitle, false).width);
+        if (w < best) best = w, lines = {a, b};
+      }
+    }
+    double size = kAxisTitle;
+    for (auto& l : lines) size = std::min(size, fit_axis_title(r, l, kAxisTitle, hi_y - lo_y));
+    const double asc = r.measure(lines.front(), kAxisTitle, false).ascent;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      double half = r.measure(lines[i], size, false).width / 2;
+      double y = std::clamp(plot.y + plot.h / 2, lo_y + half, std::max(lo_y + half, hi_y - half));
+      p.text({10 + asc + static_cast<double>(i) * (1.3 * asc + 1), y}, lines[i], size, kText, M_PI / 2, Anchor::Center, false);
+    }
   }
 }
 
@@ -1255,14 +1325,32 @@ void paint_key(Pass& p, const Plan& plan) {
 // Up to four layout passes: each lays the chart out and paints it; a pass that finds a legend
 // with no free corner, a key with no room, or labels that need a key changes the plan and
 // starts over (the renderer's begin() discards what an earlier pass drew).
+std::string short_subtitle(const std::string& full) {
+  std::string out;
+  size_t pos = 0, i = 0;
+  const std::string sep = " · ";
+  while (pos <= full.size()) {
+    const size_t next = full.find(sep, pos);
+    const std::string part = full.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    bool keep = i == 0;
+    for (const char* k : {"execution:", "launch", "hatched", "dashed", "dotted", "hollow", "not drawn"}) keep = keep || part.find(k) != std::string::npos;
+    if (keep && !part.empty()) out += (out.empty() ? "" : sep) + part;
+    if (next == std::string::npos) break;
+    pos = next + sep.size();
+    ++i;
+  }
+  return out;
+}
+
 DrawReport draw(const Figure& figure, Renderer& r) {
   Figure f = styled(figure);
   const std::vector<LegendEntry> legend0 = f.legend;
   const Sizes Z = sizes_for(f);
   Plan plan;
   // a title wider than the canvas shrinks (not under 6 pt), then ends in an ellipsis
-  plan.title = f.title;
-  plan.title_size = Z_title_fit(r, plan.title, Z.title, f.width - 20);
+  plan.title_size = Z.title;
+  // a printed figure has little height to give: a title shrinks further before it takes two lines
+  plan.title = title_lines(r, f.title, plan.title_size, f.width - 20, f.fixed_size ? 0.7 : 0.85);
   plan.W = f.width;
   for (size_t i = 0; i < f.points.size(); ++i)
     if (!f.points[i].label.empty()) plan.labelled.push_back(i);

@@ -29,6 +29,11 @@ struct DrawReport {
 
 DrawReport draw(const Figure& f, Renderer& r);
 
+// A subtitle's " · " parts a reader needs to read the numbers: the first (what is drawn), the
+// execution mode and launch overheads, what dashes, hatching and hollow marks mean, and points not
+// drawn (`subtitle: short`, and what a printed figure short of room keeps).
+std::string short_subtitle(const std::string& full);
+
 // Tick values for an axis (major, and minor for log axes).
 std::vector<double> major_ticks(const Axis& a);
 std::vector<double> minor_ticks(const Axis& a);
