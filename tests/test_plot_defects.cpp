@@ -722,3 +722,28 @@ TEST_CASE("figure controls: subtitle full | short | none, xlim and ylim, a heatm
   CHECK(bad.list()[1].message == "ylim must be positive: a roofline's axes are logarithmic");
   CHECK(bad.list()[2].message == "color_scale cannot be 'wide'");
 }
+
+TEST_CASE("a title too long for a printed figure wraps onto two lines, whole, instead of ending in an ellipsis", "[plots][defects][print]") {
+  // llm_decode's first heatmap at paper size (88 mm): its 48-character title ended in "int4…" at 6 pt
+  Scenario s = load_scenario(src("scenarios/llm_decode.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  PlotSpec paper = specs[1];  // "Llama-3-8B decode tokens/s on H100, int4 weights"
+  paper.style = "paper";
+  paper.given.push_back("style");
+  BuiltFigure b = build_one(paper, r, s);
+  RecordingRenderer rec;
+  DrawReport rep = draw(b.figure, rec);
+  std::vector<std::string> bold;
+  for (size_t i = 0; i < rec.texts.size(); ++i)
+    if (rec.texts[i].bold) {
+      bold.push_back(rec.texts[i].s);
+      CHECK(rep.texts[i].x >= rep.canvas.x);
+      CHECK(rep.texts[i].x + rep.texts[i].w <= rep.canvas.x + rep.canvas.w);
+    }
+  REQUIRE(bold.size() == 2);
+  CHECK(bold[0] + " " + bold[1] == "Llama-3-8B decode tokens/s on H100, int4 weights");
+  for (const auto& t : rec.texts) CHECK(t.s.find("…") == std::string::npos);
+}
