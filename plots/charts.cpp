@@ -1012,7 +1012,7 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
         if (m.size_bytes > 0 && (!big || m.size_bytes > big->size_bytes)) big = &m;
       if (!big) continue;
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s %s %.0f GiB", name.c_str(), big->name.c_str(), big->size_bytes / 1073741824.0);
+      std::snprintf(buf, sizeof buf, "%s %.0f GiB", name.c_str(), big->size_bytes / 1073741824.0);  // (the level: in the platform)
       refs.push_back(Reference{false, big->size_bytes, LineStyle{rgb(ci % 2 ? 0x666666 : 0x333333), 1.0, ci % 2 ? Dash::Dotted : Dash::Dashed}, buf});
       ys.push_back(big->size_bytes);
       ++ci;

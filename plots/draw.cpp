@@ -376,6 +376,7 @@ double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
   if (title.empty()) return size;
   double w = r.measure(title, size, true).width;
   if (w > avail) size = std::max(6.0, size * avail / w);
+  while (r.measure(title, size, true).width > avail && size * 0.98 >= 6) size *= 0.98;  // (widths do not scale exactly)
   while (r.measure(title, size, true).width > avail && title.size() > 4) title = shorten(title);
   return size;
 }
@@ -389,8 +390,11 @@ std::vector<std::string> title_lines(Renderer& r, const std::string& title, doub
   const double w1 = r.measure(title, size, true).width;
   if (w1 <= avail) return {title};
   if (size * avail / w1 >= std::max(6.0, one_line * size)) {
+    const double floor = std::max(6.0, one_line * size);
     size *= avail / w1;
-    return {title};
+    while (r.measure(title, size, true).width > avail && size * 0.98 >= floor) size *= 0.98;  // (widths do not scale exactly)
+    if (r.measure(title, size, true).width <= avail) return {title};
+    size = floor / one_line;  // (not even at the floor: two lines, below)
   }
   // the split at a space that makes the wider line narrowest
   auto split_at = [&](double sz, std::vector<std::string>& out) {
@@ -440,6 +444,7 @@ void put_text(Renderer& r, DrawReport& rep, P at, const std::string& s, double s
 double fit_axis_title(Renderer& r, std::string& t, double size, double avail) {
   double len = r.measure(t, size, false).width;
   if (len > avail) size = std::max(6.0, size * avail / len);
+  while (r.measure(t, size, false).width > avail && size * 0.98 >= 6) size *= 0.98;  // (widths do not scale exactly)
   size_t k = t.rfind(" [");
   std::string head = k == std::string::npos ? t : t.substr(0, k), unit = k == std::string::npos ? "" : t.substr(k);
   while (r.measure(head + unit, size, false).width > avail && head.size() > 4) head = shorten(head);
@@ -602,6 +607,7 @@ struct Plan {
   std::vector<int> number;       // > 0: the point's label is this number, listed in the key
   bool legend_outside = false;   // no inside corner was free
   bool no_key = false;           // a printed size with no room for a key: labels only where they fit
+  bool refs_in_legend = false;   // reference lines too close to label apart: named in the legend instead
 };
 
 // One pass: the layout it chose and what the painting steps share.
@@ -619,6 +625,7 @@ struct Pass {
   std::vector<std::string> key_lines;
   size_t key_rows = 0;  // lines per column of the key (columns side by side when it is taller than the canvas)
   double key_col_w = 0;
+  double key_gap = 0;  // room for the last x tick label's overhang before the key
   double legend_w = 0, legend_h = 0, lg_marker = 0, lg_text = 0;
   bool legend_below = false;
   size_t legend_cols = 1;
@@ -691,7 +698,7 @@ void layout_axes(Pass& p, const Plan& plan) {
   if (!f.y.title.empty()) {
     // the side it runs along: the canvas below the titles, less the x tick labels and x title
     const double side = f.height - p.top - 10 - (r.measure("0", p.Z.axis_title, false).ascent + 8) - (r.measure("0", p.Z.tick, false).ascent + 12);
-    p.y_title_two = f.y.title.find(' ') != std::string::npos && r.measure(f.y.title, p.Z.axis_title, false).width * 0.85 > side;
+    p.y_title_two = f.y.title.find(' ') != std::string::npos && r.measure(f.y.title, p.Z.axis_title, false).width * std::max(0.85, 6.0 / p.Z.axis_title) > side;
     if (p.y_title_two) p.left += 1.3 * r.measure(f.y.title, p.Z.axis_title, false).ascent + 1;
   }
   double xlabel_w = 0;
@@ -734,7 +741,9 @@ bool layout_key(Pass& p, Plan& plan, int pass) {
   const double step = p.Z.label * 1.375;
   const size_t rows = static_cast<size_t>(std::max(1.0, std::floor((f.height - 8 - (p.top + 8) - step) / step)));
   const size_t cols = (p.key_lines.size() + rows - 1) / rows;
-  const double need_w = static_cast<double>(cols) * (key_w + 14);
+  // the last x tick's label reaches past the plot's right edge by half its width: the key starts beyond it
+  p.key_gap = p.xt.empty() || p.rotate_x ? 0 : p.r.measure(p.xlabel(p.xt.back()), p.Z.tick, false).width / 2;
+  const double need_w = static_cast<double>(cols) * (key_w + 14) + p.key_gap;
   if ((plan.W - p.left - p.right - need_w < 0.5 * plan.W || (f.fixed_size && cols > 1)) && pass < 3) {
     plan.no_key = true;
     std::fill(plan.number.begin(), plan.number.end(), 0);
@@ -838,6 +847,15 @@ void place_plot(Pass& p, Plan& plan) {
   while (f.fixed_size && !plan.sub_lines.empty() && f.height - p.top - p.bottom < 0.5 * f.height) {
     plan.sub_lines.pop_back();
     p.top -= plan.sub_step + (plan.sub_lines.empty() ? 3 : 0);
+  }
+  // the y title's side is known now (a legend under the plot shortens it): two lines if one would
+  // shrink past 0.85 of its size
+  if (!f.y.title.empty() && !p.y_title_two && f.y.title.find(' ') != std::string::npos) {
+    const double side = f.height - 10 - p.below_h - (p.top - 4);
+    if (r.measure(f.y.title, p.Z.axis_title, false).width * std::max(0.85, 6.0 / p.Z.axis_title) > side) {
+      p.y_title_two = true;
+      p.left += 1.3 * r.measure(f.y.title, p.Z.axis_title, false).ascent + 1;
+    }
   }
   p.rep.canvas = Rect{0, 0, plan.W, f.height};
   p.plot = Rect{p.left, p.top, plan.W - p.left - p.right, f.height - p.top - p.bottom};
@@ -993,10 +1011,19 @@ void paint_axes(Pass& p) {
     else p.text({x, plot.y + plot.h + 6 + r.measure("0", kTick, false).ascent}, p.xlabel(v), kTick, kText, 0, Anchor::Center, false);
   }
   for (double v : minor_ticks(f.x)) r.polyline({{T.tx(v), plot.y + plot.h}, {T.tx(v), plot.y + plot.h + 2}}, frame);
+  // the x tick labels drawn (level ones): a y tick label that would touch one (the corner, where
+  // the lowest y label meets the first x label at a large font) is left out, its tick kept
+  std::vector<Rect> xlabels;
+  if (!p.rotate_x)
+    for (double v : p.xt)
+      xlabels.push_back(text_rect(r, {T.tx(v), plot.y + plot.h + 6 + r.measure("0", kTick, false).ascent}, p.xlabel(v), kTick, 0, Anchor::Center, false));
   for (double v : p.yt) {
     double y = T.ty(v);
     r.polyline({{plot.x - 4, y}, {plot.x, y}}, frame);
-    p.text({plot.x - 6, y + r.measure("0", kTick, false).ascent / 2}, p.ylabel(v), kTick, kText, 0, Anchor::Right, false);
+    const P at{plot.x - 6, y + r.measure("0", kTick, false).ascent / 2};
+    const Rect box = text_rect(r, at, p.ylabel(v), kTick, 0, Anchor::Right, false);
+    if (std::any_of(xlabels.begin(), xlabels.end(), [&](const Rect& x) { return x.overlaps(box); })) continue;
+    p.text(at, p.ylabel(v), kTick, kText, 0, Anchor::Right, false);
   }
   for (double v : minor_ticks(f.y)) r.polyline({{plot.x - 2, T.ty(v)}, {plot.x, T.ty(v)}}, frame);
   p.rep.xticks = p.xt;
@@ -1109,12 +1136,15 @@ void place_line_labels(Pass& p) {
 
 // Reference labels (ridges, memory sizes): at an end of their line, on a side free of other
 // lines and labels; when no spot is free, the least bad one on a light backing.
-void place_reference_labels(Pass& p) {
+// Returns false when a label found no place clear of the other labels (the chart is laid out
+// again with the references named in the legend).
+bool place_reference_labels(Pass& p, const Plan& plan) {
   Renderer& r = p.r;
   const Figure& f = p.f;
   const Transform& T = p.T;
   const Rect& plot = p.plot;
   const double kLabel = p.Z.label;
+  if (plan.refs_in_legend) return true;
   for (size_t ri = 0; ri < f.refs.size(); ++ri) {
     const Reference& ref = f.refs[ri];
     if (ref.label.empty()) continue;
@@ -1159,6 +1189,7 @@ void place_reference_labels(Pass& p) {
       if (bad < best && crosses_lines(q, segs)) bad += 1;
       if (bad < best) best = bad, pick = c;
     }
+    if (best >= 100) return false;  // over another label (or off the plot): no place for it
     Quad q = text_quad(r, cands[pick].at, ref.label, kLabel, ang, cands[pick].anchor, false);
     if (best > 0) {  // over lines or markers: on a light backing so it stays readable
       Rect hb = q.bounds();
@@ -1167,6 +1198,7 @@ void place_reference_labels(Pass& p) {
     p.text(cands[pick].at, ref.label, kLabel, ref.style.color, ang, cands[pick].anchor, false);
     p.rep.line_labels.push_back(q);
   }
+  return true;
 }
 
 // The legend: an inside corner that covers nothing, else beside or under the plot. Returns
@@ -1305,7 +1337,8 @@ bool place_point_labels(Pass& p, const Plan& plan) {
 void paint_key(Pass& p, const Plan& plan) {
   if (p.key_lines.empty()) return;
   const double kLabel = p.Z.label;
-  double kx = p.plot.x + p.plot.w + 14 + p.cbar_w + (plan.legend_outside ? p.legend_w + 12 : 0);
+  // (a legend under the plot takes no room beside it)
+  double kx = p.plot.x + p.plot.w + 14 + p.key_gap + p.cbar_w + (plan.legend_outside && !p.legend_below ? p.legend_w + 12 : 0);
   const double ky = p.plot.y + 8;
   p.text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
   const size_t rows = std::max<size_t>(1, p.key_rows);
@@ -1350,7 +1383,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
   // a title wider than the canvas shrinks (not under 6 pt), then ends in an ellipsis
   plan.title_size = Z.title;
   // a printed figure has little height to give: a title shrinks further before it takes two lines
-  plan.title = title_lines(r, f.title, plan.title_size, f.width - 20, f.fixed_size ? 0.7 : 0.85);
+  plan.title = title_lines(r, f.title, plan.title_size, f.width - 20, f.fixed_size ? 0.6 : 0.85);
   plan.W = f.width;
   for (size_t i = 0; i < f.points.size(); ++i)
     if (!f.points[i].label.empty()) plan.labelled.push_back(i);
@@ -1366,6 +1399,9 @@ DrawReport draw(const Figure& figure, Renderer& r) {
   for (int pass = 0; pass < 4; ++pass) {
     rep = DrawReport{};
     f.legend = legend0;
+    if (plan.refs_in_legend)  // each labelled reference line as a legend entry: its line and its text
+      for (const auto& ref : f.refs)
+        if (!ref.label.empty()) f.legend.push_back(LegendEntry{ref.label, true, ref.style, false, {}, {}});
     rep.canvas = Rect{0, 0, plan.W, f.height};
     Pass p(r, f, Z, rep, heat);
     layout_axes(p, plan);
@@ -1382,7 +1418,10 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     paint_lines(p);
     paint_axes(p);
     place_line_labels(p);
-    place_reference_labels(p);
+    if (!place_reference_labels(p, plan) && pass < 3) {
+      plan.refs_in_legend = true;
+      continue;
+    }
     if (!place_legend(p, plan, pass)) continue;
     p.obs.quads = rep.line_labels;
     paint_points(p);
