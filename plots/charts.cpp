@@ -342,6 +342,7 @@ struct RoofPt {
   std::string label, bound, op, network, platform;
   size_t point;
   bool over = false;  // a network point whose memory footprint exceeds the platform's memory
+  double launch_share = -1;  // a network point under execution: fused: its kernels' launch overhead over its time (-1: none)
 };
 
 bool over_memory(const SummaryRow& sm) { return sm.memory_size_bytes > 0 && sm.memory_footprint_bytes > sm.memory_size_bytes; }
@@ -394,6 +395,12 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
             if (x > peak / bw) bound = "compute";
           }
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
+        // what of its time the launches are (why a network sits under every roof at small batch)
+        for (const auto& pl : pr.platforms)
+          if (pl->name == sm.platform && pr.settings.execution == Execution::Fused && pl->runtime.launch_overhead_s > 0) {
+            const double t = on_derated ? sm.derated_time_s : sm.time_s;
+            if (t > 0) pts.back().launch_share = std::min(1.0, sm.kernels * pl->runtime.launch_overhead_s / t);
+          }
       }
       continue;
     }
@@ -776,9 +783,14 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
   if (coinciding > 0) f.subtitle += " · " + grouped(coinciding) + " more points on drawn markers";
 
-  out.data_csv = csv_line({"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"});
-  for (const auto& p : all_pts)
-    out.data_csv += csv_line({p.platform, p.network, p.label, std::to_string(p.point), p.op, format_number(p.x), format_number(p.y), p.bound});
+  std::vector<std::string> head = {"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"};
+  if (networks) head.push_back("launch_share");  // the share of a network's time that is kernel launches
+  out.data_csv = csv_line(head);
+  for (const auto& p : all_pts) {
+    std::vector<std::string> cells = {p.platform, p.network, p.label, std::to_string(p.point), p.op, format_number(p.x), format_number(p.y), p.bound};
+    if (networks) cells.push_back(p.launch_share >= 0 ? format_number(p.launch_share) : "");
+    out.data_csv += csv_line(cells);
+  }
   return out;
 }
 

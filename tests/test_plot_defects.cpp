@@ -761,3 +761,24 @@ TEST_CASE("a title too long for a printed figure stays whole, on one line or two
   REQUIRE(bold2.size() == 2);
   CHECK(bold2[0] + " " + bold2[1] == paper.title);
 }
+
+TEST_CASE("a network point's launch share is in the roofline's plot data", "[plots][defects]") {
+  // one linear layer 64 → 64 (no bias) at batch 1, fp32, on the rtx3080 (no derating; 5 µs launch
+  // per kernel, fused): bytes = 64·4 in + 64·64·4 weights + 64·4 out = 256 + 16,384 + 256 = 16,896 B;
+  // memory time 16,896 / 760.32e9 = 22.222 ns (compute 8,192 FLOPs / 29.8e12 = 0.27 ns is less);
+  // network time 22.222 ns + 5 µs = 5.022222 µs; launch share 5 / 5.022222 = 0.995575
+  Scenario s = parse_scenario("name: ls\nplatforms: [rtx3080]\nnetworks: [{name: fc, input: [1, 64], layers: [{op: linear, out_features: 64, bias: false}]}]\n"
+                              "plots:\n  - {kind: roofline, points: networks}\n",
+                              src("scenarios/ls.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  BuiltFigure b = build_one(specs[0], r, s);
+  const std::string& csv = b.data_csv;
+  REQUIRE(csv.rfind("platform,network,label,point,op,intensity,performance_flops_per_s,bound,launch_share\n", 0) == 0);
+  const std::string row = csv.substr(csv.find('\n') + 1);
+  const double share = std::stod(row.substr(row.rfind(',') + 1));
+  CHECK(share == Approx(5e-6 / (16896 / 760.32e9 + 5e-6)).epsilon(1e-4));
+  CHECK(share == Approx(0.995575).epsilon(1e-5));
+}
