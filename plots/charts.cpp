@@ -1042,6 +1042,23 @@ BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
     if (distinct.size() <= 12) f.x.ticks = distinct;  // label the swept values themselves
   }
   auto_range(f.y, ys, spec.yscale, true);
+  // a footprint against memory sizes in GiB: the axis in GiB too (decades of a binary prefix)
+  if ((spec.y == "memory_footprint_bytes" || spec.y == "weight_footprint_bytes" || spec.y == "kv_cache_bytes") && f.y.scale == Scale::Log &&
+      f.y.min > 0) {
+    double unit = 1;
+    for (double u : {1099511627776.0, 1073741824.0, 1048576.0, 1024.0})  // the largest the lowest value reaches: ticks of 1 and up
+      if (f.y.min >= u) {
+        unit = u;
+        break;
+      }
+    std::vector<double> ticks;
+    for (double v = unit * std::pow(10.0, std::floor(std::log10(f.y.min / unit))); v <= f.y.max * 1.0001; v *= 10)
+      if (v >= f.y.min * 0.9999) ticks.push_back(v);
+    if (ticks.size() >= 2) {
+      f.y.iec = true;
+      f.y.ticks = ticks;
+    }
+  }
   apply_limits(f, spec);
   f.x.title = spec.x == "layer" ? "Layer" : spec.x == "output_size" ? "Output size [H]" : spec.x == "out_channels" ? "Output channels" : var_title(s, spec.x);
   f.y.title = yc->title;

@@ -333,6 +333,21 @@ void unit_in_title(Axis& a) {
   for (double v : t)
     if (v != 0) hi = std::max(hi, std::fabs(v)), lo = std::min(lo, std::fabs(v));
   if (hi == 0) return;
+  if (a.iec && !a.unit.empty()) {  // binary prefixes: the ticks are decades of the largest one that fits
+    static const struct {
+      double f;
+      const char* p;
+    } bin[] = {{1099511627776.0, "Ti"}, {1073741824.0, "Gi"}, {1048576.0, "Mi"}, {1024.0, "Ki"}, {1, ""}};
+    for (const auto& st : bin)
+      if (lo >= st.f * 0.9999 || st.f == 1) {
+        const std::string unit = std::string(st.p) + a.unit, bracket = "[" + a.unit + "]";
+        const size_t k = a.title.find(bracket);
+        if (k != std::string::npos) a.title.replace(k, bracket.size(), "[" + unit + "]");
+        else a.title += " [" + unit + "]";
+        a.divisor = st.f;
+        return;
+      }
+  }
   if (a.unit.empty()) {  // plain numbers when they stay short, never "1000" beside "10 k"
     if (hi < 1e5 && lo >= 1e-3) a.divisor = 1;
     // ticks at the swept values are round as the user wrote them: whole numbers stay whole

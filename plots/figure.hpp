@@ -101,6 +101,9 @@ struct Axis {
   // Set by the layout: the ticks are swept powers of two past 1024, labelled in binary multiples
   // ("4 Ki", "128 Ki") rather than as decimal fractions ("131.072 k").
   bool binary = false;
+  // A byte axis read against memory sizes (GiB): its unit takes a binary prefix ("[GiB]") and its
+  // ticks are decades of it (1, 10, 100 GiB), so the axis and the memory sizes beside it agree.
+  bool iec = false;
 };
 
 struct Figure {

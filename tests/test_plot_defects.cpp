@@ -782,3 +782,31 @@ TEST_CASE("a network point's launch share is in the roofline's plot data", "[plo
   CHECK(share == Approx(5e-6 / (16896 / 760.32e9 + 5e-6)).epsilon(1e-4));
   CHECK(share == Approx(0.995575).epsilon(1e-5));
 }
+
+TEST_CASE("a memory footprint axis beside memory sizes in GiB is in GiB too", "[plots][defects]") {
+  // llm_footprint: footprints from about 5 GiB (Llama-3-8B int4 at 1 Ki tokens) to about 600 GiB
+  // (Llama-2-7B at 128 Ki), against 24, 80, 141 and 192 GiB memories. The axis read "TB" (decimal)
+  // with ticks 0.01, 0.1, 1 beside labels in GiB; now: [GiB], ticks at 10 and 100 GiB
+  // (10 · 2^30 and 100 · 2^30 bytes: the decades of GiB inside the range)
+  Scenario s = load_scenario(src("scenarios/llm_footprint.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  BuiltFigure b = build_one(specs[0], r, s);
+  CHECK(b.figure.y.iec);
+  REQUIRE(b.figure.y.ticks.size() == 2);
+  CHECK(b.figure.y.ticks[0] == 10.0 * 1073741824.0);
+  CHECK(b.figure.y.ticks[1] == 100.0 * 1073741824.0);
+  RecordingRenderer rec;
+  draw(b.figure, rec);
+  bool gib_title = false, ten = false, hundred = false;
+  for (const auto& t : rec.texts) {
+    gib_title = gib_title || (t.s.find("Memory footprint") == 0 && t.s.find("[GiB]") != std::string::npos);
+    ten = ten || t.s == "10";
+    hundred = hundred || t.s == "100";
+  }
+  CHECK(gib_title);
+  CHECK(ten);
+  CHECK(hundred);
+}
