@@ -1527,8 +1527,14 @@ fs::path installed_data() {
 
 void set_data_anchor(const std::string& dir) { g_anchor = dir; }
 
-RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
-  Scenario s = load_scenario(path);
+struct RunArtifacts {
+  Scenario scenario;
+  RunResult result;
+};
+
+namespace {
+
+RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
   apply_overrides(s, sets);
   load_plot_specs(s);  // a bad `plots:` section fails here as it does in `rsim run`
   Catalog catalog(find_hardware_dir(hw_dir));
@@ -1540,8 +1546,62 @@ RunTables run_tables(const std::string& path, const std::vector<std::pair<std::s
   opt.make_evaluator = make_lua_evaluator;
   opt.model_dirs = model_dirs();
   opt.importer = make_onnx_importer();  // an `onnx:` entry reads as it does in `rsim run`
-  RunResult r = run_scenario(s, catalog, opt);
-  return RunTables{results_csv(r, s), summary_csv(r, s), kernels_csv(r)};
+  auto a = std::make_shared<RunArtifacts>();
+  a->result = run_scenario(s, catalog, opt);
+  a->scenario = std::move(s);
+  RunTables t{results_csv(a->result, a->scenario), summary_csv(a->result, a->scenario), kernels_csv(a->result), nullptr};
+  t.run = std::move(a);
+  return t;
+}
+
+}  // namespace
+
+RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
+  return tables_of(load_scenario(path), sets, hw_dir, jobs);
+}
+
+RunTables run_tables_text(const std::string& yaml, const std::string& name, const std::vector<std::pair<std::string, std::string>>& sets,
+                          const std::string& hw_dir, int jobs) {
+  return tables_of(parse_scenario(yaml, name), sets, hw_dir, jobs);
+}
+
+std::vector<std::string> plot_run(const RunTables& run, const std::string& dir, const std::vector<std::string>& formats, const std::string& style) {
+  if (!run.run) throw ConfigError(SourceLoc{}, "this result holds no run to draw");
+  const Scenario& s = run.run->scenario;
+  const RunResult& r = run.run->result;
+  plots::RenderOptions ropt;
+  if (!formats.empty()) {
+    ropt.formats.clear();
+    for (const auto& f : formats) {
+      if (f == "png") ropt.formats.push_back(plots::Format::PNG);
+      else if (f == "svg") ropt.formats.push_back(plots::Format::SVG);
+      else if (f == "pdf") ropt.formats.push_back(plots::Format::PDF);
+      else throw ConfigError(SourceLoc{}, "format '" + f + "': choose png, svg or pdf");
+    }
+  }
+  if (!style.empty() && style != "screen" && style != "paper" && style != "paper-wide" && style != "slides")
+    throw ConfigError(SourceLoc{}, "style '" + style + "': choose screen, paper, paper-wide or slides");
+  std::vector<plots::PlotSpec> specs = load_plot_specs(s);
+  if (specs.empty()) {
+    specs = plots::default_plot_specs(r, s);
+    Diags d;
+    plots::apply_figure_defaults(specs, s.settings, d);
+    d.throw_if_any();
+  }
+  if (!style.empty())
+    for (auto& sp : specs) sp.style = style, sp.given = {"style"}, sp.physical = false;
+  std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
+  std::vector<plots::OutputFile> files = plots::render_figures(r, s, specs, ropt, figures);
+  files.push_back({"report.md", plots::report_markdown(r, s, figures)});
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError(SourceLoc{}, "cannot create '" + dir + "': " + ec.message());
+  std::vector<std::string> written;
+  for (const auto& f : files) {
+    write_file_atomic((fs::path(dir) / f.name).string(), f.bytes);
+    written.push_back(f.name);
+  }
+  return written;
 }
 
 // The model zoo shipped with rsim, for scenarios outside the source tree.

@@ -1,6 +1,7 @@
 // The rsim command line: a table of subcommands, each parsed with Boost.Program_options.
 #pragma once
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,21 @@ void set_data_anchor(const std::string& dir);
 // The tables `rsim run FILE --set NAME=VALUE...` writes, as CSV text (the same bytes), for
 // bindings: the scenario's scripts, the catalog and the zoo as `rsim run` finds them.
 // Throws ConfigError (a located message) for a bad scenario.
+struct RunArtifacts;  // the evaluated run and its scenario, kept for figures (plot_run)
 struct RunTables {
   std::string results_csv, summary_csv, kernels_csv;
+  std::shared_ptr<const RunArtifacts> run;
 };
 RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir = "",
                      int jobs = 1);
+// The same for a scenario given as YAML text (JSON is YAML too); `name` stands for its file in
+// messages ("<text>:3:5: error: ...") and relative paths (plugins, onnx:) resolve from the
+// working directory.
+RunTables run_tables_text(const std::string& yaml, const std::string& name, const std::vector<std::pair<std::string, std::string>>& sets,
+                          const std::string& hw_dir = "", int jobs = 1);
+// The figures `rsim run` would draw for that run (the scenario's plots, else the default ones)
+// written into `dir` with report.md, as `rsim run --format ... --style ...` writes them ("" keeps
+// each plot's). Returns the files written. Throws ConfigError for a bad format or style.
+std::vector<std::string> plot_run(const RunTables& run, const std::string& dir, const std::vector<std::string>& formats, const std::string& style);
 
 }  // namespace rsim

@@ -77,6 +77,7 @@ py::list table(const std::string& csv) {
 struct Result {
   py::list rows, summary, kernels;
   std::string scenario;
+  rsim::RunTables run;  // (its tables and the evaluated run, for rsim.plot)
   py::object to_pandas(const std::string& which) const {
     py::object pd;
     try {
@@ -138,24 +139,67 @@ PYBIND11_MODULE(rsim, m) {
 
   m.def(
       "run",
-      [](const std::string& path, const py::dict& set, int jobs, const std::string& hw_dir) {
+      [](const py::object& path, const py::object& text, const py::object& scenario, const py::dict& set, int jobs, const std::string& hw_dir) {
+        const int given = !path.is_none() + !text.is_none() + !scenario.is_none();
+        if (given != 1) throw py::value_error("rsim.run takes one of: a scenario file's path, text=YAML, or scenario=dict");
+        std::string yaml, name;
+        if (!text.is_none()) {
+          if (!py::isinstance<py::str>(text)) throw py::type_error("rsim.run(text=...): the scenario's YAML as a str");
+          yaml = text.cast<std::string>(), name = "<text>";
+        } else if (!scenario.is_none()) {
+          if (!py::isinstance<py::dict>(scenario)) throw py::type_error("rsim.run(scenario=...): the scenario as a dict (as its YAML would load)");
+          // JSON is YAML: the dict as JSON text, read by the same loader as a file (its errors
+          // point into that text, shown with the message)
+          yaml = py::module_::import("json").attr("dumps")(scenario, py::arg("indent") = 1).cast<std::string>(), name = "<dict>";
+        }
         std::vector<std::pair<std::string, std::string>> sets;
         for (const auto& [k, v] : set) sets.emplace_back(py::str(k).cast<std::string>(), text_of(v));
         rsim::RunTables t;
+        const std::string file = path.is_none() ? std::string() : py::str(path).cast<std::string>();
         {
           py::gil_scoped_release unlocked;  // the engine runs without the interpreter
-          t = rsim::run_tables(path, sets, hw_dir, jobs);
+          t = file.empty() ? rsim::run_tables_text(yaml, name, sets, hw_dir, jobs) : rsim::run_tables(file, sets, hw_dir, jobs);
         }
         Result r;
         r.rows = table(t.results_csv);
         r.summary = table(t.summary_csv);
         r.kernels = table(t.kernels_csv);
-        r.scenario = path;
+        r.scenario = file.empty() ? name : file;
+        r.run = std::move(t);
         return r;
       },
-      py::arg("path"), py::kw_only(), py::arg("set") = py::dict(), py::arg("jobs") = 1, py::arg("hw_dir") = "",
-      "Evaluate a scenario as `rsim run PATH --set NAME=VALUE ... --jobs N` does and return its tables.\n"
+      py::arg("path") = py::none(), py::kw_only(), py::arg("text") = py::none(), py::arg("scenario") = py::none(), py::arg("set") = py::dict(),
+      py::arg("jobs") = 1, py::arg("hw_dir") = "",
+      "Evaluate a scenario as `rsim run PATH --set NAME=VALUE ... --jobs N` does and return its tables: from a file's path,\n"
+      "from YAML text (text=...), or from a dict (scenario=..., the structure its YAML loads to).\n"
       "Raises rsim.Error with the located message for a bad scenario.");
+  m.def(
+      "plot",
+      [](const Result& r, const std::string& out, const py::object& formats, const std::string& style) {
+        std::vector<std::string> fmts;
+        if (py::isinstance<py::str>(formats)) {
+          std::string f = formats.cast<std::string>(), item;
+          for (char c : f + ",")
+            if (c == ',') {
+              if (!item.empty()) fmts.push_back(item);
+              item.clear();
+            } else if (c != ' ') {
+              item += c;
+            }
+        } else if (!formats.is_none()) {
+          for (const auto& f : formats) fmts.push_back(py::str(f).cast<std::string>());
+        }
+        std::vector<std::string> written;
+        {
+          py::gil_scoped_release unlocked;
+          written = rsim::plot_run(r.run, out, fmts, style);
+        }
+        return written;
+      },
+      py::arg("result"), py::arg("out"), py::kw_only(), py::arg("formats") = py::none(), py::arg("style") = "",
+      "Write the figures `rsim run` draws for this result (the scenario's plots, else the default ones) and report.md into\n"
+      "the folder `out`; formats: 'png,svg' or a list (default png and svg), style: screen, paper, paper-wide or slides.\n"
+      "Returns the names of the files written.");
   m.def(
       "schema", [](const std::string& what) {
         if (what == "platform") return rsim::platform_schema();

@@ -59,6 +59,46 @@ class RunTest(unittest.TestCase):
         self.assertEqual(len(r.summary), 2)
         self.assertEqual(r.summary[1]["macs"], 56 * 56 * 32 * 9 * 32)
 
+    def test_text_and_dict_give_the_file_s_rows(self):
+        # the same scenario as YAML text and as the dict it loads to: the same hand-derived MACs
+        for r in (rsim.run(text=SCENARIO), rsim.run(scenario={
+                "name": "py", "settings": {"dtype": "fp32", "memory_model": "inputs+weights+outputs"},
+                "sweep": {"grid": {"groups": [32, 1]}}, "platforms": ["rtx3080"],
+                "networks": [{"name": "g", "input": [1, 32, 56, 56], "layers": [
+                    {"name": "conv", "op": "conv2d", "out_channels": 32, "kernel": 3, "padding": "same", "groups": "${groups}", "bias": False}]}]})):
+            self.assertEqual(len(r.rows), 2)
+            self.assertEqual(r.rows[0]["macs"], 56 * 56 * 32 * 9)
+            self.assertEqual(r.rows[1]["macs"], 56 * 56 * 32 * 9 * 32)
+        self.assertEqual(rsim.run(text=SCENARIO).scenario, "<text>")
+        # errors point into the text, by its stand-in name
+        with self.assertRaises(rsim.Error) as e:
+            rsim.run(text="name: bad\nplatforms: [rtx3080]\nnetworks: [{model: resnet18}]\nsetings: {}\n")
+        self.assertIn("<text>:4:1: error: unknown key 'setings' in scenario", str(e.exception))
+        with self.assertRaises(ValueError):
+            rsim.run()  # nothing to run
+        with self.assertRaises(ValueError):
+            rsim.run(self.path, text=SCENARIO)  # two scenarios
+        with self.assertRaises(TypeError):
+            rsim.run(scenario="name: x")  # a dict, not text
+
+    def test_plot_writes_the_figures_run_draws(self):
+        r = rsim.run(self.path)
+        with tempfile.TemporaryDirectory() as d:
+            written = rsim.plot(r, d, formats="png,svg")
+            # no plots: section: a roofline per platform and a trend (intensity vs the sweep variable), png and svg, plot data, report
+            self.assertIn("report.md", written)
+            self.assertIn("roofline_rtx3080.png", written)
+            self.assertIn("roofline_rtx3080.svg", written)
+            self.assertIn("roofline_rtx3080.csv", written)
+            for f in written:
+                self.assertTrue(os.path.getsize(os.path.join(d, f)) > 0, f)
+            with open(os.path.join(d, "roofline_rtx3080.png"), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            paper = rsim.plot(r, os.path.join(d, "paper"), formats=["pdf"], style="paper")
+            self.assertIn("roofline_rtx3080.pdf", paper)
+            with self.assertRaises(rsim.Error):
+                rsim.plot(r, d, formats="gif")
+
     def test_set_pins_a_sweep_variable(self):
         r = rsim.run(self.path, set={"groups": 4})
         self.assertEqual([row["groups"] for row in r.rows], [4])
