@@ -1534,7 +1534,8 @@ struct RunArtifacts {
 
 namespace {
 
-RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
+RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs,
+                    const std::function<bool()>& should_stop) {
   apply_overrides(s, sets);
   load_plot_specs(s);  // a bad `plots:` section fails here as it does in `rsim run`
   Catalog catalog(find_hardware_dir(hw_dir));
@@ -1546,6 +1547,7 @@ RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::st
   opt.make_evaluator = make_lua_evaluator;
   opt.model_dirs = model_dirs();
   opt.importer = make_onnx_importer();  // an `onnx:` entry reads as it does in `rsim run`
+  opt.should_stop = should_stop;
   auto a = std::make_shared<RunArtifacts>();
   a->result = run_scenario(s, catalog, opt);
   a->scenario = std::move(s);
@@ -1556,13 +1558,14 @@ RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::st
 
 }  // namespace
 
-RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs) {
-  return tables_of(load_scenario(path), sets, hw_dir, jobs);
+RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir, int jobs,
+                     const std::function<bool()>& should_stop) {
+  return tables_of(load_scenario(path), sets, hw_dir, jobs, should_stop);
 }
 
 RunTables run_tables_text(const std::string& yaml, const std::string& name, const std::vector<std::pair<std::string, std::string>>& sets,
-                          const std::string& hw_dir, int jobs) {
-  return tables_of(parse_scenario(yaml, name), sets, hw_dir, jobs);
+                          const std::string& hw_dir, int jobs, const std::function<bool()>& should_stop) {
+  return tables_of(parse_scenario(yaml, name), sets, hw_dir, jobs, should_stop);
 }
 
 std::vector<std::string> plot_run(const RunTables& run, const std::string& dir, const std::vector<std::string>& formats, const std::string& style) {

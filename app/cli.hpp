@@ -1,5 +1,6 @@
 // The rsim command line: a table of subcommands, each parsed with Boost.Program_options.
 #pragma once
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -29,13 +30,14 @@ struct RunTables {
   std::string results_csv, summary_csv, kernels_csv;
   std::shared_ptr<const RunArtifacts> run;
 };
+// `should_stop` (may be empty) is asked before each point; true stops the run with rsim::Interrupted.
 RunTables run_tables(const std::string& path, const std::vector<std::pair<std::string, std::string>>& sets, const std::string& hw_dir = "",
-                     int jobs = 1);
+                     int jobs = 1, const std::function<bool()>& should_stop = {});
 // The same for a scenario given as YAML text (JSON is YAML too); `name` stands for its file in
 // messages ("<text>:3:5: error: ...") and relative paths (plugins, onnx:) resolve from the
 // working directory.
 RunTables run_tables_text(const std::string& yaml, const std::string& name, const std::vector<std::pair<std::string, std::string>>& sets,
-                          const std::string& hw_dir = "", int jobs = 1);
+                          const std::string& hw_dir = "", int jobs = 1, const std::function<bool()>& should_stop = {});
 // The figures `rsim run` would draw for that run (the scenario's plots, else the default ones)
 // written into `dir` with report.md, as `rsim run --format ... --style ...` writes them ("" keeps
 // each plot's). Returns the files written. Throws ConfigError for a bad format or style.

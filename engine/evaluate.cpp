@@ -1323,6 +1323,11 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
         if (stop || next >= n) break;
         i = next++;
       }
+      if (opt.should_stop && opt.should_stop()) {
+        std::lock_guard<std::mutex> lock(mu);
+        fail(std::make_exception_ptr(Interrupted()));
+        break;
+      }
       if (listed) p = opt.points[i];
       else sweep_point(s.sweep, i, p);
       try {

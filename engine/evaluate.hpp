@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -258,6 +259,11 @@ PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx);
 // The same, written over `out` (keeping the storage of its lists: a worker's result point after point)
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
 
+// Thrown by a run that RunOptions::should_stop stopped.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
 struct RunOptions {
   int jobs = 1;
   const OpRegistry* ops = nullptr;  // default: builtin_ops()
@@ -265,6 +271,9 @@ struct RunOptions {
   // One per worker, created on the worker's thread (scripts' Lua states are per thread). May be empty.
   std::function<std::unique_ptr<ScriptHooks>()> make_hooks;
   std::function<void(size_t done, size_t total)> progress;  // called from workers, may be empty
+  // Asked (from workers) before each point: true stops the run, which then throws Interrupted
+  // (an embedding's Ctrl-C: the Python module checks the interpreter's signals). May be empty.
+  std::function<bool()> should_stop;
   // Where `model: NAME` looks, after the scenario's own models/ folder.
   std::vector<std::string> model_dirs;
   // Reads `onnx:` network entries (shared by the workers). May be empty: such entries are errors.

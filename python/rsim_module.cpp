@@ -6,11 +6,13 @@
 #include <pybind11/stl.h>
 
 #include <charconv>
+#include <csignal>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "app/cli.hpp"
+#include "engine/evaluate.hpp"
 #include "engine/diagnostics.hpp"
 #include "engine/schema.hpp"
 #include "plots/charts.hpp"
@@ -92,6 +94,27 @@ struct Result {
   }
 };
 
+// Ctrl-C during a run: the engine runs without the interpreter (and on worker threads, where
+// Python's own handler never runs), so a SIGINT handler of ours holds for the run's length and
+// raises a flag the engine asks for before each point; the previous handler is put back after.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+struct SigintGuard {
+  struct sigaction old {};
+  bool installed = false;
+  SigintGuard() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    installed = sigaction(SIGINT, &sa, &old) == 0;
+  }
+  ~SigintGuard() {
+    if (installed) sigaction(SIGINT, &old, nullptr);
+  }
+};
+
 std::string text_of(const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
   if (py::isinstance<py::float_>(v)) return py::repr(v).cast<std::string>();  // shortest round trip
@@ -156,9 +179,20 @@ PYBIND11_MODULE(rsim, m) {
         for (const auto& [k, v] : set) sets.emplace_back(py::str(k).cast<std::string>(), text_of(v));
         rsim::RunTables t;
         const std::string file = path.is_none() ? std::string() : py::str(path).cast<std::string>();
+        bool interrupted = false;
         {
+          SigintGuard sigint;  // (only the main thread may set signal handlers: Python runs us there)
           py::gil_scoped_release unlocked;  // the engine runs without the interpreter
-          t = file.empty() ? rsim::run_tables_text(yaml, name, sets, hw_dir, jobs) : rsim::run_tables(file, sets, hw_dir, jobs);
+          auto stop = [] { return g_interrupted != 0; };
+          try {
+            t = file.empty() ? rsim::run_tables_text(yaml, name, sets, hw_dir, jobs, stop) : rsim::run_tables(file, sets, hw_dir, jobs, stop);
+          } catch (const rsim::Interrupted&) {
+            interrupted = true;
+          }
+        }
+        if (interrupted) {
+          PyErr_SetNone(PyExc_KeyboardInterrupt);
+          throw py::error_already_set();
         }
         Result r;
         r.rows = table(t.results_csv);

@@ -99,6 +99,25 @@ class RunTest(unittest.TestCase):
             with self.assertRaises(rsim.Error):
                 rsim.plot(r, d, formats="gif")
 
+    def test_ctrl_c_interrupts_a_run(self):
+        # a sweep of 400,000 points takes seconds; SIGINT 0.3 s in stops it within 100 ms of the
+        # next point: KeyboardInterrupt, and Python's own handler is back afterwards
+        import signal
+        import threading
+        import time
+        big = "name: long\nplatforms: [rtx3080]\nsweep: {grid: {n: {from: 1, to: 400000, step: 1}}}\n" \
+              "networks: [{name: r, input: [1, \"${n}\"], layers: [{op: relu}]}]\n"
+        for jobs in (1, 2):
+            timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+            t0 = time.monotonic()
+            timer.start()
+            with self.assertRaises(KeyboardInterrupt):
+                rsim.run(text=big, jobs=jobs)
+            took = time.monotonic() - t0
+            timer.join()
+            self.assertLess(took, 0.3 + 0.5, "jobs=%d: stopped %.2f s after the start" % (jobs, took))
+            self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
     def test_set_pins_a_sweep_variable(self):
         r = rsim.run(self.path, set={"groups": 4})
         self.assertEqual([row["groups"] for row in r.rows], [4])
