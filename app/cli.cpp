@@ -87,7 +87,7 @@ const Command kCommands[] = {
     {"plan", "plan FILE [-o PLAN.json] [--set NAME=VALUE]... [--hw-dir DIR]",
      "write every point × network × layer (operator, attributes, inputs, shapes, dtypes, predictions) as JSON for rsim_torch to measure where rsim is not built",
      cmd_plan},
-    {"calibrate", "calibrate MEASURED.csv... [MEASURED_NETWORKS.csv...] --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--hw-dir DIR]",
+    {"calibrate", "calibrate MEASURED.csv... [MEASURED_NETWORKS.csv...] --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--drop-bad-rows] [--hw-dir DIR]",
      "fit an efficiency model per op class (and the runtime, from whole networks) from measured files into a platform file; print the cross-validated error", cmd_calibrate},
     {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
     {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
@@ -1321,7 +1321,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv and measured_networks.csv files (rsim measure, rsim_torch), in any order")(
       "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
       "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name")(
-      "predictions", po::value<std::string>(), "also write the cross-validated prediction of every measured layer (CSV)");
+      "predictions", po::value<std::string>(), "also write the cross-validated prediction of every measured layer (CSV)")(
+      "drop-bad-rows", "leave out rows whose measured time is not a finite number >= 0 (inf, NaN, negative), counted (default: an error at the line)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("files", -1);
@@ -1365,6 +1366,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   std::vector<measure::Sample> rows;          // every layer row of the measured.csv files
   std::vector<measure::NetworkSample> nets;   // every row of the measured_networks.csv files
   std::string from;
+  size_t dropped = 0;  // --drop-bad-rows: rows whose measured time is not a finite number ≥ 0
+  size_t* drop = vm.count("drop-bad-rows") ? &dropped : nullptr;
   try {
     for (const auto& f : vm["files"].as<std::vector<std::string>>()) {
       std::string why_csv;
@@ -1376,12 +1379,12 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       const std::string& text = *read;
       switch (measure::measured_kind(text)) {
         case measure::CsvKind::Layers: {
-          auto s = measure::read_measured_rows(text, f);
+          auto s = measure::read_measured_rows(text, f, drop);
           rows.insert(rows.end(), s.begin(), s.end());
           break;
         }
         case measure::CsvKind::Networks: {
-          auto n = measure::read_measured_networks_csv(text, f);
+          auto n = measure::read_measured_networks_csv(text, f, drop);
           nets.insert(nets.end(), n.begin(), n.end());
           break;
         }
@@ -1396,6 +1399,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     err << "rsim: error: " << e.what() << "\n";
     return kConfig;
   }
+  if (dropped > 0)
+    err << "rsim: warning: left out " << dropped << " row" << (dropped == 1 ? "" : "s") << " whose measured time is not a finite number ≥ 0 (--drop-bad-rows)\n";
   std::vector<measure::Sample> samples;  // the timed layers
   for (const auto& r : rows)
     if (r.measured_s > 0) samples.push_back(r);

@@ -134,7 +134,7 @@ void name_points(std::vector<T>& rows, const std::vector<std::string>& labels) {
 
 }  // namespace
 
-std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name) {
+std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name, size_t* dropped) {
   PointNames points;
   std::vector<std::string> labels;
   std::vector<Sample> out;
@@ -177,15 +177,22 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     }
     if (cells.size() < header.size()) continue;
     // a measured time is empty (not timed) or a finite number ≥ 0: NaN, inf or a negative time
-    // is an error at its line, never a row silently dropped or kept
+    // is an error at its line (or, asked for, a row left out and counted), never a row silently
+    // dropped or kept
+    bool bad_row = false;
     for (size_t i : {i_t, i_min}) {
-      if (i == SIZE_MAX || cells[i].empty()) continue;
+      if (i == SIZE_MAX || cells[i].empty() || bad_row) continue;
       char* end = nullptr;
       const double v = std::strtod(cells[i].c_str(), &end);
-      if (end == cells[i].c_str() || *end != '\0' || !std::isfinite(v) || v < 0)
-        throw std::runtime_error(name + ":" + std::to_string(line_no) + ": " + header[i] + " is '" + cells[i] +
-                                 "': a measured time is a finite number of seconds ≥ 0 (empty: the layer was not timed)");
+      if (end == cells[i].c_str() || *end != '\0' || !std::isfinite(v) || v < 0) {
+        if (!dropped)
+          throw std::runtime_error(name + ":" + std::to_string(line_no) + ": " + header[i] + " is '" + cells[i] +
+                                   "': a measured time is a finite number of seconds ≥ 0 (empty: the layer was not timed)");
+        ++*dropped;
+        bad_row = true;
+      }
     }
+    if (bad_row) continue;
     Sample s;
     s.network = cells[i_net];
     s.op = cells[i_op];
@@ -234,7 +241,7 @@ CsvKind measured_kind(const std::string& text) {
   return CsvKind::Unknown;
 }
 
-std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name) {
+std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name, size_t* dropped) {
   std::vector<NetworkSample> out;
   PointNames points;
   std::vector<std::string> labels;
@@ -276,6 +283,22 @@ std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, c
     else if (e == "eager") n.execution = Execution::Eager;
     else if (e == "fused") n.execution = Execution::Fused;
     else throw std::runtime_error(name + ":" + std::to_string(line_no) + ": execution '" + e + "' is not fused, graph or eager");
+    // as in measured.csv: a time present is a finite number ≥ 0 (an inf was skipped in silence)
+    bool bad_row = false;
+    for (const char* c : {"measured_min_s", "measured_time_s"}) {
+      const std::string v = cell(c);
+      if (v.empty() || bad_row) continue;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !std::isfinite(x) || x < 0) {
+        if (!dropped)
+          throw std::runtime_error(name + ":" + std::to_string(line_no) + ": " + c + " is '" + v +
+                                   "': a measured time is a finite number of seconds ≥ 0 (empty: the network was not timed)");
+        ++*dropped;
+        bad_row = true;
+      }
+    }
+    if (bad_row) continue;
     const double tmin = to_d(cell("measured_min_s")), tmed = to_d(cell("measured_time_s"));
     n.time_s = tmin > 0 ? tmin : tmed;
     if (n.time_s > 0 && std::isfinite(n.time_s)) out.push_back(n), labels.push_back(points.label(cells));  // (a row without a time: skipped)

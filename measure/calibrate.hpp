@@ -59,7 +59,9 @@ struct Sample {
 // Throws std::runtime_error naming the file and the missing column.
 std::vector<Sample> read_measured_csv(const std::string& text, const std::string& name);
 // Every layer row, timed or not (a network measured as a whole lists its layers untimed).
-std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name);
+// A measured time present but not a finite number ≥ 0 (inf, NaN, negative, text) is an error at
+// its line, or with `dropped` given, the row is left out and counted there (--drop-bad-rows).
+std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name, size_t* dropped = nullptr);
 
 // A whole network's measured time (measured_networks.csv): the time is measured_min_s when given,
 // else measured_time_s.
@@ -68,7 +70,7 @@ struct NetworkSample {
   Execution execution = Execution::Eager;
   double batch = 0, time_s = 0, reps = 0;
 };
-std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name);
+std::vector<NetworkSample> read_measured_networks_csv(const std::string& text, const std::string& name, size_t* dropped = nullptr);
 // What a measured CSV holds, told by its header: layers (measured.csv), networks
 // (measured_networks.csv) or neither.
 enum class CsvKind { Layers, Networks, Unknown };

@@ -306,3 +306,25 @@ TEST_CASE("a file nested too deeply says so, and a long offending line is shown 
     CHECK(p.err == (f.dir / "long.yaml").string() + ":2:310: error: illegal map value\n" + shown + caret);
   }
 }
+
+TEST_CASE("calibrate --drop-bad-rows leaves out rows with a bad time and counts them; a networks file's inf is an error too", "[files]") {
+  Folder f("calibrate_drop");
+  const std::string header =
+      "platform,network,layer,op,flops,flops_executed,macs,macs_executed,mac_count,bytes,derated_peak_flops_per_s,"
+      "derated_bandwidth_bytes_per_s,bound,measured_time_s\n";
+  // three relus: two good, one inf
+  std::ofstream(f.dir / "m.csv") << header << "i5_6300u,n,a,relu,1000,1000,0,0,conventional,8000,1e11,1e10,memory,1e-6\n"
+                                 << "i5_6300u,n,b,relu,1000,1000,0,0,conventional,16000,1e11,1e10,memory,inf\n"
+                                 << "i5_6300u,n,c,relu,1000,1000,0,0,conventional,32000,1e11,1e10,memory,4e-6\n";
+  const std::string platform = src("hardware/i5_6300u.yaml");
+  Proc p = run_exe({"calibrate", (f.dir / "m.csv").string(), "--platform", platform, "-o", (f.dir / "c.yaml").string(), "--drop-bad-rows"}, 20);
+  CHECK(p.code == 0);
+  CHECK(p.err.find("rsim: warning: left out 1 row whose measured time is not a finite number ≥ 0 (--drop-bad-rows)") != std::string::npos);
+  CHECK(fs::exists(f.dir / "c.yaml"));
+  // a measured_networks.csv with an inf: an error at its line (it was skipped in silence)
+  std::ofstream(f.dir / "n.csv") << "network,execution,measured_time_s\nn,graph,0.001\nn2,eager,inf\n";
+  Proc q = run_exe({"calibrate", (f.dir / "m.csv").string(), (f.dir / "n.csv").string(), "--platform", platform, "-o", (f.dir / "d.yaml").string()}, 20);
+  check_exit1(q);
+  CHECK(q.err.find(":3: measured_time_s is 'inf': a measured time is a finite number of seconds ≥ 0") != std::string::npos);
+  CHECK_FALSE(fs::exists(f.dir / "d.yaml"));
+}
