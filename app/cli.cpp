@@ -1095,7 +1095,8 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
       "quiet,q", "print nothing but errors and findings")(
       "backend", po::value<std::string>()->default_value("onednn"), "onednn: this CPU; torch: any device through PyTorch (rsim_torch, $RSIM_PYTHON)")(
       "device", po::value<std::string>()->default_value("cuda:0"), "with --backend torch: cuda[:N], cpu or mps")(
-      "execution", po::value<std::string>(), "with --backend torch: eager, graph or eager,graph (default: every mode the device supports)");
+      "execution", po::value<std::string>(), "with --backend torch: eager, graph or eager,graph (default: every mode the device supports)")(
+      "max-memory", po::value<std::string>(), "a layer whose tensors need more is not run, with a note (e.g. '8 GiB'; default: half this machine's memory)");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -1143,6 +1144,11 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
     measure::TimingOptions topt;
     topt.reps = reps;
     topt.cold = cache == "cold";
+    if (vm.count("max-memory")) {
+      const QuantityResult q = parse_quantity(vm["max-memory"].as<std::string>(), Dim::Bytes);
+      if (!q.value || !(*q.value > 0)) return usage_error(err, "--max-memory: " + (q.value ? std::string("must be more than 0") : q.error), "e.g. --max-memory '8 GiB'");
+      topt.max_bytes = *q.value;
+    }
     Progress progress(isatty(2) && !vm.count("quiet"));
     measure::MeasureResult m = measure::measure_scenario(s, catalog, opt, topt, [&](size_t d, size_t t) { progress.update(d, t); });
     progress.finish();

@@ -13,6 +13,7 @@ struct TimingOptions {
   int warmup = 3;
   bool cold = false;      // flush the caches between repetitions (the flush is not timed)
   double flush_bytes = 0; // bytes written to flush; 0: 2 × the sum of the OS's cache sizes, at least 64 MiB
+  double max_bytes = 0;   // a layer whose tensors need more is not run (0: half this machine's memory; --max-memory)
 };
 
 struct LayerTiming {

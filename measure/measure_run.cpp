@@ -101,7 +101,11 @@ MeasureResult measure_scenario(const Scenario& s, const Catalog& catalog, const 
         // would page or be killed (a relu on [5, 10^9] asked for three 20 GB mappings)
         const double need = L.cost.input_total() + L.cost.output_total() + L.cost.weight_bytes;
         const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-        if (ram > 0 && need > ram / 2) {
+        if (topt.max_bytes > 0 && need > topt.max_bytes) {
+          char b[160];
+          std::snprintf(b, sizeof b, "its tensors need %.3g GB, more than --max-memory's %.3g GB", need / 1e9, topt.max_bytes / 1e9);
+          mr.timing.why_not = b;
+        } else if (topt.max_bytes <= 0 && ram > 0 && need > ram / 2) {
           char b[160];
           std::snprintf(b, sizeof b, "its tensors need %.3g GB, more than half of this machine's %.3g GB", need / 1e9, ram / 1e9);
           mr.timing.why_not = b;

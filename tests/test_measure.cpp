@@ -1171,3 +1171,32 @@ networks:
   CHECK_FALSE(m.rows[0].timing.ran);
   CHECK(m.rows[0].timing.why_not.rfind("its tensors need 400 GB, more than half of this machine's", 0) == 0);
 }
+
+TEST_CASE("measure --max-memory: a layer whose tensors need more is not run, with the reason", "[measure]") {
+  if (!timing_available()) {
+    SUCCEED("built without oneDNN: " << timing_backend());
+    return;
+  }
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rsim_measure_maxmem_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // a relu on [1, 10^6] fp32: 4,000,000 B in + 4,000,000 B out = 8 MB of tensors
+  std::ofstream(dir / "s.yaml") << "name: mm\nplatforms: [i5_6300u]\nnetworks: [{name: n, input: [1, 1000000], layers: [{name: a, op: relu}]}]\n";
+  for (const auto& [limit, runs] : {std::pair<std::string, bool>{"4 MB", false}, {"10 MB", true}}) {
+    auto p = rsim::test::run_exe({"measure", (dir / "s.yaml").string(), "--platform", "i5_6300u", "--reps", "2", "--max-memory", limit, "--out",
+                                  (dir / "out").string(), "--quiet"},
+                                 60);
+    INFO(limit << ": " << p.err);
+    CHECK(p.code == 0);
+    std::ifstream in(dir / "out" / "measured.csv");
+    std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto rows = rsim::test::csv_rows(csv);
+    REQUIRE(rows.size() == 2);
+    CHECK(rsim::test::cell(rows, 1, "measured_time_s").empty() == !runs);
+    if (!runs) CHECK(csv.find("\"its tensors need 0.008 GB, more than --max-memory's 0.004 GB\"") != std::string::npos);  // (a quoted field)
+  }
+  auto bad = rsim::test::run_exe({"measure", (dir / "s.yaml").string(), "--platform", "i5_6300u", "--max-memory", "0 B"}, 20);
+  CHECK(bad.code == 2);
+  fs::remove_all(dir);
+}
