@@ -201,7 +201,7 @@ int print_config_error(std::ostream& err, const ConfigError& e) {
 // A progress bar on stderr for runs longer than a second, only on a terminal.
 class Progress {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  explicit Progress(bool enabled, std::string what = "points") : enabled_(enabled), what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
   void update(size_t done, size_t total) {
     if (!enabled_) return;
     auto now = std::chrono::steady_clock::now();
@@ -211,8 +211,8 @@ class Progress {
     last_ = now;
     int width = 40;
     int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu points", std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total, what_.c_str());
     shown_ = true;
   }
   void finish() {
@@ -221,6 +221,7 @@ class Progress {
 
  private:
   bool enabled_;
+  std::string what_;
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_, last_{};
   std::mutex mu_;
@@ -1442,7 +1443,9 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       return kConfig;
     }
   }
-  auto cv = measure::cross_validate(samples);
+  Progress progress(isatty(2), "cross-validation fits");  // (on a terminal: thousands of layers take a while)
+  auto cv = measure::cross_validate(samples, [&](size_t d, size_t t) { progress.update(d, t); });
+  progress.finish();
   try {
     write_file_atomic(vm["output"].as<std::string>(), yaml);
     if (vm.count("predictions")) write_file_atomic(vm["predictions"].as<std::string>(), measure::predictions_csv(cv));

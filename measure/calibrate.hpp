@@ -21,6 +21,7 @@
 // runtime: graph_gap from networks replayed in one CUDA graph, and the host overheads' scale from
 // eager networks (fit_gpu_model).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -160,7 +161,8 @@ struct CrossValidation {
 };
 // The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated.
 std::string predictions_csv(const CrossValidation& cv);
-CrossValidation cross_validate(const std::vector<Sample>& samples);
+// progress (may be empty): called before each of its fits, (done, total).
+CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress = {});
 
 // A network's kernels (its layer rows grouped by kernel, in order of first layer) timed under the
 // rules, and its time under an execution mode and runtime (engine/platform.hpp: ExecutionClock).
