@@ -1,15 +1,19 @@
-// The ONNX importer's inside, shared by the files of importers/ (nothing outside importers/ includes
-// it): the parsed model, what the importer knows about each tensor (Val), the layer a node becomes
-// (LayerSpec) and the helpers they share.
+// The ONNX importer's inside, shared by the files of importers/onnx/ (nothing outside importers/
+// includes it): the parsed model, what the importer knows about each tensor (Val), the layer a
+// node becomes (LayerSpec) and the Importer that walks the graph.
 //
 //   load.cpp             parse, version conversion, tensors, ONNX's own shape inference
+//   walker.cpp           the walk: initializers, inputs, nodes in order, dispatch by op type
+//   propagate.cpp        the shape and dtype propagation core: node inputs and attributes, constants, emit
+//   fold.cpp             constant folding of shape computations
+//   convert.cpp          the converters: a node's layers, by op type
 //   yaml_export.cpp      `rsim import` (a zoo file with parameters) and `--summary`
 //   network_importer.cpp the `onnx:` network source the engine uses
 //   build_model.cpp      small ONNX models built in code (tests, benchmarks, fuzz seeds)
-//   ../onnx_import.cpp   the importer: the graph walk, shape propagation, folding, the converters
 #pragma once
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -97,6 +101,132 @@ struct LayerSpec {
   std::vector<CEntry> attrs;
   std::vector<std::string> inputs;  // refs
   void set(const std::string& k, CNode v) { attrs.push_back(CEntry{k, {}, std::move(v)}); }
+};
+
+// op type → the rsim operator it becomes (walker.cpp); whether the importer converts an op type;
+// the op types that are only ever folded into constants
+const std::vector<std::pair<std::string, std::string>>& mapping_table();
+bool supported(const std::string& op);
+const std::set<std::string>& folded_only();
+
+// Imports one model: walks the graph node by node (walker.cpp), propagating shapes and dtypes
+// (propagate.cpp) and folding shape computations (fold.cpp); the converters (convert.cpp) read
+// the current node through the public members and add its layers with emit().
+class Importer {
+ public:
+  Importer(const OnnxModel& m, const OnnxImportOptions& opt) : m_(m), opt_(opt), ops_(opt.ops ? *opt.ops : builtin_ops()) {}
+
+  OnnxImport run();
+
+  // ---------------------------------------------------------------- the current node
+
+  const OnnxModel& model() const { return m_; }
+  const onnx::NodeProto& cur() const { return *cur_; }
+  std::string& node_name() { return cur_name_; }  // the layer name emit() gives (unique()d)
+  Val& val(const std::string& tensor) { return vals_[tensor]; }
+
+  [[noreturn]] void fail(const std::string& msg, std::vector<Note> notes = {}) const { fail_file(m_.file, msg, std::move(notes)); }
+
+  [[noreturn]] void node_fail(const std::string& msg, std::vector<Note> notes = {}) const {
+    fail("node '" + cur_name_ + "' (" + cur_->op_type() + "): " + msg, std::move(notes));
+  }
+
+  // ---------------------------------------------------------------- attribute access
+
+  const onnx::AttributeProto* attr(const std::string& n) const;
+  long long attr_i(const std::string& n, long long def) const;
+  double attr_f(const std::string& n, double def) const;
+  std::string attr_s(const std::string& n, const std::string& def) const;
+  std::optional<std::vector<long long>> attr_ints(const std::string& n) const;
+  std::optional<std::vector<double>> attr_floats(const std::string& n) const;
+
+  bool has_input(int i) const { return i < cur_->input_size() && !cur_->input(i).empty(); }
+  Val& in(int i);
+  // Integer values of a constant input (shape targets, axes, pads...).
+  std::vector<long long> const_ints(int i, const std::string& what);
+  std::vector<double> const_floats(int i, const std::string& what);
+  // An integer list given as an attribute (older opsets) or as a constant input (newer ones).
+  std::optional<std::vector<long long>> ints_arg(const std::string& name, int input);
+
+  // ---------------------------------------------------------------- outputs
+
+  void set_out(int i, Val v) {
+    if (i < cur_->output_size() && !cur_->output(i).empty()) vals_[cur_->output(i)] = std::move(v);
+  }
+  Val const_val(Shape s, std::vector<double> data, bool is_int);
+
+  // The activation reference of an input, materialising a constant as a `constant` layer once.
+  std::string ref(int i);
+
+  // Adds one rsim layer for the current node and records its outputs. Returns the output shapes.
+  std::vector<Shape> emit(LayerSpec spec, int n_outputs = -1);
+
+  // ---------------------------------------------------------------- layers the families share
+
+  void simple(const std::string& op, int n_inputs);
+  void all_inputs(const std::string& op);
+  void reshape_to(const Shape& out, const std::string& op = "reshape");
+  long long axis_attr(const std::string& name, long long def, size_t rank);
+
+  // ---------------------------------------------------------------- ONNX shape rules (converters and folding)
+
+  std::vector<long long> transpose_perm(size_t r);
+  // Output shape of Reshape / Flatten / Squeeze / Unsqueeze (ONNX semantics).
+  Shape view_shape(const Shape& x);
+  struct SliceAxis {
+    size_t axis;
+    long long start, step, len;
+  };
+  std::vector<SliceAxis> slice_params(const Shape& x);
+
+ private:
+  const OnnxModel& m_;
+  const OnnxImportOptions& opt_;
+  const OpRegistry& ops_;
+  OnnxImport res_;
+  std::unordered_map<std::string, Val> vals_;
+  std::vector<std::pair<std::string, Shape>> net_inputs_;
+  std::vector<CNode> layers_;
+  std::set<std::string> used_names_;
+  std::map<std::string, int> unnamed_;
+  const onnx::NodeProto* cur_ = nullptr;
+  std::string cur_name_;
+  std::set<std::string> bn_stats_;  // BatchNorm running statistics: not parameters
+  // Float initializers whose elements a layer already counts as parameters: a weight that feeds
+  // two nodes (tied or shared) is counted once.
+  std::set<std::string> counted_;
+  std::unordered_map<std::string, Shape> ref_shapes_;
+
+  // walker.cpp
+  void check_unsupported(const onnx::GraphProto& g);
+  std::string sanitize(const std::string& raw);
+  std::string unique(const std::string& raw);
+  void read_inputs(const onnx::GraphProto& g);
+  void node(const onnx::NodeProto& n, int index);
+
+  // propagate.cpp
+  static std::string float_dtype(int elem);
+  int node_elem();
+  Shape shape_of_ref(const std::string& r);
+
+  // fold.cpp
+  bool all_const_data();
+  bool fold_elementwise(const std::function<double(const std::vector<double>&)>& f, bool out_int, int arity);
+  Val reshaped(const Val& v, Shape s);
+  bool try_fold();
+  Shape bcast(const Shape& a, const Shape& b);
+
+  // convert.cpp
+  std::vector<long long> spatial_pads(const Shape& x, const std::vector<long long>& k, const std::vector<long long>& s,
+                                      const std::vector<long long>& d, bool transpose = false);
+  static bool symmetric(const std::vector<long long>& p);
+  static std::vector<long long> first_half(const std::vector<long long>& p);
+  static bool all_one(const std::vector<long long>& v);
+  void map_conv(bool transpose);
+  void map_pool(const std::string& kind);
+  void legacy_broadcast(const std::string& op);
+  void map_node();
+  void map_resize();
 };
 
 }  // namespace onnx_detail
