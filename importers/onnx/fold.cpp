@@ -1,8 +1,8 @@
 // Constant folding: shape computations (Shape → Gather → Concat → Reshape, Range, ConstantOfShape,
 // small integer arithmetic, ...) are evaluated at import time and become constants that later
 // nodes read as attributes, not layers. Shape, Size, Constant, ConstantOfShape and Range are only
-// ever folded (folded_only); any other node folds when all its inputs are known constants and its
-// result is small (kMaxFold elements).
+// ever folded (folded_converters: no converter); any other node folds when all its inputs are
+// known constants and its result is small (kMaxFold elements).
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +11,17 @@
 namespace rsim {
 
 namespace onnx_detail {
+
+const std::vector<OpConverter>& folded_converters() {
+  static const std::vector<OpConverter> v = {
+      {"Shape", "folded"},
+      {"Size", "folded"},
+      {"Constant", "folded (or constant)"},
+      {"ConstantOfShape", "folded (or constant)"},
+      {"Range", "folded"},
+  };
+  return v;
+}
 
 namespace {
 

@@ -1,15 +1,18 @@
 // The ONNX importer's inside, shared by the files of importers/onnx/ (nothing outside importers/
 // includes it): the parsed model, what the importer knows about each tensor (Val), the layer a
-// node becomes (LayerSpec) and the Importer that walks the graph.
+// node becomes (LayerSpec), the converter registry and the Importer that walks the graph.
 //
 //   load.cpp             parse, version conversion, tensors, ONNX's own shape inference
-//   walker.cpp           the walk: initializers, inputs, nodes in order, dispatch by op type
+//   walker.cpp           the walk: initializers, inputs, nodes in order, dispatch by op type and opset
 //   propagate.cpp        the shape and dtype propagation core: node inputs and attributes, constants, emit
 //   fold.cpp             constant folding of shape computations
-//   convert.cpp          the converters: a node's layers, by op type
+//   ops_*.cpp            one file per operator family, each a list of converters (OpConverter)
 //   yaml_export.cpp      `rsim import` (a zoo file with parameters) and `--summary`
 //   network_importer.cpp the `onnx:` network source the engine uses
 //   build_model.cpp      small ONNX models built in code (tests, benchmarks, fuzz seeds)
+//
+// Adding an operator: one OpConverter line and its function in the family file, and a test (when
+// shape computations use the op, folding it is fold.cpp's).
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -103,15 +106,43 @@ struct LayerSpec {
   void set(const std::string& k, CNode v) { attrs.push_back(CEntry{k, {}, std::move(v)}); }
 };
 
-// op type → the rsim operator it becomes (walker.cpp); whether the importer converts an op type;
-// the op types that are only ever folded into constants
+class Importer;
+
+// One ONNX op type (default domain) the importer converts, at the model opsets since..until (an op
+// whose meaning changed has one entry per range): what the op becomes (the supported-ops table:
+// the README's, `rsim import --summary`), the function that turns the current node into layers
+// (nullptr: the op is only ever folded into a constant), and what a converter that several op
+// types share needs to tell them apart (the rsim operator of a unary or binary op, a pool's mode).
+struct OpConverter {
+  std::string op_type;
+  std::string becomes;
+  void (*convert)(Importer&, const OpConverter&) = nullptr;
+  std::string op = {};
+  long long since = 0, until = std::numeric_limits<long long>::max();
+};
+
+// Each family file's converters, in the order of the supported-ops table.
+const std::vector<OpConverter>& conv_converters();         // ops_conv.cpp
+const std::vector<OpConverter>& matmul_converters();       // ops_matmul.cpp
+const std::vector<OpConverter>& norm_converters();         // ops_norm.cpp
+const std::vector<OpConverter>& elementwise_converters();  // ops_elementwise.cpp
+const std::vector<OpConverter>& pool_converters();         // ops_conv.cpp
+const std::vector<OpConverter>& tensor_converters();       // ops_tensor.cpp
+const std::vector<OpConverter>& reduce_converters();       // ops_reduce.cpp
+const std::vector<OpConverter>& folded_converters();       // fold.cpp
+const std::vector<OpConverter>& identity_converters();     // ops_elementwise.cpp
+
+// (walker.cpp) Every family's, in that order; the converter of an op type at an opset (nullptr:
+// none); op type → the rsim operator it becomes, derived from the registry; whether the importer
+// converts an op type at some opset.
+const std::vector<OpConverter>& converters();
+const OpConverter* find_converter(const std::string& op_type, long long opset);
 const std::vector<std::pair<std::string, std::string>>& mapping_table();
 bool supported(const std::string& op);
-const std::set<std::string>& folded_only();
 
 // Imports one model: walks the graph node by node (walker.cpp), propagating shapes and dtypes
-// (propagate.cpp) and folding shape computations (fold.cpp); the converters (convert.cpp) read
-// the current node through the public members and add its layers with emit().
+// (propagate.cpp) and folding shape computations (fold.cpp); the converters (ops_*.cpp) read the
+// current node through the public members and add its layers with emit().
 class Importer {
  public:
   Importer(const OnnxModel& m, const OnnxImportOptions& opt) : m_(m), opt_(opt), ops_(opt.ops ? *opt.ops : builtin_ops()) {}
@@ -123,7 +154,7 @@ class Importer {
   const OnnxModel& model() const { return m_; }
   const onnx::NodeProto& cur() const { return *cur_; }
   std::string& node_name() { return cur_name_; }  // the layer name emit() gives (unique()d)
-  Val& val(const std::string& tensor) { return vals_[tensor]; }
+  Val& val(const std::string& tensor) { return vals_[tensor]; }  // (an unknown name gets an empty Val)
 
   [[noreturn]] void fail(const std::string& msg, std::vector<Note> notes = {}) const { fail_file(m_.file, msg, std::move(notes)); }
 
@@ -215,18 +246,6 @@ class Importer {
   Val reshaped(const Val& v, Shape s);
   bool try_fold();
   Shape bcast(const Shape& a, const Shape& b);
-
-  // convert.cpp
-  std::vector<long long> spatial_pads(const Shape& x, const std::vector<long long>& k, const std::vector<long long>& s,
-                                      const std::vector<long long>& d, bool transpose = false);
-  static bool symmetric(const std::vector<long long>& p);
-  static std::vector<long long> first_half(const std::vector<long long>& p);
-  static bool all_one(const std::vector<long long>& v);
-  void map_conv(bool transpose);
-  void map_pool(const std::string& kind);
-  void legacy_broadcast(const std::string& op);
-  void map_node();
-  void map_resize();
 };
 
 }  // namespace onnx_detail

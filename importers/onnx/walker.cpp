@@ -1,6 +1,6 @@
 // The graph walker: initializers, graph inputs, then every node in file order (ONNX keeps nodes in
-// topological order; parse_onnx checks it), each folded to a constant (fold.cpp) or converted to
-// layers by op type (convert.cpp).
+// topological order; parse_onnx checks it), each folded to a constant (fold.cpp) or dispatched by
+// op type and opset to its family's converter (ops_*.cpp) through the registry below.
 #include <algorithm>
 #include <filesystem>
 
@@ -10,114 +10,43 @@ namespace rsim {
 
 namespace onnx_detail {
 
-const std::set<std::string>& folded_only() {
-  static const std::set<std::string> s = {"Shape", "Size", "Constant", "ConstantOfShape", "Range"};
-  return s;
+// ---------------------------------------------------------------- the converter registry
+
+const std::vector<OpConverter>& converters() {
+  // the families in the order of the supported-ops table (the README's, `rsim import --summary`)
+  static const std::vector<OpConverter> all = [] {
+    std::vector<OpConverter> r;
+    for (const auto* family : {&conv_converters(), &matmul_converters(), &norm_converters(), &elementwise_converters(), &pool_converters(),
+                               &tensor_converters(), &reduce_converters(), &folded_converters(), &identity_converters()})
+      r.insert(r.end(), family->begin(), family->end());
+    return r;
+  }();
+  return all;
 }
 
-// op type → the rsim operator it becomes (for the README table and `rsim import --summary`)
+const OpConverter* find_converter(const std::string& op_type, long long opset) {
+  static const std::unordered_map<std::string, std::vector<const OpConverter*>> by_type = [] {
+    std::unordered_map<std::string, std::vector<const OpConverter*>> r;
+    for (const auto& c : converters()) r[c.op_type].push_back(&c);
+    return r;
+  }();
+  auto it = by_type.find(op_type);
+  if (it == by_type.end()) return nullptr;
+  for (const OpConverter* c : it->second)
+    if (c->since <= opset && opset <= c->until) return c;
+  return nullptr;
+}
+
+// op type → the rsim operator it becomes (for the README table and `rsim import --summary`): the
+// registry's, once per op type (an op with entries for several opset ranges is listed at its first)
 const std::vector<std::pair<std::string, std::string>>& mapping_table() {
-  static const std::vector<std::pair<std::string, std::string>> t = {
-      {"Conv", "conv2d (2-D, symmetric pads) or conv_nd"},
-      {"ConvTranspose", "conv_transpose2d (2-D, symmetric pads) or conv_transpose_nd"},
-      {"Gemm", "linear (constant B) or gemm"},
-      {"MatMul", "linear (constant 2-D B) or matmul"},
-      {"BatchNormalization", "batchnorm"},
-      {"InstanceNormalization", "instance_norm"},
-      {"LayerNormalization", "layernorm"},
-      {"LRN", "lrn"},
-      {"Relu", "relu"},
-      {"LeakyRelu", "leaky_relu"},
-      {"PRelu", "prelu"},
-      {"Clip", "relu6 (0..6) or clip"},
-      {"Sigmoid", "sigmoid"},
-      {"HardSigmoid", "hardsigmoid"},
-      {"HardSwish", "hardswish"},
-      {"Tanh", "tanh"},
-      {"Gelu", "gelu"},
-      {"Elu", "elu"},
-      {"Selu", "selu"},
-      {"Softplus", "softplus"},
-      {"Mish", "mish"},
-      {"Erf", "erf"},
-      {"Exp", "exp"},
-      {"Log", "log"},
-      {"Sqrt", "sqrt"},
-      {"Reciprocal", "reciprocal"},
-      {"Neg", "neg"},
-      {"Abs", "abs"},
-      {"Floor", "floor"},
-      {"Ceil", "ceil"},
-      {"Round", "round"},
-      {"Sign", "sign"},
-      {"Sin", "sin"},
-      {"Cos", "cos"},
-      {"Not", "logical_not"},
-      {"CumSum", "cumsum"},
-      {"Softmax", "softmax"},
-      {"LogSoftmax", "log_softmax"},
-      {"Add", "add"},
-      {"Sub", "sub"},
-      {"Mul", "mul"},
-      {"Div", "div"},
-      {"Pow", "pow"},
-      {"Mod", "mod"},
-      {"Equal", "equal"},
-      {"Less", "less"},
-      {"LessOrEqual", "less_equal"},
-      {"Greater", "greater"},
-      {"GreaterOrEqual", "greater_equal"},
-      {"And", "logical_and"},
-      {"Or", "logical_or"},
-      {"Xor", "logical_xor"},
-      {"Max", "max"},
-      {"Min", "min"},
-      {"Sum", "sum"},
-      {"Mean", "mean"},
-      {"Where", "where"},
-      {"MaxPool", "max_pool2d (2-D, symmetric pads) or pool_nd"},
-      {"AveragePool", "avg_pool2d (2-D, symmetric pads) or pool_nd"},
-      {"LpPool", "pool_nd"},
-      {"GlobalAveragePool", "global_avg_pool (2-D) or reduce_mean"},
-      {"GlobalMaxPool", "reduce_max"},
-      {"Concat", "concat"},
-      {"Split", "split"},
-      {"Slice", "slice (one axis, positive step) or slice_nd"},
-      {"Gather", "gather"},
-      {"Reshape", "reshape"},
-      {"Flatten", "reshape"},
-      {"Squeeze", "reshape"},
-      {"Unsqueeze", "reshape"},
-      {"Transpose", "permute"},
-      {"DepthToSpace", "reshape_copy"},
-      {"SpaceToDepth", "reshape_copy"},
-      {"Expand", "expand"},
-      {"Tile", "tile"},
-      {"Resize", "upsample (2-D nearest/linear) or interpolate"},
-      {"Upsample", "upsample (2-D nearest/linear) or interpolate"},
-      {"Pad", "pad"},
-      {"ReduceMean", "reduce_mean"},
-      {"ReduceSum", "reduce_sum"},
-      {"ReduceMax", "reduce_max"},
-      {"ReduceMin", "reduce_min"},
-      {"ReduceProd", "reduce_prod"},
-      {"ReduceL1", "reduce_l1"},
-      {"ReduceL2", "reduce_l2"},
-      {"ReduceSumSquare", "reduce_sum_square"},
-      {"ReduceLogSumExp", "reduce_log_sum_exp"},
-      {"ArgMax", "argmax"},
-      {"ArgMin", "argmin"},
-      {"Shape", "folded"},
-      {"Size", "folded"},
-      {"Constant", "folded (or constant)"},
-      {"ConstantOfShape", "folded (or constant)"},
-      {"Range", "folded"},
-      {"Trilu", "identity"},
-      {"Cast", "identity"},
-      {"CastLike", "identity"},
-      {"Identity", "identity"},
-      {"Dropout", "identity"},
-  };
+  static const std::vector<std::pair<std::string, std::string>> t = [] {
+    std::vector<std::pair<std::string, std::string>> r;
+    std::set<std::string> seen;
+    for (const auto& c : converters())
+      if (seen.insert(c.op_type).second) r.emplace_back(c.op_type, c.becomes);
+    return r;
+  }();
   return t;
 }
 
@@ -367,8 +296,10 @@ void Importer::node(const onnx::NodeProto& n, int index) {
     ++res_.folded[t];
     return;
   }
-  if (folded_only().count(t)) node_fail("its inputs are computed from data at run time, so its result cannot be folded to a constant");
-  map_node();
+  const OpConverter* c = find_converter(t, m_.opset);
+  if (c && !c->convert) node_fail("its inputs are computed from data at run time, so its result cannot be folded to a constant");
+  if (!c) node_fail("is not supported");
+  c->convert(*this, *c);
 }
 
 }  // namespace onnx_detail
