@@ -1,6 +1,7 @@
 // ONNX models in: a parsed model becomes the same network node (name, inputs, layers) that a
 // YAML scenario or a zoo model gives the engine, so everything a YAML network supports works on
-// it. The only place in rsim that includes ONNX headers is importers/onnx_import.cpp.
+// it. The only place in rsim that includes ONNX headers is importers/ (importers/onnx/: the graph
+// walker, shape propagation and folding, one file per operator family; see onnx/importer.hpp).
 //
 // Shapes are propagated node by node by rsim itself (ONNX's own inference loses Reshape targets
 // and Resize sizes computed at run time); shape-computing subgraphs (Shape → Gather → Concat →

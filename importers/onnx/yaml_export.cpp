@@ -1,0 +1,343 @@
+// `rsim import`: the model as a zoo file whose symbolic dimensions are parameters (imported at a
+// few probe values, the dimensions that differ fitted as expressions), and `rsim import --summary`.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "importers/onnx/importer.hpp"
+
+namespace rsim {
+
+using namespace onnx_detail;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (c == '\n') {
+      q += "\\n";
+      continue;
+    }
+    q += c;
+  }
+  return q + "\"";
+}
+
+// ---------------------------------------------------------------- `rsim import`: YAML with parameters
+
+// A dimension written as an expression of the model's symbolic dimensions.
+struct Fit {
+  bool ok = false;
+  std::string expr;
+};
+
+struct Probe {
+  std::vector<long long> values;  // one per symbol
+  CNode net;
+};
+
+// v = c · Π sᵢ^eᵢ (exponents read off by dividing by the probe's primes), or v = c₀ + Σ cᵢ·sᵢ.
+Fit fit_value(const std::vector<std::string>& syms, const std::vector<Probe>& probes, const std::vector<long long>& v) {
+  size_t n = syms.size();
+  const auto& base = probes[0].values;
+  // monomial
+  {
+    long long c = v[0];
+    std::vector<int> e(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      while (c != 0 && c % base[i] == 0) {
+        c /= base[i];
+        ++e[i];
+      }
+    bool ok = c != 0;
+    for (size_t p = 1; p < probes.size() && ok; ++p) {
+      double pred = static_cast<double>(c);
+      for (size_t i = 0; i < n; ++i) pred *= std::pow(static_cast<double>(probes[p].values[i]), e[i]);
+      ok = pred == static_cast<double>(v[p]);
+    }
+    if (ok) {
+      std::string s;
+      for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < e[i]; ++k) s += (s.empty() ? "" : " * ") + syms[i];
+      if (c != 1 || s.empty()) s = s.empty() ? std::to_string(c) : (c == -1 ? "-" + s : s + " * " + std::to_string(c));
+      return Fit{true, s};
+    }
+  }
+  // linear: probes 1..n change one symbol each
+  if (probes.size() >= n + 1) {
+    std::vector<long long> c(n, 0);
+    bool ok = true;
+    long long c0 = v[0];
+    for (size_t i = 0; i < n && ok; ++i) {
+      long long ds = probes[i + 1].values[i] - base[i];
+      long long dv = v[i + 1] - v[0];
+      if (dv % ds != 0) ok = false;
+      else c[i] = dv / ds;
+      c0 -= c[i] * base[i];
+    }
+    for (size_t p = 0; p < probes.size() && ok; ++p) {
+      long long pred = c0;
+      for (size_t i = 0; i < n; ++i) pred += c[i] * probes[p].values[i];
+      ok = pred == v[p];
+    }
+    if (ok) {
+      std::string s;
+      for (size_t i = 0; i < n; ++i) {
+        if (c[i] == 0) continue;
+        std::string term = (c[i] == 1 || c[i] == -1) ? syms[i] : std::to_string(std::llabs(c[i])) + " * " + syms[i];
+        s += s.empty() ? (c[i] < 0 ? "-" + term : term) : (c[i] < 0 ? " - " : " + ") + term;
+      }
+      if (c0 != 0) s += (s.empty() ? std::to_string(c0) : (c0 < 0 ? " - " : " + ") + std::to_string(std::llabs(c0)));
+      return Fit{true, s.empty() ? "0" : s};
+    }
+  }
+  return Fit{};
+}
+
+// Walks the probes' networks in parallel; scalars that differ become `${expression}`.
+CNode merge(const std::vector<std::string>& syms, const std::vector<Probe>& probes, std::vector<const CNode*> nodes, const std::string& where,
+            const std::shared_ptr<const SourceFile>& file) {
+  const CNode& a = *nodes[0];
+  auto structural = [&]() {
+    fail_file(file, "the model's structure (" + where + ") changes with the value of its symbolic dimensions, so it cannot be written with parameters",
+              {Note{{}, "fix the dimensions with --dim NAME=VALUE (then the file is written for those values)"}});
+  };
+  for (const CNode* n : nodes)
+    if (n->kind != a.kind || n->items.size() != a.items.size() || n->entries.size() != a.entries.size()) structural();
+  CNode out = a;
+  if (a.is_scalar()) {
+    bool same = true;
+    for (const CNode* n : nodes) same = same && n->scalar == a.scalar;
+    if (same) return out;
+    std::vector<long long> v;
+    for (const CNode* n : nodes) {
+      auto x = parse_integer(n->scalar);
+      if (!x) structural();
+      v.push_back(*x);
+    }
+    Fit f = fit_value(syms, probes, v);
+    if (!f.ok) {
+      std::string list;
+      for (const auto& s : syms) list += (list.empty() ? "" : ", ") + s;
+      fail_file(file, where + " depends on " + list + " in a way rsim cannot write as an expression",
+                {Note{{}, "fix the dimensions with --dim NAME=VALUE"}});
+    }
+    out.scalar = "${" + f.expr + "}";
+    return out;
+  }
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    std::vector<const CNode*> sub;
+    for (const CNode* n : nodes) sub.push_back(&n->items[i]);
+    std::string w = where;
+    if (const CNode* nm = a.items[i].find("name")) w = "layer '" + nm->scalar + "'";
+    out.items[i] = merge(syms, probes, sub, w, file);
+  }
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    std::vector<const CNode*> sub;
+    for (const CNode* n : nodes) {
+      if (n->entries[i].key != a.entries[i].key) structural();
+      sub.push_back(&n->entries[i].value);
+    }
+    std::string w = where.empty() ? a.entries[i].key : where + " '" + a.entries[i].key + "'";
+    if (where.rfind("layer '", 0) == 0 && where.find("' '") == std::string::npos) w = where + " attribute '" + a.entries[i].key + "'";
+    out.entries[i].value = merge(syms, probes, sub, w, file);
+  }
+  return out;
+}
+
+bool plain_ok(const std::string& s) {
+  if (s.empty()) return false;
+  if (parse_double(s) || s == "true" || s == "false") return true;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+')) return false;
+  return std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_';
+}
+
+std::string flow(const CNode& n, bool force_quote = false) {
+  switch (n.kind) {
+    case CNode::Kind::Null: return "~";
+    case CNode::Kind::Scalar:
+      if (force_quote) return quote(n.scalar);
+      return plain_ok(n.scalar) ? n.scalar : quote(n.scalar);
+    case CNode::Kind::Seq: {
+      std::string s = "[";
+      for (size_t i = 0; i < n.items.size(); ++i) s += (i ? ", " : "") + flow(n.items[i], force_quote);
+      return s + "]";
+    }
+    case CNode::Kind::Map: {
+      std::string s = "{";
+      for (size_t i = 0; i < n.entries.size(); ++i) {
+        const auto& e = n.entries[i];
+        bool q = e.key == "name" || e.key == "inputs";
+        s += (i ? ", " : "") + (plain_ok(e.key) ? e.key : quote(e.key)) + ": " + flow(e.value, q);
+      }
+      return s + "}";
+    }
+  }
+  return "~";
+}
+
+}  // namespace
+
+std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
+  OnnxImportOptions opt = opt_in;
+  // symbols: those of the inputs that --input does not fix and --dim does not pin
+  OnnxImport first;
+  std::vector<std::string> syms;
+  {
+    std::vector<std::string> all;
+    for (const auto& in : m.proto.graph().input()) {
+      if (std::any_of(opt.inputs.begin(), opt.inputs.end(), [&](const auto& p) { return p.first == in.name(); })) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim())
+        if (!d.dim_param().empty() && std::find(all.begin(), all.end(), d.dim_param()) == all.end()) all.push_back(d.dim_param());
+    }
+    for (const auto& s : all)
+      if (!std::any_of(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == s; })) syms.push_back(s);
+    for (const auto& [name, value] : defaults)
+      if (std::find(all.begin(), all.end(), name) == all.end()) {
+        std::string hint = did_you_mean(name, all), list;
+        for (const auto& x : all) list += (list.empty() ? "" : ", ") + x;
+        fail_file(m.file, "the model has no symbolic dimension '" + name + "'",
+                  {Note{{}, !hint.empty() ? hint : list.empty() ? "its inputs have fixed shapes" : "its symbolic dimensions: " + list}});
+      }
+  }
+  std::vector<Probe> probes;
+  static const long long primes[][8] = {{101, 103, 107, 109, 113, 127, 131, 137}, {139, 149, 151, 157, 163, 167, 173, 179}};
+  if (syms.size() > 8) fail_file(m.file, "has more than 8 symbolic dimensions; fix some with --dim NAME=VALUE");
+  auto run_with = [&](const std::vector<long long>& values) {
+    OnnxImportOptions o = opt;
+    for (size_t i = 0; i < syms.size(); ++i) o.dims.emplace_back(syms[i], values[i]);
+    return import_onnx(m, o);
+  };
+  std::vector<long long> base;
+  for (size_t i = 0; i < syms.size(); ++i) base.push_back(primes[0][i]);
+  OnnxImport r0 = run_with(base);
+  probes.push_back(Probe{base, r0.network});
+  if (!syms.empty()) {
+    for (size_t i = 0; i < syms.size(); ++i) {
+      auto v = base;
+      v[i] = primes[1][i];
+      probes.push_back(Probe{v, run_with(v).network});
+    }
+    // the check: the defaults when every symbol has one, else other primes
+    std::vector<long long> check;
+    for (size_t i = 0; i < syms.size(); ++i) {
+      auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
+      check.push_back(d != defaults.end() ? d->second : primes[1][(i + 3) % 8] + 2 * static_cast<long long>(i));
+    }
+    probes.push_back(Probe{check, run_with(check).network});
+  }
+  std::vector<const CNode*> nodes;
+  for (const auto& p : probes) nodes.push_back(&p.net);
+  CNode net = merge(syms, probes, nodes, "", m.file);
+
+  std::ostringstream y;
+  std::string file = std::filesystem::path(m.path).filename().string();
+  y << "# Imported from " << file << " by `rsim import` (ONNX opset " << r0.opset << ", " << r0.nodes << " nodes, "
+    << r0.initializers << " initializers; " << format_number(r0.weight_elements) << " weight elements, BatchNorm statistics excluded).\n";
+  y << "# Shape computations were folded into the attributes; layer names are the node names.\n";
+  if (!syms.empty()) {
+    std::string list;
+    for (const auto& s : syms) list += (list.empty() ? "" : ", ") + s;
+    y << "# The model's symbolic dimensions (" << list << ") are its parameters: {model: NAME, args: {" << syms[0] << ": 1}}.\n";
+  }
+  for (const auto& e : net.entries) {
+    if (e.key == "name") {
+      y << "name: " << flow(e.value, true) << "\n";
+      y << "description: " << quote("imported from " + file) << "\n";
+      if (!syms.empty()) {
+        y << "params: {";
+        for (size_t i = 0; i < syms.size(); ++i) {
+          auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
+          y << (i ? ", " : "") << (plain_ok(syms[i]) ? syms[i] : quote(syms[i])) << ": " << (d != defaults.end() ? std::to_string(d->second) : "~");
+        }
+        y << "}\n";
+      }
+    } else if (e.key == "inputs") {
+      y << "inputs:\n";
+      for (const auto& in : e.value.entries) y << "  " << quote(in.key) << ": " << flow(in.value) << "\n";
+    } else if (e.key == "layers") {
+      y << "layers:\n";
+      for (const auto& l : e.value.items) y << "  - " << flow(l) << "\n";
+    } else {
+      y << e.key << ": " << flow(e.value) << "\n";
+    }
+  }
+  return y.str();
+}
+
+std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
+  std::ostringstream s;
+  const auto& g = m.proto.graph();
+  std::map<std::string, int> hist;
+  for (const auto& n : g.node()) ++hist[n.op_type()];
+  s << m.path << ": ONNX opset " << m.opset << ", IR version " << m.proto.ir_version();
+  if (!m.proto.producer_name().empty()) s << ", produced by " << m.proto.producer_name() << " " << m.proto.producer_version();
+  s << "\n";
+  double weights = 0, stats = 0;
+  std::set<std::string> bn;
+  for (const auto& n : g.node())
+    if (n.op_type() == "BatchNormalization")
+      for (int i = 3; i < n.input_size() && i < 5; ++i) bn.insert(n.input(i));
+  size_t external = 0;
+  for (const auto& t : g.initializer()) {
+    double e = 1;
+    for (auto d : t.dims()) e *= static_cast<double>(d);
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) ++external;
+    if (!is_float_type(t.data_type())) continue;
+    (bn.count(t.name()) ? stats : weights) += e;
+  }
+  s << "  " << g.node_size() << " nodes, " << g.initializer_size() << " initializers (" << external << " in external data), "
+    << format_number(weights) << " weight elements";
+  if (stats > 0) s << " (+" << format_number(stats) << " BatchNorm running statistics, not parameters)";
+  s << "\n  inputs:";
+  for (const auto& in : g.input()) {
+    bool init = false;
+    for (const auto& t : g.initializer()) init = init || t.name() == in.name();
+    if (init) continue;
+    s << " " << in.name() << " [";
+    const auto& dims = in.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << (dims[i].dim_param().empty() ? std::to_string(dims[i].dim_value()) : dims[i].dim_param());
+    s << "]";
+  }
+  s << "\n  op types (" << hist.size() << "):\n";
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [k, v] : hist) order.emplace_back(-v, k);
+  std::sort(order.begin(), order.end());
+  for (const auto& [neg, k] : order) {
+    std::string to = "unsupported";
+    for (const auto& [op, r] : onnx_supported_ops())
+      if (op == k) to = r;
+    auto mapped = opt.op_map.find(k);
+    if (mapped != opt.op_map.end()) to = mapped->second == "ignore" ? "ignored (onnx_ops)" : mapped->second + " (onnx_ops)";
+    char line[256];
+    std::snprintf(line, sizeof line, "    %-24s %6d  → %s\n", k.c_str(), -neg, to.c_str());
+    s << line;
+  }
+  auto bad = onnx_unsupported_ops(m, opt.op_map);
+  if (bad.empty()) {
+    s << "  unsupported: none\n";
+    try {
+      OnnxImport r = import_onnx(m, opt);
+      size_t folded = 0;
+      for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
+      s << "  imported: " << r.network.find("layers")->items.size() << " layers (" << folded << " nodes folded into constants)\n";
+    } catch (const ConfigError& e) {
+      s << "  not imported with these shapes: " << e.diagnostics().front().message << "\n";
+    }
+  } else {
+    s << "  unsupported (" << bad.size() << "):";
+    for (const auto& b : bad) s << " " << b.op_type << " ×" << b.count << (b.first_node.empty() ? "" : " (first '" + b.first_node + "')");
+    s << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace rsim
