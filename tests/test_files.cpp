@@ -307,7 +307,7 @@ TEST_CASE("a file nested too deeply says so, and a long offending line is shown 
   }
 }
 
-TEST_CASE("calibrate --drop-bad-rows leaves out rows with a bad time and counts them; a networks file's inf is an error too", "[files]") {
+TEST_CASE("calibrate --drop-bad-rows leaves out rows with a bad time and counts them, and a networks file's inf is an error too", "[files]") {
   Folder f("calibrate_drop");
   const std::string header =
       "platform,network,layer,op,flops,flops_executed,macs,macs_executed,mac_count,bytes,derated_peak_flops_per_s,"
