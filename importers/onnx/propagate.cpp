@@ -335,7 +335,9 @@ std::vector<Importer::SliceAxis> Importer::slice_params(const Shape& x) {
   std::vector<long long> starts, ends, axes, steps;
   if (attr_ints("starts")) {  // opset < 10
     starts = *attr_ints("starts");
-    ends = *attr_ints("ends");
+    const auto e = attr_ints("ends");  // (required by the opset; a file may lack it)
+    if (!e) node_fail("a Slice of opset below 10 needs the attribute 'ends' beside 'starts'");
+    ends = *e;
     if (auto a = attr_ints("axes")) axes = *a;
   } else {
     starts = const_ints(1, "starts");
