@@ -827,6 +827,21 @@ void layout_legend(Pass& p, const Plan& plan) {
     for (auto& e : f.legend) {
       if (with_line > 1 && e.has_line && common.size() > 4 && e.text.compare(0, common.size(), common) == 0 && r.measure(e.text, Z.legend, false).width > room)
         e.text = "…" + e.text.substr(common.size());
+      // whole words first ("h100_sxm 80…" from "h100_sxm 80 GiB"), letters only when one word is left
+      while (r.measure(e.text, Z.legend, false).width > room) {
+        std::string t = e.text;
+        if (t.size() >= 3 && t.compare(t.size() - 3, 3, "…") == 0) t.resize(t.size() - 3);
+        const size_t sp = t.find_last_of(' ');
+        if (sp == std::string::npos || sp == 0) break;
+        t.resize(sp);
+        for (bool cut = true; cut;) {  // no dangling separator: " ·", ",", ":"
+          cut = false;
+          if (t.size() >= 2 && t.compare(t.size() - 2, 2, "\xC2\xB7") == 0) t.resize(t.size() - 2), cut = true;
+          while (!t.empty() && (t.back() == ' ' || t.back() == ',' || t.back() == ':')) t.pop_back(), cut = true;
+        }
+        if (t.empty()) break;
+        e.text = t + "…";
+      }
       while (r.measure(e.text, Z.legend, false).width > room && e.text.size() > 4) e.text = shorten(e.text);
     }
   }

@@ -810,3 +810,45 @@ TEST_CASE("a memory footprint axis beside memory sizes in GiB is in GiB too", "[
   CHECK(ten);
   CHECK(hundred);
 }
+
+TEST_CASE("a legend entry too long for its column is cut at a word, not inside one", "[plots][defects][print]") {
+  // a printed figure (88 × 66 mm) whose legend goes under the plot in columns: the entries' common
+  // start goes first ("…first network at batch eight"), then whole words from the end
+  // ("…first network at…"), never letters mid-word, while words remain
+  Figure f;
+  f.width = 88 / 25.4 * 72, f.height = 66 / 25.4 * 72;
+  f.fixed_size = true;
+  f.x.min = 1, f.x.max = 10;
+  f.y.min = 1, f.y.max = 10;
+  const std::vector<std::string> names = {"memory footprint of the first network at batch eight", "memory footprint of the second network at batch eight",
+                                          "memory footprint of the third network at batch eight", "memory footprint of the fourth network at batch eight",
+                                          "memory footprint of the fifth network at batch eight", "memory footprint of the sixth network at batch eight"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    Line L;
+    L.pts = {{1, 1 + static_cast<double>(i)}, {10, 2 + static_cast<double>(i)}};
+    L.style = LineStyle{rgb(0x0072B2), 1.5, Dash::Solid};
+    f.lines.push_back(L);
+    f.legend.push_back(LegendEntry{names[i], true, L.style, false, {}, {}});
+  }
+  RecordingRenderer rec;
+  draw(f, rec);
+  size_t cut = 0;
+  const std::string ell = "…";
+  for (const auto& t : rec.texts) {
+    if (t.s.size() < ell.size() || t.s.compare(t.s.size() - ell.size(), ell.size(), ell) != 0) continue;  // cut at its end
+    ++cut;
+    std::string kept = t.s.substr(0, t.s.size() - ell.size());
+    const bool lead = kept.compare(0, ell.size(), ell) == 0;  // the common start dropped too
+    if (lead) kept = kept.substr(ell.size());
+    INFO(t.s);
+    REQUIRE_FALSE(kept.empty());
+    // the kept part is whole words of one of the names: the name goes on with a space after it
+    bool at_word = false;
+    for (const auto& n : names) {
+      const size_t at = n.find(kept);
+      at_word = at_word || (at != std::string::npos && (lead || at == 0) && at + kept.size() < n.size() && n[at + kept.size()] == ' ');
+    }
+    CHECK(at_word);
+  }
+  CHECK(cut > 0);  // (the case is one that needs cutting)
+}
