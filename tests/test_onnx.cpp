@@ -502,3 +502,35 @@ TEST_CASE("ONNX: a Slice of opset 9 with 'starts' and no 'ends' is an error at i
   }
   CHECK(msg.find("node 'cut' (Slice): a Slice of opset below 10 needs the attribute 'ends' beside 'starts'") != std::string::npos);
 }
+
+TEST_CASE("ONNX: a Range with a NaN limit and an initializer with a negative dimension are errors naming the real cause", "[onnx]") {
+  auto error_of_model = [](const OnnxModelSpec& s) {
+    try {
+      auto m = parse_onnx(build_onnx_model(s), "m.onnx");
+      import_onnx(*m, OnnxImportOptions{});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  {  // Range(0, NaN, 1): the element count was NaN and the next node took the blame
+    OnnxModelSpec s;
+    s.inputs = {{"x", {"1", "4"}, 1, {}}};
+    s.outputs = {{"z", {"1", "4"}, 1, {}}, {"y", {"?"}, 1, {}}};
+    s.initializers = {{"start", {}, 1, {0}}, {"limit", {}, 1, {std::nan("")}}, {"delta", {}, 1, {1}}};
+    s.nodes = {{"Relu", "relu", {"x"}, {"z"}, {}}, {"Range", "range", {"start", "limit", "delta"}, {"y"}, {}}};
+    const std::string e = error_of_model(s);
+    INFO(e);
+    CHECK(e.find("node 'range' (Range): start, limit and delta must be finite numbers") != std::string::npos);
+  }
+  {  // an initializer of dims [-3]: was "computed from data at run time"
+    OnnxModelSpec s;
+    s.inputs = {{"x", {"3"}, 1, {}}};
+    s.outputs = {{"y", {"3"}, 1, {}}};
+    s.initializers = {{"w", {"-3"}, 1, {}}};
+    s.nodes = {{"Add", "add", {"x", "w"}, {"y"}, {}}};
+    const std::string e = error_of_model(s);
+    INFO(e);
+    CHECK(e.find("initializer 'w' has a negative dimension (-3): dims [-3]") != std::string::npos);
+  }
+}

@@ -157,6 +157,9 @@ bool Importer::try_fold() {
   if (t == "Range") {
     if (!all_const_data()) return false;
     double s = const_floats(0, "start")[0], l = const_floats(1, "limit")[0], d = const_floats(2, "delta")[0];
+    // (a NaN limit made the element count NaN, and the next node took the blame)
+    if (!std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+      node_fail("start, limit and delta must be finite numbers; got start " + format_number(s) + ", limit " + format_number(l) + ", delta " + format_number(d));
     if (d == 0) node_fail("delta is 0");
     double n = std::max(std::ceil((l - s) / d), 0.0);
     if (n > 1e9) node_fail("would have " + format_number(n) + " elements");

@@ -72,6 +72,12 @@ OnnxImport Importer::run() {
     if (n.op_type() == "BatchNormalization")
       for (int i = 3; i < n.input_size() && i < 5; ++i) bn_stats.insert(n.input(i));
   for (const auto& t : g.initializer()) {
+    for (auto d : t.dims())  // (was reported later as "computed from data at run time")
+      if (d < 0) {
+        std::string dims;
+        for (auto x : t.dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(x);
+        fail("initializer '" + t.name() + "' has a negative dimension (" + std::to_string(d) + "): dims [" + dims + "]");
+      }
     Val v = tensor_val(t);
     v.param = is_float_type(t.data_type());
     v.const_name = t.name();
