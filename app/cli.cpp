@@ -260,6 +260,18 @@ std::vector<plots::PlotSpec> load_plot_specs(const Scenario& s) {
 
 namespace {
 
+// How every command evaluates a scenario as `rsim run` does: its scripts' operators, efficiency
+// model and metrics, Lua expressions, the model zoo, and onnx: entries.
+RunOptions scenario_run_options(const ScriptSetup& scripts) {
+  RunOptions opt;
+  opt.ops = &scripts.ops;
+  opt.make_hooks = scripts.make_hooks;
+  opt.make_evaluator = make_lua_evaluator;
+  opt.model_dirs = model_dirs();
+  opt.importer = make_onnx_importer();
+  return opt;
+}
+
 // Diagnostics in file order: by file (first seen first), line and column.
 ConfigError in_file_order(const Diags& found) {
   std::vector<Diagnostic> list = found.list();
@@ -285,12 +297,7 @@ ConfigError in_file_order(const Diags& found) {
   }
   try {
     ScriptSetup scripts = setup_scripts(s);
-    RunOptions opt;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
-    opt.importer = make_onnx_importer();
+    RunOptions opt = scenario_run_options(scripts);
     opt.jobs = 1;
     opt.points = validation_points(s.sweep);
     run_scenario(s, catalog, opt);
@@ -382,13 +389,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     restyle(specs);
     Progress progress(isatty(2) && !vm.count("quiet"));
     ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
-    RunOptions opt;
+    RunOptions opt = scenario_run_options(scripts);
     opt.jobs = jobs;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
-    opt.importer = make_onnx_importer();
     opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
 
@@ -515,12 +517,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
         found.add(e);
       }
       ScriptSetup scripts = setup_scripts(s);
-      RunOptions opt;
-      opt.ops = &scripts.ops;
-      opt.make_hooks = scripts.make_hooks;
-      opt.make_evaluator = make_lua_evaluator;
-      opt.model_dirs = model_dirs();
-      opt.importer = make_onnx_importer();
+      RunOptions opt = scenario_run_options(scripts);
       opt.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 256u));
       // not every point: every value of every sweep variable, bound at least once
       opt.points = vm.count("all-points") ? std::vector<Point>{} : validation_points(s.sweep);
@@ -642,12 +639,7 @@ int show_scenario_platform(const std::string& file, const std::string& name, con
   try {
     Scenario s = load_scenario(file);
     ScriptSetup scripts = setup_scripts(s);
-    RunOptions opt;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
-    opt.importer = make_onnx_importer();
+    RunOptions opt = scenario_run_options(scripts);
     RunResult r = run_scenario(s, catalog, opt);
     std::vector<std::string> names;
     size_t shown = 0;
@@ -1013,12 +1005,7 @@ int cmd_plan(const std::vector<std::string>& args, std::ostream& out, std::ostre
     apply_overrides(s, sets);
     Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
     ScriptSetup scripts = setup_scripts(s);
-    RunOptions opt;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
-    opt.importer = make_onnx_importer();
+    RunOptions opt = scenario_run_options(scripts);
     const std::string plan = plan_json(s, catalog, opt, RSIM_VERSION);
     if (!vm.count("output") || vm["output"].as<std::string>() == "-") {
       out << plan;
@@ -1055,12 +1042,7 @@ int measure_torch(const po::variables_map& vm, std::ostream& out, std::ostream& 
     if (vm.count("platform")) measure::use_platform(s, vm["platform"].as<std::string>());
     Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
     ScriptSetup scripts = setup_scripts(s);
-    RunOptions opt;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
-    opt.importer = make_onnx_importer();
+    RunOptions opt = scenario_run_options(scripts);
     const std::string plan = plan_json(s, catalog, opt, RSIM_VERSION);
     fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / (s.name + "-measured");
     std::error_code ec;
@@ -1137,11 +1119,7 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
     measure::set_setting(s, "mac_count", "executed");  // a direct kernel skips the taps on padding: bound what it executes
     Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
     ScriptSetup scripts = setup_scripts(s);
-    RunOptions opt;
-    opt.ops = &scripts.ops;
-    opt.make_hooks = scripts.make_hooks;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = model_dirs();
+    RunOptions opt = scenario_run_options(scripts);  // (an onnx: entry reads as in `rsim run`; it had no importer here)
     measure::TimingOptions topt;
     topt.reps = reps;
     topt.cold = cache == "cold";
@@ -1554,13 +1532,8 @@ RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::st
   load_plot_specs(s);  // a bad `plots:` section fails here as it does in `rsim run`
   Catalog catalog(find_hardware_dir(hw_dir));
   ScriptSetup scripts = setup_scripts(s);
-  RunOptions opt;
+  RunOptions opt = scenario_run_options(scripts);
   opt.jobs = std::clamp(jobs, 1, 256);
-  opt.ops = &scripts.ops;
-  opt.make_hooks = scripts.make_hooks;
-  opt.make_evaluator = make_lua_evaluator;
-  opt.model_dirs = model_dirs();
-  opt.importer = make_onnx_importer();  // an `onnx:` entry reads as it does in `rsim run`
   opt.should_stop = should_stop;
   auto a = std::make_shared<RunArtifacts>();
   a->result = run_scenario(s, catalog, opt);

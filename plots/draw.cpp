@@ -387,11 +387,19 @@ void unit_in_title(Axis& a) {
     }
 }
 
+// The size at which `text` fits `avail`: scaled down, then stepped down while it still does not
+// (widths do not scale exactly with the size), never under `floor`.
+double shrunk_size(Renderer& r, const std::string& text, double size, double avail, double floor, bool bold) {
+  const double w = r.measure(text, size, bold).width;
+  if (w <= avail) return size;
+  size = std::max(floor, size * avail / w);
+  while (r.measure(text, size, bold).width > avail && size * 0.98 >= floor) size *= 0.98;
+  return size;
+}
+
 double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
   if (title.empty()) return size;
-  double w = r.measure(title, size, true).width;
-  if (w > avail) size = std::max(6.0, size * avail / w);
-  while (r.measure(title, size, true).width > avail && size * 0.98 >= 6) size *= 0.98;  // (widths do not scale exactly)
+  size = shrunk_size(r, title, size, avail, 6, true);
   while (r.measure(title, size, true).width > avail && title.size() > 4) title = shorten(title);
   return size;
 }
@@ -402,15 +410,12 @@ double Z_title_fit(Renderer& r, std::string& title, double size, double avail) {
 // line shorten.
 std::vector<std::string> title_lines(Renderer& r, const std::string& title, double& size, double avail, double one_line) {
   if (title.empty()) return {};
-  const double w1 = r.measure(title, size, true).width;
-  if (w1 <= avail) return {title};
-  if (size * avail / w1 >= std::max(6.0, one_line * size)) {
-    const double floor = std::max(6.0, one_line * size);
-    size *= avail / w1;
-    while (r.measure(title, size, true).width > avail && size * 0.98 >= floor) size *= 0.98;  // (widths do not scale exactly)
-    if (r.measure(title, size, true).width <= avail) return {title};
-    size = floor / one_line;  // (not even at the floor: two lines, below)
-  }
+  if (r.measure(title, size, true).width <= avail) return {title};
+  const double one = shrunk_size(r, title, size, avail, std::max(6.0, one_line * size), true);
+  if (r.measure(title, one, true).width <= avail) {
+    size = one;
+    return {title};
+  }  // (not even at the floor: two lines at the full size, below)
   // the split at a space that makes the wider line narrowest
   auto split_at = [&](double sz, std::vector<std::string>& out) {
     double best = 1e300;
@@ -457,9 +462,7 @@ void put_text(Renderer& r, DrawReport& rep, P at, const std::string& s, double s
 // An axis title longer than its side shrinks (not under 6 pt), then loses words before its unit
 // ("Memory footprint: weights + KV… [GB]"): the unit always stays.
 double fit_axis_title(Renderer& r, std::string& t, double size, double avail) {
-  double len = r.measure(t, size, false).width;
-  if (len > avail) size = std::max(6.0, size * avail / len);
-  while (r.measure(t, size, false).width > avail && size * 0.98 >= 6) size *= 0.98;  // (widths do not scale exactly)
+  size = shrunk_size(r, t, size, avail, 6, false);
   size_t k = t.rfind(" [");
   std::string head = k == std::string::npos ? t : t.substr(0, k), unit = k == std::string::npos ? "" : t.substr(k);
   while (r.measure(head + unit, size, false).width > avail && head.size() > 4) head = shorten(head);
