@@ -556,7 +556,7 @@ T& next_slot(std::vector<T>& v, size_t& used) {
 }  // namespace
 
 void Row::clear() {
-  static_assert(sizeof(Row) == 768, "a field added to Row: reset it in Row::clear, then update this size");
+  static_assert(sizeof(Row) == 776, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
   platform.clear(), network.clear(), layer.clear(), op.clear();
   dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
@@ -576,11 +576,12 @@ void Row::clear() {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 560, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 608, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
   dtype = DType::fp32, dtype_from_file = false;
   macs_by_dtype.fill(0), layers_by_dtype.fill(0);
   file_dtypes = 0;
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
+  gpus = pipeline_parallel = micro_batches = expert_parallel = data_parallel = 1, pipeline_bubble = 0;
   ttft_s = derated_ttft_s = tpot_s = derated_tpot_s = prompt = generate = 0;
   point = 0;
   platform.clear(), network.clear(), phase.clear(), memory_name.clear(), ignored.clear();
@@ -662,7 +663,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         if (auto it = prefill_time.find(r.platform); it != prefill_time.end()) r.ttft_s = it->second.first, r.derated_ttft_s = it->second.second;
         r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
         r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
-        r.tokens = r.batch * m;  // generated tokens (one per sequence and decode step)
+        r.tokens = r.batch * m * r.data_parallel;  // generated tokens (one per sequence and decode step, on every replica)
         r.flops += a.flops, r.macs += a.macs, r.bytes += a.bytes, r.comm_bytes += a.comm_bytes, r.comm_time_s += a.comm_time;
         r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
         r.achieved_flops_per_s = r.time_s > 0 ? r.flops / r.time_s : 0;
@@ -685,6 +686,125 @@ void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
 }
 
 namespace {
+
+// A network over parallel.pipeline stages (see plan_pipeline), and each stage's sums at one
+// platform (see finish_pipeline).
+struct PipelinePlan {
+  struct Stage {
+    double time = 0, derated = 0;  // its layers' roofline times (theoretical, derated), one micro-batch
+    double params = 0, weights = 0, kv = 0, activations = 0;  // one GPU's: parameters, resident weights, KV cache, largest layer's activations
+    double send_bytes = 0, sends = 0;  // tensors it sends on to later stages, one micro-batch
+  };
+  std::vector<int> stage_of;  // per layer
+  std::vector<Stage> stages;
+};
+
+// The block a layer belongs to for a pipeline's cuts: its name up to the second '.' ("layer.3" of
+// "layer.3.mlp.down_proj", "stage2.0" of "stage2.0.conv1", "lm_head" of itself)
+std::string_view block_of(std::string_view name) {
+  const size_t a = name.find('.');
+  if (a == std::string_view::npos) return name;
+  const size_t b = name.find('.', a + 1);
+  return b == std::string_view::npos ? name : name.substr(0, b);
+}
+
+// Splits a network into parallel.pipeline stages of whole blocks (runs of layers of one block_of:
+// a decoder layer, a repeat's copy), contiguous and balanced by parameters: each block goes to the
+// stage its middle parameter falls in (by FLOPs when no layer has parameters, by count when none
+// has FLOPs): a pipeline spreads the weights, and a decode step's time follows them. Then what each
+// stage sends on: every tensor a later stage reads, once per reading stage (network inputs are at
+// every stage). With one stage (micro-batches alone) every layer is in it. False, with an error,
+// when a stage would hold no layer.
+bool plan_pipeline(const Network& net, PipelinePlan& pp, Diags& d, const SourceLoc& loc) {
+  const size_t stages = static_cast<size_t>(net.parallel.pipeline), n = net.layers.size();
+  auto cost_of = [&](size_t i) -> const OpCost& {
+    const Layer& L = net.layers[i];
+    return L.borrowed && L.same_as >= 0 ? net.layers[static_cast<size_t>(L.same_as)].cost : L.cost;
+  };
+  pp.stage_of.assign(n, 0);
+  pp.stages.assign(stages, PipelinePlan::Stage{});
+  if (stages > 1) {
+    double params = 0, flops = 0;
+    for (size_t i = 0; i < n; ++i) params += cost_of(i).params, flops += cost_of(i).flops;
+    auto weight = [&](size_t i) { return params > 0 ? cost_of(i).params : flops > 0 ? cost_of(i).flops : 1.0; };
+    const double total = params > 0 ? params : flops > 0 ? flops : static_cast<double>(n);
+    std::vector<size_t> held(stages, 0);
+    double before = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;  // the block: [i, j)
+      double w = weight(i);
+      while (j < n && block_of(net.layers[j].name) == block_of(net.layers[i].name)) w += weight(j++);
+      const size_t s = std::min(stages - 1, static_cast<size_t>(static_cast<double>(stages) * (before + w / 2) / total));
+      at = std::max(at, s);
+      for (size_t k = i; k < j; ++k) pp.stage_of[k] = static_cast<int>(at);
+      held[at] += j - i;
+      before += w;
+      i = j;
+    }
+    for (size_t s = 0; s < stages; ++s)
+      if (!held[s]) {
+        d.error(loc, "network '" + net.name + "' cannot be split into " + std::to_string(stages) + " pipeline stages: stage " + std::to_string(s) +
+                         " would hold no layer",
+                {Note{{}, "stages are runs of whole blocks (a decoder layer, a repeat's copy) balanced by parameters; use fewer stages"}});
+        return false;
+      }
+    // (layer, output, reading stage): each sent once
+    thread_local std::vector<std::tuple<int, int, int>> sent;
+    sent.clear();
+    for (size_t j = 0; j < n; ++j)
+      for (const TensorRef& r : net.layers[j].inputs)
+        if (r.layer >= 0 && pp.stage_of[static_cast<size_t>(r.layer)] < pp.stage_of[j]) sent.emplace_back(r.layer, r.output, pp.stage_of[j]);
+    std::sort(sent.begin(), sent.end());
+    sent.erase(std::unique(sent.begin(), sent.end()), sent.end());
+    for (const auto& [i, out, to] : sent) {
+      const OpCost& c = cost_of(static_cast<size_t>(i));
+      PipelinePlan::Stage& from = pp.stages[static_cast<size_t>(pp.stage_of[static_cast<size_t>(i)])];
+      from.send_bytes += static_cast<size_t>(out) < c.output_bytes.size() ? c.output_bytes[static_cast<size_t>(out)] : 0;
+      from.sends += 1;
+      (void)to;
+    }
+  }
+  return true;
+}
+
+// A step of micro_batches m through the stages (GPipe: fill, then drain): the network's time (one
+// micro-batch through every layer, with its launches and collectives) shared among the stages in
+// proportion to their layers' roofline times, each stage's sends added (point to point on `link`:
+// bytes / bandwidth + latency per tensor; or hidden behind it under overlap: full); the step takes
+// the sum of the stage times plus (m − 1) times the slowest. The bubble: the share of the P GPUs'
+// time idle, 1 − m · Σ t / (P · step), (P − 1) / (m + P − 1) for equal stages. The work columns
+// become the step's, the memory columns the fullest stage's.
+void finish_pipeline(const Network& net, const PipelinePlan& pp, const InterconnectLevel* link, SummaryRow& sum) {
+  const double m = static_cast<double>(net.parallel.micro_batches), stages = static_cast<double>(pp.stages.size());
+  double seq = 0, dseq = 0;
+  for (const auto& st : pp.stages) seq += st.time, dseq += st.derated;
+  double total = 0, slowest = 0, dtotal = 0, dslowest = 0, send_bytes = 0, send_time = 0;
+  const PipelinePlan::Stage* fullest = nullptr;
+  double most = -1, params = 0;
+  for (const auto& st : pp.stages) {
+    double t = seq > 0 ? sum.time_s * st.time / seq : sum.time_s / stages;
+    double dt = dseq > 0 ? sum.derated_time_s * st.derated / dseq : sum.derated_time_s / stages;
+    const double c = link && st.send_bytes > 0 ? st.send_bytes / link->bandwidth_bytes_per_s + st.sends * link->latency_s : 0;
+    if (net.parallel.overlap_full) t = std::max(t, c), dt = std::max(dt, c);
+    else t += c, dt += c;
+    total += t, slowest = std::max(slowest, t);
+    dtotal += dt, dslowest = std::max(dslowest, dt);
+    send_bytes += st.send_bytes, send_time += c;
+    const double footprint = st.weights + m * st.kv + st.activations;
+    if (footprint > most) most = footprint, fullest = &st;
+    params = std::max(params, st.params);
+  }
+  sum.time_s = total + (m - 1) * slowest;
+  sum.derated_time_s = dtotal + (m - 1) * dslowest;
+  sum.pipeline_bubble = sum.time_s > 0 ? 1 - m * total / (stages * sum.time_s) : 0;
+  sum.params_per_gpu = params;
+  if (fullest) sum.weight_footprint_bytes = fullest->weights, sum.kv_cache_bytes = m * fullest->kv, sum.activation_bytes = fullest->activations;
+  sum.macs *= m, sum.flops *= m, sum.bytes *= m, sum.tokens *= m, sum.batch *= m;
+  sum.comm_bytes = m * (sum.comm_bytes + send_bytes);
+  sum.comm_time_s = m * (sum.comm_time_s + send_time);
+}
+
 void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.settings = Settings{};
   // (the rows of the last point are written over when rows are kept: see rows_used)
@@ -781,7 +901,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
     const Precision& pr = out.settings.precision;
     EvalContext::NetKey key{&raw,         out.settings.dtype, out.settings.flops_per_mac,       code(pr.weights),
                             code(pr.kv),  code(pr.compute),   pr.quant_group, out.settings.parallel.tensor, out.settings.parallel.overlap_full,
-                            code(pr.embedding)};
+                            code(pr.embedding),
+                            {out.settings.parallel.pipeline, out.settings.parallel.micro_batches, out.settings.parallel.expert, out.settings.parallel.data}};
     size_t first = nets.size();
     bool bound = false;
     std::optional<ModelUse> resolved;  // a model and its arguments at this point (its node is not copied)
@@ -923,16 +1044,31 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       sum.network = net.name;
       if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
       sum.phase = net.phase;
-      sum.tensor_parallel = static_cast<double>(net.parallel.tensor);
-      // the link the network's collectives run on (tensor parallelism: among its T GPUs)
-      const InterconnectLevel* link = net.parallel.tensor > 1 ? pl.link_for(net.parallel.tensor) : nullptr;
-      if (net.parallel.tensor > 1 && !link) {
-        d.error(*net_locs[ni], "network '" + net.name + "' is split over " + std::to_string(net.parallel.tensor) + " GPUs, but platform '" + pl.name +
-                                   "' states no interconnect",
+      const Parallelism& par = net.parallel;
+      sum.tensor_parallel = static_cast<double>(par.tensor);
+      sum.pipeline_parallel = static_cast<double>(par.pipeline), sum.micro_batches = static_cast<double>(par.micro_batches);
+      sum.expert_parallel = static_cast<double>(par.expert), sum.data_parallel = static_cast<double>(par.data);
+      sum.gpus = static_cast<double>(par.gpus());
+      // the links the network's collectives run on: tensor parallelism's all-reduces among its T
+      // GPUs, expert parallelism's all-to-all among T × E, a pipeline's sends among T × P
+      const InterconnectLevel* link = par.tensor > 1 ? pl.link_for(par.tensor) : nullptr;
+      const InterconnectLevel* expert_link = par.expert > 1 ? pl.link_for(par.tensor * par.expert) : nullptr;
+      const InterconnectLevel* stage_link = par.pipeline > 1 ? pl.link_for(par.tensor * par.pipeline) : nullptr;
+      if ((par.tensor > 1 || par.expert > 1 || par.pipeline > 1) && pl.interconnect.empty()) {
+        const std::string split = par.tensor > 1 && par.pipeline > 1 ? std::to_string(par.tensor * par.pipeline) + " GPUs (tensor × pipeline)"
+                                  : par.tensor > 1                   ? std::to_string(par.tensor) + " GPUs"
+                                  : par.pipeline > 1                 ? std::to_string(par.pipeline) + " pipeline stages"
+                                                                     : std::to_string(par.expert) + " expert-parallel GPUs";
+        d.error(*net_locs[ni], "network '" + net.name + "' is split over " + split + ", but platform '" + pl.name + "' states no interconnect",
                 {Note{plat_nodes[pi]->loc, "platform used here"},
                  Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_nvlink, interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]}"}});
         continue;
       }
+      // a pipeline (or micro-batches run one after another): each layer's stage, the tensors each
+      // stage sends on, and the stages' sums (see finish_pipeline)
+      const bool staged = par.pipeline > 1 || par.micro_batches > 1;
+      thread_local PipelinePlan pipe;
+      if (staged && !plan_pipeline(net, pipe, d, *net_locs[ni])) continue;
       if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
       // the capacity is the largest level's, unless a level states no size (main memory of
       // unknown size holds anything: no capacity check)
@@ -978,6 +1114,12 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
           if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
         }
+        if (staged) {
+          PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
+          st.time += th.time_s, st.derated += de.time_s;
+          st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
+          st.activations = std::max(st.activations, cost.activation_bytes);
+        }
         sum.params_per_gpu += cost.params * cost.shard;
         sum.comm_bytes += cost.comm_bytes;
         sum.comm_time_s += th.comm_time_s;
@@ -1005,7 +1147,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         // layers: their totals at once (see add_copies)
         if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
           const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
-          if (R.held && reuse && !full_rows && add_copies(net, R, *kix, bounded, sum, kernels, fused ? pl.runtime.launch_overhead_s : 0, spans, span_times)) {
+          if (R.held && reuse && !full_rows && !staged && add_copies(net, R, *kix, bounded, sum, kernels, fused ? pl.runtime.launch_overhead_s : 0, spans, span_times)) {
             li = R.begin + R.period * R.copies - 1;
             continue;
           }
@@ -1105,15 +1247,22 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
-          if (cost.comm_bytes > 0 && link) {  // the all-reduce of its output, after it
-            const CollectiveTime ct = all_reduce_time(cost.comm_bytes, net.parallel.tensor, link->bandwidth_bytes_per_s, link->latency_s);
+          if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
+            const CollectiveTime ct =
+                link ? all_reduce_time(cost.comm_bytes - cost.all_to_all_bytes, par.tensor, link->bandwidth_bytes_per_s, link->latency_s) : CollectiveTime{};
+            // the dispatch of the routed tokens and their combine: two all-to-alls of half the payload
+            const double a2a = expert_link && cost.all_to_all_bytes > 0
+                                   ? 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s)
+                                   : 0;
             for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
-              if (ct.time_s > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
-              rp->comm_time_s = ct.time_s;
-              rp->time_s += ct.time_s;
+              if (ct.time_s + a2a > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
+              rp->comm_time_s = ct.time_s + a2a;
+              rp->time_s += ct.time_s + a2a;
             }
-            if (full_rows)
-              r.collective = std::string("all-reduce ") + (ct.tree ? "tree " : "ring ") + std::to_string(net.parallel.tensor) + " × " + link->name;
+            if (full_rows) {
+              if (ct.time_s > 0) r.collective = std::string("all-reduce ") + (ct.tree ? "tree " : "ring ") + std::to_string(par.tensor) + " × " + link->name;
+              if (a2a > 0) r.collective += (r.collective.empty() ? "" : " + ") + std::string("all-to-all ") + std::to_string(par.expert) + " × " + expert_link->name;
+            }
           }
           if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
             const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
@@ -1193,6 +1342,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         sum.time_s = std::max(sum.time_s - c, c);
         sum.derated_time_s = std::max(sum.derated_time_s - c, c);
       }
+      if (staged) finish_pipeline(net, pipe, stage_link, sum);
+      if (par.data > 1) sum.tokens *= static_cast<double>(par.data);
       {  // the network's dtype: that of most MACs, else of most layers
         size_t best = static_cast<size_t>(out.settings.dtype);
         double most = 0;

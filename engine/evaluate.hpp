@@ -74,6 +74,13 @@ struct SummaryRow {
   // Tensor parallelism: GPUs the network is split over; one GPU's parameters; the all-reduces'
   // payload and time (theoretical; with overlap: full, time_s is the larger of the rest and this)
   double tensor_parallel = 1, params_per_gpu = 0, comm_bytes = 0, comm_time_s = 0;
+  // Pipeline, expert and data parallelism (see Parallelism): GPUs in all (tensor × pipeline ×
+  // data), stages, micro-batches per step, the share of the pipeline's GPU time idle (the
+  // bubble), expert-parallel GPUs, data-parallel replicas. Under a pipeline, time_s is one step's
+  // (every micro-batch through every stage), the work columns (macs, flops, bytes, comm) are the
+  // step's on one replica, tokens the step's on every replica, and the memory columns those of
+  // the stage that needs the most (its KV cache holds every micro-batch's).
+  double gpus = 1, pipeline_parallel = 1, micro_batches = 1, pipeline_bubble = 0, expert_parallel = 1, data_parallel = 1;
   // A request (phase "request"): its prefill's time (time to first token) and the mean of its
   // decode steps (time per output token), theoretical and derated; time_s is the end-to-end latency
   double ttft_s = 0, derated_ttft_s = 0, tpot_s = 0, derated_tpot_s = 0, prompt = 0, generate = 0;
@@ -241,7 +248,7 @@ struct EvalContext {
     std::string preset = "";
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
-  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool, int>;
+  using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool, int, std::array<long long, 4>>;
   std::map<NetKey, NetworkCache> networks{};
   // Per worker: the context that evaluates requests' later decode steps (Scenario::requests)
   std::shared_ptr<EvalContext> request_ctx{};

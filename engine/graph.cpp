@@ -13,6 +13,7 @@ namespace rsim {
 namespace {
 
 constexpr size_t kMaxLayers = 1'000'000;
+void expert_attr(const Network& net, Layer& L);
 
 std::optional<DType> read_dtype(const CNode& v, Diags& d, const std::string& key) {
   auto s = to_string(v, d, key);
@@ -313,12 +314,13 @@ class Builder {
     if (const CNode* tw = item.find("tied_weights")) L.tied_weights = to_bool(*tw, d_, "tied_weights").value_or(false);
     if (const CNode* sh = item.find("shard")) {
       static const std::pair<const char*, Layer::Shard> modes[] = {
-          {"column", Layer::Shard::Column}, {"row", Layer::Shard::Row}, {"mlp", Layer::Shard::Mlp}, {"none", Layer::Shard::None}};
+          {"column", Layer::Shard::Column}, {"row", Layer::Shard::Row},         {"mlp", Layer::Shard::Mlp}, {"none", Layer::Shard::None},
+          {"partial", Layer::Shard::Partial}, {"reduce", Layer::Shard::Reduce}, {"auto", Layer::Shard::Auto}};
       const std::string v = sh->is_scalar() ? sh->scalar : "";
       bool known = false;
       for (const auto& [name, mode] : modes)
         if (v == name) L.shard = mode, known = true;
-      if (!known) d_.error(sh->loc, "unknown shard '" + v + "'", {Note{{}, "shard is column, row, mlp or none"}});
+      if (!known) d_.error(sh->loc, "unknown shard '" + v + "'", {Note{{}, "shard is column, row, mlp, partial, reduce, none or auto"}});
     }
     if (const CNode* su = item.find("shard_units")) {
       auto v = to_integer(*su, d_, "shard_units");
@@ -331,6 +333,7 @@ class Builder {
       else if (v) L.shared_params = static_cast<double>(*v);
     }
     L.attrs = read_attrs(*op, item, d_, where);
+    expert_attr(net_, L);
     bool inputs_ok = read_inputs(item, scopes, prev, L.inputs);
     if (d_.size() != before || !inputs_ok) {
       failed = true;  // shapes after this layer are unknown
@@ -782,10 +785,19 @@ void assign_shapes(std::vector<Shape>& to, const std::vector<Shape>& from) {
   for (size_t i = 0; i < from.size(); ++i) assign_values(to[i], from[i]);
 }
 
+// parallel.expert on a mixture: its experts spread over that many GPUs (the operator's
+// expert_parallel attribute, which the operator's cost reads)
+void expert_attr(const Network& net, Layer& L) {
+  if (net.parallel.expert <= 1 || L.op->name != "moe") return;
+  const auto& all = L.attrs.all();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].first == "expert_parallel") L.attrs.set_int(i, net.parallel.expert);
+}
+
 void assign_cost(OpCost& to, const OpCost& from) {
   // every field: a field added to OpCost must be added here (the size check catches it)
-  static_assert(sizeof(OpCost) == 17 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
-  to.shard = from.shard, to.comm_bytes = from.comm_bytes;
+  static_assert(sizeof(OpCost) == 18 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  to.shard = from.shard, to.comm_bytes = from.comm_bytes, to.all_to_all_bytes = from.all_to_all_bytes;
   to.quantized_weight_bytes = from.quantized_weight_bytes;
   to.macs = from.macs, to.flops = from.flops, to.macs_executed = from.macs_executed, to.flops_executed = from.flops_executed;
   to.params = from.params, to.weight_bytes = from.weight_bytes;
@@ -1383,6 +1395,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       same = true;
     }
     if (same) continue;
+    expert_attr(net, L);
     OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
     try {
       L.out_shapes = L.op->infer(args);
@@ -1403,16 +1416,27 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
 
 void read_parallel(const CNode& node, Parallelism& p, Diags& d) {
   MapReader m(node, keys::map("parallel"), "parallel", d);
-  if (const CNode* v = m.get("tensor"))
-    if (auto n = to_integer(*v, d, "tensor")) {
-      if (*n < 1 || *n > 4096) d.error(v->loc, "parallel.tensor must be 1 to 4096 GPUs");
-      else p.tensor = *n;
+  auto count = [&](const char* k, long long most, long long& to) {
+    const CNode* v = m.get(k);
+    if (!v) return false;
+    if (auto n = to_integer(*v, d, k)) {
+      if (*n < 1 || *n > most) d.error(v->loc, std::string("parallel.") + k + " must be 1 to " + std::to_string(most) + ", got " + std::to_string(*n));
+      else to = *n;
     }
-  for (const char* k : {"pipeline", "expert", "data"})
-    if (const CNode* v = m.get(k))
-      if (auto n = to_integer(*v, d, k); n && *n != 1)
-        d.error(v->loc, std::string("parallel.") + k + " = " + std::to_string(*n) + " is not built yet: rsim models tensor parallelism only",
-                {Note{{}, "use parallel.tensor (Megatron-style splits with all-reduces); pipeline, expert and data parallelism are planned"}});
+    return true;
+  };
+  count("tensor", 4096, p.tensor);
+  count("pipeline", 4096, p.pipeline);
+  count("micro_batches", 1000000, p.micro_batches);
+  const bool expert = count("expert", 4096, p.expert);
+  const bool data = count("data", 1000000, p.data);
+  if (expert && !data && p.data % p.expert != 0) p.data = p.expert;  // the experts' replicas
+  if (p.data % p.expert != 0) {
+    const CNode* v = m.get(data ? "data" : "expert");
+    d.error(v ? v->loc : node.loc,
+            "parallel.data = " + std::to_string(p.data) + " is not a multiple of parallel.expert = " + std::to_string(p.expert),
+            {Note{{}, "the experts are spread over data-parallel replicas, each serving its own batch: give data a multiple of expert (or leave it out: it defaults to expert)"}});
+  }
   if (const CNode* v = m.get("overlap"))
     if (auto s = to_string(*v, d, "overlap")) {
       if (*s == "full") p.overlap_full = true;
@@ -1422,10 +1446,40 @@ void read_parallel(const CNode& node, Parallelism& p, Diags& d) {
   m.finish();
 }
 
+namespace {
+
+// Expert parallelism on a mixture (its cost already one GPU's: its experts, as the operator's
+// expert_parallel attribute says): the parameters it holds, and the all-to-all that sends each of
+// its tokens' top-k copies to the GPUs of their experts and back. The T GPUs of a tensor-parallel
+// replica hold the tokens whole and dispatch a 1/T share each.
+void expert_share(const Network& net, Layer& L) {
+  const long long g = L.attrs.i("expert_parallel");
+  if (g <= 1 || L.in_shapes.empty() || L.in_shapes[0].empty()) return;
+  OpCost& c = L.cost;
+  const double e = static_cast<double>(L.attrs.i("experts")), held = std::ceil(e / static_cast<double>(g));
+  const double dm = static_cast<double>(L.in_shapes[0].back()), f = static_cast<double>(L.attrs.i("intermediate"));
+  const double expert_params = (L.attrs.b("gated") ? 3 : 2) * dm * f;
+  if (c.params > 0) c.shard *= std::max(0.0, c.params - (e - held) * expert_params) / c.params;
+  const double tokens = elements(L.in_shapes[0]) / dm, k = static_cast<double>(L.attrs.i("top_k"));
+  const double a2a = 2 * tokens * k * dm * dtype_bytes(L.dtype) / static_cast<double>(net.parallel.tensor);
+  c.all_to_all_bytes = a2a;
+  c.comm_bytes += a2a;
+}
+
+void tensor_share(const Network& net, Layer& L);
+
+}  // namespace
+
 void shard_cost(const Network& net, Layer& L) {
   L.out_share = 1;
+  if (net.parallel.tensor > 1) tensor_share(net, L);
+  if (net.parallel.expert > 1 && L.op->name == "moe") expert_share(net, L);
+}
+
+namespace {
+
+void tensor_share(const Network& net, Layer& L) {
   const long long t = net.parallel.tensor;
-  if (t <= 1) return;
   // the share of each input one GPU holds; the layer's work share: its own split, else that of its
   // first split input (an elementwise layer, rope, attention over split heads)
   double in_share[32];
@@ -1444,6 +1498,8 @@ void shard_cost(const Network& net, Layer& L) {
       break;
     case Layer::Shard::Row: work = first_split < 1 ? first_split : whole, reduce = true; break;
     case Layer::Shard::Mlp: work = whole, reduce = true; break;
+    case Layer::Shard::Partial: work = first_split < 1 ? first_split : whole; break;  // a partial sum, reduced later
+    case Layer::Shard::Reduce: reduce = true; break;  // sums partial sums: all-reduces its output
     case Layer::Shard::None: break;
     case Layer::Shard::Auto: work = out = first_split; break;
   }
@@ -1468,5 +1524,7 @@ void shard_cost(const Network& net, Layer& L) {
   c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + scratch_held * work;
   L.out_share = out;
 }
+
+}  // namespace
 
 }  // namespace rsim

@@ -49,7 +49,10 @@ struct Layer {
   bool borrowed = false;
   // Tensor parallelism (`shard:`): how the layer is split; `out_share`: the share of its output
   // tensor one GPU holds (1: whole), set with the cost by shard_cost.
-  enum class Shard : char { Auto, Column, Row, Mlp, None } shard = Shard::Auto;
+  // partial: split like row but its output stays a partial sum (no all-reduce); reduce: an
+  // elementwise layer that sums partial sums and all-reduces its output (Falcon's parallel block:
+  // attention and MLP outputs added, then one all-reduce)
+  enum class Shard : char { Auto, Column, Row, Mlp, None, Partial, Reduce } shard = Shard::Auto;
   long long shard_units = 0;  // a column split of this many heads: ceil(units / T) per GPU (0: 1/T)
   double out_share = 1;
   bool dtype_from_file = false;  // its dtype is the model file's (a layer's or network's file_dtype)

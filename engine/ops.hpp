@@ -148,10 +148,12 @@ struct OpCost {
   double kv_cache_bytes = 0;    // KV cache this layer holds (its kv outputs' whole size)
   double quantized_weight_bytes = 0;  // part of weight_bytes held in the weights dtype (matrix weights): 0 = none
   double activation_bytes = 0;  // activations live while the layer runs (inputs, outputs, scratch; not the KV cache)
-  // Tensor parallelism: the share of the layer's weights and work one GPU holds (1: all of it,
-  // replicated or alone), and the payload of the all-reduce of its output (a row-parallel layer's).
+  // Tensor parallelism: the share of the layer's parameters one GPU holds (1: all of them,
+  // replicated or alone; expert parallelism holds a mixture's experts in part too), and the payload
+  // of its collectives: the all-reduce of its output (a row-parallel layer's) and an all-to-all.
   double shard = 1;
   double comm_bytes = 0;
+  double all_to_all_bytes = 0;  // part of comm_bytes: expert parallelism's dispatch and combine of the routed tokens
   double input_total() const;
   double output_total() const;
   // Every field back to zero, keeping the byte lists' storage (a cost written over, point by point)

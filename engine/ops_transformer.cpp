@@ -382,7 +382,11 @@ void add_mlps(OpRegistry& r) {
       "scratch: as the gated MLP, per token and expert\n"
       "shared experts (Qwen-MoE, DeepSeek): one gated MLP of shared_intermediate Fs that every token runs:\n"
       "    T · 3 · D · Fs MACs, 3 · D · Fs params (always read and active); shared_gate: a sigmoid gate on its\n"
-      "    output, D params, T · D MACs; router_bias: E more params (DeepSeek-V3)";
+      "    output, D params, T · D MACs; router_bias: E more params (DeepSeek-V3)\n"
+      "expert parallelism over G GPUs (expert_parallel, set by parallel.expert): each GPU holds ceil(E / G) experts\n"
+      "    (and the router and shared experts whole) and runs its own T tokens' share of the expert work, balanced:\n"
+      "    the same MACs; the experts it reads are those the G · T tokens of all replicas touch among its own:\n"
+      "    ceil(E / G) · (1 − (1 − k/E)^(G · T))";
   moe.attrs = {{"experts", AttrType::Int, "", "experts E", {}},
                {"top_k", AttrType::Int, "", "experts per token k", {}},
                kIntermediate,
@@ -390,7 +394,8 @@ void add_mlps(OpRegistry& r) {
                {"gated", AttrType::Bool, "true", "gated experts (SwiGLU / GeGLU: three matrices); false: two", {}},
                {"shared_intermediate", AttrType::Int, "0", "hidden size Fs of the shared experts every token runs (0: none)", {}},
                {"shared_gate", AttrType::Bool, "false", "a sigmoid gate (D → 1) on the shared experts' output", {}},
-               {"router_bias", AttrType::Bool, "false", "a per-expert bias on the routing scores (DeepSeek-V3's e_score_correction_bias): E params", {}}};
+               {"router_bias", AttrType::Bool, "false", "a per-expert bias on the routing scores (DeepSeek-V3's e_score_correction_bias): E params", {}},
+               {"expert_parallel", AttrType::Int, "1", "GPUs the experts are spread over, each serving its own tokens (set by parallel.expert)", {}}};
   moe.infer = [](const OpArgs& x) -> std::vector<Shape> {
     rows_of(x.in[0], "moe");
     long long e = positive(x.attrs.i("experts"), "experts");
@@ -398,6 +403,8 @@ void add_mlps(OpRegistry& r) {
     if (k > e) fail("top_k (" + std::to_string(k) + ") cannot exceed experts (" + std::to_string(e) + ")");
     positive(x.attrs.i("intermediate"), "intermediate");
     if (x.attrs.i("shared_intermediate") < 0) fail("shared_intermediate must not be negative");
+    if (const long long g = x.attrs.i("expert_parallel"); g < 1 || g > e)
+      fail("expert_parallel (" + std::to_string(g) + ") must be 1 to the experts (" + std::to_string(e) + ")");
     return one_shape(x.in[0]);
   };
   moe.work = [](const OpArgs& x, const std::vector<Shape>&) {
@@ -405,7 +412,9 @@ void add_mlps(OpRegistry& r) {
     double t = rw.tokens, dm = d(rw.features), e = d(x.attrs.i("experts")), k = d(x.attrs.i("top_k"));
     double f = d(x.attrs.i("intermediate"));
     bool gated = x.attrs.b("gated");
-    double touched = e * (1 - std::pow(1 - k / e, t));
+    // expert parallelism: this GPU's experts, touched by the tokens of every replica
+    const double g = d(x.attrs.i("expert_parallel")), held = std::ceil(e / g);
+    double touched = held * (1 - std::pow(1 - k / e, g * t));
     OpWork w;
     w.macs = t * dm * e;
     w.other_flops = 6 * t * e + 2 * t * k * dm;
@@ -415,8 +424,8 @@ void add_mlps(OpRegistry& r) {
     gated_mlp_work(w, t, dm, f, x.attrs.s("activation") == "silu" ? 5 : 8, touched, e, k, gated);
     double mats = gated ? 3 : 2;
     w.active_params = router + k * mats * dm * f;
-    w.resident_elems = router + e * mats * dm * f;
-    w.resident_quantized_elems = e * mats * dm * f;
+    w.resident_elems = router + held * mats * dm * f;
+    w.resident_quantized_elems = held * mats * dm * f;
     if (const double fs = d(x.attrs.i("shared_intermediate")); fs > 0) {  // the shared experts: every token, always read
       OpWork s;
       gated_mlp_work(s, t, dm, fs, x.attrs.s("activation") == "silu" ? 5 : 8, 1, 1, 1, true);

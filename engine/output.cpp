@@ -307,7 +307,7 @@ struct SummaryTexts {
     Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
     DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
     DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, TensorParallel,
-    ParamsPerGpu, CommBytes, CommTime, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu, kFields
+    ParamsPerGpu, CommBytes, CommTime, Gpus, PipelineParallel, MicroBatches, PipelineBubble, ExpertParallel, DataParallel, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu, kFields
   };
   std::array<double, kFields> v{};
   std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
@@ -329,7 +329,8 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          static_cast<double>(s.derated_memory_bound), static_cast<double>(s.derated_compute_bound), s.batch, s.derated_time_s / s.batch,
          st.flops_per_mac, s.active_params, l.tokens, l.tokens_per_s, l.derated_tokens_per_s, l.ttft_s, l.derated_ttft_s, l.tpot_s,
          l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes,
-         s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s, s.phase == "request" ? s.prompt : NAN,
+         s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s, s.gpus, s.pipeline_parallel, s.micro_batches, s.pipeline_bubble,
+         s.expert_parallel, s.data_parallel, s.phase == "request" ? s.prompt : NAN,
          s.phase == "request" ? s.generate : NAN, l.e2e_s, l.derated_e2e_s, l.tokens_per_s_per_user, l.tokens_per_s_per_gpu};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
@@ -378,6 +379,7 @@ const std::vector<std::string>& summary_columns() {
       "active_params", "phase", "tokens", "tokens_per_s", "derated_tokens_per_s", "time_to_first_token_s", "derated_time_to_first_token_s",
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
       "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s",
+      "gpus", "pipeline_parallel", "micro_batches", "pipeline_bubble", "expert_parallel", "data_parallel",
       "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source"};
   return c;
 }
@@ -405,7 +407,7 @@ LlmTotals llm_totals(const SummaryRow& s) {
     t.tpot_s = s.tpot_s, t.derated_tpot_s = s.derated_tpot_s;
     t.e2e_s = s.time_s, t.derated_e2e_s = s.derated_time_s;
     t.tokens_per_s_per_user = s.tpot_s > 0 ? 1 / s.tpot_s : NAN;
-    t.tokens_per_s_per_gpu = s.time_s > 0 ? s.tokens / s.time_s / s.tensor_parallel : NAN;
+    t.tokens_per_s_per_gpu = s.time_s > 0 ? s.tokens / s.time_s / s.gpus : NAN;
   } else if (s.phase == "prefill") {
     t.ttft_s = s.time_s;
     t.derated_ttft_s = s.derated_time_s;
@@ -645,7 +647,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     b.ch(',');
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
     b.lit(exec_csv.substr(0, exec_csv.size() - 1));  // (without its line's end)
-    for (int f = F::TensorParallel; f <= F::CommTime; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
+    for (int f = F::TensorParallel; f <= F::DataParallel; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
     for (int f = F::Prompt; f <= F::TokensPerGpu; ++f) {  // a request's; empty otherwise
       b.ch(',');
       if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
@@ -1104,6 +1106,12 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(",\"params_per_gpu\":"), t.json(b, F::ParamsPerGpu);
     b.lit(",\"comm_bytes\":"), t.json(b, F::CommBytes);
     b.lit(",\"comm_time_s\":"), t.json(b, F::CommTime);
+    b.lit(",\"gpus\":"), t.json(b, F::Gpus);
+    b.lit(",\"pipeline_parallel\":"), t.json(b, F::PipelineParallel);
+    b.lit(",\"micro_batches\":"), t.json(b, F::MicroBatches);
+    b.lit(",\"pipeline_bubble\":"), t.json(b, F::PipelineBubble);
+    b.lit(",\"expert_parallel\":"), t.json(b, F::ExpertParallel);
+    b.lit(",\"data_parallel\":"), t.json(b, F::DataParallel);
     if (!sm.phase.empty()) {
       b.lit(",\"phase\":"), b.json_str(sm.phase);
       b.lit(",\"tokens\":"), t.json(b, F::Tokens);

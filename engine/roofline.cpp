@@ -24,6 +24,12 @@ CollectiveTime all_reduce_time(double bytes, long long n, double bandwidth, doub
   return tree < ring ? CollectiveTime{tree, true} : CollectiveTime{ring, false};
 }
 
+double all_to_all_time(double bytes, long long n, double bandwidth, double latency) {
+  if (n <= 1 || !(bytes > 0)) return 0;
+  const double nn = static_cast<double>(n);
+  return (nn - 1) / nn * bytes / bandwidth + (nn - 1) * latency;
+}
+
 RoofPoint roofline(double flops, double bytes, double peak, double bw) {
   RoofPoint r;
   r.peak_flops_per_s = peak;

@@ -26,11 +26,19 @@ struct Precision {
 };
 
 // How a network is split over GPUs (settings or network key `parallel:`): Megatron-style tensor
-// parallelism over `tensor` GPUs; `overlap_full`: communication hidden behind compute.
+// parallelism over `tensor` GPUs; `pipeline` stages (contiguous layers balanced by parameters), a
+// step running `micro_batches` micro-batches of the network's batch through them (GPipe: fill and
+// drain); `expert`: a mixture's experts spread over that many data-parallel replicas (all-to-all of
+// the routed tokens); `data` replicas of the whole, each with the network's batch. GPUs in all:
+// tensor × pipeline × data. `overlap_full`: communication hidden behind compute.
 struct Parallelism {
-  long long tensor = 1;
+  long long tensor = 1, pipeline = 1, micro_batches = 1, expert = 1, data = 1;
   bool overlap_full = false;
-  bool operator==(const Parallelism& o) const { return tensor == o.tensor && overlap_full == o.overlap_full; }
+  long long gpus() const { return tensor * pipeline * data; }
+  bool operator==(const Parallelism& o) const {
+    return tensor == o.tensor && pipeline == o.pipeline && micro_batches == o.micro_batches && expert == o.expert && data == o.data &&
+           overlap_full == o.overlap_full;
+  }
 };
 
 // Weights stored as int8, int4 or fp8 carry one fp16 scale per `quant_group` weights.

@@ -57,14 +57,16 @@ const ColumnInfo kColumns[] = {
     {"weight_footprint_bytes", "Weights held in memory [B]", "B", true},
     {"kv_cache_bytes", "KV cache [B]", "B", true},
     {"memory_footprint_bytes", "Memory footprint (weights, KV cache, activations) [B]", "B", true},
-    // requests and tensor parallelism
+    // requests and parallelism
     {"e2e_latency_s", "End-to-end latency [s]", "s", false},
     {"derated_e2e_latency_s", "End-to-end latency, derated roofs [s]", "s", false},
     {"tokens_per_s_per_user", "Tokens per second per user [tokens/s]", "", false},
     {"tokens_per_s_per_gpu", "Tokens per second per GPU [tokens/s]", "", false},
     {"params_per_gpu", "Parameters per GPU", "", true},
-    {"comm_bytes", "All-reduce payload [B]", "B", true},
-    {"comm_time_s", "All-reduce time [s]", "s", false},
+    {"comm_bytes", "Communication payload [B]", "B", true},
+    {"comm_time_s", "Communication time [s]", "s", false},
+    {"pipeline_bubble", "Pipeline bubble (idle share of GPU time)", "", false},
+    {"gpus", "GPUs", "", false},
 };
 
 const ColumnInfo* column(const std::string& n) {
@@ -128,6 +130,8 @@ double summary_value(const SummaryRow& s, const std::string& c) {
   if (c == "params_per_gpu") return s.params_per_gpu;
   if (c == "comm_bytes") return s.comm_bytes;
   if (c == "comm_time_s") return s.comm_time_s;
+  if (c == "pipeline_bubble") return s.pipeline_bubble;
+  if (c == "gpus") return s.gpus;
   return NAN;
 }
 

@@ -1,4 +1,4 @@
-// Tensor parallelism: Megatron-style splits, the all-reduces' payload and time on the platform's
+// Parallelism: Megatron-style tensor splits, pipeline stages, experts over GPUs, replicas; the all-reduces' payload and time on the platform's
 // interconnect, one GPU's memory. Every expected number is hand arithmetic, written out.
 #include <catch2/catch.hpp>
 
@@ -132,15 +132,145 @@ TEST_CASE("tensor parallelism: overlap full hides the all-reduces behind the res
   CHECK(full.time_s < none.time_s);
 }
 
-TEST_CASE("tensor parallelism: a platform without an interconnect, and pipeline / expert / data not built, are refused", "[parallel]") {
+TEST_CASE("parallelism: a platform without an interconnect, stages without layers and a data count that is no multiple of expert are refused", "[parallel]") {
   std::string e = error_of([] { run_tp(kLlama70b + "seq: 8}}", "{parallel: {tensor: 2}}", "l4"); });
   CHECK(e.find("error: network 'llama3_1_70b' is split over 2 GPUs, but platform 'l4' states no interconnect") != std::string::npos);
   CHECK(e.find("interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]") != std::string::npos);
-  e = error_of([] { run_tp(kLlama70b + "seq: 8}}", "{parallel: {pipeline: 4}}"); });
-  CHECK(e.find("error: parallel.pipeline = 4 is not built yet") != std::string::npos);
+  e = error_of([] { run_tp(kLlama70b + "seq: 8}}", "{parallel: {pipeline: 4}}", "l4"); });
+  CHECK(e.find("error: network 'llama3_1_70b' is split over 4 pipeline stages, but platform 'l4' states no interconnect") != std::string::npos);
+  // 84 blocks (embed, 80 decoder layers, final_norm, lm_head) cannot fill 100 stages
+  e = error_of([] { run_tp(kLlama70b + "seq: 8}}", "{parallel: {pipeline: 100}}"); });
+  CHECK(e.find("cannot be split into 100 pipeline stages: stage ") != std::string::npos);
+  e = error_of([] { run_tp(kLlama70b + "seq: 8}}", "{parallel: {expert: 4, data: 6}}"); });
+  CHECK(e.find("error: parallel.data = 6 is not a multiple of parallel.expert = 4") != std::string::npos);
   // a layer's shard is checked like any key
   e = error_of([] {
     run_tp("{name: n, input: [1, 8], layers: [{name: a, op: linear, out_features: 8, shard: columns}]}", "{parallel: {tensor: 2}}");
   });
   CHECK(e.find("columns") != std::string::npos);
+}
+
+namespace {
+
+// A platform where everything is memory-bound: 1 PFLOP/s, 1 GB/s (a byte takes a nanosecond), and
+// one link of 1 GB/s each way with 1 µs a message
+const std::string kSlow =
+    "{name: p, compute: [{name: c, dtypes: [fp32], peak: 1 PFLOP/s}], memory: [{name: m, bandwidth: 1 GB/s}],"
+    " interconnect: [{name: L, bandwidth: 1 GB/s, latency: 1 us, gpus: 8}]}";
+
+// four fp32 linear layers 256 → 256 without bias on a batch of 4: each moves 256 · 256 · 4 B of
+// weights, 4 · 256 · 4 B in and 4 · 256 · 4 B out
+const std::string kFour =
+    "{name: n, input: [4, 256], layers: [{name: l0, op: linear, out_features: 256, bias: false}, {name: l1, op: linear, out_features: 256, bias: false},"
+    " {name: l2, op: linear, out_features: 256, bias: false}, {name: l3, op: linear, out_features: 256, bias: false}]}";
+
+}  // namespace
+
+TEST_CASE("pipeline parallelism: two stages, three micro-batches: the stages, the send and the bubble by hand", "[parallel]") {
+  const SummaryRow one = summary_of(run_tp(kFour, "{}", kSlow), 0, "p");
+  const SummaryRow s = summary_of(run_tp(kFour, "{parallel: {pipeline: 2, micro_batches: 3}}", kSlow), 0, "p");
+  const double layer_bytes = 256 * 256 * 4.0 + 4 * 256 * 4.0 + 4 * 256 * 4.0;  // 270,336 B
+  const double layer = layer_bytes / 1e9;                                      // 270.336 µs
+  CHECK(one.time_s == Approx(4 * layer).epsilon(1e-12));
+  // equal parameters: the middles of the four layers at 1/8, 3/8, 5/8, 7/8 of them → stages 0, 0, 1, 1.
+  // Stage 0 sends l1's output to stage 1: 4 · 256 · 4 = 4,096 B, 4.096 µs + 1 µs a message
+  const double send = 4096 / 1e9 + 1e-6;
+  const double t0 = 2 * layer + send, t1 = 2 * layer;  // 545.768 µs, 540.672 µs
+  // GPipe: the sum of the stages, then (m − 1) more of the slowest
+  CHECK(s.time_s == Approx(t0 + t1 + 2 * t0).epsilon(1e-12));  // 1086.44 + 1091.536 = 2177.976 µs
+  // the bubble: 1 − 3 · 1086.44 / (2 · 2177.976) = 1 − 3259.32 / 4355.952 = 0.25175
+  CHECK(s.pipeline_bubble == Approx(1 - 3 * (t0 + t1) / (2 * (3 * t0 + t1))).epsilon(1e-12));
+  CHECK(s.pipeline_bubble == Approx(0.25175).epsilon(1e-4));
+  CHECK(s.comm_bytes == 3 * 4096.0);
+  CHECK(s.comm_time_s == Approx(3 * send).epsilon(1e-12));
+  // the step's work: three micro-batches of 4 through four layers; one stage's weights and parameters per GPU
+  CHECK(s.batch == 12);
+  CHECK(s.flops == 3 * 4 * (4 * 2 * 256 * 256.0));
+  CHECK(s.params == 4 * 65536.0);
+  CHECK(s.params_per_gpu == 2 * 65536.0);
+  CHECK(s.weight_footprint_bytes == 2 * 65536 * 4.0);
+  CHECK(s.gpus == 2);
+  CHECK(s.pipeline_parallel == 2);
+  CHECK(s.micro_batches == 3);
+  // equal stages without a send: (P − 1) / (m + P − 1) = 1/4; overlap: full hides the send (4.1 µs < 540 µs)
+  const SummaryRow o = summary_of(run_tp(kFour, "{parallel: {pipeline: 2, micro_batches: 3, overlap: full}}", kSlow), 0, "p");
+  CHECK(o.time_s == Approx(4 * 2 * layer).epsilon(1e-12));
+  CHECK(o.pipeline_bubble == Approx(1.0 / 4).epsilon(1e-12));
+  // micro-batches alone (one stage): one after another, no bubble
+  const SummaryRow m = summary_of(run_tp(kFour, "{parallel: {micro_batches: 3}}", kSlow), 0, "p");
+  CHECK(m.time_s == Approx(3 * 4 * layer).epsilon(1e-12));
+  CHECK(m.pipeline_bubble == 0);
+  CHECK(m.gpus == 1);
+}
+
+TEST_CASE("pipeline parallelism: Llama-3.1-70B over 4 stages keeps decoder layers whole and balances parameters", "[parallel][llm]") {
+  // decode, batch 8 a micro-batch, 4 micro-batches, context 1024 (bf16)
+  const SummaryRow s =
+      summary_of(run_tp(kLlama70b + "phase: decode, batch: 8, context: 1024}}", "{parallel: {pipeline: 4, micro_batches: 4}}"), 0, "h100_sxm");
+  // blocks: embed E = 128,256 · 8192 = 1,050,673,152; 80 layers of
+  // L = 2 · 8192² + 2 · 8192 · 1024 + 3 · 8192 · 28,672 + 2 · 8192 = 855,654,400; final_norm 8192; lm_head E.
+  const double E = 128256.0 * 8192, L = 2 * 8192.0 * 8192 + 2 * 8192.0 * 1024 + 3 * 8192.0 * 28672 + 2 * 8192.0;
+  const double total = 2 * E + 80 * L + 8192;
+  CHECK(total == 70553706496.0);
+  // layer k's middle E + (k + ½) L falls in stage ⌊4 · middle / total⌋: stage 0 up to k = 18
+  // ((18.5 L + E) · 4 / total = 0.9568, k = 19: 1.0053), stage 1 to k = 39, stage 2 to k = 60:
+  // 19, 21, 21, 19 layers. One GPU holds at most 21 layers
+  CHECK(std::floor(4 * (E + 18.5 * L) / total) == 0);
+  CHECK(std::floor(4 * (E + 19.5 * L) / total) == 1);
+  CHECK(std::floor(4 * (E + 39.5 * L) / total) == 1);
+  CHECK(std::floor(4 * (E + 40.5 * L) / total) == 2);
+  CHECK(std::floor(4 * (E + 60.5 * L) / total) == 2);
+  CHECK(std::floor(4 * (E + 61.5 * L) / total) == 3);
+  CHECK(s.params_per_gpu == 21 * L);
+  // each boundary sends the residual stream once per micro-batch: 8 tokens · 8192 · 2 B, 3 boundaries, 4 micro-batches
+  CHECK(s.comm_bytes == 4 * 3 * 8 * 8192 * 2.0);
+  // the fullest stage's KV cache holds the 4 micro-batches: 21 layers · 1025 tokens · 8 sequences · 2 · 8 · 128 · 2 B
+  CHECK(s.kv_cache_bytes == 4 * 21 * 1025 * 8 * (2 * 8 * 128 * 2.0));
+  CHECK(s.tokens == 4 * 8);
+  CHECK(s.gpus == 4);
+}
+
+TEST_CASE("expert parallelism: DeepSeek-V2-Lite over 8 GPUs: the all-to-all per MoE layer and the experts each GPU holds", "[parallel][llm]") {
+  RunResult r = run_tp("{model: hf, args: {config: ../tests/data/hf/deepseek_v2_lite.json, phase: decode, batch: 16, context: 1024}}",
+                       "{parallel: {expert: 8}}");
+  const Row& moe = row_named(r, "layer.1.moe");
+  // each of a GPU's 16 tokens goes to its 6 experts and comes back: 2 · 16 · 6 · 2048 · 2 B (bf16)
+  const double a2a = 2 * 16 * 6 * 2048 * 2.0;
+  CHECK(a2a == 786432);
+  CHECK(moe.cost.comm_bytes == a2a);
+  // two all-to-alls (dispatch, combine) of 393,216 B among 8 GPUs on NVLink 4:
+  // 7/8 · 393,216 / 450e9 + 7 · 1 µs = 7.765 µs each
+  const double one = 7.0 / 8 * (a2a / 2) / kNvlink + 7 * kLatency;
+  CHECK(moe.theoretical.comm_time_s == Approx(2 * one).epsilon(1e-12));
+  CHECK(moe.collective == "all-to-all 8 × NVLink 4");
+  const SummaryRow& s = summary_of(r, 0, "h100_sxm");
+  // 26 MoE layers (the first is dense)
+  CHECK(s.comm_bytes == 26 * a2a);
+  // each GPU holds 64 / 8 = 8 of the routed experts (3 · 2048 · 1408 each): 56 fewer per MoE layer
+  CHECK(s.params == 15706484224.0);
+  CHECK(s.params_per_gpu == 15706484224.0 - 26 * 56 * 3 * 2048 * 1408.0);
+  // data defaults to expert: 8 replicas of one GPU each, each with its own 16 sequences
+  CHECK(s.data_parallel == 8);
+  CHECK(s.gpus == 8);
+  CHECK(s.tokens == 8 * 16);
+}
+
+TEST_CASE("data parallelism: replicas multiply the tokens, not the time or one GPU's memory", "[parallel][llm]") {
+  const SummaryRow one = summary_of(run_tp(kLlama70b + "phase: decode, batch: 8, context: 100}}", "{parallel: {tensor: 8}}"), 0, "h100_sxm");
+  const SummaryRow d = summary_of(run_tp(kLlama70b + "phase: decode, batch: 8, context: 100}}", "{parallel: {tensor: 8, data: 3}}"), 0, "h100_sxm");
+  CHECK(d.time_s == one.time_s);
+  CHECK(d.memory_footprint_bytes == one.memory_footprint_bytes);
+  CHECK(one.tokens == 8);
+  CHECK(d.tokens == 3 * 8);
+  CHECK(d.gpus == 3 * 8);
+}
+
+TEST_CASE("tensor parallelism: Falcon's parallel block all-reduces once per layer, after the sum of attention and MLP", "[parallel][llm]") {
+  RunResult r = run_tp("{model: hf, args: {config: ../tests/data/hf/falcon_7b.json, phase: decode, context: 99}}", "{parallel: {tensor: 2}}");
+  // hidden 4544, bf16, one token: 4544 · 2 = 9,088 B per all-reduce, one per layer, 32 layers
+  CHECK(summary_of(r, 0, "h100_sxm").comm_bytes == 32 * 4544 * 2.0);
+  CHECK(row_named(r, "layer.0.o_proj").cost.comm_bytes == 0);
+  CHECK(row_named(r, "layer.0.down").cost.comm_bytes == 0);
+  CHECK(row_named(r, "layer.0.residual2").cost.comm_bytes == 4544 * 2.0);
+  CHECK(row_named(r, "layer.0.residual2").collective == "all-reduce ring 2 × NVLink 4");
 }
