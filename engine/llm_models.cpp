@@ -191,9 +191,19 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     integer("moe_intermediate", {"moe_intermediate_size"}, false);
     if (integer("shared_intermediate", {"shared_expert_intermediate_size"}, false) && type == "qwen2_moe") put_text("shared_gate", "true");
     integer("sparse_step", {"decoder_sparse_step"}, false);
-    if (const CNode* only = field(config, {"mlp_only_layers"}); only && only->is_seq() && !only->items.empty())
-      d.error(only->loc, "mlp_only_layers is not supported yet: every layer is sparse or follows decoder_sparse_step",
-              {Note{{}, "remove the listed layers from mlp_only_layers, or leave the list empty"}});
+    // mlp_only_layers: those layers have a dense MLP of intermediate_size (a bit each in dense_mask)
+    if (const CNode* only = field(config, {"mlp_only_layers"}); only && only->is_seq() && !only->items.empty()) {
+      unsigned long long mask = 0;
+      for (const CNode& it : only->items) {
+        const auto i = to_integer(it, d, "mlp_only_layers");
+        if (!i) continue;
+        if (*i < 0 || *i > 62)
+          d.error(it.loc, "mlp_only_layers lists layer " + std::to_string(*i) + ": rsim takes layers 0 to 62 there",
+                  {Note{{}, "the dense layers are kept as a 63-bit mask; a deeper model's dense layers past 62 are not built yet"}});
+        else mask |= 1ULL << *i;
+      }
+      put_text("dense_mask", std::to_string(mask));
+    }
   }
   // tie_word_embeddings defaults to true in Hugging Face's PretrainedConfig
   const CNode* tie = field(config, {"tie_word_embeddings"});

@@ -129,6 +129,34 @@ TEST_CASE("hf: Qwen1.5-MoE-A2.7B, fine-grained experts with a gated shared exper
   CHECK(active == 2689173504);  // "A2.7B": 2.69 B active
 }
 
+TEST_CASE("hf: Qwen-MoE's mlp_only_layers are dense MLPs of intermediate_size", "[llm]") {
+  // the published config with mlp_only_layers [0, 5] (published configs leave it empty): those two
+  // layers have a gated MLP of 5632 (3 · 2048 · 5632 = 34,603,008) instead of the mixture (router
+  // 2048 · 60, 60 experts of 3 · 2048 · 1408, the shared expert 3 · 2048 · 5632 and its gate 2048:
+  // 553,773,056): 2 · 519,170,048 fewer parameters than 14,315,784,192
+  std::ifstream in(std::string(RSIM_SOURCE_DIR) + "/tests/data/hf/qwen1_5_moe_a2_7b.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"mlp_only_layers\": []");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("\"mlp_only_layers\": []").size(), "\"mlp_only_layers\": [0, 5]");
+  const fs::path dir = fs::temp_directory_path() / "rsim_test_mlp_only";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << text;
+  const double moe = 2048.0 * 60 + 60 * 3 * 2048.0 * 1408 + 3 * 2048.0 * 5632 + 2048, dense = 3 * 2048.0 * 5632;
+  CHECK(moe - dense == 519170048);
+  RunResult r = run_net("{model: hf, args: {config: " + (dir / "config.json").string() + ", seq: 4}}");
+  CHECK(summary_of(r, 0, "h100_sxm").params == 14315784192 - 2 * (moe - dense));
+  int mixtures = 0, mlps = 0;
+  for (const Row& row : r.results.at(0).rows) mixtures += row.op == "moe", mlps += row.op == "swiglu";
+  CHECK(mixtures == 22);
+  CHECK(mlps == 2);
+  // a layer past the 63 the mask holds is refused at its entry
+  text.replace(text.find("[0, 5]"), 6, "[0, 70]");
+  std::ofstream(dir / "deep.json") << text;
+  const std::string e = error_of([&] { run_net("{model: hf, args: {config: " + (dir / "deep.json").string() + ", seq: 4}}"); });
+  CHECK(e.find("mlp_only_layers lists layer 70: rsim takes layers 0 to 62 there") != std::string::npos);
+}
+
 TEST_CASE("hf: a sliding window keeps the last W tokens of the cache and bounds what a query sees", "[llm]") {
   // Mistral-7B in bf16: K and V of 8 KV heads × 128 over 32 layers: 2 · 32 · 1024 · 2 B = 131,072 B
   // per token of context
