@@ -286,16 +286,22 @@ CNode model_node(const ModelUse& u) {
     for (auto& e : node.entries)
       if (e.key == "name") e.value = u.name ? *u.name : CNode::make_scalar(u.preset, e.value.loc);
   }
+  if (u.parallel) {  // the use's parallel: in place of the model's own
+    auto it = std::find_if(node.entries.begin(), node.entries.end(), [](const CEntry& e) { return e.key == "parallel"; });
+    if (it != node.entries.end()) it->value = *u.parallel;
+    else node.entries.push_back(CEntry{"parallel", u.parallel->loc, *u.parallel});
+  }
   return node;
 }
 
 ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
-  ModelUse use{nullptr, std::nullopt, "", env};
+  ModelUse use{nullptr, std::nullopt, "", env, std::nullopt};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
   MapReader m(entry, keys::map("model_use"), "model use", d);
   const CNode* mn = m.require("model");
   const CNode* name = m.get("name");
   const CNode* args = m.get("args");
+  const CNode* parallel = m.get("parallel");
   m.finish();
   if (!mn || !mn->is_scalar() || !ctx.models) {
     if (mn && !ctx.models) d.error(mn->loc, "models are not available here");
@@ -381,6 +387,7 @@ ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags
       }
   if (name) out.name = *name;
   else out.preset = preset_name;
+  if (parallel) out.parallel = *parallel;
   out.model = std::move(model);
   return out;
 }
@@ -918,7 +925,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
     // the network node of a model is the zoo's node with its name: the same while both are
     auto same_model = [&](const EvalContext::NetworkCache& c) {
       return c.source && c.model == resolved->model && c.preset == resolved->preset && c.name.has_value() == resolved->name.has_value() &&
-             (!c.name || same_tree(*c.name, *resolved->name));
+             (!c.name || same_tree(*c.name, *resolved->name)) && c.parallel.has_value() == resolved->parallel.has_value() &&
+             (!c.parallel || same_tree(*c.parallel, *resolved->parallel));
     };
     if (it != ctx.networks.end() && model && !same_model(it->second)) {
       ctx.networks.erase(it);  // another model (or another name): built anew below
@@ -967,7 +975,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
         auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;
         EvalContext::NetworkCache& c = ctx.networks[key] = EvalContext::NetworkCache{source, std::move(plan), net, opt, kernels, opt_kernels};
-        if (model) c.model = resolved->model, c.name = resolved->name, c.preset = resolved->preset;
+        if (model) c.model = resolved->model, c.name = resolved->name, c.preset = resolved->preset, c.parallel = resolved->parallel;
         net_kernels.resize(first);
         net_kernels.push_back(kernels);
         if (opt) net_kernels.push_back(opt_kernels);

@@ -246,6 +246,7 @@ struct EvalContext {
     std::shared_ptr<const CNode> model = nullptr;
     std::optional<CNode> name = std::nullopt;
     std::string preset = "";
+    std::optional<CNode> parallel = std::nullopt;
   };
   // entry, dtype, flops_per_mac, precision (weights, kv, compute dtype or -1; quant_group)
   using NetKey = std::tuple<const CNode*, DType, double, int, int, int, long long, long long, bool, int, std::array<long long, 4>>;
@@ -310,6 +311,7 @@ struct ModelUse {
   std::optional<CNode> name;  // `name:` of the entry, substituted
   std::string preset;         // else a preset's name ("" when neither)
   Env env;
+  std::optional<CNode> parallel;  // `parallel:` of the entry, substituted (in place of the model's)
 };
 ModelUse resolve_model(const CNode& entry, const Env& env, EvalContext& ctx, Diags& d);
 CNode model_node(const ModelUse& u);

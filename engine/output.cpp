@@ -402,12 +402,12 @@ LlmTotals llm_totals(const SummaryRow& s) {
   t.tokens = s.tokens;
   t.tokens_per_s = s.time_s > 0 ? s.tokens / s.time_s : NAN;
   t.derated_tokens_per_s = s.derated_time_s > 0 ? s.tokens / s.derated_time_s : NAN;
+  t.tokens_per_s_per_gpu = s.time_s > 0 ? s.tokens / s.time_s / s.gpus : NAN;  // (a step's or a request's)
   if (s.phase == "request") {
     t.ttft_s = s.ttft_s, t.derated_ttft_s = s.derated_ttft_s;
     t.tpot_s = s.tpot_s, t.derated_tpot_s = s.derated_tpot_s;
     t.e2e_s = s.time_s, t.derated_e2e_s = s.derated_time_s;
     t.tokens_per_s_per_user = s.tpot_s > 0 ? 1 / s.tpot_s : NAN;
-    t.tokens_per_s_per_gpu = s.time_s > 0 ? s.tokens / s.time_s / s.gpus : NAN;
   } else if (s.phase == "prefill") {
     t.ttft_s = s.time_s;
     t.derated_ttft_s = s.derated_time_s;
@@ -648,7 +648,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     if (s.memory_size_bytes > 0) b.lit(s.memory_footprint_bytes <= s.memory_size_bytes ? "true" : "false");
     b.lit(exec_csv.substr(0, exec_csv.size() - 1));  // (without its line's end)
     for (int f = F::TensorParallel; f <= F::DataParallel; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
-    for (int f = F::Prompt; f <= F::TokensPerGpu; ++f) {  // a request's; empty otherwise
+    for (int f = F::Prompt; f <= F::TokensPerGpu; ++f) {  // a request's (tokens per GPU: a transformer's); empty otherwise
       b.ch(',');
       if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
     }
@@ -1131,9 +1131,11 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
       } else if (sm.phase == "prefill") {
         b.lit(",\"time_to_first_token_s\":"), t.json(b, F::Ttft);
         b.lit(",\"derated_time_to_first_token_s\":"), t.json(b, F::DeratedTtft);
+        b.lit(",\"tokens_per_s_per_gpu\":"), t.json(b, F::TokensPerGpu);
       } else {
         b.lit(",\"time_per_output_token_s\":"), t.json(b, F::Tpot);
         b.lit(",\"derated_time_per_output_token_s\":"), t.json(b, F::DeratedTpot);
+        b.lit(",\"tokens_per_s_per_gpu\":"), t.json(b, F::TokensPerGpu);
       }
     }
     b.lit(",\"memory_footprint\":{\"weight_bytes\":"), t.json(b, F::WeightFootprint);

@@ -3,6 +3,7 @@
 #include "engine/names.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <cmath>
 #include <map>
 #include <set>
@@ -371,6 +372,7 @@ std::set<DType> dtypes_on(const RunResult& r, const std::vector<std::string>& pl
 // counted in `hidden` (the subtitle says how many) instead.
 std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, const std::vector<std::string>& plats, bool on_derated, int& hidden) {
   const bool networks = spec.points == "networks";
+  const bool link = spec.intensity == "interconnect";  // x: FLOPs per byte over the links (what communicates only)
   std::vector<RoofPt> pts;
   size_t npoints = r.points.size();
   std::set<std::string> layer_names;
@@ -387,16 +389,21 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
       for (const auto& sm : pr.summary) {
         if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
         if (!spec.network.empty() && sm.network != spec.network) continue;
-        double x = sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
+        if (link && !(sm.comm_bytes > 0)) continue;  // (nothing over the links)
+        double x = link ? sm.flops / sm.comm_bytes : sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
         std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
         // a network is memory bound when its intensity is under the platform's ridge
+        // (with the links as roofs: interconnect-bound under the ridge of the link its all-reduces
+        // run on, else as on the memory roofline)
         std::string bound = "memory";
         for (const auto& pl : pr.platforms)
           if (const ComputeRoof* roof = pl->name == sm.platform ? pl->roof_for(pr.settings.dtype) : nullptr) {
             double peak = on_derated ? roof->derated_flops_per_s : roof->peak_flops_per_s;
             double bw = on_derated ? pl->memory.front().derated_bandwidth_bytes_per_s : pl->memory.front().bandwidth_bytes_per_s;
-            if (x > peak / bw) bound = "compute";
+            if (sm.intensity > peak / bw) bound = "compute";
+            const InterconnectLevel* l = link ? pl->link_for(static_cast<long long>(sm.tensor_parallel)) : nullptr;
+            if (l && x < peak / l->bandwidth_bytes_per_s) bound = "interconnect";
           }
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
         // what of its time the launches are (why a network sits under every roof at small batch)
@@ -413,6 +420,13 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
       if (!spec.network.empty() && row.network != spec.network) continue;
       const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
       double x = rp.intensity, y = rp.attainable_flops_per_s;
+      std::string bound = bound_name(rp.bound);
+      if (link) {  // FLOPs per byte over the links; the rate its compute and its collective allow
+        if (!(row.cost.comm_bytes > 0)) continue;
+        x = row.cost.flops / row.cost.comm_bytes;
+        const double t = std::max(rp.compute_time_s, rp.comm_time_s);
+        y = t > 0 ? row.cost.flops / t : 0;
+      }
       if (!drawable(x, y)) continue;
       std::string label;
       bool one_layer = layer_names.size() == 1;
@@ -420,7 +434,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
       // on an overlay the roof a point sits on tells its platform (and so its sweep point)
       if (npoints > 1 && !(plats.size() > 1 && !label.empty())) label += (label.empty() ? "" : " · ") + point_text(r, pi);
       if (plats.size() > 1 && label.empty()) label = row.platform;
-      pts.push_back({x, y, label, bound_name(rp.bound), row.op, row.network, row.platform, pi});
+      pts.push_back({x, y, label, bound, row.op, row.network, row.platform, pi});
     }
   }
   return pts;
@@ -760,12 +774,41 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
         hidden += static_cast<int>(on_derated ? t.hidden_derated : t.hidden);
         coinciding += t.rows - (on_derated ? t.hidden_derated : t.hidden);
       }
-  const std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
+  std::vector<RoofSet> sets = roof_sets(r, plats, dtypes_used);
+  // the interconnect as the roof: each platform's links in place of its memory levels (the same
+  // drawing: a slanted roof per link, bandwidth × FLOPs per byte over it, under the compute roof)
+  const bool link = spec.intensity == "interconnect";
+  std::deque<Platform> linked;
+  if (link) {
+    std::vector<RoofSet> kept;
+    for (RoofSet rs : sets) {
+      if (rs.p->interconnect.empty()) continue;  // (a platform without links: nothing to draw)
+      Platform q = *rs.p;
+      q.memory.clear();
+      for (const InterconnectLevel& l : rs.p->interconnect) {
+        MemoryLevel m;
+        m.name = l.name;
+        m.bandwidth_bytes_per_s = m.derated_bandwidth_bytes_per_s = l.bandwidth_bytes_per_s;
+        q.memory.push_back(m);
+      }
+      linked.push_back(std::move(q));
+      rs.p = &linked.back();
+      kept.push_back(rs);
+    }
+    sets = std::move(kept);
+    if (sets.empty()) {
+      std::string names;
+      for (const auto& n : plats) names += (names.empty() ? "" : ", ") + n;
+      throw ConfigError(spec.loc, "a roofline with intensity: interconnect needs a platform with interconnect: levels; " + names + " states none",
+                        {Note{{}, "give the platform its links (interconnect: [{name, bandwidth, latency, gpus}]) or draw intensity: memory"}});
+    }
+  }
   roofline_axes(f, all_pts, sets);
+  if (link) f.x.title = "Communication intensity [FLOP/link byte]";
   apply_limits(f, spec);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
-  const bool efficiency = show_der && add_efficiency_roofs(f, sets, r, spec.network);
+  const bool efficiency = !link && show_der && add_efficiency_roofs(f, sets, r, spec.network);
   // network points on several platforms' roofs: colour = platform (its roofs' colour), marker =
   // network, unless the plot says `color:`; bound is in the plot data CSV
   PlotSpec mspec = spec;
@@ -779,15 +822,16 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
   std::string plat_text;
   for (const auto& n : plats) plat_text += (plat_text.empty() ? "" : ", ") + n;
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
-  f.title = spec.title.empty() ? "Roofline — " + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
+  f.title = spec.title.empty() ? std::string(link ? "Interconnect roofline — " : "Roofline — ") + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
   f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
   if (networks)
     if (const std::string ln = launch_note(r, plats, set); !ln.empty()) f.subtitle += " · " + ln;
+  if (link) f.subtitle += " · what communicates";
   if (hidden > 0) f.subtitle += " · " + std::to_string(hidden) + " not drawn (0 FLOPs or 0 bytes)";
   if (coinciding > 0) f.subtitle += " · " + grouped(coinciding) + " more points on drawn markers";
 
-  std::vector<std::string> head = {"platform", "network", "label", "point", "op", "intensity", "performance_flops_per_s", "bound"};
+  std::vector<std::string> head = {"platform", "network", "label", "point", "op", link ? "comm_intensity" : "intensity", "performance_flops_per_s", "bound"};
   if (networks) head.push_back("launch_share");  // the share of a network's time that is kernel launches
   out.data_csv = csv_line(head);
   for (const auto& p : all_pts) {
@@ -1743,6 +1787,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         str("marker", p.marker, table_choices("marker"));
         str("labels", p.labels, table_choices("labels"));
         str("roofs", p.roofs, table_choices("roofs"));
+        str("intensity", p.intensity, table_choices("intensity"));
         if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
         range("xlim", p.xlim);
         range("ylim", p.ylim);

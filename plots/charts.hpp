@@ -24,6 +24,7 @@ struct PlotSpec {
   std::string marker = "op";           // roofline: op | network | point
   std::string labels = "auto";         // roofline: auto | all | none
   std::string roofs = "both";          // roofline: theoretical | derated | both
+  std::string intensity = "memory";    // roofline: memory (FLOPs per byte of memory) | interconnect (FLOPs per byte over the GPUs' links)
   std::string x;                       // trend: a sweep variable, or layer | output_size | out_channels | in_channels
   std::string y = "intensity";         // trend: a result column
   std::string series = "auto";         // trend: auto | platform | network | layer

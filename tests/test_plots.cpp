@@ -363,3 +363,49 @@ TEST_CASE("a trend of more lines than a figure tells apart is split by platform,
   CHECK(f1[0].series == 4);
   CHECK(f1[0].data_csv.find("rtx3080") == std::string::npos);
 }
+
+TEST_CASE("the interconnect as a roof: layers that communicate at their FLOPs per byte over the link", "[plots][parallel][llm]") {
+  // Llama-3.1-70B prefill of 2048 tokens over 8 H100s (tensor: 8): layer.0.o_proj does
+  // 2 · 2048 · 8192 · 8192 / 8 = 34,359,738,368 FLOPs on one GPU and all-reduces 2048 · 8192 · 2 =
+  // 33,554,432 B: 1024 FLOP per byte over the link
+  const std::string text =
+      "name: link\nsettings: {parallel: {tensor: 8}}\nplatforms: [h100_sxm]\nnetworks:\n"
+      "  - {model: hf, args: {config: ../tests/data/hf/llama3_1_70b.json, seq: 2048}}\n";
+  Scenario s = parse_scenario(text, src("scenarios/t.yaml"));
+  RunResult r = run(s);
+  PlotSpec p = roofline_spec({"h100_sxm"});
+  p.intensity = "interconnect";
+  p.roofs = "theoretical";
+  auto d = draw_first(p, r, s);
+  const double flops = 2 * 2048 * 8192.0 * 8192 / 8, bytes = 2048 * 8192 * 2.0;
+  CHECK(flops / bytes == 1024);
+  CHECK(d->fig.data_csv.find("platform,network,label,point,op,comm_intensity,performance_flops_per_s,bound\n") == 0);
+  // its rate: FLOPs over the longer of its compute (34.36e9 / 989.5e12 = 34.7 µs) and its ring
+  // all-reduce (2 · 7/8 · 33,554,432 / 450e9 + 14 · 1 µs = 144.49 µs)
+  const double ring = 2 * 7.0 / 8 * bytes / 450e9 + 14e-6;
+  const std::string line = d->fig.data_csv.substr(d->fig.data_csv.find("layer.0.o_proj,"));
+  CHECK(line.find(",1024,") != std::string::npos);
+  CHECK(line.substr(0, line.find('\n')).find(",interconnect") != std::string::npos);
+  bool at_rate = false;
+  for (const plots::Point& q : d->fig.figure.points) at_rate = at_rate || (q.at.x == Approx(1024) && q.at.y == Approx(flops / ring).epsilon(1e-9));
+  CHECK(at_rate);
+  // the roofs: NVLink 4 (450 GB/s, ridge 989.5e12 / 450e9 = 2198.9) and InfiniBand NDR (50 GB/s, ridge 19,790)
+  bool nvlink = false, ib = false;
+  for (const auto& l : d->fig.figure.lines) {
+    nvlink = nvlink || (l.pts.back().x == Approx(989.5e12 / 450e9) && l.pts.back().y == Approx(989.5e12));
+    ib = ib || (l.pts.back().x == Approx(989.5e12 / 50e9) && l.pts.back().y == Approx(989.5e12));
+  }
+  CHECK(nvlink);
+  CHECK(ib);
+  CHECK(d->fig.figure.x.title == "Communication intensity [FLOP/link byte]");
+  CHECK(has_text(d->rec, "NVLink 4 450 GB/s"));
+  // layers that do not communicate (q_proj, column-parallel) are not on it
+  CHECK(d->fig.data_csv.find("layer.0.q_proj,") == std::string::npos);
+  // a platform without links cannot draw it
+  Scenario s2 = parse_scenario("name: l\nplatforms: [l4]\nnetworks:\n  - {name: n, input: [1, 8], layers: [{name: a, op: linear, out_features: 8}]}\n",
+                               src("scenarios/t.yaml"));
+  RunResult r2 = run(s2);
+  PlotSpec p2 = roofline_spec({"l4"});
+  p2.intensity = "interconnect";
+  CHECK_THROWS_WITH(build_figures(p2, r2, s2), Catch::Contains("needs a platform with interconnect: levels; l4 states none"));
+}
