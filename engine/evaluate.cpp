@@ -584,7 +584,7 @@ void Row::clear() {
 
 void SummaryRow::clear() {
   static_assert(sizeof(SummaryRow) == 608, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
-  dtype = DType::fp32, dtype_from_file = false;
+  dtype = DType::fp32, dtype_from_file = false, continuous = false;
   macs_by_dtype.fill(0), layers_by_dtype.fill(0);
   file_dtypes = 0;
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
@@ -622,18 +622,18 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     const std::string decode_name = q.name + ".decode";
     // per platform: the sums of the decode steps' times, and the last step's memory
     struct Acc {
-      double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0;
+      double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0, kv = 0, steps = 0;
       SummaryRow last;
       void add(const SummaryRow& r) {
         time += r.time_s, derated += r.derated_time_s, flops += r.flops, macs += r.macs, bytes += r.bytes;
-        comm_bytes += r.comm_bytes, comm_time += r.comm_time_s;
+        comm_bytes += r.comm_bytes, comm_time += r.comm_time_s, kv += r.kv_cache_bytes, steps += 1;
         last = r;
       }
     };
     std::map<std::string, Acc> acc;
     // with an execution mode of its own the decode step at N is evaluated again (below), else the
-    // point's is taken
-    if (q.decode_execution.empty())
+    // point's is taken; continuous batching evaluates its own contexts
+    if (q.decode_execution.empty() && !q.continuous)
       for (const SummaryRow& r : out.summary)
         if (r.network == decode_name) acc[r.platform].add(r);
     if (!ctx.request_ctx) {
@@ -650,7 +650,17 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       PointResult step;
       Point at = p;
       at.bindings.emplace_back(q.var, "");
-      for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) {
+      // continuous batching: the B sequences' contexts spread evenly over N … N+M−1, a step at their
+      // mean N + (M − 1)/2 (two steps, at the integers on either side, when it is a half: a
+      // step's cost is linear in the context, so their mean is the spread batch's)
+      std::vector<long long> contexts;
+      if (q.continuous) {
+        contexts.push_back(prompt + (generate - 1) / 2);
+        if ((generate - 1) % 2) contexts.push_back(prompt + generate / 2);
+      } else {
+        for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) contexts.push_back(c);
+      }
+      for (long long c : contexts) {
         at.bindings.back().second = std::to_string(c);
         evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
         for (const SummaryRow& r : step.summary) acc[r.platform].add(r);
@@ -668,6 +678,27 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         r.prompt = static_cast<double>(prompt), r.generate = m;
         r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
         if (auto it = prefill_time.find(r.platform); it != prefill_time.end()) r.ttft_s = it->second.first, r.derated_ttft_s = it->second.second;
+        if (q.continuous) {
+          // one steady-state step: a decode token for each of the B sequences, and the prefill of
+          // the B / M prompts that replace the requests that finished (one prompt's prefill each,
+          // r's: its entry ran at batch 1); the work and memory columns are that step's
+          const double batch = a.last.batch, share = batch / m, n = a.steps;
+          r.tpot_s = a.time / n + share * r.ttft_s, r.derated_tpot_s = a.derated / n + share * r.derated_ttft_s;
+          r.time_s = r.ttft_s + m * r.tpot_s, r.derated_time_s = r.derated_ttft_s + m * r.derated_tpot_s;
+          r.flops = a.flops / n + share * r.flops, r.macs = a.macs / n + share * r.macs, r.bytes = a.bytes / n + share * r.bytes;
+          r.comm_bytes = a.comm_bytes / n + share * r.comm_bytes, r.comm_time_s = a.comm_time / n + share * r.comm_time_s;
+          r.tokens = batch * m * r.data_parallel;
+          r.batch = batch;
+          r.continuous = true;
+          r.kv_cache_bytes = a.kv / n;  // (the mean context's)
+          r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
+          r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
+          r.achieved_flops_per_s = r.tpot_s > 0 ? r.flops / r.tpot_s : 0;
+          r.derated_achieved_flops_per_s = r.derated_tpot_s > 0 ? r.flops / r.derated_tpot_s : 0;
+          r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
+          merged.push_back(std::move(r));
+          continue;
+        }
         r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
         r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
         r.tokens = r.batch * m * r.data_parallel;  // generated tokens (one per sequence and decode step, on every replica)

@@ -88,6 +88,9 @@ struct SummaryRow {
   // whether the model's file set it (dtype_source: file) rather than the scenario
   DType dtype = DType::fp32;
   bool dtype_from_file = false;
+  // a request under continuous batching: its work columns are one steady-state step's, and its
+  // throughput batch × data / time per output token
+  bool continuous = false;
   std::array<double, 8> macs_by_dtype{}, layers_by_dtype{};  // (per DType, for the above)
   unsigned file_dtypes = 0;  // bit t: a layer of DType t took it from the model's file
   // Operators of the source model left out (ONNX nodes mapped to `ignore`), e.g. "Dropout (2 nodes)"; "" when none.

@@ -212,6 +212,7 @@ std::vector<MapDef> build() {
            {"paged_kv", map_of("paged_kv"), false, "Count the KV cache in pages: {block: 16} (off by default: exact tokens)."},
            {"prefill_execution", choice({"fused", "graph", "eager"}), false, "The prefill's execution mode (default settings.execution)."},
            {"decode_execution", choice({"fused", "graph", "eager"}), false, "The decode steps' execution mode (default settings.execution), e.g. graph: serving engines replay decode steps from CUDA graphs."},
+           {"batching", choice({"static", "continuous"}), false, "static (default): the batch's prompts prefilled together, then M decode steps together; continuous: the steady state of B sequences at contexts spread over N … N+M−1, each step decoding one token for every sequence and prefilling the B/M prompts that replace the finished requests."},
        }},
       {"paged_kv", "A paged KV cache (vLLM-style): each sequence holds whole pages",
        {

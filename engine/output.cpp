@@ -408,6 +408,11 @@ LlmTotals llm_totals(const SummaryRow& s) {
     t.tpot_s = s.tpot_s, t.derated_tpot_s = s.derated_tpot_s;
     t.e2e_s = s.time_s, t.derated_e2e_s = s.derated_time_s;
     t.tokens_per_s_per_user = s.tpot_s > 0 ? 1 / s.tpot_s : NAN;
+    if (s.continuous) {  // the steady state: every sequence gets a token each step
+      t.tokens_per_s = s.tpot_s > 0 ? s.batch * s.data_parallel / s.tpot_s : NAN;
+      t.derated_tokens_per_s = s.derated_tpot_s > 0 ? s.batch * s.data_parallel / s.derated_tpot_s : NAN;
+      t.tokens_per_s_per_gpu = t.tokens_per_s / s.gpus;
+    }
   } else if (s.phase == "prefill") {
     t.ttft_s = s.time_s;
     t.derated_ttft_s = s.derated_time_s;

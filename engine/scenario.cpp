@@ -210,6 +210,12 @@ void split_requests(Scenario& s, Diags& d) {
           d.error(v->loc, std::string("unknown ") + exec_keys[k] + " '" + t + "'", {Note{{}, "fused, graph or eager (see settings.execution)"}});
         else exec[k] = t;
       }
+    bool continuous = false;
+    if (const CNode* v = rm.get("batching")) {
+      const std::string t = v->is_scalar() ? v->scalar : "";
+      if (t == "continuous") continuous = true;
+      else if (t != "static") d.error(v->loc, "unknown batching '" + t + "'", {Note{{}, "static (default) or continuous"}});
+    }
     rm.finish();
     if (!prompt || !generate) continue;
     const CNode* args = e.find("args");
@@ -257,11 +263,18 @@ void split_requests(Scenario& s, Diags& d) {
         a->loc = e.loc;
       }
       if (block > 0) set.emplace_back("kv_block", std::to_string(block));
-      for (const auto& [k, v] : set) a->entries.push_back(CEntry{k, rq->loc, CNode::make_scalar(v, rq->loc)});
+      for (const auto& [k, v] : set) {
+        auto it = std::find_if(a->entries.begin(), a->entries.end(), [&](const CEntry& x) { return x.key == k; });
+        if (it != a->entries.end()) it->value = CNode::make_scalar(v, rq->loc);  // (batch: 1 of a continuous request's prefill)
+        else a->entries.push_back(CEntry{k, rq->loc, CNode::make_scalar(v, rq->loc)});
+      }
       return out;
     };
     const std::string prompt_text = prompt->is_scalar() ? prompt->scalar : "";
-    s.networks[i] = entry(name, {{"phase", "prefill"}, {"seq", prompt_text}, {"context", "0"}});
+    q.continuous = continuous;
+    std::vector<std::pair<std::string, std::string>> prefill_args = {{"phase", "prefill"}, {"seq", prompt_text}, {"context", "0"}};
+    if (continuous) prefill_args.emplace_back("batch", "1");  // one prompt at a time joins the running batch
+    s.networks[i] = entry(name, prefill_args);
     q.prefill = i;
     s.networks.push_back(entry(name + ".decode", {{"phase", "decode"}, {"context", "${" + q.var + "}"}}));
     q.decode = s.networks.size() - 1;

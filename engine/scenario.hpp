@@ -79,6 +79,9 @@ struct Request {
   // (in prefill_only / decode_only), "" = the scenario's
   std::string prefill_execution, decode_execution;
   std::shared_ptr<const Scenario> prefill_only;  // the prefill entry alone (with prefill_execution)
+  // `batching: continuous`: the steady state of continuous batching (see merge_requests); its
+  // prefill entry runs one prompt (batch 1)
+  bool continuous = false;
 };
 
 struct Scenario {

@@ -580,6 +580,42 @@ TEST_CASE("request: time to first token is the prompt's prefill, time per output
   CHECK(e.find("error: args.seq is set by request:") != std::string::npos);
 }
 
+TEST_CASE("request: continuous batching's steady state decodes every sequence each step and prefills the prompts that replace the finished", "[llm][request]") {
+  // Llama-3-8B in bf16, 8 sequences running requests of 100 prompt tokens generating 11 (then 10).
+  // Their contexts spread over 100 … 110: a step at their mean, 105 (M = 10: 100 … 109, the mean
+  // 104.5 as the mean of steps at 104 and 105, exact since a step's cost is linear in the
+  // context). Each step also prefills 8 / M prompts of 100 tokens, one at a time (batch 1).
+  auto summary = [](const std::string& text) { return run(parse_scenario(text, src("scenarios/t.yaml"))); };
+  const std::string head = "name: t\nsettings: {dtype: bf16}\nplatforms: [h100_sxm]\nnetworks:\n";
+  RunResult r = summary(head +
+                        "  - {name: q11, model: llama3_8b, args: {batch: 8}, request: {prompt: 100, generate: 11, batching: continuous}}\n"
+                        "  - {name: q10, model: llama3_8b, args: {batch: 8}, request: {prompt: 100, generate: 10, batching: continuous}}\n"
+                        "  - {name: p, model: llama3_8b, args: {phase: prefill, seq: 100, batch: 1}}\n"
+                        "  - {name: d104, model: llama3_8b, args: {phase: decode, context: 104, batch: 8}}\n"
+                        "  - {name: d105, model: llama3_8b, args: {phase: decode, context: 105, batch: 8}}\n");
+  auto net = [&](const std::string& name) -> const SummaryRow& {
+    for (const SummaryRow& s : r.results.at(0).summary)
+      if (s.network == name) return s;
+    FAIL("no network " << name);
+    return r.results.at(0).summary.front();
+  };
+  const SummaryRow &q11 = net("q11"), &q10 = net("q10"), &p = net("p"), &d104 = net("d104"), &d105 = net("d105");
+  CHECK(q11.ttft_s == p.time_s);
+  CHECK(q11.tpot_s == Approx(d105.time_s + 8.0 / 11 * p.time_s).epsilon(1e-14));
+  CHECK(q11.derated_tpot_s == Approx(d105.derated_time_s + 8.0 / 11 * p.derated_time_s).epsilon(1e-14));
+  CHECK(q10.tpot_s == Approx((d104.time_s + d105.time_s) / 2 + 8.0 / 10 * p.time_s).epsilon(1e-14));
+  CHECK(q11.time_s == Approx(p.time_s + 11 * q11.tpot_s).epsilon(1e-14));  // a request's latency: its prefill, then 11 steps
+  // the steady state's throughput: 8 tokens a step
+  const LlmTotals l = llm_totals(q11);
+  CHECK(l.tokens_per_s == Approx(8 / q11.tpot_s).epsilon(1e-14));
+  CHECK(l.tokens_per_s_per_user == Approx(1 / q11.tpot_s).epsilon(1e-14));
+  // the cache holds the 8 sequences at the mean context: 8 · 106 tokens (105 cached + the new one) · 131,072 B
+  CHECK(q11.kv_cache_bytes == 8 * 106 * 131072.0);
+  CHECK(q11.batch == 8);
+  const std::string e = error_of([&] { summary(head + "  - {model: llama3_8b, request: {prompt: 100, generate: 5, batching: dynamic}}\n"); });
+  CHECK(e.find("unknown batching 'dynamic'") != std::string::npos);
+}
+
 TEST_CASE("paged KV: a sequence holds whole pages, so a prompt that does not fill its last page wastes the rest", "[llm][request]") {
   // Llama-3-8B bf16: 131,072 B of K and V a token. Decode at context 100 holds 101 tokens: in pages of
   // 16 that is ceil(101 / 16) = 7 pages = 112 tokens, 11 of them waste
