@@ -549,7 +549,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
           }
         }
         size_t rows = 0;
-        for (const auto& pr : r.results) rows += pr.rows.size();
+        for (const auto& pr : r.results) rows += pr.rows.size() + pr.request_layer_evaluations;  // (a request's later decode steps too)
         if (found.empty() && unknown.empty()) {
           out << f << ": ok (" << total << " point" << (total == 1 ? "" : "s");
           if (r.points.size() < total) out << "; " << r.points.size() << " evaluated: each variable's first, last, extreme and spread values";

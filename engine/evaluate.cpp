@@ -644,7 +644,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     if (q.prefill_only) {
       PointResult pre;
       evaluate_point_once(*q.prefill_only, p, *ctx.request_ctx, pre);
-      for (const SummaryRow& r : pre.summary) prefill_time[r.platform] = {r.time_s, r.derated_time_s};
+      for (const SummaryRow& r : pre.summary) prefill_time[r.platform] = {r.time_s, r.derated_time_s}, out.request_layer_evaluations += static_cast<size_t>(r.layers);
     }
     {
       PointResult step;
@@ -663,7 +663,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       for (long long c : contexts) {
         at.bindings.back().second = std::to_string(c);
         evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
-        for (const SummaryRow& r : step.summary) acc[r.platform].add(r);
+        for (const SummaryRow& r : step.summary) acc[r.platform].add(r), out.request_layer_evaluations += static_cast<size_t>(r.layers);
       }
     }
     // the request's row in place of its prefill's; its decode row (context N) removed
@@ -719,6 +719,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
 }  // namespace
 
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  out.request_layer_evaluations = 0;
   evaluate_point_once(s, p, ctx, out);
   if (!s.requests.empty()) merge_requests(s, p, ctx, out);
 }

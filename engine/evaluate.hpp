@@ -120,6 +120,8 @@ struct PointResult {
   // that shows or keeps them (CollectSink: every one, in warnings)
   std::vector<Diagnostic> warnings;
   std::vector<FootprintExcess> footprint_excess;
+  // Layer evaluations of requests' later decode steps (summary only: not in `rows`), for counts
+  size_t request_layer_evaluations = 0;
   // Filled by a ResultSink's prepare (formatted output), else empty: one buffer, cut into pieces
   // (piece k is text[text_end[k - 1], text_end[k]), piece 0 from 0)
   std::string text;

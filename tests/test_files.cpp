@@ -328,3 +328,24 @@ TEST_CASE("calibrate --drop-bad-rows leaves out rows with a bad time and counts 
   CHECK(q.err.find(":3: measured_time_s is 'inf': a measured time is a finite number of seconds ≥ 0") != std::string::npos);
   CHECK_FALSE(fs::exists(f.dir / "d.yaml"));
 }
+
+TEST_CASE("rsim validate counts a request's every decode step among its layer evaluations", "[files][llm]") {
+  Folder f("validate_request");
+  std::ofstream(f.dir / "c.json") << R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+                                         "num_hidden_layers": 2, "num_attention_heads": 4})";
+  auto evaluations = [&](const std::string& entry) {
+    std::ofstream(f.dir / "s.yaml") << "name: t\nplatforms: [h100_sxm]\nnetworks:\n  - " + entry + "\n";
+    Proc p = validate(f.dir / "s.yaml");
+    CHECK(p.code == 0);
+    const size_t at = p.out.find(" layer evaluations)");
+    REQUIRE(at != std::string::npos);
+    const size_t from = p.out.rfind(' ', at - 1) + 1;
+    return std::stod(p.out.substr(from, at - from));
+  };
+  const double prefill = evaluations("{model: hf, args: {config: c.json, seq: 10}}");
+  const double decode = evaluations("{model: hf, args: {config: c.json, phase: decode, context: 10}}");
+  CHECK(prefill > 0);
+  CHECK(decode > 0);
+  // prompt 10, generate 4: the prefill, then decode steps at contexts 10, 11, 12, 13
+  CHECK(evaluations("{model: hf, args: {config: c.json}, request: {prompt: 10, generate: 4}}") == prefill + 4 * decode);
+}
