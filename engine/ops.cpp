@@ -1051,6 +1051,7 @@ OpRegistry make_builtins() {
   add_layout(r);
   add_tensor_ops(r);
   add_transformer_ops(r);
+  add_sequence_ops(r);
   return r;
 }
 

@@ -186,6 +186,7 @@ const OpRegistry& builtin_ops();
 // Transformer operators (engine/ops_transformer.cpp): attention, kv_cache, rmsnorm, rope,
 // embedding, swiglu, geglu, moe.
 void add_transformer_ops(OpRegistry& r);
+void add_sequence_ops(OpRegistry& r);  // ops_sequence.cpp: recurrent (LSTM, GRU, RNN), einsum
 
 // Read one attribute value from the scenario (errors at the value's location).
 bool parse_attr(const AttrSpec& spec, const CNode& value, AttrValue& out, Diags& d, const std::string& where);

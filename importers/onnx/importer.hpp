@@ -124,6 +124,7 @@ struct OpConverter {
 // Each family file's converters, in the order of the supported-ops table.
 const std::vector<OpConverter>& conv_converters();         // ops_conv.cpp
 const std::vector<OpConverter>& matmul_converters();       // ops_matmul.cpp
+const std::vector<OpConverter>& recurrent_converters();    // ops_recurrent.cpp
 const std::vector<OpConverter>& norm_converters();         // ops_norm.cpp
 const std::vector<OpConverter>& elementwise_converters();  // ops_elementwise.cpp
 const std::vector<OpConverter>& pool_converters();         // ops_conv.cpp

@@ -1,4 +1,4 @@
-// Matrix products: MatMul and Gemm. A constant 2-D weight (an initializer not already materialised
+// Matrix products: MatMul, Gemm and Einsum. A constant 2-D weight (an initializer not already materialised
 // as a layer) makes a `linear` layer that counts it as parameters; anything else the general
 // matmul / gemm of two activations.
 #include "importers/onnx/importer.hpp"
@@ -43,12 +43,23 @@ void gemm(Importer& im, const OpConverter&) {
   im.emit(l);
 }
 
+// Einsum of any number of operands: constant operands become constant layers (their elements
+// parameters), the equation goes as it is
+void einsum(Importer& im, const OpConverter&) {
+  LayerSpec l{"einsum", {}, {}};
+  for (int i = 0; i < im.cur().input_size(); ++i)
+    if (im.has_input(i)) l.inputs.push_back(im.ref(i));
+  l.set("equation", scalar(im.attr_s("equation", "")));
+  im.emit(l);
+}
+
 }  // namespace
 
 const std::vector<OpConverter>& matmul_converters() {
   static const std::vector<OpConverter> v = {
       {"Gemm", "linear (constant B) or gemm", gemm},
       {"MatMul", "linear (constant 2-D B) or matmul", matmul},
+      {"Einsum", "einsum", einsum},
   };
   return v;
 }

@@ -16,7 +16,7 @@ const std::vector<OpConverter>& converters() {
   // the families in the order of the supported-ops table (the README's, `rsim import --summary`)
   static const std::vector<OpConverter> all = [] {
     std::vector<OpConverter> r;
-    for (const auto* family : {&conv_converters(), &matmul_converters(), &norm_converters(), &elementwise_converters(), &pool_converters(),
+    for (const auto* family : {&conv_converters(), &matmul_converters(), &recurrent_converters(), &norm_converters(), &elementwise_converters(), &pool_converters(),
                                &tensor_converters(), &reduce_converters(), &folded_converters(), &identity_converters()})
       r.insert(r.end(), family->begin(), family->end());
     return r;
