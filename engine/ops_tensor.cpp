@@ -551,6 +551,25 @@ void add_data_movement(OpRegistry& r) {
   };
   r.add(g);
 
+  OpDef sc;
+  sc.name = "scatter";
+  sc.summary = "a copy of data with entries replaced (or reduced into) at the given indices (ONNX ScatterND, ScatterElements)";
+  sc.formula =
+      "output shape = data's; reads data, the indices (int64, 8 B each) and the updates, writes the output (a copy:\n"
+      "ONNX's semantics); FLOPs = 0 (reduction add, mul, max or min: one per update element)";
+  sc.attrs = {{"reduction", AttrType::Choice, "none", "how an update meets the entry", {"none", "add", "mul", "max", "min"}}};
+  sc.min_inputs = 3;
+  sc.max_inputs = 3;
+  sc.infer = [](const OpArgs& a) -> std::vector<Shape> { return one_shape(a.in[0]); };
+  sc.work = [](const OpArgs& a, const std::vector<Shape>&) {
+    OpWork w;
+    if (a.attrs.s("reduction") != "none") w.other_flops = elements(a.in[2]);
+    const double size = dtype_bytes(a.dtype);
+    w.input_bytes = {elements(a.in[0]) * size, elements(a.in[1]) * 8, elements(a.in[2]) * size};
+    return w;
+  };
+  r.add(sc);
+
   OpDef e;
   e.name = "expand";
   e.summary = "broadcast a tensor to a larger shape, materialised (ONNX Expand)";

@@ -131,3 +131,56 @@ TEST_CASE("ONNX Einsum: MACs the product of every label's size, a constant opera
   c.nodes = {{"Einsum", "chain", {"a", "b", "c"}, {"y"}, {attr_s("equation", "ij,jk,kl->il")}}};
   CHECK(rows_of(run_model("einsum3", c), 0, "box")[0]->cost.macs == 120 + 168);
 }
+
+TEST_CASE("ONNX ScatterND and ScatterElements: folded when every input is constant, a copy when not", "[onnx]") {
+  // a shape computed by scatter: data [2, 3] (int64), ScatterND at index [1] of 6 → [2, 6]; then
+  // ScatterElements at axis 0 puts 1 at index 0 → [1, 6]: the Reshape of x (2, 3) to (1, 6) folds
+  OnnxModelSpec s;
+  s.opset = 16;
+  s.inputs = {{"x", {"2", "3"}, 1, {}}};
+  s.outputs = {{"y", {"1", "6"}, 1, {}}};
+  s.initializers = {{"shape0", {"2"}, 7, {2, 3}}, {"idx", {"1", "1"}, 7, {1}},  {"upd", {"1"}, 7, {6}},
+                    {"idx2", {"1"}, 7, {0}},     {"upd2", {"1"}, 7, {1}}};
+  s.nodes = {{"ScatterND", "nd", {"shape0", "idx", "upd"}, {"shape1"}, {}},
+             {"ScatterElements", "el", {"shape1", "idx2", "upd2"}, {"shape2"}, {}},
+             {"Reshape", "r", {"x", "shape2"}, {"y"}, {}}};
+  RunResult r = run_model("scatter_fold", s);
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 1);  // the reshape alone: both scatters folded
+  CHECK(rows[0]->op == "reshape");
+  CHECK(rows[0]->output_shapes == "1x6");
+  // a scatter into an activation: x (4, 5) with rows 0 and 2 replaced by updates (2, 5), a copy
+  // reading x (20), the indices (2 int64) and the updates (10), writing 20 elements
+  OnnxModelSpec a;
+  a.opset = 16;
+  a.inputs = {{"x", {"4", "5"}, 1, {}}, {"u", {"2", "5"}, 1, {}}};
+  a.outputs = {{"y", {"4", "5"}, 1, {}}};
+  a.initializers = {{"i", {"2", "1"}, 7, {0, 2}}};
+  a.nodes = {{"ScatterND", "put", {"x", "i", "u"}, {"y"}, {}}};
+  RunResult ra = run_model("scatter_copy", a);
+  const Row* put = nullptr;
+  for (const Row* row : rows_of(ra, 0, "box"))
+    if (row->op == "scatter") put = row;
+  REQUIRE(put);
+  CHECK(put->output_shapes == "4x5");
+  CHECK(put->cost.flops == 0);
+  CHECK(put->cost.output_total() == 20 * 4.0);
+  CHECK(put->cost.input_total() == 20 * 4.0 + 2 * 8.0 + 10 * 4.0);
+  // a mask too large to fold by value (300 · 300 floats, no data read): the scatter of constants
+  // stays a constant (its shape known), read by the add like any constant
+  OnnxModelSpec m;
+  m.opset = 16;
+  m.inputs = {{"x", {"1", "300", "300"}, 1, {}}};
+  m.outputs = {{"y", {"1", "300", "300"}, 1, {}}};
+  m.initializers = {{"zeros", {"1", "300", "300"}, 1, {}}, {"mi", {"1", "2"}, 7, {0, 5}}, {"mu", {"1", "300"}, 1, {}}};
+  m.nodes = {{"ScatterND", "mask", {"zeros", "mi", "mu"}, {"mk"}, {}}, {"Add", "add", {"x", "mk"}, {"y"}, {}}};
+  RunResult rm = run_model("scatter_mask", m);
+  int scatters = 0, adds = 0;
+  for (const Row* row : rows_of(rm, 0, "box")) scatters += row->op == "scatter", adds += row->op == "add";
+  CHECK(scatters == 0);
+  CHECK(adds == 1);
+  // an index past its dimension is an error at the node, when folding
+  s.initializers[1].values = {5};
+  const std::string e = error_of([&] { run_model("scatter_bad", s); });
+  CHECK(e.find("node 'nd' (ScatterND): index 5 is out of range for dimension 2") != std::string::npos);
+}

@@ -172,11 +172,11 @@ bool Importer::try_fold() {
   // everything else folds only when every input is a known constant
   if (cur_->input_size() == 0 || !all_const_data()) {
     // shape-only constants: results whose values nobody needs (masks) stay constant without data
-    if (cur_->input_size() > 0 && (t == "Trilu" || t == "Cast" || t == "Identity" || t == "Expand" || t == "Where")) {
+    if (cur_->input_size() > 0 && (t == "Trilu" || t == "Cast" || t == "Identity" || t == "Expand" || t == "Where" || t == "ScatterND" || t == "ScatterElements")) {
       bool consts = true;
       for (int i = 0; i < cur_->input_size(); ++i)
         if (has_input(i) && !in(i).is_const) consts = false;
-      if (consts && (t == "Trilu" || t == "Cast" || t == "Identity")) {
+      if (consts && (t == "Trilu" || t == "Cast" || t == "Identity" || t == "ScatterND" || t == "ScatterElements")) {
         Val v = in(0);
         v.ref.clear();
         v.has_data = false;
@@ -419,6 +419,59 @@ bool Importer::try_fold() {
       acc = t == "ReduceProd" ? acc * v : t == "ReduceSum" ? acc + v : t == "ReduceMax" ? std::max(acc, v) : std::min(acc, v);
     }
     set_out(0, const_val(out, data, iout));
+    return true;
+  }
+  if (t == "ScatterND" || t == "ScatterElements") {  // (shape computations, masks: every input known)
+    Val v = in(0);
+    const Val& idx = in(1);
+    const Val& up = in(2);
+    if (count(v.shape) > kMaxFold) return false;
+    const std::string red = attr_s("reduction", "none");
+    auto put = [&](size_t at, double x) {
+      double& o = v.data[at];
+      o = red == "add" ? o + x : red == "mul" ? o * x : red == "max" ? std::max(o, x) : red == "min" ? std::min(o, x) : x;
+    };
+    const auto st = strides_of(v.shape);
+    auto index = [&](double id, long long n) {  // range-checked as a double before the cast
+      if (!(id >= -static_cast<double>(n) && id < static_cast<double>(n)))
+        node_fail("index " + format_number(id) + " is out of range for dimension " + std::to_string(n));
+      long long j = static_cast<long long>(id);
+      return static_cast<double>(j < 0 ? j + n : j);
+    };
+    if (t == "ScatterND") {
+      if (idx.shape.empty()) node_fail("indices must have rank 1 or more");
+      const size_t k = static_cast<size_t>(idx.shape.back());
+      if (k > v.shape.size()) node_fail("indices index " + std::to_string(k) + " dimensions of data of rank " + std::to_string(v.shape.size()));
+      const size_t tuples = static_cast<size_t>(count(idx.shape) / static_cast<double>(std::max<size_t>(k, 1)));
+      double slice = 1;
+      for (size_t q = k; q < v.shape.size(); ++q) slice *= static_cast<double>(v.shape[q]);
+      if (static_cast<double>(tuples) * slice != count(up.shape)) node_fail("updates " + shape_text(up.shape) + " do not match the indexed slices");
+      for (size_t u = 0; u < tuples; ++u) {
+        double base = 0;
+        for (size_t q = 0; q < k; ++q) base += index(idx.data[u * k + q], v.shape[q]) * st[q];
+        for (size_t e = 0; e < static_cast<size_t>(slice); ++e) put(static_cast<size_t>(base) + e, up.data[u * static_cast<size_t>(slice) + e]);
+      }
+    } else {
+      long long ax = attr_i("axis", 0);
+      if (ax < 0) ax += static_cast<long long>(v.shape.size());
+      if (ax < 0 || ax >= static_cast<long long>(v.shape.size()) || idx.shape.size() != v.shape.size() || up.shape != idx.shape)
+        node_fail("indices " + shape_text(idx.shape) + " and updates " + shape_text(up.shape) + " do not fit data " + shape_text(v.shape));
+      const auto ist = strides_of(idx.shape);
+      for (size_t e = 0; e < idx.data.size(); ++e) {
+        double at = 0;
+        size_t rem = e;
+        for (size_t q = 0; q < idx.shape.size(); ++q) {
+          const size_t c = rem / static_cast<size_t>(ist[q]);
+          rem %= static_cast<size_t>(ist[q]);
+          at += (static_cast<long long>(q) == ax ? index(idx.data[e], v.shape[q]) : static_cast<double>(c)) * st[q];
+        }
+        put(static_cast<size_t>(at), up.data[e]);
+      }
+    }
+    v.ref.clear();
+    v.param = false;
+    v.const_name = cur_name_;
+    set_out(0, v);
     return true;
   }
   if (t == "Tile") {

@@ -228,6 +228,17 @@ void resize_11(Importer& im, const OpConverter&) {
   resize_to(im, x, std::move(sizes), std::move(scales));
 }
 
+// ScatterND / ScatterElements of an activation: a copy of data with the updates written in
+// (constant ones were folded); the index checks are the folding's
+void scatter(Importer& im, const OpConverter&) {
+  if (!im.has_input(2)) im.node_fail("needs data, indices and updates");
+  LayerSpec l{"scatter", {}, {im.ref(0), im.ref(1), im.ref(2)}};
+  const std::string red = im.attr_s("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min") im.node_fail("unknown reduction '" + red + "'");
+  l.set("reduction", scalar(red));
+  im.emit(l);
+}
+
 }  // namespace
 
 const std::vector<OpConverter>& tensor_converters() {
@@ -249,6 +260,8 @@ const std::vector<OpConverter>& tensor_converters() {
       {"Resize", "upsample (2-D nearest/linear) or interpolate", resize_11, {}, 11},
       {"Upsample", "upsample (2-D nearest/linear) or interpolate", upsample},
       {"Pad", "pad", pad},
+      {"ScatterND", "scatter (folded when every input is constant)", scatter},
+      {"ScatterElements", "scatter (folded when every input is constant)", scatter},
   };
   return v;
 }
