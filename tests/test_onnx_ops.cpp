@@ -31,7 +31,7 @@ OnnxSpecAttr attr_s(const std::string& n, const std::string& v) {
 
 const char* kPlatform = R"(
 platforms:
-  - {name: box, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}], memory: [{name: dram, bandwidth: 100 GB/s}]}
+  - {name: box, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}, {name: dot, dtypes: [int8], peak: 4 TFLOP/s}], memory: [{name: dram, bandwidth: 100 GB/s}]}
 )";
 
 RunResult run_model(const std::string& name, const OnnxModelSpec& spec) {
@@ -183,4 +183,75 @@ TEST_CASE("ONNX ScatterND and ScatterElements: folded when every input is consta
   s.initializers[1].values = {5};
   const std::string e = error_of([&] { run_model("scatter_bad", s); });
   CHECK(e.find("node 'nd' (ScatterND): index 5 is out of range for dimension 2") != std::string::npos);
+}
+
+TEST_CASE("ONNX QDQ: QuantizeLinear / DequantizeLinear around a Conv make one int8 layer, its int8 weights and int32 bias parameters", "[onnx]") {
+  // x (1, 3, 8, 8) float → Q → DQ → Conv (4 × 3 × 3 × 3 int8 weights behind a DQ, pads 1; an int32
+  // bias of 4 behind a DQ) → Q → DQ → y, as ONNX Runtime's quantizer writes it
+  auto ints = [](const std::string& n, std::vector<long long> v) {
+    OnnxSpecAttr a;
+    a.name = n;
+    a.kind = OnnxSpecAttr::Kind::Ints;
+    a.ints = std::move(v);
+    return a;
+  };
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"1", "3", "8", "8"}, 1, {}}};
+  s.outputs = {{"y", {"1", "4", "8", "8"}, 1, {}}};
+  s.initializers = {{"xs", {}, 1, {0.02}},     {"xz", {}, 3, {0}},  {"w", {"4", "3", "3", "3"}, 3, {}}, {"ws", {}, 1, {0.01}},
+                    {"wz", {}, 3, {0}},        {"b", {"4"}, 6, {}}, {"bs", {}, 1, {0.0002}},            {"bz", {}, 6, {0}},
+                    {"ys", {}, 1, {0.05}},     {"yz", {}, 3, {0}}};
+  s.nodes = {{"QuantizeLinear", "xq", {"x", "xs", "xz"}, {"x_q"}, {}},
+             {"DequantizeLinear", "xdq", {"x_q", "xs", "xz"}, {"x_dq"}, {}},
+             {"DequantizeLinear", "wdq", {"w", "ws", "wz"}, {"w_dq"}, {}},
+             {"DequantizeLinear", "bdq", {"b", "bs", "bz"}, {"b_dq"}, {}},
+             {"Conv", "conv", {"x_dq", "w_dq", "b_dq"}, {"c"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
+             {"QuantizeLinear", "cq", {"c", "ys", "yz"}, {"c_q"}, {}},
+             {"DequantizeLinear", "cdq", {"c_q", "ys", "yz"}, {"y"}, {}}};
+  RunResult r = run_model("qdq", s);
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]->layer == "conv");
+  CHECK(rows[0]->dtype == DType::int8);
+  CHECK(rows[0]->compute_roof == "dot");
+  CHECK(rows[0]->cost.macs == 4.0 * 8 * 8 * 27);
+  // parameters: the int8 weights and the int32 bias, not the scales and zero points
+  CHECK(rows[0]->cost.params == 4 * 27 + 4.0);
+  CHECK(summary_of(r, 0, "box").params == 112);
+  CHECK(summary_of(r, 0, "box").dtype == DType::int8);
+  // bytes at 1 B an element: x in (3 · 64), the weights (108; the bias, 4, in the layer's dtype), y out (4 · 64)
+  CHECK(rows[0]->cost.input_total() == 3 * 64.0);
+  CHECK(rows[0]->cost.weight_bytes == 108 + 4.0);
+  CHECK(rows[0]->cost.output_total() == 4 * 64.0);
+}
+
+TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored weights as parameters", "[onnx]") {
+  // a (2, 8) uint8 × b (8, 4) int8 stored weight: a linear layer in int8, 2 · 8 · 4 = 64 MACs, 32 parameters
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"a", {"2", "8"}, 2, {}}};
+  s.outputs = {{"y", {"2", "4"}, 2, {}}};
+  s.initializers = {{"as", {}, 1, {0.1}}, {"az", {}, 2, {128}}, {"b", {"8", "4"}, 3, {}}, {"bs", {}, 1, {0.1}},
+                    {"bz", {}, 3, {0}},   {"ys", {}, 1, {0.1}}, {"yz", {}, 2, {128}}};
+  s.nodes = {{"QLinearMatMul", "qmm", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}, {}}};
+  auto rows = rows_of(run_model("qlinear_mm", s), 0, "box");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]->op == "linear");
+  CHECK(rows[0]->dtype == DType::int8);
+  CHECK(rows[0]->cost.macs == 2 * 8 * 4.0);
+  CHECK(rows[0]->cost.params == 32);
+  // ConvInteger: x (1, 2, 5, 5) uint8, w (3, 2, 3, 3) int8, no bias: 3 · 3 · 3 outputs · 18 MACs each
+  OnnxModelSpec c;
+  c.opset = 13;
+  c.inputs = {{"x", {"1", "2", "5", "5"}, 2, {}}};
+  c.outputs = {{"y", {"1", "3", "3", "3"}, 6, {}}};
+  c.initializers = {{"w", {"3", "2", "3", "3"}, 3, {}}};
+  c.nodes = {{"ConvInteger", "ci", {"x", "w"}, {"y"}, {}}};
+  auto cr = rows_of(run_model("conv_integer", c), 0, "box");
+  REQUIRE(cr.size() == 1);
+  CHECK(cr[0]->dtype == DType::int8);
+  CHECK(cr[0]->output_shapes == "1x3x3x3");
+  CHECK(cr[0]->cost.macs == 27 * 18.0);
+  CHECK(cr[0]->cost.params == 3 * 2 * 9.0);
 }

@@ -6,7 +6,9 @@
 //   walker.cpp           the walk: initializers, inputs, nodes in order, dispatch by op type and opset
 //   propagate.cpp        the shape and dtype propagation core: node inputs and attributes, constants, emit
 //   fold.cpp             constant folding of shape computations
-//   ops_*.cpp            one file per operator family, each a list of converters (OpConverter)
+//   ops_*.cpp            one file per operator family, each a list of converters (OpConverter):
+//                        conv and pooling, matmul/gemm/einsum, recurrent, normalization,
+//                        elementwise, tensor and shape ops, reductions, quantization
 //   yaml_export.cpp      `rsim import` (a zoo file with parameters) and `--summary`
 //   network_importer.cpp the `onnx:` network source the engine uses
 //   build_model.cpp      small ONNX models built in code (tests, benchmarks, fuzz seeds)
@@ -75,6 +77,9 @@ struct Val {
   std::string ref;         // the layer (or network input) holding it as an activation
   bool param = false;      // a float initializer: a learnable tensor when materialised
   std::string const_name;  // name for a materialised constant
+  // int8 storage behind a QuantizeLinear / DequantizeLinear (a QDQ model): `elem` is the stored
+  // type (int8, uint8, int32 biases) and a layer reading it runs in int8 (see node_elem)
+  bool quantized = false;
 };
 
 inline double count(const Shape& s) { return elements(s); }
@@ -125,6 +130,7 @@ struct OpConverter {
 const std::vector<OpConverter>& conv_converters();         // ops_conv.cpp
 const std::vector<OpConverter>& matmul_converters();       // ops_matmul.cpp
 const std::vector<OpConverter>& recurrent_converters();    // ops_recurrent.cpp
+const std::vector<OpConverter>& quant_converters();        // ops_quant.cpp
 const std::vector<OpConverter>& norm_converters();         // ops_norm.cpp
 const std::vector<OpConverter>& elementwise_converters();  // ops_elementwise.cpp
 const std::vector<OpConverter>& pool_converters();         // ops_conv.cpp
@@ -132,6 +138,11 @@ const std::vector<OpConverter>& tensor_converters();       // ops_tensor.cpp
 const std::vector<OpConverter>& reduce_converters();       // ops_reduce.cpp
 const std::vector<OpConverter>& folded_converters();       // fold.cpp
 const std::vector<OpConverter>& identity_converters();     // ops_elementwise.cpp
+
+// Converters other families reuse: a convolution whose weight and bias are inputs w_index and
+// b_index (-1: none; ops_conv.cpp), a matrix product of inputs a_index × b_index (ops_matmul.cpp)
+void map_conv(Importer& im, bool transpose, int w_index, int b_index);
+void map_matmul(Importer& im, int a_index, int b_index);
 
 // (walker.cpp) Every family's, in that order; the converter of an op type at an opset (nullptr:
 // none); op type → the rsim operator it becomes, derived from the registry; whether the importer

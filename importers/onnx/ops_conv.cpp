@@ -53,9 +53,11 @@ bool all_one(const std::vector<long long>& v) {
   return std::all_of(v.begin(), v.end(), [](long long x) { return x == 1; });
 }
 
-void map_conv(Importer& im, bool transpose) {
+}  // namespace
+
+void map_conv(Importer& im, bool transpose, int w_index, int b_index) {
   Val& x = im.in(0);
-  Val& w = im.in(1);
+  Val& w = im.in(w_index);
   if (x.shape.size() < 3) im.node_fail("expects (N, C, D1, ...), got " + shape_text(x.shape));
   if (w.shape.size() != x.shape.size()) im.node_fail("weight " + shape_text(w.shape) + " does not match input " + shape_text(x.shape));
   size_t n = x.shape.size() - 2;
@@ -86,7 +88,7 @@ void map_conv(Importer& im, bool transpose) {
       pads[i + n] = upper ? big : small;
     }
   }
-  bool bias = im.has_input(2);
+  bool bias = b_index >= 0 && im.has_input(b_index);
   LayerSpec l;
   l.inputs = {im.ref(0)};
   l.set("out_channels", int_node(cout));
@@ -112,8 +114,10 @@ void map_conv(Importer& im, bool transpose) {
   im.emit(l);
 }
 
-void conv(Importer& im, const OpConverter&) { map_conv(im, false); }
-void conv_transpose(Importer& im, const OpConverter&) { map_conv(im, true); }
+namespace {
+
+void conv(Importer& im, const OpConverter&) { map_conv(im, false, 1, 2); }
+void conv_transpose(Importer& im, const OpConverter&) { map_conv(im, true, 1, 2); }
 
 // MaxPool, AveragePool, LpPool: the entry's `op` is the mode (max, avg, lp)
 void pool(Importer& im, const OpConverter& c) {

@@ -9,19 +9,28 @@ namespace onnx_detail {
 
 namespace {
 
-void matmul(Importer& im, const OpConverter&) {
-  Val& b = im.in(1);
-  if (b.param && b.shape.size() == 2 && b.ref.empty()) {
-    LayerSpec l{"linear", {}, {im.ref(0)}};
-    if (im.in(0).shape.empty() || im.in(0).shape.back() != b.shape[0])
-      im.node_fail("inner dimensions differ: " + shape_text(im.in(0).shape) + " × " + shape_text(b.shape));
+}  // namespace
+
+void map_matmul(Importer& im, int a_index, int b_index) {
+  Val& b = im.in(b_index);
+  // a weight: a float initializer, or a stored int8 one (MatMulInteger, QLinearMatMul)
+  const bool stored = b.is_const && (b.elem == onnx::TensorProto::INT8 || b.elem == onnx::TensorProto::UINT8);
+  if ((b.param || stored) && b.shape.size() == 2 && b.ref.empty()) {
+    LayerSpec l{"linear", {}, {im.ref(a_index)}};
+    if (im.in(a_index).shape.empty() || im.in(a_index).shape.back() != b.shape[0])
+      im.node_fail("inner dimensions differ: " + shape_text(im.in(a_index).shape) + " × " + shape_text(b.shape));
     l.set("out_features", int_node(b.shape[1]));
     l.set("bias", bool_node(false));
     im.emit(l);
     return;
   }
-  im.simple("matmul", 2);
+  LayerSpec l{"matmul", {}, {im.ref(a_index), im.ref(b_index)}};
+  im.emit(l);
 }
+
+namespace {
+
+void matmul(Importer& im, const OpConverter&) { map_matmul(im, 0, 1); }
 
 void gemm(Importer& im, const OpConverter&) {
   Val& b = im.in(1);

@@ -106,6 +106,8 @@ std::string Importer::ref(int i) {
 // The rsim dtype of an ONNX float element type ("" for the others: integer tensors, bool).
 std::string Importer::float_dtype(int elem) {
   switch (elem) {
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8: return "int8";  // (a QDQ layer's: uint8 costed and labelled as int8)
     case onnx::TensorProto::FLOAT: return "fp32";
     case onnx::TensorProto::FLOAT16: return "fp16";
     case onnx::TensorProto::BFLOAT16: return "bf16";
@@ -118,6 +120,13 @@ std::string Importer::float_dtype(int elem) {
 int Importer::node_elem() {
   if (cur_->op_type() == "Cast") return static_cast<int>(attr_i("to", onnx::TensorProto::FLOAT));
   if (cur_->op_type() == "CastLike" && has_input(1)) return in(1).elem;
+  // the integer operators, and a QDQ layer: its first input behind a DequantizeLinear is stored
+  // in int8 (or uint8)
+  if (const std::string& t = cur_->op_type(); t == "QLinearConv" || t == "QLinearMatMul" || t == "ConvInteger" || t == "MatMulInteger")
+    return has_input(0) && in(0).elem == onnx::TensorProto::UINT8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  if (has_input(0))
+    if (auto it = vals_.find(cur_->input(0)); it != vals_.end() && it->second.quantized)
+      return it->second.elem == onnx::TensorProto::UINT8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
   for (int i = 0; i < cur_->input_size(); ++i)
     if (has_input(i))
       if (auto it = vals_.find(cur_->input(i)); it != vals_.end() && is_float_type(it->second.elem)) return it->second.elem;
@@ -188,6 +197,7 @@ std::vector<Shape> Importer::emit(LayerSpec spec, int n_outputs) {
     v.shape = out.empty() ? Shape{} : out[k];
     v.ref = k == 0 ? lname : lname + ":" + std::to_string(k);
     v.elem = is_float_type(elem) ? elem : onnx::TensorProto::FLOAT;
+    if (!float_dtype(elem).empty() && !is_float_type(elem)) v.elem = elem, v.quantized = true;  // an int8 layer's output stays int8
     ref_shapes_[v.ref] = v.shape;
     set_out(i, std::move(v));
   }

@@ -17,7 +17,7 @@ const std::vector<OpConverter>& converters() {
   static const std::vector<OpConverter> all = [] {
     std::vector<OpConverter> r;
     for (const auto* family : {&conv_converters(), &matmul_converters(), &recurrent_converters(), &norm_converters(), &elementwise_converters(), &pool_converters(),
-                               &tensor_converters(), &reduce_converters(), &folded_converters(), &identity_converters()})
+                               &tensor_converters(), &reduce_converters(), &quant_converters(), &folded_converters(), &identity_converters()})
       r.insert(r.end(), family->begin(), family->end());
     return r;
   }();
