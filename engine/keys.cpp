@@ -226,6 +226,7 @@ std::vector<MapDef> build() {
            {"inputs", def("named_shapes"), false, "Shapes of the model's inputs, e.g. {input: [1, 3, 224, 224]}."},
            {"dims", def("args"), false, "Sizes of symbolic dimensions, e.g. {batch: 1, seq: 128}."},
            {"onnx_ops", def("args"), false, "ONNX op types mapped to operators (or ignore), e.g. {MyOp: my_lua_op}."},
+           {"onnx_recompose", boolean(), false, "Decomposed operators (LayerNorm before opset 17, GELU's Erf and tanh forms, SiLU, HardSwish, MatMul + bias Add) as one layer each (default true); false keeps one layer per node."},
            {"dtype", choice_from("dtype"), false, "Precision of the network's tensors."},
        }},
       {"platform", "A hardware platform: compute roofs and memory levels",

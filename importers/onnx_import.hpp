@@ -38,6 +38,7 @@ struct OnnxImportOptions {
   const OpRegistry* ops = nullptr;                      // default: builtin_ops()
   bool record_shapes = false;                           // fill OnnxImport::tensor_shapes (cross-checks)
   std::string dtype;                                    // network dtype ("" = the scenario's)
+  bool recompose = true;                                // decomposed LayerNorm, GELU, SiLU, HardSwish, MatMul + bias as one layer each
 };
 
 struct OnnxOutput {
@@ -52,6 +53,7 @@ struct OnnxImport {
   std::map<std::string, int> op_histogram;        // ONNX op type → nodes
   std::map<std::string, int> folded;              // ONNX op type → nodes folded into constants
   std::map<std::string, int> ignored;             // op types mapped to `ignore` → nodes
+  std::map<std::string, int> recomposed;          // rsim operator → chains of nodes recomposed into one layer of it
   std::vector<std::string> symbols;               // symbolic input dimensions, in order of appearance
   long long opset = 0;
   size_t nodes = 0, initializers = 0;

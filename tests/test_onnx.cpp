@@ -359,7 +359,8 @@ TEST_CASE("ONNX: a weight that feeds several nodes is counted once", "[onnx]") {
              {"Add", "add", {"h4", "b2"}, {"y"}, {}}};
   fs::path dir = scratch_dir("tied");
   write(dir / "tied.onnx", build_onnx_model(s));
-  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: tied, onnx: tied.onnx}\n";
+  // (one layer per node: onnx_recompose: false keeps MatMul and Add apart)
+  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: tied, onnx: tied.onnx, onnx_recompose: false}\n";
   RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
   std::map<std::string, const Row*> by;
   for (const Row* row : rows_of(r, 0, "box")) by[row->layer] = row;
@@ -376,6 +377,16 @@ TEST_CASE("ONNX: a weight that feeds several nodes is counted once", "[onnx]") {
   CHECK(sm.weight_footprint_bytes == (8.0 * 8 + 8 + 8) * 4);
   auto m = load_onnx((dir / "tied.onnx").string());
   CHECK(import_onnx(*m, {}).weight_elements == sm.params);
+  // recomposed (the default), MatMul + Add is one linear layer with a bias; W and b2 are counted
+  // already (by g1 and g3), so it holds no parameters of its own; the total is the same
+  RunResult rc = run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: tied, onnx: tied.onnx}\n", (dir / "t.yaml").string()));
+  std::map<std::string, const Row*> byc;
+  for (const Row* row : rows_of(rc, 0, "box")) byc[row->layer] = row;
+  REQUIRE(byc.size() == 5);
+  CHECK(byc["m"]->op == "linear");
+  CHECK(byc["m"]->cost.params == 0);
+  CHECK(byc["m"]->cost.macs == 2.0 * 8 * 8);  // (linear counts FLOPs as 2 · MACs: the bias add is not counted apart)
+  CHECK(summary_of(rc, 0, "box").params == 8.0 * 8 + 8 + 8);
 
   // the same through rsim import → {model: ...}
   fs::create_directories(dir / "models");

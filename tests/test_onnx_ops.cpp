@@ -255,3 +255,100 @@ TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored wei
   CHECK(cr[0]->cost.macs == 27 * 18.0);
   CHECK(cr[0]->cost.params == 3 * 2 * 9.0);
 }
+
+TEST_CASE("ONNX recomposition: a decomposed LayerNorm and an Erf GELU are one layer each, with their real bytes", "[onnx]") {
+  // x (2, 4, 16) → ReduceMean(-1) → Sub → Pow 2 → ReduceMean(-1) → Add eps → Sqrt → Div → Mul γ → Add β
+  //             → Div √2 → Erf → Add 1 → Mul x → Mul 0.5 → y   (what PyTorch exports before opset 17)
+  auto axes = [] {
+    OnnxSpecAttr a;
+    a.name = "axes";
+    a.kind = OnnxSpecAttr::Kind::Ints;
+    a.ints = {-1};
+    return a;
+  };
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"2", "4", "16"}, 1, {}}};
+  s.outputs = {{"y", {"2", "4", "16"}, 1, {}}};
+  s.initializers = {{"two", {}, 1, {2}},         {"eps", {}, 1, {1e-5}}, {"gamma", {"16"}, 1, {}}, {"beta", {"16"}, 1, {}},
+                    {"sqrt2", {}, 1, {1.4142135}}, {"one", {}, 1, {1}},    {"half", {}, 1, {0.5}}};
+  s.nodes = {{"ReduceMean", "ln_mean", {"x"}, {"m"}, {axes()}},
+             {"Sub", "ln_sub", {"x", "m"}, {"d"}, {}},
+             {"Pow", "ln_pow", {"d", "two"}, {"p"}, {}},
+             {"ReduceMean", "ln_var", {"p"}, {"v"}, {axes()}},
+             {"Add", "ln_eps", {"v", "eps"}, {"e"}, {}},
+             {"Sqrt", "ln_sqrt", {"e"}, {"sd"}, {}},
+             {"Div", "ln_div", {"d", "sd"}, {"n"}, {}},
+             {"Mul", "ln_gamma", {"n", "gamma"}, {"ng"}, {}},
+             {"Add", "ln_beta", {"ng", "beta"}, {"h"}, {}},
+             {"Div", "g_div", {"h", "sqrt2"}, {"a"}, {}},
+             {"Erf", "g_erf", {"a"}, {"b"}, {}},
+             {"Add", "g_one", {"b", "one"}, {"c"}, {}},
+             {"Mul", "g_x", {"h", "c"}, {"gx"}, {}},
+             {"Mul", "g_half", {"gx", "half"}, {"y"}, {}}};
+  RunResult r = run_model("recompose", s);
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]->layer == "ln_mean");
+  CHECK(rows[0]->op == "layernorm");
+  CHECK(rows[1]->layer == "g_div");
+  CHECK(rows[1]->op == "gelu");
+  // one pass each over 2 · 4 · 16 = 128 fp32 elements in and out (512 B each); γ and β: 2 · 16 parameters, 128 B
+  CHECK(rows[0]->cost.input_total() == 128 * 4.0);
+  CHECK(rows[0]->cost.output_total() == 128 * 4.0);
+  CHECK(rows[0]->cost.params == 32);
+  CHECK(rows[0]->cost.weight_bytes == 32 * 4.0);
+  CHECK(rows[1]->cost.input_total() == 128 * 4.0);
+  CHECK(rows[1]->cost.output_total() == 128 * 4.0);
+  CHECK(summary_of(r, 0, "box").params == 32);
+  // with onnx_recompose: false every node is a layer of its own (14, and constants for the scalars)
+  fs::path dir = scratch_dir("recompose_off");
+  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
+  RunResult off = run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx, onnx_recompose: false}\n",
+                                     (dir / "t.yaml").string()));
+  int nodes = 0;
+  for (const Row* row : rows_of(off, 0, "box")) nodes += row->op != "constant";
+  CHECK(nodes == 14);
+  // (node by node, the five scalar initializers are constants read as float initializers: parameters, as every one)
+  CHECK(summary_of(off, 0, "box").params == 32 + 5);
+  // rsim import --summary says what it recomposed
+  CliOut o = cli({"import", (dir / "m.onnx").string(), "--summary"});
+  CHECK(o.out.find("recomposed: gelu × 1 layernorm × 1") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ONNX recomposition: SiLU, HardSwish, the tanh GELU and MatMul + bias", "[onnx]") {
+  // x (3, 8) → Sigmoid → Mul x → HardSigmoid → Mul → Pow 3 → Mul 0.044715 → Add x → Mul √(2/π) → Tanh → Add 1
+  //         → Mul x → Mul 0.5 → MatMul W (8, 5) → Add b (5)
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"3", "8"}, 1, {}}};
+  s.outputs = {{"y", {"3", "5"}, 1, {}}};
+  s.initializers = {{"three", {}, 1, {3}}, {"k", {}, 1, {0.044715}}, {"c", {}, 1, {0.7978845608}}, {"one", {}, 1, {1}},
+                    {"half", {}, 1, {0.5}}, {"W", {"8", "5"}, 1, {}},    {"b", {"5"}, 1, {}}};
+  s.nodes = {{"Sigmoid", "silu", {"x"}, {"s"}, {}},
+             {"Mul", "silu_mul", {"x", "s"}, {"a"}, {}},
+             {"HardSigmoid", "hswish", {"a"}, {"hs"}, {}},
+             {"Mul", "hswish_mul", {"a", "hs"}, {"h"}, {}},
+             {"Pow", "gelu", {"h", "three"}, {"p"}, {}},
+             {"Mul", "g1", {"p", "k"}, {"q"}, {}},
+             {"Add", "g2", {"h", "q"}, {"r"}, {}},
+             {"Mul", "g3", {"r", "c"}, {"t"}, {}},
+             {"Tanh", "g4", {"t"}, {"u"}, {}},
+             {"Add", "g5", {"u", "one"}, {"v"}, {}},
+             {"Mul", "g6", {"h", "v"}, {"w"}, {}},
+             {"Mul", "g7", {"w", "half"}, {"g"}, {}},
+             {"MatMul", "fc", {"g", "W"}, {"z"}, {}},
+             {"Add", "fc_bias", {"z", "b"}, {"y"}, {}}};
+  RunResult r = run_model("recompose2", s);
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0]->op == "silu");
+  CHECK(rows[1]->op == "hardswish");
+  CHECK(rows[2]->op == "gelu");
+  CHECK(rows[3]->op == "linear");
+  CHECK(rows[3]->layer == "fc");
+  CHECK(rows[3]->cost.macs == 3 * 8 * 5.0);
+  CHECK(rows[3]->cost.params == 8 * 5 + 5.0);
+  CHECK(summary_of(r, 0, "box").params == 45);
+}

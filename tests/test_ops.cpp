@@ -93,14 +93,14 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
       "matmul",              "max_pool2d",   "mul",        "permute",     "relu",       "relu6",
       "reshape",             "reshape_copy", "sigmoid",    "silu",        "slice",      "softmax",
       "split",               "sub",          "tanh",       "transpose",   "upsample"};
-  // the general tensor operators of engine/ops_tensor.cpp, tested in test_ops_tensor.cpp
+  // the general tensor operators of engine/ops_tensor.cpp and ops_sequence.cpp, tested in test_ops_tensor.cpp
   for (const char* n : {"abs", "argmax", "argmin", "ceil", "clip", "constant", "conv_nd", "conv_transpose_nd", "cos", "cumsum", "elu",
                         "equal", "erf", "exp", "expand", "floor", "gather", "gemm", "greater", "greater_equal", "instance_norm",
                         "interpolate", "less", "less_equal", "log", "log_softmax", "logical_and", "logical_not", "logical_or",
                         "logical_xor", "lrn", "max", "mean", "min", "mish", "mod", "neg", "pad", "pool_nd", "pow", "prelu",
                         "reciprocal", "reduce_l1", "reduce_l2", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
                         "reduce_prod", "reduce_sum", "reduce_sum_square", "round", "selu", "sign", "sin", "slice_nd", "softplus",
-                        "sqrt", "sum", "tile", "where"})
+                        "sqrt", "sum", "tile", "where", "scatter", "recurrent", "einsum"})
     expected.push_back(n);
   // transformer operators: tested in test_transformer.cpp
   for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "mla_attention", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);

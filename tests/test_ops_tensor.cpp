@@ -210,3 +210,45 @@ TEST_CASE("constant, expand, tile, pad, slice_nd, interpolate", "[ops][tensor]")
   OpRun cu = run("interpolate", "{size: [1, 3, 8, 4], mode: cubic}", {{1, 3, 4, 4}});
   CHECK(cu.c.flops == 2.0 * 4 * 96);  // one axis: 4 taps, a multiply-add each
 }
+
+// ============================================================== recurrent, einsum, scatter
+
+TEST_CASE("recurrent: a GRU and a plain RNN, MACs T·B·D·G·H·(I+H), parameters W + R (+ biases)", "[ops]") {
+  // a bidirectional GRU over x (T 7, B 2, I 5), hidden 4, biases: G = 3
+  OpRun g = run("recurrent", "{cell: gru, hidden: 4, bidirectional: true}", {{7, 2, 5}});
+  REQUIRE(g.out.size() == 2);
+  CHECK(g.out[0] == Shape{7, 2, 2, 4});
+  CHECK(g.out[1] == Shape{2, 2, 4});
+  CHECK(g.c.macs == 7.0 * 2 * 2 * 3 * 4 * (5 + 4));
+  CHECK(g.c.params == 2 * 3 * 4 * (5 + 4) + 2 * 2 * 3 * 4.0);
+  CHECK(g.c.flops == 2 * g.c.macs + 7 * 2 * 2 * 4 * (2 * 3 + 16.0));
+  // a plain RNN, batch first, no bias: x (B 3, T 6, I 2), hidden 8
+  OpRun r = run("recurrent", "{cell: rnn, hidden: 8, batch_first: true, bias: false}", {{3, 6, 2}});
+  CHECK(r.out[0] == Shape{3, 6, 1, 8});
+  CHECK(r.out[1] == Shape{3, 1, 8});
+  CHECK(r.c.macs == 6.0 * 3 * 1 * 1 * 8 * (2 + 8));
+  CHECK(r.c.params == 8 * (2 + 8.0));
+  CHECK(r.c.weight_bytes == 80 * 4.0);
+  CHECK(shape_error("recurrent", "{cell: gru, hidden: 4, peepholes: true}", {{7, 2, 5}}) == "peepholes are an LSTM's");
+}
+
+TEST_CASE("einsum: shapes and MACs from the equation, an ellipsis for leading dimensions", "[ops]") {
+  // '...ij,...jk->...ik' over (3, 2, 4) and (4, 5) (broadcast): 3 · 2 · 4 · 5 = 120 MACs, (3, 2, 5)
+  OpRun m = run("einsum", "{equation: '...ij,...jk->...ik'}", {{3, 2, 4}, {4, 5}});
+  CHECK(m.out[0] == Shape{3, 2, 5});
+  CHECK(m.c.macs == 120);
+  // a transpose moves data, computes nothing; a trace-like sum adds each input element once
+  CHECK(run("einsum", "{equation: 'ij->ji'}", {{3, 4}}).c.flops == 0);
+  CHECK(run("einsum", "{equation: 'ij->i'}", {{3, 4}}).c.flops == 12);
+  CHECK(shape_error("einsum", "{equation: 'ij,jk->ik'}", {{3, 4}, {5, 6}}) == "einsum: a label is 4 in one operand and 5 in another (5x6)");
+}
+
+TEST_CASE("scatter: a copy of data, the indices read as int64", "[ops]") {
+  // data (6, 4), indices (2, 1), updates (2, 4): reads 24 · 4 + 2 · 8 + 8 · 4 B, writes 24 · 4 B
+  OpRun s = run("scatter", "{}", {{6, 4}, {2, 1}, {2, 4}});
+  CHECK(s.out[0] == Shape{6, 4});
+  CHECK(s.c.flops == 0);
+  CHECK(s.c.input_total() == 24 * 4.0 + 2 * 8.0 + 8 * 4.0);
+  CHECK(s.c.output_total() == 24 * 4.0);
+  CHECK(run("scatter", "{reduction: add}", {{6, 4}, {2, 1}, {2, 4}}).c.flops == 8);
+}

@@ -144,6 +144,17 @@ const std::vector<OpConverter>& identity_converters();     // ops_elementwise.cp
 void map_conv(Importer& im, bool transpose, int w_index, int b_index);
 void map_matmul(Importer& im, int a_index, int b_index);
 
+// A chain of nodes recomposed into one layer (recompose.cpp): the rsim operator, the nodes (the
+// first names the layer), the tensor it reads and the one it produces, the initializers it holds
+// as weights (γ and β, a bias)
+struct Chain {
+  std::string kind;
+  std::vector<int> nodes;
+  std::string input, output;
+  std::vector<std::string> weights;
+};
+std::vector<Chain> find_chains(const onnx::GraphProto& g);
+
 // (walker.cpp) Every family's, in that order; the converter of an op type at an opset (nullptr:
 // none); op type → the rsim operator it becomes, derived from the registry; whether the importer
 // converts an op type at some opset.
@@ -246,6 +257,9 @@ class Importer {
   std::string unique(const std::string& raw);
   void read_inputs(const onnx::GraphProto& g);
   void node(const onnx::NodeProto& n, int index);
+
+  // recompose.cpp: the chain's layer, at its first node
+  void recompose(const Chain& c);
 
   // propagate.cpp
   static std::string float_dtype(int elem);

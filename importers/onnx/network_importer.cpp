@@ -1,4 +1,4 @@
-// The `onnx:` network source for the engine (a network entry {onnx: FILE, inputs:, dims:, onnx_ops:,
+// The `onnx:` network source for the engine (a network entry {onnx: FILE, inputs:, dims:, onnx_ops:, onnx_recompose:,
 // ...}): the entry's keys read and checked, parsed models and imports cached, thread-safe.
 #include <filesystem>
 #include <map>
@@ -21,6 +21,7 @@ class OnnxNetworkImporter : public NetworkImporter {
     const CNode* dims = m.get("dims");
     const CNode* onnx_ops = m.get("onnx_ops");
     const CNode* dtype = m.get("dtype");
+    const CNode* recompose = m.get("onnx_recompose");
     m.get("description");
     m.finish();
     OnnxImportOptions opt;
@@ -34,6 +35,7 @@ class OnnxNetworkImporter : public NetworkImporter {
       }
     }
     if (name) opt.name = to_string(*name, d, "network name").value_or("");
+    if (recompose) opt.recompose = to_bool(*recompose, d, "onnx_recompose").value_or(true);
     if (dtype) {
       opt.dtype = to_string(*dtype, d, "dtype").value_or("");
       if (!opt.dtype.empty() && !parse_dtype(opt.dtype))
@@ -80,7 +82,7 @@ class OnnxNetworkImporter : public NetworkImporter {
         }
     }
     d.throw_if_any();
-    std::string key = path + "\n" + opt.name + "\n" + opt.dtype + "\n";
+    std::string key = path + "\n" + opt.name + "\n" + opt.dtype + "\n" + (opt.recompose ? "r" : "n") + "\n";
     for (const auto& [n, s] : opt.inputs) key += n + "=" + shape_str(s) + ";";
     key += "\n";
     for (const auto& [n, v] : opt.dims) key += n + "=" + std::to_string(v) + ";";

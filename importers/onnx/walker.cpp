@@ -85,7 +85,29 @@ OnnxImport Importer::run() {
     vals_[t.name()] = std::move(v);
   }
   read_inputs(g);
-  for (int i = 0; i < g.node_size(); ++i) node(g.node(i), i);
+  // decomposed operators: each chain one layer at its first node, its other nodes skipped
+  std::vector<int> head(static_cast<size_t>(g.node_size()), -1);  // chain index at its first node; -2: inside a chain
+  std::vector<Chain> chains = opt_.recompose ? find_chains(g) : std::vector<Chain>{};
+  // (a chain with a node whose op type the user maps elsewhere stays nodes)
+  chains.erase(std::remove_if(chains.begin(), chains.end(),
+                              [&](const Chain& c) {
+                                return std::any_of(c.nodes.begin(), c.nodes.end(), [&](int n) { return opt_.op_map.count(g.node(n).op_type()) > 0; });
+                              }),
+               chains.end());
+  for (size_t c = 0; c < chains.size(); ++c)
+    for (size_t k = 0; k < chains[c].nodes.size(); ++k) head[static_cast<size_t>(chains[c].nodes[k])] = k == 0 ? static_cast<int>(c) : -2;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const int h = head[static_cast<size_t>(i)];
+    if (h == -1) {
+      node(g.node(i), i);
+      continue;
+    }
+    ++res_.op_histogram[g.node(i).op_type()];
+    if (h < 0) continue;
+    cur_ = &g.node(i);
+    cur_name_ = cur_->name().empty() ? cur_->op_type() + "_" + std::to_string(++unnamed_[cur_->op_type()]) : cur_->name();
+    recompose(chains[static_cast<size_t>(h)]);
+  }
   for (const auto& o : g.output()) {
     auto it = vals_.find(o.name());
     if (it == vals_.end() || !it->second.known) fail("graph output '" + o.name() + "' is not produced by any node");

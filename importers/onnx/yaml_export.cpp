@@ -329,6 +329,11 @@ std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
       size_t folded = 0;
       for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
       s << "  imported: " << r.network.find("layers")->items.size() << " layers (" << folded << " nodes folded into constants)\n";
+      if (!r.recomposed.empty()) {  // chains of nodes that became one layer each
+        s << "  recomposed:";
+        for (const auto& [k, v] : r.recomposed) s << " " << k << " × " << v;
+        s << " (chains of nodes as one layer each; onnx_recompose: false keeps the nodes)\n";
+      }
     } catch (const ConfigError& e) {
       s << "  not imported with these shapes: " << e.diagnostics().front().message << "\n";
     }
