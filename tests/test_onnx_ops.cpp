@@ -2,8 +2,10 @@
 // test code, their costs derived by hand from the shapes (the file's own weight count beside).
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "cli_helpers.hpp"
 #include "helpers.hpp"
@@ -351,4 +353,69 @@ TEST_CASE("ONNX recomposition: SiLU, HardSwish, the tanh GELU and MatMul + bias"
   CHECK(rows[3]->cost.macs == 3 * 8 * 5.0);
   CHECK(rows[3]->cost.params == 8 * 5 + 5.0);
   CHECK(summary_of(r, 0, "box").params == 45);
+}
+
+TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters though odd sizes do not fit it", "[onnx][cli]") {
+  // x (N, 3, H, W) → Conv 3→8 3×3 pad 1 → MaxPool 2 → Conv 8→8 3×3 pad 1 → ConvTranspose 8→8 2×2 stride 2
+  // → Concat with the first conv (16 channels) → Conv 16→2 1×1 → y; and the top half of the first
+  // conv's rows, sliced at Shape(x)[2] / 2 → top. At H = 101 the pooled 50 comes back as 100 and the
+  // concat fails: rsim's first probes; at multiples of 32 it fits, and the slice's end is H // 2.
+  auto ints = [](const std::string& n, std::vector<long long> v) {
+    OnnxSpecAttr a;
+    a.name = n;
+    a.kind = OnnxSpecAttr::Kind::Ints;
+    a.ints = std::move(v);
+    return a;
+  };
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"N", "3", "H", "W"}, 1, {}}};
+  s.outputs = {{"y", {"N", "2", "H", "W"}, 1, {}}, {"top", {"N", "8", "?", "W"}, 1, {}}};
+  s.initializers = {{"w1", {"8", "3", "3", "3"}, 1, {}}, {"w2", {"8", "8", "3", "3"}, 1, {}}, {"wt", {"8", "8", "2", "2"}, 1, {}},
+                    {"w3", {"2", "16", "1", "1"}, 1, {}}, {"two", {}, 7, {2}},     {"ax0", {"1"}, 7, {0}},
+                    {"i2", {}, 7, {2}},                   {"zero", {"1"}, 7, {0}}, {"axis2", {"1"}, 7, {2}}};
+  s.nodes = {{"Conv", "c1", {"x", "w1"}, {"a"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
+             {"MaxPool", "pool", {"a"}, {"p"}, {ints("kernel_shape", {2, 2}), ints("strides", {2, 2})}},
+             {"Conv", "c2", {"p", "w2"}, {"b"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
+             {"ConvTranspose", "up", {"b", "wt"}, {"u"}, {ints("kernel_shape", {2, 2}), ints("strides", {2, 2})}},
+             {"Concat", "cat", {"a", "u"}, {"c"}, {attr_i("axis", 1)}},
+             {"Conv", "c3", {"c", "w3"}, {"y"}, {ints("kernel_shape", {1, 1})}},
+             {"Shape", "shape", {"x"}, {"sh"}, {}},
+             {"Gather", "h", {"sh", "i2"}, {"hh"}, {}},
+             {"Div", "half", {"hh", "two"}, {"hh2"}, {}},
+             {"Unsqueeze", "end", {"hh2", "ax0"}, {"e"}, {}},
+             {"Slice", "top", {"a", "zero", "e", "axis2"}, {"top"}, {}}};
+  fs::path dir = scratch_dir("unet");
+  std::ofstream(dir / "unet.onnx", std::ios::binary) << build_onnx_model(s);
+  fs::create_directories(dir / "models");
+  CliOut o = cli({"import", (dir / "unet.onnx").string(), "-o", (dir / "models" / "unet.yaml").string()});
+  INFO(o.err);
+  REQUIRE(o.code == 0);
+  std::ifstream in(dir / "models" / "unet.yaml");
+  const std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(yaml.find("H // 2") != std::string::npos);  // the slice's end
+  // it runs at sizes the user names: N 1, H 128, W 160 (and N 2, H 64, W 96)
+  for (auto [n, h, w] : {std::array<long long, 3>{1, 128, 160}, std::array<long long, 3>{2, 64, 96}}) {
+    RunResult r = run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {model: unet, args: {N: " + std::to_string(n) +
+                                         ", H: " + std::to_string(h) + ", W: " + std::to_string(w) + "}}\n",
+                                     (dir / "t.yaml").string()));
+    std::map<std::string, const Row*> by;
+    for (const Row* row : rows_of(r, 0, "box")) by[row->layer] = row;
+    const double hw = static_cast<double>(h * w);
+    CHECK(by["c1"]->cost.macs == n * 8 * hw * 27);                    // 3 × 3 × 3 taps per output
+    CHECK(by["c2"]->cost.macs == n * 8 * (hw / 4) * 72);              // at half size, 8 × 3 × 3 taps
+    CHECK(by["up"]->cost.macs == n * 8 * (hw / 4) * 8 * 4);           // each input pixel to a 2 × 2 block of 8 channels
+    CHECK(by["c3"]->cost.macs == n * 2 * hw * 16);
+    CHECK(by["top"]->output_shapes == std::to_string(n) + "x8x" + std::to_string(h / 2) + "x" + std::to_string(w));
+  }
+  // a model that takes no size rsim tries says so, naming its symbols and how to give sizes
+  s.initializers.push_back({"fixed", {"1", "8", "16", "16"}, 1, {}});  // (a concat with a fixed 16 × 16 map: fits no probe)
+  s.nodes[4].inputs = {"a", "fixed"};
+  std::ofstream(dir / "bad.onnx", std::ios::binary) << build_onnx_model(s);
+  CliOut bad = cli({"import", (dir / "bad.onnx").string()});
+  INFO(bad.err);
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find("cannot be derived for its symbolic dimensions (N, H, W) at rsim's probe sizes") != std::string::npos);
+  CHECK(bad.err.find("--dim NAME=VALUE") != std::string::npos);
+  fs::remove_all(dir);
 }

@@ -1,6 +1,8 @@
 // `rsim import`: the model as a zoo file whose symbolic dimensions are parameters (imported at a
 // few probe values, the dimensions that differ fitted as expressions), and `rsim import --summary`.
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -95,6 +97,44 @@ Fit fit_value(const std::vector<std::string>& syms, const std::vector<Probe>& pr
         s += s.empty() ? (c[i] < 0 ? "-" + term : term) : (c[i] < 0 ? " - " : " + ") + term;
       }
       if (c0 != 0) s += (s.empty() ? std::to_string(c0) : (c0 < 0 ? " - " : " + ") + std::to_string(std::llabs(c0)));
+      return Fit{true, s.empty() ? "0" : s};
+    }
+    // rational: c₀ + Σ (pᵢ/qᵢ)·sᵢ, exact at every probe (the probes are multiples of 32: a
+    // UNet's height / 8), written with floor division: `height // 8`, `width * 3 // 4`
+    std::vector<long long> num(n, 0), den(n, 1);
+    ok = true;
+    double c0d = static_cast<double>(v[0]);
+    for (size_t i = 0; i < n && ok; ++i) {
+      long long ds = probes[i + 1].values[i] - base[i];
+      long long dv = v[i + 1] - v[0];
+      if (ds == 0) ok = false;
+      else {
+        long long g = std::gcd(std::llabs(dv), std::llabs(ds));
+        if (g == 0) g = 1;
+        num[i] = dv / g, den[i] = ds / g;
+        if (den[i] < 0) num[i] = -num[i], den[i] = -den[i];
+        if (base[i] % den[i] != 0) ok = false;
+        else c0d -= static_cast<double>(num[i] * (base[i] / den[i]));
+      }
+    }
+    const long long r0 = static_cast<long long>(c0d);
+    for (size_t p = 0; p < probes.size() && ok; ++p) {
+      long long pred = r0;
+      for (size_t i = 0; i < n && ok; ++i) {
+        if (probes[p].values[i] % den[i] != 0) ok = false;
+        else pred += num[i] * (probes[p].values[i] / den[i]);
+      }
+      ok = ok && pred == v[p];
+    }
+    if (ok) {
+      std::string s;
+      for (size_t i = 0; i < n; ++i) {
+        if (num[i] == 0) continue;
+        const long long a = std::llabs(num[i]);
+        std::string term = syms[i] + (a == 1 ? "" : " * " + std::to_string(a)) + (den[i] == 1 ? "" : " // " + std::to_string(den[i]));
+        s += s.empty() ? (num[i] < 0 ? "-" + term : term) : (num[i] < 0 ? " - " : " + ") + term;
+      }
+      if (r0 != 0) s += (s.empty() ? std::to_string(r0) : (r0 < 0 ? " - " : " + ") + std::to_string(std::llabs(r0)));
       return Fit{true, s.empty() ? "0" : s};
     }
   }
@@ -216,27 +256,56 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
     for (size_t i = 0; i < syms.size(); ++i) o.dims.emplace_back(syms[i], values[i]);
     return import_onnx(m, o);
   };
-  std::vector<long long> base;
-  for (size_t i = 0; i < syms.size(); ++i) base.push_back(primes[0][i]);
-  OnnxImport r0 = run_with(base);
-  probes.push_back(Probe{base, r0.network});
-  if (!syms.empty()) {
-    for (size_t i = 0; i < syms.size(); ++i) {
-      auto v = base;
-      v[i] = primes[1][i];
-      probes.push_back(Probe{v, run_with(v).network});
+  // The probes: the model imported at sizes rsim picks (primes, so that each fitted value shows
+  // which symbols it depends on), then at the same primes times 32 when a model cannot take odd
+  // sizes (a UNet: pooled, upsampled, concatenated with its skip), each family checked at the
+  // defaults or at other primes. Sizes the user never gave are never named in an error but as probes.
+  OnnxImport r0;
+  CNode net;
+  std::optional<ConfigError> first_error;
+  std::vector<long long> tried;
+  for (long long mult : {1LL, 32LL}) {
+    probes.clear();
+    try {
+      std::vector<long long> base;
+      for (size_t i = 0; i < syms.size(); ++i) base.push_back(primes[0][i] * mult);
+      r0 = run_with(base);
+      probes.push_back(Probe{base, r0.network});
+      if (!syms.empty()) {
+        for (size_t i = 0; i < syms.size(); ++i) {
+          auto v = base;
+          v[i] = primes[1][i] * mult;
+          probes.push_back(Probe{v, run_with(v).network});
+        }
+        // the check: the defaults when every symbol has one, else other primes
+        std::vector<long long> check;
+        for (size_t i = 0; i < syms.size(); ++i) {
+          auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
+          check.push_back(d != defaults.end() ? d->second : (primes[1][(i + 3) % 8] + 2 * static_cast<long long>(i)) * mult);
+        }
+        probes.push_back(Probe{check, run_with(check).network});
+      }
+      std::vector<const CNode*> nodes;
+      for (const auto& p : probes) nodes.push_back(&p.net);
+      net = merge(syms, probes, nodes, "", m.file);  // (a value no expression fits: the next family)
+      first_error.reset();
+      break;
+    } catch (const ConfigError& e) {
+      if (syms.empty()) throw;
+      if (!first_error) first_error = e;
+      tried.push_back(mult);
     }
-    // the check: the defaults when every symbol has one, else other primes
-    std::vector<long long> check;
-    for (size_t i = 0; i < syms.size(); ++i) {
-      auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == syms[i]; });
-      check.push_back(d != defaults.end() ? d->second : primes[1][(i + 3) % 8] + 2 * static_cast<long long>(i));
-    }
-    probes.push_back(Probe{check, run_with(check).network});
   }
-  std::vector<const CNode*> nodes;
-  for (const auto& p : probes) nodes.push_back(&p.net);
-  CNode net = merge(syms, probes, nodes, "", m.file);
+  if (first_error) {
+    std::string list;
+    for (const auto& x : syms) list += (list.empty() ? "" : ", ") + x;
+    std::vector<Diagnostic> ds = first_error->diagnostics();
+    ds.front().message = "the model's shapes cannot be derived for its symbolic dimensions (" + list + ") at rsim's probe sizes: " + ds.front().message;
+    ds.front().notes.push_back(Note{{}, "rsim imports the model at sizes it picks (primes such as 101, then multiples of 32 such as 3232) to write each "
+                                        "shape as an expression of the symbols; these sizes were rejected, or gave values no expression fits"});
+    ds.front().notes.push_back(Note{{}, "give the symbols sizes the model takes: --dim NAME=VALUE for each, or fixed input shapes with --input NAME=1x3x128x160"});
+    throw ConfigError(ds);
+  }
 
   std::ostringstream y;
   std::string file = std::filesystem::path(m.path).filename().string();
