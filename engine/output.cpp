@@ -380,7 +380,7 @@ const std::vector<std::string>& summary_columns() {
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
       "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s",
       "gpus", "pipeline_parallel", "micro_batches", "pipeline_bubble", "expert_parallel", "data_parallel",
-      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source"};
+      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source", "ignored_ops"};
   return c;
 }
 
@@ -657,7 +657,9 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
       b.ch(',');
       if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
     }
-    b.lit(s.dtype_from_file ? ",file\n" : ",settings\n");
+    b.lit(s.dtype_from_file ? ",file," : ",settings,");
+    if (!s.ignored.empty()) b.csv(s.ignored);  // ONNX operators left out (onnx_ops: ignore), e.g. "Dropout (2 nodes)"
+    b.ch('\n');
 
   }
 }
@@ -1089,6 +1091,7 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(",\"network\":"), b.json_str(sm.network);
     b.lit(exec_json);
     b.lit(",\"dtype\":\""), b.lit(dtype_name(sm.dtype)), b.lit(sm.dtype_from_file ? "\",\"dtype_source\":\"file\"" : "\",\"dtype_source\":\"settings\"");
+    if (!sm.ignored.empty()) b.lit(",\"ignored_ops\":"), b.json_str(sm.ignored);
     b.lit(",\"layers\":"), t.json(b, F::Layers);
     b.lit(",\"kernels\":"), t.json(b, F::Kernels);
     b.lit(",\"macs\":"), t.json(b, F::Macs);

@@ -278,6 +278,16 @@ TEST_CASE("ONNX: ignored operators are listed in the terminal summary and report
   md << f.rdbuf();
   CHECK(md.str().find("\n**Ignored operators.** These ONNX operators are mapped to `ignore` (`onnx_ops`): their nodes pass their input through "
                       "and their costs are not counted.\n\n- `m`: Dropout (2 nodes), FooOp (1 node)\n\n## Figures\n") != std::string::npos);
+  // summary.csv's last column, ignored_ops, and results.json's summary objects
+  std::ifstream sf(dir / "out" / "summary.csv");
+  std::stringstream sc;
+  sc << sf.rdbuf();
+  CHECK(sc.str().substr(0, sc.str().find('\n')).find(",dtype_source,ignored_ops") != std::string::npos);
+  CHECK(sc.str().find(",\"Dropout (2 nodes), FooOp (1 node)\"\n") != std::string::npos);
+  std::ifstream jf(dir / "out" / "results.json");
+  std::stringstream js;
+  js << jf.rdbuf();
+  CHECK(js.str().find("\"ignored_ops\":\"Dropout (2 nodes), FooOp (1 node)\"") != std::string::npos);
   // a network that ignores nothing adds nothing
   RunResult plain = run_text(std::string("name: p\n") + kPlatform + "networks:\n  - {name: plain, input: [1, 4], layers: [{op: relu}]}\n");
   CHECK(ignored_notes(plain).empty());

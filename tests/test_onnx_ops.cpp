@@ -419,3 +419,30 @@ TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters thou
   CHECK(bad.err.find("--dim NAME=VALUE") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("ONNX Gather: indices known at import beyond the table are an error at the node", "[onnx]") {
+  // token ids x (1, S) → embedding (100, 8); positions Range(0, S) → a position table of 16 rows
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"1", "S"}, 7, {}}};
+  s.outputs = {{"y", {"1", "S", "8"}, 1, {}}};
+  s.initializers = {{"emb", {"100", "8"}, 1, {}}, {"pos", {"16", "8"}, 1, {}}, {"one", {}, 7, {1}}, {"zero", {}, 7, {0}}};
+  s.nodes = {{"Gather", "tok", {"emb", "x"}, {"t"}, {}},
+             {"Shape", "shape", {"x"}, {"sh"}, {}},
+             {"Gather", "len", {"sh", "one"}, {"n"}, {}},
+             {"Range", "ids", {"zero", "n", "one"}, {"r"}, {}},
+             {"Gather", "positions", {"pos", "r"}, {"p"}, {}},
+             {"Add", "sum", {"t", "p"}, {"y"}, {}}};
+  fs::path dir = scratch_dir("gather_bounds");
+  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
+  auto with = [&](int len) {
+    return run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx, dims: {S: " + std::to_string(len) + "}}\n",
+                              (dir / "t.yaml").string()));
+  };
+  // S = 16 reads rows 0 … 15: every one there; the model's parameters are its two tables
+  CHECK(summary_of(with(16), 0, "box").params == 100 * 8 + 16 * 8.0);
+  // S = 20 reads rows 16 … 19 of 16
+  const std::string e = error_of([&] { with(20); });
+  CHECK(e.find("node 'positions' (Gather): index 16 is beyond the 16 entries of 16x8 along axis 0") != std::string::npos);
+  fs::remove_all(dir);
+}

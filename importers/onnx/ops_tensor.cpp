@@ -80,6 +80,16 @@ void gather(Importer& im, const OpConverter&) {
   Val& d = im.in(0);
   Val& idx = im.in(1);
   long long ax = im.axis_attr("axis", 0, d.shape.size());
+  // indices known at import (constants, folded shape arithmetic: a BERT's position ids) must lie in
+  // the table: a BERT at seq 1000 reads past its 512 positions
+  if (idx.is_const && idx.has_data && static_cast<size_t>(ax) < d.shape.size()) {
+    const long long n = d.shape[static_cast<size_t>(ax)];
+    for (double i : idx.data)
+      if (!(i >= -static_cast<double>(n) && i < static_cast<double>(n)))
+        im.node_fail("index " + format_number(i) + " is beyond the " + std::to_string(n) + " entries of " + shape_text(d.shape) + " along axis " +
+                         std::to_string(ax),
+                     {Note{{}, "the indices are computed from the model's sizes (a sequence longer than a position table?): give sizes the model takes"}});
+  }
   LayerSpec l{"gather", {}, {}};
   l.set("axis", int_node(ax));
   if (d.is_const && d.ref.empty()) l.set("data_shape", ints_node(std::vector<long long>(d.shape.begin(), d.shape.end())));
