@@ -571,8 +571,10 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
 int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim import options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "ONNX model")(
-      "input", po::value<std::vector<std::string>>()->composing(), "NAME=1x3x224x224: fix an input's shape (repeatable)")(
-      "dim", po::value<std::vector<std::string>>()->composing(), "NAME=VALUE: a symbolic dimension's default (repeatable)")(
+      "input", po::value<std::vector<std::string>>()->composing(),
+      "NAME=1x3x224x224: fix an input's shape; NAME=batchx3x224x224 fixes the sizes given and keeps the symbols named (repeatable)")(
+      "dim", po::value<std::vector<std::string>>()->composing(),
+      "NAME=VALUE: a symbolic dimension's default; NAME alone: keep just the symbols named so, fix the rest with --input (repeatable)")(
       "name", po::value<std::string>(), "the network's name (default: the file's stem)")(
       "output,o", po::value<std::string>(), "write the model here (default: standard output)")(
       "summary", "print the op-type histogram, totals and unsupported ops instead");
@@ -601,14 +603,36 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ost
         if (x == std::string::npos) break;
         start = x + 1;
       }
-      if (!ok) return usage_error(err, "--input wants NAME=DIMS with positive dimensions, e.g. input=1x3x224x224, not '" + a + "'");
+      if (!ok) {  // sizes and symbols, e.g. x=batchx3x256x256 (rsim import only: the model's symbols by name)
+        std::vector<std::string> dims;
+        bool named = eq != std::string::npos && eq > 0 && eq + 1 < a.size();
+        for (size_t start = eq + 1; named && start <= a.size();) {
+          size_t x = a.find('x', start);
+          // a symbol may hold an 'x' ("max_len"): a part that is not a size joins the next until it is one or the end
+          std::string part = a.substr(start, x == std::string::npos ? std::string::npos : x - start);
+          auto v = parse_integer(part);
+          if (v && (*v <= 0 || *v > 1000000000LL)) named = false;
+          if (!part.empty()) dims.push_back(part);
+          else named = false;
+          if (x == std::string::npos) break;
+          start = x + 1;
+        }
+        if (!named) return usage_error(err, "--input wants NAME=DIMS with positive sizes or the model's symbols, e.g. input=1x3x224x224 or x=batchx3x256x256, not '" + a + "'");
+        opt.input_dims.emplace_back(a.substr(0, eq), dims);
+        continue;
+      }
       opt.inputs.emplace_back(a.substr(0, eq), shape);
     }
   if (vm.count("dim"))
     for (const auto& a : vm["dim"].as<std::vector<std::string>>()) {
       size_t eq = a.find('=');
+      if (eq == std::string::npos && !a.empty()) {  // --dim batch: keep just the symbols named so
+        opt.keep.push_back(a);
+        continue;
+      }
       auto v = eq == std::string::npos ? std::nullopt : parse_integer(a.substr(eq + 1));
-      if (eq == 0 || !v || *v <= 0 || *v > 1000000000LL) return usage_error(err, "--dim wants NAME=VALUE with a positive size, e.g. batch=1, not '" + a + "'");
+      if (eq == 0 || !v || *v <= 0 || *v > 1000000000LL)
+        return usage_error(err, "--dim wants NAME=VALUE with a positive size (a default), or NAME alone (keep just the symbols named), e.g. batch=1, not '" + a + "'");
       dims.emplace_back(a.substr(0, eq), *v);
     }
   if (vm.count("name")) opt.name = vm["name"].as<std::string>();

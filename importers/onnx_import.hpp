@@ -39,6 +39,11 @@ struct OnnxImportOptions {
   bool record_shapes = false;                           // fill OnnxImport::tensor_shapes (cross-checks)
   std::string dtype;                                    // network dtype ("" = the scenario's)
   bool recompose = true;                                // decomposed LayerNorm, GELU, SiLU, HardSwish, MatMul + bias as one layer each
+  // rsim import only (onnx_to_model_yaml): input shapes that keep some symbols (`--input
+  // x=batchx3x256x256`: a name keeps the model's symbol there, a size fixes it), and the symbols
+  // to keep (`--dim batch` without a value: every other symbol must then be fixed)
+  std::vector<std::pair<std::string, std::vector<std::string>>> input_dims;
+  std::vector<std::string> keep;
 };
 
 struct OnnxOutput {

@@ -408,6 +408,22 @@ TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters thou
     CHECK(by["c3"]->cost.macs == n * 2 * hw * 16);
     CHECK(by["top"]->output_shapes == std::to_string(n) + "x8x" + std::to_string(h / 2) + "x" + std::to_string(w));
   }
+  // --dim N keeps just N; --input x=Nx3x128x160 fixes H and W: a model of one parameter, run at two batches
+  CliOut k = cli({"import", (dir / "unet.onnx").string(), "--dim", "N", "--input", "x=Nx3x128x160", "-o", (dir / "models" / "unet_n.yaml").string()});
+  INFO(k.err);
+  REQUIRE(k.code == 0);
+  for (long long n : {1LL, 4LL}) {
+    RunResult r = run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {model: unet_n, args: {N: " + std::to_string(n) + "}}\n",
+                                     (dir / "t.yaml").string()));
+    for (const Row* row : rows_of(r, 0, "box"))
+      if (row->layer == "c1") CHECK(row->cost.macs == n * 8 * 128.0 * 160 * 27);
+  }
+  CliOut loose = cli({"import", (dir / "unet.onnx").string(), "--dim", "N"});
+  CHECK(loose.code == 1);
+  CHECK(loose.err.find("--dim keeps only the symbols it names, but H, W are neither kept nor fixed") != std::string::npos);
+  CliOut wrong = cli({"import", (dir / "unet.onnx").string(), "--input", "x=batchx3x128x160"});
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err.find("--input names dimension 0 of 'x' 'batch'; the model's is the symbol 'N'") != std::string::npos);
   // a model that takes no size rsim tries says so, naming its symbols and how to give sizes
   s.initializers.push_back({"fixed", {"1", "8", "16", "16"}, 1, {}});  // (a concat with a fixed 16 × 16 map: fits no probe)
   s.nodes[4].inputs = {"a", "fixed"};

@@ -228,6 +228,28 @@ std::string flow(const CNode& n, bool force_quote = false) {
 
 std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
   OnnxImportOptions opt = opt_in;
+  // --input with symbols: a size where the model has a symbol fixes that symbol; a name must be
+  // the model's symbol there (it stays a parameter)
+  for (const auto& [name, dims] : opt.input_dims) {
+    const onnx::ValueInfoProto* in = nullptr;
+    for (const auto& x : m.proto.graph().input())
+      if (x.name() == name) in = &x;
+    if (!in) fail_file(m.file, "--input names '" + name + "', which is not an input of the model");
+    const auto& shape = in->type().tensor_type().shape();
+    if (static_cast<size_t>(shape.dim_size()) != dims.size())
+      fail_file(m.file, "--input gives " + std::to_string(dims.size()) + " dimensions for '" + name + "', which has " + std::to_string(shape.dim_size()));
+    for (size_t k = 0; k < dims.size(); ++k) {
+      const auto& d = shape.dim(static_cast<int>(k));
+      const auto v = parse_integer(dims[k]);
+      if (v && !d.dim_param().empty()) opt.dims.emplace_back(d.dim_param(), *v);
+      else if (v && d.has_dim_value() && d.dim_value() != *v)
+        fail_file(m.file, "--input gives '" + name + "' dimension " + std::to_string(k) + " as " + dims[k] + "; the model fixes it at " + std::to_string(d.dim_value()));
+      else if (!v && d.dim_param() != dims[k])
+        fail_file(m.file, "--input names dimension " + std::to_string(k) + " of '" + name + "' '" + dims[k] + "'; the model's is " +
+                              (d.dim_param().empty() ? std::to_string(d.dim_value()) + " (fixed)" : "the symbol '" + d.dim_param() + "'"),
+                  {Note{{}, "a name keeps the model's own symbol: write it as the model does, or give a size"}});
+    }
+  }
   // symbols: those of the inputs that --input does not fix and --dim does not pin
   OnnxImport first;
   std::vector<std::string> syms;
@@ -240,6 +262,26 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
     }
     for (const auto& s : all)
       if (!std::any_of(opt.dims.begin(), opt.dims.end(), [&](const auto& p) { return p.first == s; })) syms.push_back(s);
+    // --dim NAME without a value: just those stay parameters, every other symbol must be fixed
+    for (const auto& k : opt.keep)
+      if (std::find(all.begin(), all.end(), k) == all.end()) {
+        std::string hint = did_you_mean(k, all);
+        fail_file(m.file, "the model has no symbolic dimension '" + k + "'", {Note{{}, hint.empty() ? "its symbolic dimensions: " + [&] {
+                                                                                  std::string l;
+                                                                                  for (const auto& x : all) l += (l.empty() ? "" : ", ") + x;
+                                                                                  return l.empty() ? std::string("none") : l;
+                                                                                }()
+                                                                                                         : hint}});
+      }
+    if (!opt.keep.empty()) {
+      std::string loose;
+      for (const auto& x : syms)
+        if (std::find(opt.keep.begin(), opt.keep.end(), x) == opt.keep.end()) loose += (loose.empty() ? "" : ", ") + x;
+      if (!loose.empty())
+        fail_file(m.file, "--dim keeps only the symbols it names, but " + loose + " " + (loose.find(',') == std::string::npos ? "is" : "are") +
+                              " neither kept nor fixed",
+                  {Note{{}, "fix them with --input NAME=DIMS (sizes, and the kept symbols by name, e.g. x=batchx3x256x256), or keep them with --dim"}});
+    }
     for (const auto& [name, value] : defaults)
       if (std::find(all.begin(), all.end(), name) == all.end()) {
         std::string hint = did_you_mean(name, all), list;
