@@ -570,6 +570,56 @@ void add_data_movement(OpRegistry& r) {
   };
   r.add(sc);
 
+  OpDef tk;
+  tk.name = "topk";
+  tk.summary = "the k largest (or smallest) entries along an axis and their indices (ONNX TopK)";
+  tk.formula =
+      "outputs: values and indices (int64, 8 B each), the input's shape with k along the axis\n"
+      "FLOPs = n · ⌈log2(k + 1)⌉ compares (a heap of k over the n entries of each slice); reads the input";
+  tk.attrs = {{"k", AttrType::Int, "", "how many entries to keep", {}}, {"axis", AttrType::Int, "-1", "the axis", {}}};
+  tk.infer = [](const OpArgs& a) -> std::vector<Shape> {
+    if (a.in[0].empty()) fail("topk needs an input of rank 1 or more");
+    const size_t ax = axis_in(a.attrs.i("axis"), a.in[0].size(), "topk");
+    const long long k = a.attrs.i("k");
+    if (k < 1 || k > a.in[0][ax]) fail("topk k = " + std::to_string(k) + " must be 1 to the axis's " + std::to_string(a.in[0][ax]));
+    Shape y = a.in[0];
+    y[ax] = k;
+    return {y, y};
+  };
+  tk.work = [](const OpArgs& a, const std::vector<Shape>& out) {
+    OpWork w;
+    w.other_flops = elements(a.in[0]) * std::ceil(std::log2(static_cast<double>(a.attrs.i("k")) + 1));
+    w.output_bytes = {elements(out[0]) * dtype_bytes(a.dtype), elements(out[1]) * 8};
+    return w;
+  };
+  r.add(tk);
+
+  OpDef gs;
+  gs.name = "grid_sample";
+  gs.summary = "sample (N, C, H, W) at the (x, y) positions of a grid (N, Hg, Wg, 2) (ONNX GridSample, torch grid_sample)";
+  gs.formula =
+      "output (N, C, Hg, Wg); per output element: bilinear 4 taps (nearest 1, bicubic 16), 2 FLOPs a tap;\n"
+      "reads the grid once and the taps of the input (at most the whole input), writes the output";
+  gs.attrs = {{"mode", AttrType::Choice, "bilinear", "interpolation", {"bilinear", "nearest", "bicubic"}}};
+  gs.min_inputs = 2;
+  gs.max_inputs = 2;
+  gs.infer = [](const OpArgs& a) -> std::vector<Shape> {
+    const Shape &x = a.in[0], &g = a.in[1];
+    if (x.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != x[0])
+      fail("grid_sample takes x (N, C, H, W) and a grid (N, Hg, Wg, 2), got " + shape_str(x) + " and " + shape_str(g));
+    return {Shape{x[0], x[1], g[1], g[2]}};
+  };
+  gs.work = [](const OpArgs& a, const std::vector<Shape>& out) {
+    OpWork w;
+    const std::string& m = a.attrs.s("mode");
+    const double taps = m == "nearest" ? 1 : m == "bicubic" ? 16 : 4;
+    w.other_flops = elements(out[0]) * taps * 2;
+    const double size = dtype_bytes(a.dtype);
+    w.input_bytes = {std::min(elements(out[0]) * taps, elements(a.in[0])) * size, elements(a.in[1]) * size};
+    return w;
+  };
+  r.add(gs);
+
   OpDef e;
   e.name = "expand";
   e.summary = "broadcast a tensor to a larger shape, materialised (ONNX Expand)";

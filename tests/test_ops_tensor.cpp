@@ -252,3 +252,22 @@ TEST_CASE("scatter: a copy of data, the indices read as int64", "[ops]") {
   CHECK(s.c.output_total() == 24 * 4.0);
   CHECK(run("scatter", "{reduction: add}", {{6, 4}, {2, 1}, {2, 4}}).c.flops == 8);
 }
+
+TEST_CASE("topk and grid_sample: shapes and costs by hand", "[ops]") {
+  // top 3 of 10 along the last axis of (4, 10): values and int64 indices (4, 3); a heap of 3:
+  // ⌈log2 4⌉ = 2 compares per entry, 40 · 2 = 80; writes 12 · 4 + 12 · 8 B
+  OpRun t = run("topk", "{k: 3}", {{4, 10}});
+  REQUIRE(t.out.size() == 2);
+  CHECK(t.out[0] == Shape{4, 3});
+  CHECK(t.out[1] == Shape{4, 3});
+  CHECK(t.c.flops == 80);
+  CHECK(t.c.output_total() == 12 * 4.0 + 12 * 8.0);
+  CHECK(shape_error("topk", "{k: 11}", {{4, 10}}) == "topk k = 11 must be 1 to the axis's 10");
+  // x (1, 3, 8, 8) sampled at a (1, 4, 5, 2) grid: (1, 3, 4, 5), 60 outputs of 4 bilinear taps at
+  // 2 FLOPs each = 480; reads min(60 · 4, 192) = 192 input elements and the grid's 40, at 4 B
+  OpRun g = run("grid_sample", "{}", {{1, 3, 8, 8}, {1, 4, 5, 2}});
+  CHECK(g.out[0] == Shape{1, 3, 4, 5});
+  CHECK(g.c.flops == 480);
+  CHECK(g.c.input_total() == (192 + 40) * 4.0);
+  CHECK(run("grid_sample", "{mode: nearest}", {{1, 3, 8, 8}, {1, 4, 5, 2}}).c.flops == 120);
+}

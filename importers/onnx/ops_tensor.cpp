@@ -238,6 +238,31 @@ void resize_11(Importer& im, const OpConverter&) {
   resize_to(im, x, std::move(sizes), std::move(scales));
 }
 
+// TopK: k from the attribute (opset < 10) or the constant second input
+void topk(Importer& im, const OpConverter&) {
+  long long k = im.attr_i("k", 0);
+  if (im.has_input(1)) {
+    const auto v = im.const_ints(1, "k");
+    if (v.size() != 1) im.node_fail("k must be one number");
+    k = v[0];
+  }
+  if (k <= 0) im.node_fail("needs k (a positive count)");
+  LayerSpec l{"topk", {}, {im.ref(0)}};
+  l.set("k", int_node(k));
+  l.set("axis", int_node(im.axis_attr("axis", -1, im.in(0).shape.size())));
+  im.emit(l, 2);
+}
+
+void grid_sample(Importer& im, const OpConverter&) {
+  std::string mode = im.attr_s("mode", "bilinear");
+  if (mode == "linear") mode = "bilinear";  // (opset 20's names)
+  if (mode == "cubic") mode = "bicubic";
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") im.node_fail("unknown mode '" + mode + "'");
+  LayerSpec l{"grid_sample", {}, {im.ref(0), im.ref(1)}};
+  l.set("mode", scalar(mode));
+  im.emit(l);
+}
+
 // ScatterND / ScatterElements of an activation: a copy of data with the updates written in
 // (constant ones were folded); the index checks are the folding's
 void scatter(Importer& im, const OpConverter&) {
@@ -270,6 +295,8 @@ const std::vector<OpConverter>& tensor_converters() {
       {"Resize", "upsample (2-D nearest/linear) or interpolate", resize_11, {}, 11},
       {"Upsample", "upsample (2-D nearest/linear) or interpolate", upsample},
       {"Pad", "pad", pad},
+      {"TopK", "topk", topk},
+      {"GridSample", "grid_sample", grid_sample},
       {"ScatterND", "scatter (folded when every input is constant)", scatter},
       {"ScatterElements", "scatter (folded when every input is constant)", scatter},
   };
