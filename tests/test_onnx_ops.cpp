@@ -237,7 +237,8 @@ TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored wei
   s.initializers = {{"as", {}, 1, {0.1}}, {"az", {}, 2, {128}}, {"b", {"8", "4"}, 3, {}}, {"bs", {}, 1, {0.1}},
                     {"bz", {}, 3, {0}},   {"ys", {}, 1, {0.1}}, {"yz", {}, 2, {128}}};
   s.nodes = {{"QLinearMatMul", "qmm", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}, {}}};
-  auto rows = rows_of(run_model("qlinear_mm", s), 0, "box");
+  RunResult rq = run_model("qlinear_mm", s);  // (rows_of points into it: keep it)
+  auto rows = rows_of(rq, 0, "box");
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]->op == "linear");
   CHECK(rows[0]->dtype == DType::int8);
@@ -250,7 +251,8 @@ TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored wei
   c.outputs = {{"y", {"1", "3", "3", "3"}, 6, {}}};
   c.initializers = {{"w", {"3", "2", "3", "3"}, 3, {}}};
   c.nodes = {{"ConvInteger", "ci", {"x", "w"}, {"y"}, {}}};
-  auto cr = rows_of(run_model("conv_integer", c), 0, "box");
+  RunResult rc = run_model("conv_integer", c);
+  auto cr = rows_of(rc, 0, "box");
   REQUIRE(cr.size() == 1);
   CHECK(cr[0]->dtype == DType::int8);
   CHECK(cr[0]->output_shapes == "1x3x3x3");
