@@ -594,6 +594,25 @@ void add_data_movement(OpRegistry& r) {
   };
   r.add(tk);
 
+  OpDef nz;
+  nz.name = "nonzero";
+  nz.summary = "the indices of the nonzero elements (ONNX NonZero): their count given, as the data decides it";
+  nz.formula = "output (rank, count) int64 (8 B each); FLOPs = one compare per input element; reads the input";
+  nz.attrs = {{"count", AttrType::Int, "", "nonzero elements (the data's)", {}}};
+  nz.infer = [](const OpArgs& a) -> std::vector<Shape> {
+    if (a.in[0].empty()) fail("nonzero needs an input of rank 1 or more");
+    const long long c = a.attrs.i("count");
+    if (c < 1 || static_cast<double>(c) > elements(a.in[0])) fail("nonzero count " + std::to_string(c) + " must be 1 to the input's elements");
+    return {Shape{static_cast<long long>(a.in[0].size()), c}};
+  };
+  nz.work = [](const OpArgs& a, const std::vector<Shape>& out) {
+    OpWork w;
+    w.other_flops = elements(a.in[0]);
+    w.output_bytes = {elements(out[0]) * 8};
+    return w;
+  };
+  r.add(nz);
+
   OpDef gs;
   gs.name = "grid_sample";
   gs.summary = "sample (N, C, H, W) at the (x, y) positions of a grid (N, Hg, Wg, 2) (ONNX GridSample, torch grid_sample)";

@@ -464,3 +464,29 @@ TEST_CASE("ONNX Gather: indices known at import beyond the table are an error at
   CHECK(e.find("node 'positions' (Gather): index 16 is beyond the 16 entries of 16x8 along axis 0") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("ONNX NonZero: refused as data-dependent unless dims binds NODE.count", "[onnx]") {
+  // x (4, 6) → NonZero → (2, count) int64 indices
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"4", "6"}, 1, {}}};
+  s.outputs = {{"i", {"2", "?"}, 7, {}}};
+  s.nodes = {{"NonZero", "nz", {"x"}, {"i"}, {}}};
+  fs::path dir = scratch_dir("nonzero");
+  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
+  auto with = [&](const std::string& dims) {
+    return run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx" + dims + "}\n", (dir / "t.yaml").string()));
+  };
+  const std::string e = error_of([&] { with(""); });
+  CHECK(e.find("node 'nz' (NonZero): has a data-dependent shape") != std::string::npos);
+  CHECK(e.find("bind the count with dims: {nz.count: N} (N at most the input's 24 elements)") != std::string::npos);
+  // 10 of the 24 nonzero: (2, 10) indices, 8 B each; one compare per input element
+  RunResult r = with(", dims: {nz.count: 10}");
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]->output_shapes == "2x10");
+  CHECK(rows[0]->cost.output_total() == 2 * 10 * 8.0);
+  CHECK(rows[0]->cost.flops == 24);
+  CHECK(error_of([&] { with(", dims: {nz.count: 30}"); }).find("nz.count = 30 must be 1 to the input's 24 elements") != std::string::npos);
+  fs::remove_all(dir);
+}

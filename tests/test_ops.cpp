@@ -100,7 +100,7 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
                         "logical_xor", "lrn", "max", "mean", "min", "mish", "mod", "neg", "pad", "pool_nd", "pow", "prelu",
                         "reciprocal", "reduce_l1", "reduce_l2", "reduce_log_sum_exp", "reduce_max", "reduce_mean", "reduce_min",
                         "reduce_prod", "reduce_sum", "reduce_sum_square", "round", "selu", "sign", "sin", "slice_nd", "softplus",
-                        "sqrt", "sum", "tile", "where", "scatter", "recurrent", "einsum", "topk", "grid_sample"})
+                        "sqrt", "sum", "tile", "where", "scatter", "recurrent", "einsum", "topk", "grid_sample", "nonzero"})
     expected.push_back(n);
   // transformer operators: tested in test_transformer.cpp
   for (const char* t : {"attention", "embedding", "geglu", "kv_cache", "mla_attention", "moe", "rmsnorm", "rope", "swiglu"}) expected.push_back(t);

@@ -195,6 +195,12 @@ class Importer {
   std::optional<std::vector<double>> attr_floats(const std::string& n) const;
 
   bool has_input(int i) const { return i < cur_->input_size() && !cur_->input(i).empty(); }
+  // a size the options bind (dims:), e.g. a NonZero node's NODE.count
+  std::optional<long long> bound(const std::string& name) const {
+    for (const auto& [n, v] : opt_.dims)
+      if (n == name) return v;
+    return std::nullopt;
+  }
   Val& in(int i);
   // Integer values of a constant input (shape targets, axes, pads...).
   std::vector<long long> const_ints(int i, const std::string& what);

@@ -238,6 +238,22 @@ void resize_11(Importer& im, const OpConverter&) {
   resize_to(im, x, std::move(sizes), std::move(scales));
 }
 
+// NonZero: its output's width is the count of nonzero elements, known only from the data: the
+// scenario binds it (dims: {NODE.count: N}), else the node is refused
+void nonzero(Importer& im, const OpConverter&) {
+  const Val& x = im.in(0);
+  const std::string key = im.node_name() + ".count";
+  const auto c = im.bound(key);
+  if (!c)
+    im.node_fail("has a data-dependent shape: its output has a column per nonzero element of its input",
+                 {Note{{}, "bind the count with dims: {" + key + ": N} (N at most the input's " + format_number(count(x.shape)) + " elements)"}});
+  if (*c < 1 || static_cast<double>(*c) > count(x.shape))
+    im.node_fail(key + " = " + std::to_string(*c) + " must be 1 to the input's " + format_number(count(x.shape)) + " elements");
+  LayerSpec l{"nonzero", {}, {im.ref(0)}};
+  l.set("count", int_node(*c));
+  im.emit(l);
+}
+
 // TopK: k from the attribute (opset < 10) or the constant second input
 void topk(Importer& im, const OpConverter&) {
   long long k = im.attr_i("k", 0);
@@ -296,6 +312,7 @@ const std::vector<OpConverter>& tensor_converters() {
       {"Upsample", "upsample (2-D nearest/linear) or interpolate", upsample},
       {"Pad", "pad", pad},
       {"TopK", "topk", topk},
+      {"NonZero", "nonzero (its count bound by dims: {NODE.count: N})", nonzero},
       {"GridSample", "grid_sample", grid_sample},
       {"ScatterND", "scatter (folded when every input is constant)", scatter},
       {"ScatterElements", "scatter (folded when every input is constant)", scatter},

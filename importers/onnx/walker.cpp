@@ -199,6 +199,13 @@ void Importer::read_inputs(const onnx::GraphProto& g) {
     bool found = false;
     for (const auto& in : g.input())
       for (const auto& d : in.type().tensor_type().shape().dim()) found = found || d.dim_param() == n;
+    // NODE.count: the number of nonzero elements a NonZero node finds (its data-dependent shape)
+    int unnamed = 0;
+    for (const auto& nd : g.node())
+      if (nd.op_type() == "NonZero") {
+        const std::string name = nd.name().empty() ? "NonZero_" + std::to_string(++unnamed) : nd.name();
+        found = found || n == name + ".count";
+      }
     if (!found) {
       std::vector<std::string> syms;
       for (const auto& in : g.input())
