@@ -23,6 +23,13 @@ OnnxSpecAttr attr_i(const std::string& n, long long v) {
   a.i = v;
   return a;
 }
+OnnxSpecAttr attr_is(const std::string& n, std::vector<long long> v) {
+  OnnxSpecAttr a;
+  a.name = n;
+  a.kind = OnnxSpecAttr::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
 OnnxSpecAttr attr_s(const std::string& n, const std::string& v) {
   OnnxSpecAttr a;
   a.name = n;
@@ -36,13 +43,15 @@ platforms:
   - {name: box, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}, {name: dot, dtypes: [int8], peak: 4 TFLOP/s}], memory: [{name: dram, bandwidth: 100 GB/s}]}
 )";
 
-RunResult run_model(const std::string& name, const OnnxModelSpec& spec) {
-  fs::path dir = scratch_dir(name);
-  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(spec);
-  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx}\n";
-  RunResult r = run(parse_scenario(yaml, (dir / "t.yaml").string()));
-  fs::remove_all(dir);
-  return r;
+// The model written to a scratch folder and run as the network {name: m, onnx: m.onnx`extra`}
+RunResult run_model(const std::string& name, const OnnxModelSpec& spec, const std::string& extra = "") {
+  struct Scratch {  // removed however the run ends (an error is what some tests expect)
+    fs::path dir;
+    ~Scratch() { fs::remove_all(dir); }
+  } f{scratch_dir(name)};
+  std::ofstream(f.dir / "m.onnx", std::ios::binary) << build_onnx_model(spec);
+  std::string yaml = std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx" + extra + "}\n";
+  return run(parse_scenario(yaml, (f.dir / "t.yaml").string()));
 }
 
 }  // namespace
@@ -88,13 +97,8 @@ TEST_CASE("ONNX LSTM and GRU: every direction and layout, MACs T·B·D·G·H·(I
   CHECK(gr[0]->cost.params == 60 * 10 + 60 * 20.0);
   // a W that does not fit X is refused at the node
   g.initializers[0].dims = {"1", "60", "12"};
-  fs::path dir = scratch_dir("gru_bad");
-  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(g);
-  const std::string e = error_of([&] {
-    run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx}\n", (dir / "t.yaml").string()));
-  });
+  const std::string e = error_of([&] { run_model("gru_bad", g); });
   CHECK(e.find("node 'gru' (GRU): W is 1x60x12, expected 1x60x10") != std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("ONNX Einsum: MACs the product of every label's size, a constant operand's elements parameters", "[onnx]") {
@@ -190,13 +194,6 @@ TEST_CASE("ONNX ScatterND and ScatterElements: folded when every input is consta
 TEST_CASE("ONNX QDQ: QuantizeLinear / DequantizeLinear around a Conv make one int8 layer, its int8 weights and int32 bias parameters", "[onnx]") {
   // x (1, 3, 8, 8) float → Q → DQ → Conv (4 × 3 × 3 × 3 int8 weights behind a DQ, pads 1; an int32
   // bias of 4 behind a DQ) → Q → DQ → y, as ONNX Runtime's quantizer writes it
-  auto ints = [](const std::string& n, std::vector<long long> v) {
-    OnnxSpecAttr a;
-    a.name = n;
-    a.kind = OnnxSpecAttr::Kind::Ints;
-    a.ints = std::move(v);
-    return a;
-  };
   OnnxModelSpec s;
   s.opset = 13;
   s.inputs = {{"x", {"1", "3", "8", "8"}, 1, {}}};
@@ -208,7 +205,7 @@ TEST_CASE("ONNX QDQ: QuantizeLinear / DequantizeLinear around a Conv make one in
              {"DequantizeLinear", "xdq", {"x_q", "xs", "xz"}, {"x_dq"}, {}},
              {"DequantizeLinear", "wdq", {"w", "ws", "wz"}, {"w_dq"}, {}},
              {"DequantizeLinear", "bdq", {"b", "bs", "bz"}, {"b_dq"}, {}},
-             {"Conv", "conv", {"x_dq", "w_dq", "b_dq"}, {"c"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
+             {"Conv", "conv", {"x_dq", "w_dq", "b_dq"}, {"c"}, {attr_is("kernel_shape", {3, 3}), attr_is("pads", {1, 1, 1, 1})}},
              {"QuantizeLinear", "cq", {"c", "ys", "yz"}, {"c_q"}, {}},
              {"DequantizeLinear", "cdq", {"c_q", "ys", "yz"}, {"y"}, {}}};
   RunResult r = run_model("qdq", s);
@@ -263,23 +260,16 @@ TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored wei
 TEST_CASE("ONNX recomposition: a decomposed LayerNorm and an Erf GELU are one layer each, with their real bytes", "[onnx]") {
   // x (2, 4, 16) → ReduceMean(-1) → Sub → Pow 2 → ReduceMean(-1) → Add eps → Sqrt → Div → Mul γ → Add β
   //             → Div √2 → Erf → Add 1 → Mul x → Mul 0.5 → y   (what PyTorch exports before opset 17)
-  auto axes = [] {
-    OnnxSpecAttr a;
-    a.name = "axes";
-    a.kind = OnnxSpecAttr::Kind::Ints;
-    a.ints = {-1};
-    return a;
-  };
   OnnxModelSpec s;
   s.opset = 13;
   s.inputs = {{"x", {"2", "4", "16"}, 1, {}}};
   s.outputs = {{"y", {"2", "4", "16"}, 1, {}}};
   s.initializers = {{"two", {}, 1, {2}},         {"eps", {}, 1, {1e-5}}, {"gamma", {"16"}, 1, {}}, {"beta", {"16"}, 1, {}},
                     {"sqrt2", {}, 1, {1.4142135}}, {"one", {}, 1, {1}},    {"half", {}, 1, {0.5}}};
-  s.nodes = {{"ReduceMean", "ln_mean", {"x"}, {"m"}, {axes()}},
+  s.nodes = {{"ReduceMean", "ln_mean", {"x"}, {"m"}, {attr_is("axes", {-1})}},
              {"Sub", "ln_sub", {"x", "m"}, {"d"}, {}},
              {"Pow", "ln_pow", {"d", "two"}, {"p"}, {}},
-             {"ReduceMean", "ln_var", {"p"}, {"v"}, {axes()}},
+             {"ReduceMean", "ln_var", {"p"}, {"v"}, {attr_is("axes", {-1})}},
              {"Add", "ln_eps", {"v", "eps"}, {"e"}, {}},
              {"Sqrt", "ln_sqrt", {"e"}, {"sd"}, {}},
              {"Div", "ln_div", {"d", "sd"}, {"n"}, {}},
@@ -362,13 +352,6 @@ TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters thou
   // → Concat with the first conv (16 channels) → Conv 16→2 1×1 → y; and the top half of the first
   // conv's rows, sliced at Shape(x)[2] / 2 → top. At H = 101 the pooled 50 comes back as 100 and the
   // concat fails: rsim's first probes; at multiples of 32 it fits, and the slice's end is H // 2.
-  auto ints = [](const std::string& n, std::vector<long long> v) {
-    OnnxSpecAttr a;
-    a.name = n;
-    a.kind = OnnxSpecAttr::Kind::Ints;
-    a.ints = std::move(v);
-    return a;
-  };
   OnnxModelSpec s;
   s.opset = 13;
   s.inputs = {{"x", {"N", "3", "H", "W"}, 1, {}}};
@@ -376,12 +359,12 @@ TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters thou
   s.initializers = {{"w1", {"8", "3", "3", "3"}, 1, {}}, {"w2", {"8", "8", "3", "3"}, 1, {}}, {"wt", {"8", "8", "2", "2"}, 1, {}},
                     {"w3", {"2", "16", "1", "1"}, 1, {}}, {"two", {}, 7, {2}},     {"ax0", {"1"}, 7, {0}},
                     {"i2", {}, 7, {2}},                   {"zero", {"1"}, 7, {0}}, {"axis2", {"1"}, 7, {2}}};
-  s.nodes = {{"Conv", "c1", {"x", "w1"}, {"a"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
-             {"MaxPool", "pool", {"a"}, {"p"}, {ints("kernel_shape", {2, 2}), ints("strides", {2, 2})}},
-             {"Conv", "c2", {"p", "w2"}, {"b"}, {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})}},
-             {"ConvTranspose", "up", {"b", "wt"}, {"u"}, {ints("kernel_shape", {2, 2}), ints("strides", {2, 2})}},
+  s.nodes = {{"Conv", "c1", {"x", "w1"}, {"a"}, {attr_is("kernel_shape", {3, 3}), attr_is("pads", {1, 1, 1, 1})}},
+             {"MaxPool", "pool", {"a"}, {"p"}, {attr_is("kernel_shape", {2, 2}), attr_is("strides", {2, 2})}},
+             {"Conv", "c2", {"p", "w2"}, {"b"}, {attr_is("kernel_shape", {3, 3}), attr_is("pads", {1, 1, 1, 1})}},
+             {"ConvTranspose", "up", {"b", "wt"}, {"u"}, {attr_is("kernel_shape", {2, 2}), attr_is("strides", {2, 2})}},
              {"Concat", "cat", {"a", "u"}, {"c"}, {attr_i("axis", 1)}},
-             {"Conv", "c3", {"c", "w3"}, {"y"}, {ints("kernel_shape", {1, 1})}},
+             {"Conv", "c3", {"c", "w3"}, {"y"}, {attr_is("kernel_shape", {1, 1})}},
              {"Shape", "shape", {"x"}, {"sh"}, {}},
              {"Gather", "h", {"sh", "i2"}, {"hh"}, {}},
              {"Div", "half", {"hh", "two"}, {"hh2"}, {}},
@@ -451,18 +434,12 @@ TEST_CASE("ONNX Gather: indices known at import beyond the table are an error at
              {"Range", "ids", {"zero", "n", "one"}, {"r"}, {}},
              {"Gather", "positions", {"pos", "r"}, {"p"}, {}},
              {"Add", "sum", {"t", "p"}, {"y"}, {}}};
-  fs::path dir = scratch_dir("gather_bounds");
-  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
-  auto with = [&](int len) {
-    return run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx, dims: {S: " + std::to_string(len) + "}}\n",
-                              (dir / "t.yaml").string()));
-  };
+  auto with = [&](int len) { return run_model("gather_bounds", s, ", dims: {S: " + std::to_string(len) + "}"); };
   // S = 16 reads rows 0 … 15: every one there; the model's parameters are its two tables
   CHECK(summary_of(with(16), 0, "box").params == 100 * 8 + 16 * 8.0);
   // S = 20 reads rows 16 … 19 of 16
   const std::string e = error_of([&] { with(20); });
   CHECK(e.find("node 'positions' (Gather): index 16 is beyond the 16 entries of 16x8 along axis 0") != std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("ONNX NonZero: refused as data-dependent unless dims binds NODE.count", "[onnx]") {
@@ -472,11 +449,7 @@ TEST_CASE("ONNX NonZero: refused as data-dependent unless dims binds NODE.count"
   s.inputs = {{"x", {"4", "6"}, 1, {}}};
   s.outputs = {{"i", {"2", "?"}, 7, {}}};
   s.nodes = {{"NonZero", "nz", {"x"}, {"i"}, {}}};
-  fs::path dir = scratch_dir("nonzero");
-  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
-  auto with = [&](const std::string& dims) {
-    return run(parse_scenario(std::string("name: t\n") + kPlatform + "networks:\n  - {name: m, onnx: m.onnx" + dims + "}\n", (dir / "t.yaml").string()));
-  };
+  auto with = [&](const std::string& dims) { return run_model("nonzero", s, dims); };
   const std::string e = error_of([&] { with(""); });
   CHECK(e.find("node 'nz' (NonZero): has a data-dependent shape") != std::string::npos);
   CHECK(e.find("bind the count with dims: {nz.count: N} (N at most the input's 24 elements)") != std::string::npos);
@@ -488,5 +461,4 @@ TEST_CASE("ONNX NonZero: refused as data-dependent unless dims binds NODE.count"
   CHECK(rows[0]->cost.output_total() == 2 * 10 * 8.0);
   CHECK(rows[0]->cost.flops == 24);
   CHECK(error_of([&] { with(", dims: {nz.count: 30}"); }).find("nz.count = 30 must be 1 to the input's 24 elements") != std::string::npos);
-  fs::remove_all(dir);
 }
