@@ -174,8 +174,16 @@ void install_interrupt_cleanup() {
     }
     std::lock_guard<std::mutex> lock(g_mu);  // not while a commit is swapping folders
     if (!g_staging.empty()) {
+      // workers are still writing into the folder: a file they create after remove_all listed it
+      // made its last rmdir fail and left the folder behind (seen in CI). Renamed first, the
+      // folder takes no new files by its path; what a worker opened before is removed on a retry.
+      std::string doomed = g_staging + ".interrupted";
+      if (::rename(g_staging.c_str(), doomed.c_str()) != 0) doomed = g_staging;
       std::error_code ec;
-      fs::remove_all(g_staging, ec);
+      for (int tries = 0; tries < 100; ++tries) {
+        fs::remove_all(doomed, ec);
+        if (!fs::exists(doomed, ec)) break;
+      }
     }
     std::fflush(stdout);
     ::_exit(128 + sig);
