@@ -1281,7 +1281,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
             }
           } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name, roof->name)) {  // fitted by rsim calibrate
             const double cpg = channels_per_group(L);
-            r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg);
+            const double outputs = L.out_shapes.empty() ? 0 : elements(L.out_shapes[0]);  // the occupancy factor's p
+            r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg, outputs);
             r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
             host = cal->host_overhead_s;
           }

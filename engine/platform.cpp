@@ -21,18 +21,23 @@ double Contention::apply(double t) const {
   return t * (1 + (slowdown - 1) / (1 + std::pow(onset_s / t, steepness)));
 }
 
-double PowerLaw::at(double x, double g) const {
+double PowerLaw::at(double x, double g, double p) const {
   if (x_lo > 0 && x > 0 && x < x_lo) x = x_lo;
   if (x_hi > 0 && x > x_hi) x = x_hi;
   if (g_lo > 0 && g > 0 && g < g_lo) g = g_lo;
   if (g_hi > 0 && g > g_hi) g = g_hi;
   double e = x > 0 ? a * std::pow(x, b) : a;
   if (g > 0 && c != 0) e *= std::pow(g, c);
+  if (p > 0 && has_occupancy()) {
+    if (p_lo > 0 && p < p_lo) p = p_lo;
+    if (p < p_sat) e *= std::pow(p / p_sat, d);
+  }
   return std::clamp(e, 0.001, 1.0);
 }
 
-bool PowerLaw::beyond(double x, double g) const {
-  return (x_lo > 0 && x > 0 && x < x_lo) || (x_hi > 0 && x > x_hi) || (g > 0 && ((g_lo > 0 && g < g_lo) || (g_hi > 0 && g > g_hi)));
+bool PowerLaw::beyond(double x, double g, double p) const {
+  return (x_lo > 0 && x > 0 && x < x_lo) || (x_hi > 0 && x > x_hi) || (g > 0 && ((g_lo > 0 && g < g_lo) || (g_hi > 0 && g > g_hi))) ||
+         (p > 0 && has_occupancy() && p_lo > 0 && p < p_lo);
 }
 
 const PowerLaw& CalibrationRule::bandwidth_on(const std::string& level) const {
@@ -573,12 +578,24 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
         };
         for (const char* key : {"compute", "bandwidth"})
           if (const CNode* v = cm.require(key)) read_law(*v, key, std::string(key) == "compute" ? rule.compute : rule.bandwidth);
-        // range: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi]}
-        double range[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+        // occupancy: [d, p_sat] on the compute law: × min(1, outputs / p_sat)^d
+        if (const CNode* v = cm.get("occupancy")) {
+          if (!v->is_seq() || v->items.size() != 2) {
+            d.error(v->loc, "occupancy must be [d, saturation]: compute efficiency × min(1, output elements / saturation)^d");
+          } else {
+            auto e = to_number(v->items[0], d, "occupancy exponent");
+            auto sat = to_number(v->items[1], d, "occupancy saturation");
+            if (e && !(*e >= 0 && *e <= 4)) d.error(v->items[0].loc, "the occupancy exponent must lie in [0, 4] (rsim calibrate fits it)");
+            else if (sat && !(*sat > 0)) d.error(v->items[1].loc, "the occupancy saturation must be a positive number of output elements");
+            else if (e && sat) rule.compute.d = *e, rule.compute.p_sat = *sat;
+          }
+        }
+        // range: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}
+        double range[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
         if (const CNode* v = cm.get("range")) {
           MapReader rm(*v, "range", d);
-          const char* keys[3] = {"compute_x", "bandwidth_x", "channels_per_group"};
-          for (int k = 0; k < 3; ++k)
+          const char* keys[4] = {"compute_x", "bandwidth_x", "channels_per_group", "outputs"};
+          for (int k = 0; k < 4; ++k)
             if (const CNode* r = rm.get(keys[k])) {
               double lo = -1, hi = -1;
               if (r->is_seq() && r->items.size() == 2) {
@@ -616,6 +633,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
           pl.g_lo = range[2][0], pl.g_hi = range[2][1];
         };
         set_range(rule.compute, 0);
+        rule.compute.p_lo = range[3][0], rule.compute.p_hi = range[3][1];
         set_range(rule.bandwidth, 1);
         for (auto& [level, pl] : rule.bandwidth_by_level) set_range(pl, 1);
         cm.finish();

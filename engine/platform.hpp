@@ -41,17 +41,21 @@ struct InterconnectLevel {
 };
 
 // A fitted efficiency model for a class of operators (written by `rsim calibrate`, applied by the
-// engine without scripts): efficiency = clamp(a · x^b · g^c, 0.001, 1) with x = the layer's MACs
-// (compute; FLOPs when it has none) or bytes moved (bandwidth), and g its input channels per group
-// (grouped operators only: the factor is 1 when g is 0, i.e. the operator has no groups).
+// engine without scripts): efficiency = clamp(a · x^b · g^c · min(1, p / p_sat)^d, 0.001, 1) with
+// x = the layer's MACs (compute; FLOPs when it has none) or bytes moved (bandwidth), g its input
+// channels per group (grouped operators only: the factor is 1 when g is 0, i.e. the operator has no
+// groups), and p its output elements (the occupancy factor, `occupancy: [d, p_sat]`: a GPU kernel
+// with fewer outputs than p_sat leaves multiprocessors idle; 1 when d or p_sat is 0 or p unknown).
 struct PowerLaw {
   double a = 1, b = 0, c = 0;
-  // The range of x and of g over the layers the law was fitted on (0: unbounded): beyond it the law
+  double d = 0, p_sat = 0;
+  // The range of x, g and p over the layers the law was fitted on (0: unbounded): beyond it the law
   // keeps its value at the nearer end, a power law is not extrapolated (rsim calibrate's `range`)
-  double x_lo = 0, x_hi = 0, g_lo = 0, g_hi = 0;
-  double at(double x, double g = 0) const;
-  // Whether x or g (g > 0) lies outside the fitted range
-  bool beyond(double x, double g = 0) const;
+  double x_lo = 0, x_hi = 0, g_lo = 0, g_hi = 0, p_lo = 0, p_hi = 0;
+  bool has_occupancy() const { return d != 0 && p_sat > 0; }
+  double at(double x, double g = 0, double p = 0) const;
+  // Whether x, g (g > 0) or p (p > 0, with an occupancy factor) lies outside the fitted range
+  bool beyond(double x, double g = 0, double p = 0) const;
 };
 // Time sharing of the measured core (written by `rsim calibrate`, fitted beside the rules): a
 // compute-bound layer that runs t seconds on its own takes

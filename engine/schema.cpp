@@ -356,7 +356,7 @@ class Gen {
       d.set("law_range", J::obj()
                              .set("type", "object")
                              .set("additionalProperties", false)
-                             .set("properties", J::obj().set("compute_x", pair).set("bandwidth_x", pair).set("channels_per_group", pair)));
+                             .set("properties", J::obj().set("compute_x", pair).set("bandwidth_x", pair).set("channels_per_group", pair).set("outputs", pair)));
     }
     {
       J lohi = J::obj().set("type", "array").set("minItems", 2).set("maxItems", 2).set("items", J::obj().set("type", "number"));

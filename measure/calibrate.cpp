@@ -134,6 +134,26 @@ void name_points(std::vector<T>& rows, const std::vector<std::string>& labels) {
 
 }  // namespace
 
+namespace {
+
+// Elements of the first tensor of a shape column ("32x64x56x56", "1x8;1x8"): 0 when none.
+double shape_elements(const std::string& shape) {
+  double n = 0, dim = 0;
+  bool digits = false;
+  for (char c : shape) {
+    if (c >= '0' && c <= '9') {
+      dim = dim * 10 + (c - '0'), digits = true;
+    } else if (c == 'x' && digits) {
+      n = (n > 0 ? n : 1) * dim, dim = 0, digits = false;
+    } else {
+      break;
+    }
+  }
+  return digits ? (n > 0 ? n : 1) * dim : 0;
+}
+
+}  // namespace
+
 std::vector<Sample> read_measured_rows(const std::string& text, const std::string& name, size_t* dropped) {
   PointNames points;
   std::vector<std::string> labels;
@@ -218,6 +238,7 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     if (i_min != SIZE_MAX) s.measured_min_s = to_d(cells[i_min]);
     if (!(s.measured_min_s > 0)) s.measured_min_s = s.measured_s;
     if (!(s.measured_s > 0)) s.measured_s = s.measured_min_s;  // (a file giving only the fastest repetition)
+    s.outputs = shape_elements(s.output_shape);
     if (s.peak > 0 && s.bandwidth > 0) out.push_back(s), labels.push_back(points.label(cells));
   }
   name_points(out, labels);
@@ -397,16 +418,138 @@ PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge, bool nonnegative_b) 
 
 namespace {
 
+// Weighted least squares of y = l + Σ β_j · z_j over the columns `cols` of v (z = v[0..2], y = v[3]),
+// by the centred normal equations and Gaussian elimination; false when they are singular.
+bool solve_columns(const std::vector<std::array<double, 4>>& v, const std::vector<double>& wt, const std::vector<int>& cols, double& l,
+                   std::array<double, 3>& beta) {
+  const size_t k = cols.size();
+  double n = 0;
+  std::array<double, 4> mean{};
+  for (size_t i = 0; i < v.size(); ++i) {
+    n += wt[i];
+    for (int j = 0; j < 4; ++j) mean[static_cast<size_t>(j)] += wt[i] * v[i][static_cast<size_t>(j)];
+  }
+  if (!(n > 0)) return false;
+  for (double& m : mean) m /= n;
+  double a[3][4] = {};  // [S | s_y]
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t r = 0; r < k; ++r) {
+      const double zr = v[i][static_cast<size_t>(cols[r])] - mean[static_cast<size_t>(cols[r])];
+      for (size_t c = 0; c < k; ++c) a[r][c] += wt[i] * zr * (v[i][static_cast<size_t>(cols[c])] - mean[static_cast<size_t>(cols[c])]);
+      a[r][k] += wt[i] * zr * (v[i][3] - mean[3]);
+    }
+  double scale = 1e-300;
+  for (size_t r = 0; r < k; ++r) scale = std::max(scale, std::fabs(a[r][r]));
+  for (size_t c = 0; c < k; ++c) {
+    size_t piv = c;
+    for (size_t r = c + 1; r < k; ++r)
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    if (std::fabs(a[piv][c]) < 1e-10 * scale) return false;
+    std::swap(a[piv], a[c]);
+    for (size_t r = 0; r < k; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (size_t cc = c; cc <= k; ++cc) a[r][cc] -= f * a[c][cc];
+    }
+  }
+  beta = {0, 0, 0};
+  l = mean[3];
+  for (size_t r = 0; r < k; ++r) {
+    beta[static_cast<size_t>(cols[r])] = a[r][k] / a[r][r];
+    l -= beta[static_cast<size_t>(cols[r])] * mean[static_cast<size_t>(cols[r])];
+  }
+  return true;
+}
+
+// Huber's loss of a residual (squares up to kHuber, linear beyond)
+double huber(double r) {
+  r = std::fabs(r);
+  return r <= kHuber ? 0.5 * r * r : kHuber * r - 0.5 * kHuber * kHuber;
+}
+
+// Huber's M-estimate of y = l + Σ β_j · z_j by iteratively reweighted least squares; the loss
+// (Σ huber) or infinity when singular.
+double fit_columns_robust(const std::vector<std::array<double, 4>>& v, const std::vector<int>& cols, double& l, std::array<double, 3>& beta) {
+  std::vector<double> wt(v.size(), 1.0);
+  if (!solve_columns(v, wt, cols, l, beta)) return INFINITY;
+  auto residual = [&](const std::array<double, 4>& p) { return p[3] - l - beta[0] * p[0] - beta[1] * p[1] - beta[2] * p[2]; };
+  for (int it = 0; it < 200; ++it) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double r = std::fabs(residual(v[i]));
+      wt[i] = r <= kHuber ? 1.0 : kHuber / r;
+    }
+    double l2 = 0;
+    std::array<double, 3> b2{};
+    if (!solve_columns(v, wt, cols, l2, b2)) break;
+    const bool done = std::fabs(l2 - l) < 1e-13 && std::fabs(b2[0] - beta[0]) < 1e-13 && std::fabs(b2[1] - beta[1]) < 1e-13 && std::fabs(b2[2] - beta[2]) < 1e-13;
+    l = l2, beta = b2;
+    if (done) break;
+  }
+  double loss = 0;
+  for (const auto& p : v) loss += huber(residual(p));
+  return loss;
+}
+
+}  // namespace
+
+PowerLaw fit_power_law_occupancy(const std::vector<XGE>& xge, bool nonnegative_b) {
+  PowerLaw base = fit_power_law_grouped(xge, nonnegative_b);
+  std::vector<std::array<double, 4>> v;  // log x, log g, log min(1, p / p_sat), log e
+  std::vector<double> ps;
+  std::set<double> gs, distinct;
+  for (const auto& q : xge) {
+    if (!(q.x > 0 && q.e > 0 && q.g >= 0 && std::isfinite(q.x) && std::isfinite(q.e) && std::isfinite(q.g))) continue;
+    if (!(q.p > 0) || !std::isfinite(q.p)) return base;  // a point of unknown occupancy: none fitted
+    v.push_back({std::log(q.x), q.g > 0 ? std::log(q.g) : 0, 0, std::log(q.e)});
+    ps.push_back(q.p);
+    distinct.insert(q.p);
+    if (q.g > 0) gs.insert(q.g);
+  }
+  if (v.size() < kOccupancySamples || distinct.size() < 3) return base;
+  const bool use_g = gs.size() >= 2;
+  const double n = static_cast<double>(v.size());
+  double loss0 = 0;
+  for (const auto& p : v) loss0 += huber(p[3] - std::log(base.a) - base.b * p[0] - (use_g ? base.c * p[1] : 0));
+  if (!(loss0 > 1e-20 * n)) return base;  // (the law alone is exact)
+  PowerLaw best = base;
+  double best_loss = loss0 * std::exp(-2 * std::log(n) / n);  // what the occupancy factor must beat (the criterion)
+  const double p_min = *distinct.begin(), p_max = *distinct.rbegin();
+  for (int i = 1;; ++i) {
+    const double sat = p_min * std::pow(2.0, i / 4.0);
+    if (sat > p_max) break;
+    for (size_t j = 0; j < v.size(); ++j) v[j][2] = std::log(std::min(1.0, ps[j] / sat));
+    std::vector<int> cols{0, 2};
+    if (use_g) cols = {0, 1, 2};
+    double l = 0;
+    std::array<double, 3> beta{};
+    double loss = fit_columns_robust(v, cols, l, beta);
+    if (nonnegative_b && beta[0] < 0) {  // (no slowdown with size: flat in x)
+      cols.erase(cols.begin());
+      loss = fit_columns_robust(v, cols, l, beta);
+    }
+    if (!(beta[2] > 1e-6) || beta[2] > 4 || !(loss < best_loss)) continue;
+    best_loss = loss;
+    best = PowerLaw{};
+    best.a = std::exp(l), best.b = beta[0], best.c = use_g ? beta[1] : 0, best.d = beta[2], best.p_sat = sat;
+    best.p_lo = p_min, best.p_hi = p_max;  // (fewer outputs than any point: the factor at p_min)
+  }
+  return best;
+}
+
+namespace {
+
 // One rule per class and compute roof (the roofs in order of first appearance), each fitted on its
 // samples: the compute law over the compute-bound ones, the bandwidth law over the memory-bound
 // ones, and a law per memory level that holds at least kLevelSamples of those.
-CalibrationRule fit_rule(const std::string& cls, const std::string& roof, const std::vector<const Sample*>& samples, bool nonnegative_b = false) {
+// (gpu: laws that never lose efficiency with size, and the compute law's occupancy factor)
+CalibrationRule fit_rule(const std::string& cls, const std::string& roof, const std::vector<const Sample*>& samples, bool gpu = false) {
+  const bool nonnegative_b = gpu;
   std::vector<XGE> ce, be;
   std::vector<std::pair<std::string, std::vector<XGE>>> by_level;  // in order of first appearance
   for (const Sample* sp : samples) {
     const Sample& s = *sp;
     if (s.compute_bound && s.work > 0) {
-      ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s)});
+      ce.push_back({s.macs > 0 ? s.macs : s.work, s.cpg, s.work / (s.peak * s.measured_s), s.outputs});
     } else if (!s.compute_bound && s.bytes > 0) {
       XGE p{s.bytes, s.cpg, s.bytes / (s.bandwidth * s.measured_s)};
       be.push_back(p);
@@ -420,7 +563,7 @@ CalibrationRule fit_rule(const std::string& cls, const std::string& roof, const 
   r.name = cls;
   r.ops = class_ops(cls);
   r.roof = roof;
-  r.compute = fit_power_law_grouped(ce, nonnegative_b);
+  r.compute = gpu ? fit_power_law_occupancy(ce, nonnegative_b) : fit_power_law_grouped(ce, nonnegative_b);
   r.bandwidth = fit_power_law_grouped(be, nonnegative_b);
   for (const auto& [level, pts] : by_level)
     if (pts.size() >= kLevelSamples && by_level.size() > 1) r.bandwidth_by_level.emplace_back(level, fit_power_law_grouped(pts, nonnegative_b));
@@ -464,7 +607,7 @@ std::vector<CalibrationRule> fit_calibration(const std::vector<Sample>& samples)
 double predict_s(const Sample& s, const std::vector<CalibrationRule>& rules) {
   double ec = 1, eb = 1;
   if (const CalibrationRule* r = rule_for(rules, s.op, s.roof)) {
-    ec = r->compute.at(s.macs > 0 ? s.macs : s.work, s.cpg);
+    ec = r->compute.at(s.macs > 0 ? s.macs : s.work, s.cpg, s.outputs);
     eb = r->bandwidth_on(s.level).at(s.bytes, s.cpg);
   }
   return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
@@ -580,6 +723,10 @@ void set_ranges(PowerLaw& law, const std::vector<const Sample*>& v, bool compute
     if (x > 0) law.x_lo = law.x_lo > 0 ? std::min(law.x_lo, x) : x, law.x_hi = std::max(law.x_hi, x);
     if (s->cpg > 0) law.g_lo = law.g_lo > 0 ? std::min(law.g_lo, s->cpg) : s->cpg, law.g_hi = std::max(law.g_hi, s->cpg);
   }
+  law.p_lo = law.p_hi = 0;
+  if (law.has_occupancy())
+    for (const Sample* s : v)
+      if (s->outputs > 0) law.p_lo = law.p_lo > 0 ? std::min(law.p_lo, s->outputs) : s->outputs, law.p_hi = std::max(law.p_hi, s->outputs);
 }
 
 // Each bandwidth_by_level law: the range of the memory-bound layers bounded on its level.
@@ -657,7 +804,7 @@ bool extrapolated_for(const Sample& s, const std::vector<CalibrationRule>& rules
   const CalibrationRule* r = rule_for(rules, s.op, s.roof);
   if (!r) return false;  // an operator of no class: the roofline, not a transfer
   if (r->extrapolated) return true;
-  if (s.compute_bound) return r->extrapolated_compute || r->compute.beyond(s.macs > 0 ? s.macs : s.work, s.cpg);
+  if (s.compute_bound) return r->extrapolated_compute || r->compute.beyond(s.macs > 0 ? s.macs : s.work, s.cpg, s.outputs);
   return r->extrapolated_bandwidth || r->bandwidth_on(s.level).beyond(s.bytes, s.cpg);
 }
 
@@ -763,7 +910,7 @@ std::vector<double> fixed_time_grid() {
 }
 
 double rule_time(const Sample& s, const CalibrationRule& r) {
-  const double ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg), eb = r.bandwidth_on(s.level).at(s.bytes, s.cpg);
+  const double ec = r.compute.at(s.macs > 0 ? s.macs : s.work, s.cpg, s.outputs), eb = r.bandwidth_on(s.level).at(s.bytes, s.cpg);
   return std::max(s.work / (s.peak * ec), s.bytes / (s.bandwidth * eb));
 }
 
@@ -843,7 +990,7 @@ KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vec
     const size_t i = it->second;
     double ec = 1, eb = 1;
     if (const CalibrationRule* r = rule_for(rules, s->op, s->roof)) {
-      ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg);
+      ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
       eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
       k.host_s[i] = std::max(k.host_s[i], r->host_overhead_s);
     }
@@ -1024,7 +1171,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
       l.kernel = k->second;
       double ec = 1, eb = 1;
       if (const CalibrationRule* r = rule_for(model.rules, s->op, s->roof)) {
-        ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg);
+        ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
         eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
         l.host = r->host_overhead_s;
         const size_t ri = static_cast<size_t>(r - model.rules.data());
@@ -1242,7 +1389,8 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
   out += "# host's time to issue one kernel of the class in eager mode; extrapolated: no measured layer of the class ran on\n";
   out += "# that roof, so the laws are the roof's other classes' together (compute or bandwidth: that side's law alone, the class's\n";
   out += "# layers being all on the other side of the ridge); range: the layers the laws were fitted on (beyond it a law keeps\n";
-  out += "# its value at the nearer end). derated_time_s carries it.\n";
+  out += "# its value at the nearer end); occupancy: [d, p_sat], the compute law's factor min(1, p / p_sat)^d, p = the layer's\n";
+  out += "# output elements (a GPU kernel with few outputs leaves multiprocessors idle). derated_time_s carries it.\n";
   out += "calibration:\n";
   auto quoted = [](const std::string& t) {
     std::string q = "\"";
@@ -1266,6 +1414,10 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
       }
       out += "}";
     }
+    if (r.compute.has_occupancy()) {
+      std::snprintf(buf, sizeof buf, ", occupancy: [%.6g, %.6g]", r.compute.d, r.compute.p_sat);
+      out += buf;
+    }
     if (r.host_overhead_s >= 0) {
       std::snprintf(buf, sizeof buf, ", host_overhead: %.6g us", r.host_overhead_s * 1e6);
       out += buf;
@@ -1288,6 +1440,7 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
     pair("compute_x", r.compute.x_lo, r.compute.x_hi);
     pair("bandwidth_x", bx_lo, bx_hi);
     pair("channels_per_group", g_lo, g_hi);
+    if (r.compute.has_occupancy()) pair("outputs", r.compute.p_lo, r.compute.p_hi);
     if (!range.empty()) out += ", range: {" + range + "}";
     out += "}\n";
   }

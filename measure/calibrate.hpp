@@ -54,6 +54,7 @@ struct Sample {
   std::string input_shape, output_shape;
   double time_s = 0;      // the theoretical bound
   double measured_min_s = 0;  // the fastest repetition (measured_s when the file has no such column)
+  double outputs = 0;         // elements of output_shape's first tensor (0: unknown)
 };
 
 // Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
@@ -82,6 +83,7 @@ PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe);
 
 struct XGE {
   double x = 0, g = 0, e = 0;  // work or bytes, channels per group (0: none), efficiency
+  double p = 0;                // output elements (0: unknown), for the occupancy factor
 };
 // Fits a·x^b·g^c on logs, robustly: Huber's M-estimate (squares for residuals up to kHuber in log
 // space, linear beyond), by iteratively reweighted least squares. c is fitted only when the points
@@ -91,6 +93,14 @@ constexpr double kHuber = 0.4054651081081644;  // log 1.5
 // nonnegative_b: a law that would lose efficiency as x grows is fitted flat instead (b = 0): the
 // GPU fits, whose laws must not extrapolate a slowdown past the largest layer measured.
 PowerLaw fit_power_law_grouped(const std::vector<XGE>& xge, bool nonnegative_b = false);
+// The same law with an occupancy factor min(1, p / p_sat)^d (d ≥ 0) where it earns its two
+// parameters: p_sat on a grid of ratio 2^(1/4) over the points' p, each a robust fit of
+// (log a, b, c, d); the best is kept when n · ln(loss / loss without it) + 2 · ln n < 0 (the
+// Bayesian information criterion, the loss being Huber's), else the law above. Needs at least
+// kOccupancySamples points with p > 0 spanning 3 values of p. For GPU data: a kernel with fewer
+// outputs than the multiprocessors can hold leaves some idle, at any MACs.
+constexpr size_t kOccupancySamples = 8;
+PowerLaw fit_power_law_occupancy(const std::vector<XGE>& xge, bool nonnegative_b = false);
 
 // Per op class: the compute law over its compute-bound samples, the bandwidth law over its
 // memory-bound ones, and for each memory level holding at least kLevelSamples of those, a law of

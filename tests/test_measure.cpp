@@ -823,6 +823,72 @@ TEST_CASE("measure: the robust fit gives an outlier the weight Huber's estimate 
   CHECK(kHuber == Approx(std::log(1.5)));
 }
 
+TEST_CASE("measure: the occupancy factor: its law, the fit that finds it, and the engine applying it", "[measure]") {
+  // efficiency = a · x^b · min(1, p / p_sat)^d, p clamped at p_lo below
+  PowerLaw law;
+  law.a = 0.5, law.d = 1, law.p_sat = 1000, law.p_lo = 100;
+  CHECK(law.at(1e9, 0, 250) == Approx(0.5 * 250.0 / 1000));  // 0.125
+  CHECK(law.at(1e9, 0, 50) == Approx(0.5 * 100.0 / 1000));   // below p_lo: the factor at 100
+  CHECK(law.at(1e9, 0, 5000) == Approx(0.5));                 // saturated
+  CHECK(law.at(1e9, 0, 0) == Approx(0.5));                    // p unknown: no factor
+  CHECK(law.beyond(1e9, 0, 50));
+  CHECK_FALSE(law.beyond(1e9, 0, 250));
+
+  // exact data from 0.4 · x^0.1 · min(1, p / 4000)^0.8: p = 1000 · 2^(i/2), i = 0 … 11 (1000 … 45,255),
+  // x = 10^6 · 3^(i mod 4) (x not tied to p). 4000 = 1000 · 2^(8/4) lies on the fit's grid of
+  // p_min · 2^(k/4), so the fit recovers every parameter.
+  std::vector<XGE> pts;
+  for (int i = 0; i < 12; ++i) {
+    const double p = 1000 * std::pow(2.0, i / 2.0), x = 1e6 * std::pow(3.0, i % 4);
+    pts.push_back({x, 0, 0.4 * std::pow(x, 0.1) * std::pow(std::min(1.0, p / 4000), 0.8), p});
+  }
+  PowerLaw f = fit_power_law_occupancy(pts);
+  CHECK(f.p_sat == Approx(4000));
+  CHECK(f.d == Approx(0.8).epsilon(1e-6));
+  CHECK(f.b == Approx(0.1).epsilon(1e-6));
+  CHECK(f.a == Approx(0.4).epsilon(1e-6));
+  CHECK(f.p_lo == 1000);
+  // the law without it (every point saturated: p ≥ 4000 for all) is exact: no factor is added
+  std::vector<XGE> flat;
+  for (int i = 0; i < 12; ++i) flat.push_back({1e6 * std::pow(3.0, i % 4), 0, 0.4 * std::pow(1e6 * std::pow(3.0, i % 4), 0.1), 4000 + 1000.0 * i});
+  PowerLaw g = fit_power_law_occupancy(flat);
+  CHECK_FALSE(g.has_occupancy());
+  CHECK(g.b == Approx(0.1).epsilon(1e-6));
+  // fewer than kOccupancySamples points: never
+  CHECK_FALSE(fit_power_law_occupancy(std::vector<XGE>(pts.begin(), pts.begin() + 7)).has_occupancy());
+
+  // the engine: conv2d 64→64, 3×3, padding 1, on 1×64×8×8: p = 64 · 8 · 8 = 4096 outputs,
+  // MACs = 4096 · 64 · 9 = 2,359,296; occupancy [1, 16384]: efficiency 1 · 4096 / 16384 = 0.25, so
+  // the compute time is 2 · 2,359,296 / (100 GFLOP/s · 0.25) = 188.74 µs. At 16×16: p = 16,384,
+  // saturated, efficiency 1.
+  const char* yaml = R"(name: occ
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1000 TB/s}]
+    calibration:
+      - {class: conv, ops: [conv2d], compute: [1, 0], bandwidth: [1, 0], occupancy: [1, 16384], range: {outputs: [1024, 1e9]}}
+networks:
+  - name: small
+    input: [1, 64, 8, 8]
+    layers: [{op: conv2d, out_channels: 64, kernel: 3, padding: 1}]
+  - name: large
+    input: [1, 64, 16, 16]
+    layers: [{op: conv2d, out_channels: 64, kernel: 3, padding: 1}]
+)";
+  RunResult r = rsim::test::run_text(yaml);
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].cost.macs == 4096.0 * 64 * 9);
+  CHECK(rows[0].efficiency.compute == Approx(0.25));
+  CHECK(rows[0].derated.compute_time_s == Approx(2 * 2359296 / (100e9 * 0.25)));
+  CHECK(rows[1].efficiency.compute == Approx(1.0));
+  // a bad occupancy is an error at its value
+  std::string bad = yaml;
+  bad.replace(bad.find("occupancy: [1, 16384]"), 21, "occupancy: [1, -5]");
+  CHECK_THROWS_WITH(rsim::test::run_text(bad), Catch::Contains("occupancy saturation must be a positive number of output elements"));
+}
+
 TEST_CASE("measure: contention: the time-sharing law, its inverse, and fit_model recovering it", "[measure]") {
   Contention c;
   c.onset_s = 1e-3, c.slowdown = 3;
