@@ -346,7 +346,7 @@ def main():
         w("## The calibration run")
         w("")
         w("```")
-        w(log.rstrip())
+        w(log.rstrip().replace(work + os.sep, "WORK/"))  # (the scratch folder: not the same from run to run)
         w("```")
         with open(args.doc, "w") as f:
             f.write("\n".join(doc) + "\n")
