@@ -90,7 +90,7 @@ const Command kCommands[] = {
     {"calibrate", "calibrate MEASURED.csv... [MEASURED_NETWORKS.csv...] --platform PLATFORM(.yaml|name) -o CALIBRATED.yaml [--predictions FILE.csv] [--drop-bad-rows] [--hw-dir DIR]",
      "fit an efficiency model per op class (and the runtime, from whole networks) from measured files into a platform file; print the cross-validated error", cmd_calibrate},
     {"schema", "schema [scenario | platform]", "print the JSON Schema (draft 2020-12) of scenario files, or of platform files, for editors", cmd_schema},
-    {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--name NAME] [-o FILE.yaml] [--summary]",
+    {"import", "import MODEL.onnx [--input NAME=1x3x224x224]... [--dim NAME=VALUE]... [--check-dims NAME=1,8]... [--name NAME] [-o FILE.yaml] [--summary]",
      "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
 };
 
@@ -576,6 +576,8 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ost
       "dim", po::value<std::vector<std::string>>()->composing(),
       "NAME=VALUE: a symbolic dimension's default; NAME alone: keep just the symbols named so, fix the rest with --input (repeatable)")(
       "name", po::value<std::string>(), "the network's name (default: the file's stem)")(
+      "check-dims", po::value<std::vector<std::string>>()->composing(),
+      "NAME=1,8: check that the imported model takes these sizes of a symbol it keeps (every combination; the others at their --dim default)")(
       "output,o", po::value<std::string>(), "write the model here (default: standard output)")(
       "summary", "print the op-type histogram, totals and unsupported ops instead");
   po::positional_options_description pos;
@@ -636,6 +638,22 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ost
       dims.emplace_back(a.substr(0, eq), *v);
     }
   if (vm.count("name")) opt.name = vm["name"].as<std::string>();
+  if (vm.count("check-dims"))
+    for (const auto& a : vm["check-dims"].as<std::vector<std::string>>()) {
+      const size_t eq = a.find('=');
+      std::vector<long long> values;
+      bool ok = eq != std::string::npos && eq > 0 && eq + 1 < a.size();
+      for (size_t start = eq + 1; ok && start <= a.size();) {
+        const size_t comma = a.find(',', start);
+        auto v = parse_integer(a.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (!v || *v <= 0 || *v > 1000000000LL) ok = false;
+        else values.push_back(*v);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (!ok) return usage_error(err, "--check-dims wants NAME=SIZES with positive sizes separated by commas, e.g. batch=1,8, not '" + a + "'");
+      opt.check_dims.emplace_back(a.substr(0, eq), values);
+    }
   try {
     auto model = load_onnx(vm["file"].as<std::string>());
     if (vm.count("summary")) {

@@ -44,6 +44,9 @@ struct OnnxImportOptions {
   // to keep (`--dim batch` without a value: every other symbol must then be fixed)
   std::vector<std::pair<std::string, std::vector<std::string>>> input_dims;
   std::vector<std::string> keep;
+  // `--check-dims NAME=1,8`: the imported model is checked at these sizes of its symbols (every
+  // combination; a symbol not named takes its --dim default), and only at sizes the user names
+  std::vector<std::pair<std::string, std::vector<long long>>> check_dims;
 };
 
 struct OnnxOutput {

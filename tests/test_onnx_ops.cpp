@@ -403,6 +403,27 @@ TEST_CASE("rsim import of a UNet without flags: its symbols stay parameters thou
     for (const Row* row : rows_of(r, 0, "box"))
       if (row->layer == "c1") CHECK(row->cost.macs == n * 8 * 128.0 * 160 * 27);
   }
+  // --check-dims: sizes the user names, every combination (2 × 2 × 1 here), and an impossible one
+  // named with the node that rejects it: at H = 100 the pooled 50 comes back as 100 and fits, at
+  // H = 102 the pooled 51 comes back as 102 too; at H = 101, pooled to 50 and upsampled to 100, the
+  // concat of 101 and 100 rows fails
+  CliOut checked = cli({"import", (dir / "unet.onnx").string(), "--check-dims", "N=1,8", "--check-dims", "H=100,102", "--check-dims", "W=96"});
+  INFO(checked.err);
+  CHECK(checked.code == 0);
+  CliOut odd = cli({"import", (dir / "unet.onnx").string(), "--check-dims", "N=1", "--check-dims", "H=128,101", "--dim", "W=160", "-o",
+                    (dir / "odd.yaml").string()});
+  INFO(odd.err);
+  CHECK(odd.code == 1);
+  CHECK(odd.err.find("the model does not take N = 1, H = 101, W = 160 (--check-dims)") != std::string::npos);
+  CHECK(odd.err.find("'cat'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "odd.yaml"));
+  CliOut unnamed = cli({"import", (dir / "unet.onnx").string(), "--check-dims", "N=1"});
+  CHECK(unnamed.code == 1);
+  CHECK(unnamed.err.find("--check-dims needs a size for every symbol the model keeps; 'H' has none") != std::string::npos);
+  CliOut typo = cli({"import", (dir / "unet.onnx").string(), "--check-dims", "batch=1", "--dim", "H=64", "--dim", "W=64"});
+  CHECK(typo.code == 1);
+  CHECK(typo.err.find("--check-dims names 'batch', which is not a symbolic dimension the imported model keeps") != std::string::npos);
+  CHECK(cli({"import", (dir / "unet.onnx").string(), "--check-dims", "N=1,x"}).code == 2);
   CliOut loose = cli({"import", (dir / "unet.onnx").string(), "--dim", "N"});
   CHECK(loose.code == 1);
   CHECK(loose.err.find("--dim keeps only the symbols it names, but H, W are neither kept nor fixed") != std::string::npos);

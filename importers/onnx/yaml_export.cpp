@@ -226,6 +226,58 @@ std::string flow(const CNode& n, bool force_quote = false) {
 
 }  // namespace
 
+namespace {
+
+// --check-dims: the model imported at every combination of the sizes named (at most 64), the other
+// symbols at their --dim defaults; a size the model cannot take is an error naming the sizes, the
+// node that rejected them and why.
+template <class Run>
+void check_at_named_sizes(const OnnxModel& m, const OnnxImportOptions& opt, const std::vector<std::string>& syms,
+                          const std::vector<std::pair<std::string, long long>>& defaults, Run run_with) {
+  if (opt.check_dims.empty()) return;
+  std::string list;
+  for (const auto& x : syms) list += (list.empty() ? "" : ", ") + x;
+  for (const auto& [name, values] : opt.check_dims)
+    if (std::find(syms.begin(), syms.end(), name) == syms.end()) {
+      std::string hint = did_you_mean(name, syms);
+      fail_file(m.file, "--check-dims names '" + name + "', which is not a symbolic dimension the imported model keeps",
+                {Note{{}, !hint.empty() ? hint : list.empty() ? "the imported model keeps no symbol" : "its symbols: " + list}});
+    }
+  // each symbol's sizes to check: its --check-dims list, else its default
+  std::vector<std::vector<long long>> sizes;
+  size_t combos = 1;
+  for (const auto& s : syms) {
+    auto c = std::find_if(opt.check_dims.begin(), opt.check_dims.end(), [&](const auto& p) { return p.first == s; });
+    auto d = std::find_if(defaults.begin(), defaults.end(), [&](const auto& p) { return p.first == s; });
+    if (c != opt.check_dims.end()) sizes.push_back(c->second);
+    else if (d != defaults.end()) sizes.push_back({d->second});
+    else
+      fail_file(m.file, "--check-dims needs a size for every symbol the model keeps; '" + s + "' has none",
+                {Note{{}, "name it too (--check-dims " + s + "=1) or give it a default (--dim " + s + "=1)"}});
+    combos *= sizes.back().size();
+    if (combos > 64) fail_file(m.file, "--check-dims names more than 64 combinations of sizes; check fewer at once");
+  }
+  for (size_t k = 0; k < combos; ++k) {
+    std::vector<long long> v;
+    std::string at;
+    size_t rest = k;
+    for (size_t i = 0; i < syms.size(); ++i) {
+      v.push_back(sizes[i][rest % sizes[i].size()]);
+      rest /= sizes[i].size();
+      at += (at.empty() ? "" : ", ") + syms[i] + " = " + std::to_string(v.back());
+    }
+    try {
+      run_with(v);
+    } catch (const ConfigError& e) {
+      std::vector<Diagnostic> ds = e.diagnostics();
+      ds.front().message = "the model does not take " + at + " (--check-dims): " + ds.front().message;
+      throw ConfigError(ds);
+    }
+  }
+}
+
+}  // namespace
+
 std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
   OnnxImportOptions opt = opt_in;
   // --input with symbols: a size where the model has a symbol fixes that symbol; a name must be
@@ -348,6 +400,8 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
     ds.front().notes.push_back(Note{{}, "give the symbols sizes the model takes: --dim NAME=VALUE for each, or fixed input shapes with --input NAME=1x3x128x160"});
     throw ConfigError(ds);
   }
+
+  check_at_named_sizes(m, opt, syms, defaults, run_with);
 
   std::ostringstream y;
   std::string file = std::filesystem::path(m.path).filename().string();
