@@ -67,6 +67,7 @@ struct OnnxImport {
   size_t nodes = 0, initializers = 0;
   double weight_elements = 0;  // elements of float initializers that are parameters (BatchNorm statistics excluded)
   std::map<std::string, Shape> tensor_shapes;  // with record_shapes: every node output's shape as rsim inferred it, by ONNX name
+  std::map<std::string, int> tensor_elems;     // with record_shapes: every node output's ONNX element type, by name
 };
 
 // ONNX's own shape inference (onnx::shape_inference::InferShapes, with data propagation) on a copy

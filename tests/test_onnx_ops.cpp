@@ -223,6 +223,21 @@ TEST_CASE("ONNX QDQ: QuantizeLinear / DequantizeLinear around a Conv make one in
   CHECK(rows[0]->cost.input_total() == 3 * 64.0);
   CHECK(rows[0]->cost.weight_bytes == 108 + 4.0);
   CHECK(rows[0]->cost.output_total() == 4 * 64.0);
+  // rsim import --summary: the element types per class of tensor. Initializers: the weights w (int8,
+  // 4 · 3 · 3 · 3 = 108 elements) and b (int32, 4); the scales xs, ws, bs, ys (fp32) and zero points
+  // xz, wz, yz (int8) and bz (int32): 108 + 4 = 112 weight elements (the parameters). Node outputs
+  // as rsim costs them: x_q int8; a DequantizeLinear's output is the tensor it reads (x_dq and w_dq
+  // int8, b_dq the int32 bias); the int8 conv's output c, and c_q and y behind it, int8: 6 int8, 1 int32.
+  fs::path dir = scratch_dir("qdq_summary");
+  std::ofstream(dir / "qdq.onnx", std::ios::binary) << build_onnx_model(s);
+  CliOut o = cli({"import", (dir / "qdq.onnx").string(), "--summary"});
+  INFO(o.out << o.err);
+  CHECK(o.code == 0);
+  CHECK(o.out.find("  dtypes: inputs fp32 × 1; weights int32 4 elements, int8 108 elements; quantization scales and zero points fp32 × 4, "
+                   "int32 × 1, int8 × 3; outputs fp32 × 1\n") != std::string::npos);
+  CHECK(o.out.find("7 nodes, 10 initializers (2 in external data), 112 weight elements\n") != std::string::npos);
+  CHECK(o.out.find("  dtypes: activations (node outputs, as rsim costs them) int32 × 1, int8 × 6\n") != std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored weights as parameters", "[onnx]") {

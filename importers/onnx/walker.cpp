@@ -116,7 +116,10 @@ OnnxImport Importer::run() {
   if (opt_.record_shapes)  // every node output (not the inputs and initializers: nothing to infer there)
     for (const auto& n : g.node())
       for (const auto& o : n.output())
-        if (auto it = vals_.find(o); !o.empty() && it != vals_.end() && it->second.known) res_.tensor_shapes[o] = it->second.shape;
+        if (auto it = vals_.find(o); !o.empty() && it != vals_.end() && it->second.known) {
+          res_.tensor_shapes[o] = it->second.shape;
+          res_.tensor_elems[o] = it->second.elem;
+        }
   // the network node
   CNode net;
   net.kind = CNode::Kind::Map;

@@ -438,6 +438,38 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
   return y.str();
 }
 
+namespace {
+
+// An ONNX element type as rsim names dtypes (uint8 and uint4 as the file has them)
+std::string elem_name(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "fp32";
+    case onnx::TensorProto::FLOAT16: return "fp16";
+    case onnx::TensorProto::BFLOAT16: return "bf16";
+    case onnx::TensorProto::DOUBLE: return "fp64";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::INT16: return "int16";
+    case onnx::TensorProto::UINT16: return "uint16";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::UINT32: return "uint32";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::UINT64: return "uint64";
+    case onnx::TensorProto::BOOL: return "bool";
+    case onnx::TensorProto::STRING: return "string";
+    default: return "type " + std::to_string(t);
+  }
+}
+
+// "fp16 × 3, fp32 × 1" (elements: "fp16 1,234 elements")
+std::string by_type(const std::map<std::string, double>& m, bool elements) {
+  std::string s;
+  for (const auto& [t, n] : m) s += (s.empty() ? "" : ", ") + t + (elements ? " " + format_number(n) + " elements" : " × " + format_number(n));
+  return s;
+}
+
+}  // namespace
+
 std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
   std::ostringstream s;
   const auto& g = m.proto.graph();
@@ -446,23 +478,57 @@ std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
   s << m.path << ": ONNX opset " << m.opset << ", IR version " << m.proto.ir_version();
   if (!m.proto.producer_name().empty()) s << ", produced by " << m.proto.producer_name() << " " << m.proto.producer_version();
   s << "\n";
-  double weights = 0, stats = 0;
-  std::set<std::string> bn;
-  for (const auto& n : g.node())
-    if (n.op_type() == "BatchNormalization")
+  std::set<std::string> bn, quant;  // BatchNorm statistics; quantization scales and zero points
+  for (const auto& n : g.node()) {
+    const std::string& t = n.op_type();
+    std::vector<int> at;
+    if (t == "BatchNormalization") {
       for (int i = 3; i < n.input_size() && i < 5; ++i) bn.insert(n.input(i));
+    } else if (t == "QuantizeLinear" || t == "DequantizeLinear") {
+      at = {1, 2};
+    } else if (t == "QLinearConv" || t == "QLinearMatMul") {
+      at = {1, 2, 4, 5, 6, 7};
+    } else if (t == "ConvInteger" || t == "MatMulInteger") {
+      at = {2, 3};
+    }
+    for (int i : at)
+      if (i < n.input_size() && !n.input(i).empty()) quant.insert(n.input(i));
+  }
+  // element types per class of tensor; weights: every initializer but those and integer constants
   size_t external = 0;
+  std::set<std::string> inits;
+  std::map<std::string, double> w, q, st, c, ins, outs;
   for (const auto& t : g.initializer()) {
+    inits.insert(t.name());
     double e = 1;
     for (auto d : t.dims()) e *= static_cast<double>(d);
     if (t.data_location() == onnx::TensorProto::EXTERNAL) ++external;
-    if (!is_float_type(t.data_type())) continue;
-    (bn.count(t.name()) ? stats : weights) += e;
+    const std::string ty = elem_name(t.data_type());
+    if (quant.count(t.name())) q[ty] += 1;
+    else if (bn.count(t.name())) st[ty] += e;
+    else if (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::BOOL) c[ty] += 1;
+    else w[ty] += e;
   }
+  double weights = 0, stats = 0;
+  for (const auto& [t, e] : w) weights += e;
+  for (const auto& [t, e] : st) stats += e;
   s << "  " << g.node_size() << " nodes, " << g.initializer_size() << " initializers (" << external << " in external data), "
     << format_number(weights) << " weight elements";
   if (stats > 0) s << " (+" << format_number(stats) << " BatchNorm running statistics, not parameters)";
-  s << "\n  inputs:";
+  s << "\n";
+  for (const auto& in : g.input())
+    if (!inits.count(in.name())) ins[elem_name(in.type().tensor_type().elem_type())] += 1;
+  for (const auto& o : g.output()) outs[elem_name(o.type().tensor_type().elem_type())] += 1;
+  {
+    std::string line = "inputs " + by_type(ins, false);
+    if (!w.empty()) line += "; weights " + by_type(w, true);
+    if (!q.empty()) line += "; quantization scales and zero points " + by_type(q, false);
+    if (!st.empty()) line += "; BatchNorm statistics " + by_type(st, true);
+    if (!c.empty()) line += "; integer constants " + by_type(c, false);
+    line += "; outputs " + by_type(outs, false);
+    s << "  dtypes: " << line << "\n";
+  }
+  s << "  inputs:";
   for (const auto& in : g.input()) {
     bool init = false;
     for (const auto& t : g.initializer()) init = init || t.name() == in.name();
@@ -490,7 +556,12 @@ std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
   if (bad.empty()) {
     s << "  unsupported: none\n";
     try {
-      OnnxImport r = import_onnx(m, opt);
+      OnnxImportOptions ro = opt;
+      ro.record_shapes = true;  // (the node outputs' element types)
+      OnnxImport r = import_onnx(m, ro);
+      std::map<std::string, double> acts;
+      for (const auto& [name, elem] : r.tensor_elems) acts[elem_name(elem)] += 1;
+      if (!acts.empty()) s << "  dtypes: activations (node outputs, as rsim costs them) " << by_type(acts, false) << "\n";
       size_t folded = 0;
       for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
       s << "  imported: " << r.network.find("layers")->items.size() << " layers (" << folded << " nodes folded into constants)\n";
