@@ -121,14 +121,16 @@ std::shared_ptr<NetworkImporter> make_onnx_importer();
 namespace rsim {
 
 // Building small ONNX models in code (tests, benchmarks, fuzz seeds) without ONNX headers.
+struct OnnxModelSpec;
 struct OnnxSpecAttr {
   std::string name;
-  enum class Kind { Int, Float, String, Ints, Floats } kind = Kind::Int;
+  enum class Kind { Int, Float, String, Ints, Floats, Graph } kind = Kind::Int;
   long long i = 0;
   double f = 0;
   std::string s;
   std::vector<long long> ints;
   std::vector<double> floats;
+  std::shared_ptr<const OnnxModelSpec> graph;  // Graph: a subgraph (an If's branch): its initializers, outputs and nodes
 };
 struct OnnxSpecNode {
   std::string op_type, name;

@@ -56,6 +56,57 @@ RunResult run_model(const std::string& name, const OnnxModelSpec& spec, const st
 
 }  // namespace
 
+TEST_CASE("ONNX If: a constant condition takes its branch in place of the If, a condition on data is refused", "[onnx]") {
+  // x (1, 4, 8, 8); the condition: Shape(x)[1] = 4 > 2, folded to true. then: Conv 4→6 1×1 with a
+  // weight of the branch's own (24 parameters) reading the outer x, then Relu; else: Sigmoid of x.
+  auto graph_attr = [](const std::string& name, OnnxModelSpec g) {
+    OnnxSpecAttr a;
+    a.name = name;
+    a.kind = OnnxSpecAttr::Kind::Graph;
+    a.graph = std::make_shared<const OnnxModelSpec>(std::move(g));
+    return a;
+  };
+  OnnxModelSpec then_g, else_g;
+  then_g.graph_name = "then";
+  then_g.initializers = {{"wb", {"6", "4", "1", "1"}, 1, {}}};
+  then_g.outputs = {{"t", {"1", "6", "8", "8"}, 1, {}}};
+  then_g.nodes = {{"Conv", "branch_conv", {"x", "wb"}, {"tc"}, {attr_is("kernel_shape", {1, 1})}}, {"Relu", "branch_relu", {"tc"}, {"t"}, {}}};
+  else_g.graph_name = "else";
+  else_g.outputs = {{"e", {"1", "4", "8", "8"}, 1, {}}};
+  else_g.nodes = {{"Sigmoid", "branch_sigmoid", {"x"}, {"e"}, {}}};
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"1", "4", "8", "8"}, 1, {}}};
+  s.outputs = {{"y", {"?", "?", "8", "8"}, 1, {}}};
+  s.initializers = {{"i1", {}, 7, {1}}, {"two", {}, 7, {2}}};
+  s.nodes = {{"Shape", "shape", {"x"}, {"sh"}, {}},
+             {"Gather", "c", {"sh", "i1"}, {"ch"}, {}},
+             {"Greater", "wide", {"ch", "two"}, {"cond"}, {}},
+             {"If", "choose", {"cond"}, {"y"}, {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}}};
+  RunResult r = run_model("if_then", s);
+  auto rows = rows_of(r, 0, "box");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]->layer == "branch_conv");
+  CHECK(rows[0]->cost.macs == 6.0 * 64 * 4);  // 6 × 8 × 8 outputs, 4 taps each
+  CHECK(rows[0]->cost.params == 24);
+  CHECK(rows[1]->layer == "branch_relu");
+  CHECK(rows[1]->output_shapes == "1x6x8x8");
+  // a false constant (a bool initializer) takes the else branch: the sigmoid alone
+  OnnxModelSpec f = s;
+  f.initializers.push_back({"no", {}, 9, {0}});
+  f.nodes = {{"If", "choose", {"no"}, {"y"}, {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}}};
+  RunResult rf = run_model("if_else", f);
+  auto fr = rows_of(rf, 0, "box");
+  REQUIRE(fr.size() == 1);
+  CHECK(fr[0]->layer == "branch_sigmoid");
+  CHECK(fr[0]->op == "sigmoid");
+  // a condition on the input's values: refused, naming the If
+  OnnxModelSpec d = s;
+  d.inputs.push_back({"flag", {}, 9, {}});
+  d.nodes = {{"If", "choose", {"flag"}, {"y"}, {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}}};
+  CHECK_THROWS_WITH(run_model("if_data", d), Catch::Contains("node 'choose' (If): its condition is computed from data at run time"));
+}
+
 TEST_CASE("ONNX LSTM and GRU: every direction and layout, MACs T·B·D·G·H·(I+H), the file's weights as parameters", "[onnx]") {
   // a bidirectional LSTM over x (T 5, B 3, I 10), hidden 20, with biases: W (2, 80, 10), R (2, 80, 20),
   // B (2, 160) — 1,600 + 3,200 + 320 = 5,120 weights in the file

@@ -5,14 +5,9 @@
 
 namespace rsim {
 
-std::string build_onnx_model(const OnnxModelSpec& spec) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.set_producer_name("rsim-test");
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(spec.opset);
-  auto* g = m.mutable_graph();
+namespace {
+
+void fill_graph(onnx::GraphProto* g, const OnnxModelSpec& spec) {
   g->set_name(spec.graph_name);
   auto value_info = [](onnx::ValueInfoProto* v, const OnnxSpecTensor& t) {
     v->set_name(t.name);
@@ -39,6 +34,9 @@ std::string build_onnx_model(const OnnxModelSpec& spec) {
       loc->set_value("weights.bin");
     } else if (t.elem_type == onnx::TensorProto::FLOAT) {
       for (double v : t.values) i->add_float_data(static_cast<float>(v));
+    } else if (t.elem_type == onnx::TensorProto::BOOL || t.elem_type == onnx::TensorProto::INT32 || t.elem_type == onnx::TensorProto::INT8 ||
+               t.elem_type == onnx::TensorProto::UINT8) {
+      for (double v : t.values) i->add_int32_data(static_cast<int32_t>(v));
     } else {
       for (double v : t.values) i->add_int64_data(static_cast<int64_t>(v));
     }
@@ -64,9 +62,25 @@ std::string build_onnx_model(const OnnxModelSpec& spec) {
           at->set_type(onnx::AttributeProto::FLOATS);
           for (auto v : a.floats) at->add_floats(static_cast<float>(v));
           break;
+        case OnnxSpecAttr::Kind::Graph:
+          at->set_type(onnx::AttributeProto::GRAPH);
+          if (a.graph) fill_graph(at->mutable_g(), *a.graph);
+          break;
       }
     }
   }
+}
+
+}  // namespace
+
+std::string build_onnx_model(const OnnxModelSpec& spec) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("rsim-test");
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(spec.opset);
+  fill_graph(m.mutable_graph(), spec);
   return m.SerializeAsString();
 }
 

@@ -138,6 +138,7 @@ const std::vector<OpConverter>& tensor_converters();       // ops_tensor.cpp
 const std::vector<OpConverter>& reduce_converters();       // ops_reduce.cpp
 const std::vector<OpConverter>& folded_converters();       // fold.cpp
 const std::vector<OpConverter>& identity_converters();     // ops_elementwise.cpp
+const std::vector<OpConverter>& control_converters();      // ops_control.cpp
 
 // Converters other families reuse: a convolution whose weight and bias are inputs w_index and
 // b_index (-1: none; ops_conv.cpp), a matrix product of inputs a_index × b_index (ops_matmul.cpp)
@@ -162,6 +163,9 @@ const std::vector<OpConverter>& converters();
 const OpConverter* find_converter(const std::string& op_type, long long opset);
 const std::vector<std::pair<std::string, std::string>>& mapping_table();
 bool supported(const std::string& op);
+// The op types of a graph, and of its nodes' subgraphs (an If's branches), that neither the
+// importer nor op_map handles, with counts and first nodes.
+void collect_unsupported(const onnx::GraphProto& g, const std::map<std::string, std::string>& op_map, std::vector<OnnxUnsupported>& bad);
 
 // Imports one model: walks the graph node by node (walker.cpp), propagating shapes and dtypes
 // (propagate.cpp) and folding shape computations (fold.cpp); the converters (ops_*.cpp) read the
@@ -218,6 +222,11 @@ class Importer {
   // The activation reference of an input, materialising a constant as a `constant` layer once.
   std::string ref(int i);
 
+  // An If's branch walked in place of the If (ops_control.cpp): its initializers and nodes in this
+  // graph's scope (a branch reads the outer graph's tensors by name), then the If's outputs bound
+  // to the branch's outputs.
+  void inline_graph(const onnx::GraphProto& branch);
+
   // Adds one rsim layer for the current node and records its outputs. Returns the output shapes.
   std::vector<Shape> emit(LayerSpec spec, int n_outputs = -1);
 
@@ -256,6 +265,7 @@ class Importer {
   // two nodes (tied or shared) is counted once.
   std::set<std::string> counted_;
   std::unordered_map<std::string, Shape> ref_shapes_;
+  int inline_depth_ = 0;  // Ifs inlined inside each other
 
   // walker.cpp
   void check_unsupported(const onnx::GraphProto& g);

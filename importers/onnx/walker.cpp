@@ -17,7 +17,7 @@ const std::vector<OpConverter>& converters() {
   static const std::vector<OpConverter> all = [] {
     std::vector<OpConverter> r;
     for (const auto* family : {&conv_converters(), &matmul_converters(), &recurrent_converters(), &norm_converters(), &elementwise_converters(), &pool_converters(),
-                               &tensor_converters(), &reduce_converters(), &quant_converters(), &folded_converters(), &identity_converters()})
+                               &tensor_converters(), &reduce_converters(), &quant_converters(), &folded_converters(), &identity_converters(), &control_converters()})
       r.insert(r.end(), family->begin(), family->end());
     return r;
   }();
@@ -57,6 +57,20 @@ bool supported(const std::string& op) {
     return r;
   }();
   return s.count(op) > 0;
+}
+
+void collect_unsupported(const onnx::GraphProto& g, const std::map<std::string, std::string>& op_map, std::vector<OnnxUnsupported>& bad) {
+  for (const auto& n : g.node()) {
+    // (other domains, com.microsoft and the like, are unsupported unless mapped)
+    const bool ok = (n.domain().empty() || n.domain() == "ai.onnx") && supported(n.op_type());
+    if (!ok && !op_map.count(n.op_type())) {
+      auto it = std::find_if(bad.begin(), bad.end(), [&](const auto& b) { return b.op_type == n.op_type(); });
+      if (it == bad.end()) bad.push_back(OnnxUnsupported{n.op_type(), 1, n.name()});
+      else ++it->count;
+    }
+    for (const auto& a : n.attribute())  // an If's branches: walked in its place
+      if (a.has_g()) collect_unsupported(a.g(), op_map, bad);
+  }
 }
 
 // ---------------------------------------------------------------- the walk
@@ -150,16 +164,7 @@ OnnxImport Importer::run() {
 
 void Importer::check_unsupported(const onnx::GraphProto& g) {
   std::vector<OnnxUnsupported> bad;
-  for (const auto& n : g.node()) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx" && !opt_.op_map.count(n.op_type())) {
-      // other domains (com.microsoft, ...) are unsupported unless mapped
-    } else if (supported(n.op_type()) || opt_.op_map.count(n.op_type())) {
-      continue;
-    }
-    auto it = std::find_if(bad.begin(), bad.end(), [&](const auto& b) { return b.op_type == n.op_type(); });
-    if (it == bad.end()) bad.push_back(OnnxUnsupported{n.op_type(), 1, n.name()});
-    else ++it->count;
-  }
+  collect_unsupported(g, opt_.op_map, bad);
   if (bad.empty()) return;
   std::string list;
   for (const auto& b : bad)
@@ -279,6 +284,30 @@ void Importer::read_inputs(const onnx::GraphProto& g) {
   }
 }
 
+void Importer::inline_graph(const onnx::GraphProto& branch) {
+  const onnx::NodeProto* outer = cur_;
+  const std::string outer_name = cur_name_;
+  if (++inline_depth_ > 16) node_fail("nests Ifs more than 16 deep");
+  for (const auto& t : branch.initializer()) {
+    Val v = tensor_val(t);
+    v.param = is_float_type(t.data_type());
+    v.const_name = t.name();
+    if (v.param) res_.weight_elements += count(v.shape);
+    vals_[t.name()] = std::move(v);
+  }
+  for (int i = 0; i < branch.node_size(); ++i) node(branch.node(i), i);
+  cur_ = outer;
+  cur_name_ = outer_name;
+  if (branch.output_size() != outer->output_size())
+    node_fail("its branch '" + branch.name() + "' has " + std::to_string(branch.output_size()) + " outputs, the If " + std::to_string(outer->output_size()));
+  for (int i = 0; i < branch.output_size(); ++i) {
+    auto it = vals_.find(branch.output(i).name());
+    if (it == vals_.end() || !it->second.known) node_fail("its branch's output '" + branch.output(i).name() + "' is produced by no node of the branch");
+    set_out(i, it->second);
+  }
+  --inline_depth_;
+}
+
 void Importer::node(const onnx::NodeProto& n, int index) {
   (void)index;
   cur_ = &n;
@@ -346,13 +375,7 @@ using namespace onnx_detail;
 
 std::vector<OnnxUnsupported> onnx_unsupported_ops(const OnnxModel& m, const std::map<std::string, std::string>& op_map) {
   std::vector<OnnxUnsupported> bad;
-  for (const auto& n : m.proto.graph().node()) {
-    bool ok = (n.domain().empty() || n.domain() == "ai.onnx") && supported(n.op_type());
-    if (ok || op_map.count(n.op_type())) continue;
-    auto it = std::find_if(bad.begin(), bad.end(), [&](const auto& b) { return b.op_type == n.op_type(); });
-    if (it == bad.end()) bad.push_back(OnnxUnsupported{n.op_type(), 1, n.name()});
-    else ++it->count;
-  }
+  onnx_detail::collect_unsupported(m.proto.graph(), op_map, bad);
   return bad;
 }
 

@@ -1,0 +1,34 @@
+// Control flow: an If whose condition is a constant (folded shape arithmetic, an initializer, a
+// Constant node) is replaced by the branch it takes, walked in the If's place; the other branch is
+// never read. An If on data known only at run time is refused, naming it.
+#include "importers/onnx/importer.hpp"
+
+namespace rsim {
+
+namespace onnx_detail {
+
+namespace {
+
+void if_node(Importer& im, const OpConverter&) {
+  const Val& c = im.in(0);
+  if (!c.has_data || c.data.size() != 1)
+    im.node_fail("its condition is computed from data at run time; rsim folds an If only when its condition is a constant",
+                 {Note{{}, "export the model with the condition fixed (e.g. torch.onnx.export of a traced model), or bind the inputs it depends on"}});
+  const bool take = c.data[0] != 0;
+  const onnx::AttributeProto* g = im.attr(take ? "then_branch" : "else_branch");
+  if (!g || !g->has_g()) im.node_fail(std::string("has no ") + (take ? "then_branch" : "else_branch") + " graph");
+  im.inline_graph(g->g());
+}
+
+}  // namespace
+
+const std::vector<OpConverter>& control_converters() {
+  static const std::vector<OpConverter> v = {
+      {"If", "the branch a constant condition takes, inlined", if_node},
+  };
+  return v;
+}
+
+}  // namespace onnx_detail
+
+}  // namespace rsim
