@@ -105,6 +105,30 @@ TEST_CASE("ONNX If: a constant condition takes its branch in place of the If, a 
   d.inputs.push_back({"flag", {}, 9, {}});
   d.nodes = {{"If", "choose", {"flag"}, {"y"}, {graph_attr("then_branch", then_g), graph_attr("else_branch", else_g)}}};
   CHECK_THROWS_WITH(run_model("if_data", d), Catch::Contains("node 'choose' (If): its condition is computed from data at run time"));
+  // Ifs nested 60 deep (each then-branch holds the next If; each else-branch the sigmoid): past
+  // protobuf's 100 nested messages (3 per level), named as such (the parser itself says only
+  // "truncated or corrupt"); 20 deep reads and folds (20 Relus)
+  auto nested = [&](int depth) {
+    OnnxModelSpec inner;
+    inner.graph_name = "b0";
+    inner.outputs = {{"o0", {"1", "4", "8", "8"}, 1, {}}};
+    inner.nodes = {{"Relu", "r0", {"x"}, {"o0"}, {}}};
+    for (int k = 1; k < depth; ++k) {
+      OnnxModelSpec outer;
+      outer.graph_name = "b" + std::to_string(k);
+      outer.outputs = {{"o" + std::to_string(k), {"1", "4", "8", "8"}, 1, {}}};
+      outer.nodes = {{"If", "if" + std::to_string(k), {"yes"}, {"i" + std::to_string(k)}, {graph_attr("then_branch", inner), graph_attr("else_branch", else_g)}},
+                     {"Relu", "r" + std::to_string(k), {"i" + std::to_string(k)}, {"o" + std::to_string(k)}, {}}};
+      inner = outer;
+    }
+    OnnxModelSpec m = s;
+    m.initializers.push_back({"yes", {}, 9, {1}});
+    m.nodes = {{"If", "top", {"yes"}, {"y"}, {graph_attr("then_branch", inner), graph_attr("else_branch", else_g)}}};
+    return m;
+  };
+  RunResult r20 = run_model("if_20", nested(20));
+  CHECK(rows_of(r20, 0, "box").size() == 20);
+  CHECK_THROWS_WITH(run_model("if_60", nested(60)), Catch::Contains("nests subgraphs (If or Loop bodies inside each other) 60 deep"));
 }
 
 TEST_CASE("ONNX LSTM and GRU: every direction and layout, MACs T·B·D·G·H·(I+H), the file's weights as parameters", "[onnx]") {

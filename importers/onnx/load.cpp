@@ -169,6 +169,60 @@ std::string converter_hazard(const onnx::ModelProto& proto) {
   return {};
 }
 
+// How deeply a model nests subgraphs (1: the main graph alone), read from the wire format without
+// recursion: ModelProto.graph (7) → GraphProto.node (1) → NodeProto.attribute (5) →
+// AttributeProto.g (6) or .graphs (11) → GraphProto … Protobuf's parser stops at 100 nested
+// messages, three per subgraph level; this names the cause when it does. Stops where the bytes do not
+// parse (what it found so far).
+size_t subgraph_depth(const std::string& b) {
+  struct Frame {
+    size_t end;
+    int kind;  // 0 model, 1 graph, 2 node, 3 attribute
+    size_t graphs;
+  };
+  std::vector<Frame> st{{b.size(), 0, 0}};
+  size_t pos = 0, best = 0;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= st.back().end) return false;
+      const auto c = static_cast<unsigned char>(b[pos++]);
+      v |= static_cast<uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return true;
+    }
+    return false;
+  };
+  while (!st.empty()) {
+    if (pos >= st.back().end) {
+      pos = st.back().end;
+      st.pop_back();
+      continue;
+    }
+    uint64_t tag = 0, v = 0;
+    if (!varint(tag)) return best;
+    const uint64_t field = tag >> 3, wire = tag & 7;
+    if (wire == 0) {
+      if (!varint(v)) return best;
+    } else if (wire == 1 || wire == 5) {
+      pos += wire == 1 ? 8 : 4;
+    } else if (wire == 2) {
+      if (!varint(v) || v > st.back().end - pos) return best;
+      const int k = st.back().kind;
+      const int child = k == 0 && field == 7 ? 1 : k == 1 && field == 1 ? 2 : k == 2 && field == 5 ? 3 : k == 3 && (field == 6 || field == 11) ? 1 : -1;
+      if (child >= 0) {
+        const size_t graphs = st.back().graphs + (child == 1);
+        best = std::max(best, graphs);
+        st.push_back({pos + static_cast<size_t>(v), child, graphs});
+      } else {
+        pos += static_cast<size_t>(v);
+      }
+    } else {
+      return best;  // (groups: not in ONNX)
+    }
+  }
+  return best;
+}
+
 std::string read_file_bytes(const std::string& path) {
   auto f = SourceFile::from_text(path, "");
   // a regular file of at most 2 GiB (protobuf's limit), checked before reading: a FIFO, a device
@@ -195,9 +249,15 @@ std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std:
   m->file = SourceFile::from_text(path, "");
   if (bytes.empty()) fail_file(m->file, "is empty, not an ONNX model");
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) fail_file(m->file, "is larger than 2 GiB; save the weights as external data");
-  if (!m->proto.ParseFromString(bytes))
+  if (!m->proto.ParseFromString(bytes)) {
+    // protobuf stops at 100 nested messages: an If inside an If … about 33 deep
+    if (const size_t depth = subgraph_depth(bytes); depth > 30)
+      fail_file(m->file, "nests subgraphs (If or Loop bodies inside each other) " + std::to_string(depth - 1) +
+                             " deep; protobuf reads at most 100 nested messages, about 32 levels of subgraphs",
+                {Note{{}, "fold the constant conditions before exporting, or export the model without the nesting"}});
     fail_file(m->file, "is not a valid ONNX model (the protobuf data is truncated or corrupt)",
               {Note{{}, "export it again, e.g. torch.onnx.export(model, x, \"model.onnx\")"}});
+  }
   if (!m->proto.has_graph() || m->proto.ir_version() <= 0)
     fail_file(m->file, "is not an ONNX model (no graph or IR version)", {Note{{}, "export it again, e.g. torch.onnx.export(model, x, \"model.onnx\")"}});
   const auto& g = m->proto.graph();

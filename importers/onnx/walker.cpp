@@ -287,7 +287,7 @@ void Importer::read_inputs(const onnx::GraphProto& g) {
 void Importer::inline_graph(const onnx::GraphProto& branch) {
   const onnx::NodeProto* outer = cur_;
   const std::string outer_name = cur_name_;
-  if (++inline_depth_ > 16) node_fail("nests Ifs more than 16 deep");
+  if (++inline_depth_ > 64) node_fail("nests Ifs more than 64 deep");  // (protobuf reads about 32)
   for (const auto& t : branch.initializer()) {
     Val v = tensor_val(t);
     v.param = is_float_type(t.data_type());
