@@ -64,9 +64,9 @@ int cmd_ops(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_import(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_probe(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_schema(const std::vector<std::string>&, std::ostream&, std::ostream&);
-// A measured CSV: 256 MiB is about 500,000 layer rows, far beyond any measurement; a larger file
-// (or a device read without end) is refused before it is read.
-constexpr size_t kMaxMeasuredCsvBytes = 256u << 20;
+// A measured CSV: 1 GiB is about 2,000,000 layer rows of rsim measure's (570 bytes each), far
+// beyond any measurement; a larger file (or a device read without end) is refused before it is read.
+constexpr size_t kMaxMeasuredCsvBytes = 1u << 30;
 
 int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
@@ -1464,7 +1464,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
   Progress progress(isatty(2), "cross-validation fits");  // (on a terminal: thousands of layers take a while)
-  auto cv = measure::cross_validate(samples, [&](size_t d, size_t t) { progress.update(d, t); });
+  auto cv = measure::cross_validate(samples, [&](size_t d, size_t t) { progress.update(d, t); }, &model);
   progress.finish();
   try {
     write_file_atomic(vm["output"].as<std::string>(), yaml);
@@ -1505,13 +1505,21 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
   if (cv.folds.empty()) {
     out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
   } else {
-    out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    if (cv.grouped_networks)
+      out << "cross-validated (" << cv.grouped_networks << " networks in " << cv.folds.size()
+          << " folds: each fold's networks predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    else
+      out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
     for (const auto& f : cv.folds) {
       std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%  extrapolated: %zu\n",
                     f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err, f.extrapolated);
       out << buf;
     }
-    out << "each network predicted by a fit on one other network alone (how a user calibrates on one model and predicts the next):\n";
+    if (cv.grouped_networks)
+      out << "each network predicted by a fit on one other alone: not fitted past " << measure::kMaxFolds << " networks (" << cv.grouped_networks
+          << " here; every ordered pair would be " << cv.grouped_networks * (cv.grouped_networks - 1) << " predictions)\n";
+    else
+      out << "each network predicted by a fit on one other network alone (how a user calibrates on one model and predicts the next):\n";
     for (const auto& p : cv.pairs) {
       std::snprintf(buf, sizeof buf, "  %-24s -> %-24s within 1.5×: %3.0f %%  network time %.1f %%  extrapolated: %zu of %zu\n", p.fit_on.c_str(),
                     p.predicted.c_str(), 100 * p.within_1_5x, 100 * p.network_err, p.extrapolated, p.layers);

@@ -640,11 +640,14 @@ namespace {
 // the rows. Past kMaxFitRows the fit takes every k-th row (in file order: every network and class
 // keeps its share), so a file of 10^6 layers fits in seconds, and the laws of 20,000 layers are
 // as good as those of all of them.
-constexpr size_t kMaxFitRows = 20000;
+// The search over overheads and contentions (hundreds of candidate fits) runs on at most
+// kSearchRows of those, spread the same way; the laws at the overhead and contention it finds are
+// then fitted on all kMaxFitRows.
+constexpr size_t kMaxFitRows = 20000, kSearchRows = 2000;
 
-std::vector<Sample> thinned(const std::vector<Sample>& v) {
-  if (v.size() <= kMaxFitRows) return v;
-  const size_t k = (v.size() + kMaxFitRows - 1) / kMaxFitRows;
+std::vector<Sample> thinned(const std::vector<Sample>& v, size_t cap = kMaxFitRows) {
+  if (v.size() <= cap) return v;
+  const size_t k = (v.size() + cap - 1) / cap;
   std::vector<Sample> out;
   out.reserve(v.size() / k + 1);
   for (size_t i = 0; i < v.size(); i += k) out.push_back(v[i]);
@@ -654,7 +657,8 @@ std::vector<Sample> thinned(const std::vector<Sample>& v) {
 }  // namespace
 
 Model fit_model(const std::vector<Sample>& all_samples) {
-  const std::vector<Sample> samples = thinned(all_samples);
+  const std::vector<Sample> kept = thinned(all_samples);
+  const std::vector<Sample> samples = thinned(kept, kSearchRows);
   std::vector<Sample> run = samples;
   // the rules fitted on the times with the overhead and the contention taken out (a layer never
   // below a tenth of its measured time), and their loss
@@ -704,13 +708,29 @@ Model fit_model(const std::vector<Sample>& all_samples) {
       break;
   }
   if (!std::isfinite(best_loss)) best = Model{}, best.rules = fit_calibration(samples);
-  // the times the rules were fitted on (overhead and contention out), for the ranges and transfers
-  for (size_t j = 0; j < samples.size(); ++j) {
-    double t = std::max(samples[j].measured_s - best.overhead_s, 0.1 * samples[j].measured_s);
-    run[j].measured_s = samples[j].compute_bound ? remove_contention(t, best.contention) : t;
+  // the times the rules are fitted on (overhead and contention out), over every row kept: the
+  // laws, their ranges and the transfers
+  run = kept;
+  for (size_t j = 0; j < kept.size(); ++j) {
+    double t = std::max(kept[j].measured_s - best.overhead_s, 0.1 * kept[j].measured_s);
+    run[j].measured_s = kept[j].compute_bound ? remove_contention(t, best.contention) : t;
   }
+  if (kept.size() > samples.size() && std::isfinite(best_loss)) best.rules = fit_calibration(run);
   complete_rules(best.rules, run);
   return best;
+}
+
+Model fit_laws_at(const std::vector<Sample>& all_samples, double overhead_s, const Contention& contention) {
+  std::vector<Sample> run = thinned(all_samples);
+  for (auto& s : run) {
+    const double t = std::max(s.measured_s - overhead_s, 0.1 * s.measured_s);
+    s.measured_s = s.compute_bound ? remove_contention(t, contention) : t;
+  }
+  Model m;
+  m.overhead_s = overhead_s, m.contention = contention;
+  m.rules = fit_calibration(run);
+  complete_rules(m.rules, run);
+  return m;
 }
 
 namespace {
@@ -808,7 +828,7 @@ bool extrapolated_for(const Sample& s, const std::vector<CalibrationRule>& rules
   return r->extrapolated_bandwidth || r->bandwidth_on(s.level).beyond(s.bytes, s.cpg);
 }
 
-CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress) {
+CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress, const Model* full) {
   CrossValidation cv;
   std::vector<std::string> nets;
   std::map<std::string, std::vector<size_t>> rows_of;  // each network's samples, in order
@@ -818,19 +838,52 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, const std::fu
     it->second.push_back(i);
   }
   if (nets.size() < 2) return cv;
-  const size_t steps = 2 * nets.size();
+  // up to kMaxFolds networks: each held out alone, and every ordered pair; more: the networks in
+  // kMaxFolds folds (network i in fold i mod kMaxFolds), each fold held out at once, no pairs
+  const bool grouped = nets.size() > kMaxFolds;
+  std::vector<std::vector<std::string>> folds;
+  for (size_t i = 0; i < nets.size(); ++i) {
+    if (!grouped) folds.push_back({nets[i]});
+    else if (i < kMaxFolds) folds.push_back({nets[i]});
+    else folds[i % kMaxFolds].push_back(nets[i]);
+  }
+  cv.grouped_networks = grouped ? nets.size() : 0;
+  const size_t steps = folds.size() + (grouped ? 0 : nets.size());
   size_t step = 0;
-  for (const auto& held : nets) {
+  // grouped: each fold's laws at the overhead and contention of the fit on everything (a platform's,
+  // which a twelfth of the networks barely moves; searching them again is hundreds of fits a fold)
+  Model everything;
+  if (grouped && !full) everything = fit_model(samples), full = &everything;
+  std::vector<size_t> fold_of(samples.size()), fold_rows(folds.size(), 0);
+  {
+    std::map<std::string, size_t> fold_of_net;
+    for (size_t fi = 0; fi < folds.size(); ++fi)
+      for (const auto& n : folds[fi]) fold_of_net[n] = fi;
+    for (size_t i = 0; i < samples.size(); ++i) ++fold_rows[fold_of[i] = fold_of_net.at(samples[i].network)];
+  }
+  for (size_t fi = 0; fi < folds.size(); ++fi) {
     if (progress) progress(step++, steps);
-    std::vector<Sample> train, test;
-    for (const auto& s : samples) (s.network == held ? test : train).push_back(s);
-    Model model = fit_model(train);
+    // the other folds' rows (grouped, past kMaxFitRows: every k-th of them, as the fit would keep)
+    const size_t n_train = samples.size() - fold_rows[fi];
+    const size_t k = grouped ? std::max<size_t>(1, (n_train + kMaxFitRows - 1) / kMaxFitRows) : 1;
+    std::vector<Sample> train;
+    std::vector<const Sample*> test;
+    size_t seen = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (fold_of[i] == fi) test.push_back(&samples[i]);
+      else if (seen++ % k == 0) train.push_back(samples[i]);
+    }
+    Model model = grouped ? fit_laws_at(train, full->overhead_s, full->contention) : fit_model(train);
     CrossValidation::Fold f;
-    f.network = held;
+    f.network = folds[fi][0];
+    if (grouped)
+      f.network = "fold " + std::to_string(fi + 1) + " of " + std::to_string(folds.size()) + " (" +
+                  (folds[fi].size() == 1 ? folds[fi][0] + ")" : std::to_string(folds[fi].size()) + " networks: " + folds[fi][0] + ", " + folds[fi][1] + ", …)");
     std::vector<double> err, before;
     double sum_p = 0, sum_m = 0;
     size_t flop_layers = 0, within = 0;
-    for (const auto& s : test) {
+    for (const Sample* sp : test) {
+      const Sample& s = *sp;
       double p = predict_s(s, model), p0 = predict_s(s, std::vector<CalibrationRule>{});
       const bool ex = extrapolated_for(s, model.rules);
       cv.predictions.push_back({s.network, s.op, s.work, s.measured_s, p0, p, ex});
@@ -853,6 +906,7 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, const std::fu
     cv.folds.push_back(f);
   }
   // each network predicted by a fit on one other network alone
+  if (grouped) return cv;
   for (const auto& from : nets) {
     if (progress) progress(step++, steps);
     std::vector<Sample> train;

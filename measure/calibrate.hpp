@@ -128,7 +128,10 @@ struct Model {
 // The overheads fit_model tries: 0, then 0.25 µs · 2^(i/2), i = 0 … 12 (0.25 µs … 16 µs).
 std::vector<double> overhead_grid();
 // The grid fit_model searches: slowdown 1, 1.25, … 6; onset 1 ms · 2^(i/4), i = −16 … 24 (62.5 µs … 64 ms).
+// Past 20,000 rows it keeps every k-th (file order), and searches the grid on at most 2,000 of them.
 Model fit_model(const std::vector<Sample>& samples);
+// The laws alone, at a given overhead and contention (the rows' times with both taken out).
+Model fit_laws_at(const std::vector<Sample>& samples, double overhead_s, const Contention& contention);
 // predict_s under the rules, then the contention on a compute-bound sample (as the engine does).
 double predict_s(const Sample& s, const Model& m);
 // After a fit (fit_model calls it with the samples the rules were fitted on, overhead and contention
@@ -153,7 +156,8 @@ struct CrossValidation {
     double network_err = 0;                 // |Σ predicted / Σ measured − 1|
     size_t extrapolated = 0;                // layers predicted by a transferred law or beyond a law's range
   };
-  std::vector<Fold> folds;  // one per network held out (empty with fewer than two networks)
+  std::vector<Fold> folds;  // one per network held out (empty with fewer than two networks), or per fold of networks
+  size_t grouped_networks = 0;  // past kMaxFolds networks: how many, held out in kMaxFolds folds (and no pairs)
   struct Pair {  // a network predicted by a fit on one other network alone
     std::string fit_on, predicted;
     size_t layers = 0, extrapolated = 0;
@@ -171,8 +175,14 @@ struct CrossValidation {
 };
 // The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated.
 std::string predictions_csv(const CrossValidation& cv);
-// progress (may be empty): called before each of its fits, (done, total).
-CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress = {});
+// progress (may be empty): called before each of its fits, (done, total). Up to kMaxFolds networks
+// each is held out alone and every ordered pair is fitted; more are held out in kMaxFolds folds
+// (network i in fold i mod kMaxFolds) and no pairs are fitted: the fits stay kMaxFolds whatever
+// the file holds.
+// Grouped folds fit their laws at the overhead and contention of the fit on every network (`full`
+// when given, else fitted here).
+constexpr size_t kMaxFolds = 12;
+CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress = {}, const Model* full = nullptr);
 
 // A network's kernels (its layer rows grouped by kernel, in order of first layer) timed under the
 // rules, and its time under an execution mode and runtime (engine/platform.hpp: ExecutionClock).

@@ -823,6 +823,38 @@ TEST_CASE("measure: the robust fit gives an outlier the weight Huber's estimate 
   CHECK(kHuber == Approx(std::log(1.5)));
 }
 
+TEST_CASE("measure: many networks are cross-validated in 12 folds at the full fit's overhead and contention", "[measure]") {
+  // 14 networks of 20 conv layers each, times from compute efficiency 0.02 · MACs^0.15 exactly,
+  // MACs 1e6 · 1.1^i (i = 0 … 19, every network the same layers). The laws are recovered exactly
+  // (no overhead, no contention); 14 networks > 12: folds of networks i and i + 12 (i = 0, 1) or
+  // i alone, each fold's laws fitted at the full fit's overhead and contention, no pairs.
+  std::vector<Sample> samples;
+  for (int n = 0; n < 14; ++n)
+    for (int i = 0; i < 20; ++i) {
+      const double macs = 1e6 * std::pow(1.1, i);
+      Sample s = sample("net" + std::to_string(n), "conv2d", 2 * macs, macs, macs / 10, 1e11, 1e10, true, 0, 0, "");
+      s.measured_s = s.work / (s.peak * 0.02 * std::pow(macs, 0.15));
+      samples.push_back(s);
+    }
+  Model m = fit_model(samples);
+  CHECK(m.overhead_s == 0);
+  CHECK_FALSE(m.contention.active());
+  REQUIRE(!m.rules.empty());
+  CHECK(m.rules[0].name == "conv");
+  CHECK(m.rules[0].compute.a == Approx(0.02).epsilon(1e-6));
+  CHECK(m.rules[0].compute.b == Approx(0.15).epsilon(1e-6));
+  CrossValidation cv = cross_validate(samples, {}, &m);
+  CHECK(cv.grouped_networks == 14);
+  REQUIRE(cv.folds.size() == 12);
+  CHECK(cv.folds[0].network == "fold 1 of 12 (2 networks: net0, net12, …)");
+  CHECK(cv.folds[0].layers == 40);
+  CHECK(cv.folds[2].network == "fold 3 of 12 (net2)");
+  CHECK(cv.folds[2].layers == 20);  // net2 alone
+  CHECK(cv.pairs.empty());
+  CHECK(cv.predictions.size() == 14 * 20);
+  for (const auto& f : cv.folds) CHECK(f.median_err < 1e-6);  // every fold's laws are the generating ones
+}
+
 TEST_CASE("measure: the occupancy factor: its law, the fit that finds it, and the engine applying it", "[measure]") {
   // efficiency = a · x^b · min(1, p / p_sat)^d, p clamped at p_lo below
   PowerLaw law;
