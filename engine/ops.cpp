@@ -1019,14 +1019,18 @@ void add_layout(OpRegistry& r) {
 
   OpDef sm;
   sm.name = "softmax";
-  sm.summary = "softmax along an axis";
-  sm.formula = "FLOPs = 5 per element (max, subtract, exp, sum, divide); MACs = 0; params = 0";
+  sm.summary = "softmax along an axis; with a second input, an additive mask (scores + mask) in the same kernel";
+  sm.formula = "FLOPs = 5 per element (max, subtract, exp, sum, divide), 6 with a mask (its add); MACs = 0; params = 0";
   sm.attrs = {{"axis", AttrType::Int, "-1", "axis to normalise", {}}};
+  sm.max_inputs = 2;
   sm.infer = [](const OpArgs& a) -> std::vector<Shape> {
     axis_of(a.attrs.i("axis"), a.in[0].size(), "softmax");
+    // the mask broadcasts to the scores (e.g. [B, 1, 1, S] onto [B, H, S, S]), never the reverse
+    if (a.in.size() == 2 && broadcast(a.in[0], a.in[1]) != a.in[0])
+      fail("softmax's mask " + shape_str(a.in[1]) + " does not broadcast to its scores " + shape_str(a.in[0]));
     return one_shape(a.in[0]);
   };
-  sm.work = [](const OpArgs&, const std::vector<Shape>& out) { return per_element(out, 5); };
+  sm.work = [](const OpArgs& a, const std::vector<Shape>& out) { return per_element(out, a.in.size() == 2 ? 6 : 5); };
   r.add(sm);
 
   OpDef id;

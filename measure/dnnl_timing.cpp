@@ -180,6 +180,10 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
     return make<dnnl::layer_normalization_forward>(dnnl::layer_normalization_forward::primitive_desc(d, eng), "layer_normalization");
   }
   if (op == "softmax") {
+    if (L.in_shapes.size() > 1) {  // (oneDNN 2.6's softmax takes no mask: the sum would be a second kernel)
+      why = "softmax with an additive mask (oneDNN's softmax takes none)";
+      return std::nullopt;
+    }
     long long axis = L.attrs.has("axis") ? L.attrs.i("axis") : -1;
     if (axis < 0) axis += static_cast<long long>(x.size());
     dnnl::softmax_forward::desc d(pk, plain(x, t), static_cast<int>(axis));

@@ -315,6 +315,35 @@ TEST_CASE("ONNX QDQ: QuantizeLinear / DequantizeLinear around a Conv make one in
   fs::remove_all(dir);
 }
 
+TEST_CASE("ONNX recomposition: scores + mask then Softmax is one softmax layer reading both", "[onnx]") {
+  // scores (1, 2, 4, 4) + mask (1, 1, 1, 4) → Softmax(axis -1): one layer named after the Add, 32
+  // elements at 6 FLOPs (the add, then max, subtract, exp, sum, divide) = 192; it reads the scores
+  // (32 · 4 B = 128) and the mask (4 · 4 B = 16) and writes 128 B — the Add's 128-B sum is never
+  // written or read again. The mask may come first.
+  for (bool mask_first : {false, true}) {
+    OnnxModelSpec s;
+    s.opset = 13;
+    s.inputs = {{"scores", {"1", "2", "4", "4"}, 1, {}}, {"mask", {"1", "1", "1", "4"}, 1, {}}};
+    s.outputs = {{"p", {"1", "2", "4", "4"}, 1, {}}};
+    s.nodes = {{"Add", "masked", mask_first ? std::vector<std::string>{"mask", "scores"} : std::vector<std::string>{"scores", "mask"}, {"sum"}, {}},
+               {"Softmax", "probs", {"sum"}, {"p"}, {attr_i("axis", -1)}}};
+    RunResult r = run_model("masked_softmax", s);
+    auto rows = rows_of(r, 0, "box");
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]->layer == "masked");
+    CHECK(rows[0]->op == "softmax");
+    CHECK(rows[0]->cost.flops == 6 * 32.0);
+    CHECK(rows[0]->cost.input_total() == 128 + 16.0);
+    CHECK(rows[0]->cost.output_total() == 128.0);
+    // onnx_recompose: false: the add (32 FLOPs, 144 B in, 128 out) and the softmax (5 · 32 FLOPs) apart
+    RunResult off = run_model("masked_softmax_off", s, ", onnx_recompose: false");
+    auto ro = rows_of(off, 0, "box");
+    REQUIRE(ro.size() == 2);
+    CHECK(ro[0]->cost.flops == 32.0);
+    CHECK(ro[1]->cost.flops == 5 * 32.0);
+  }
+}
+
 TEST_CASE("ONNX QLinearMatMul and ConvInteger: int8 layers with their stored weights as parameters", "[onnx]") {
   // a (2, 8) uint8 × b (8, 4) int8 stored weight: a linear layer in int8, 2 · 8 · 4 = 64 MACs, 32 parameters
   OnnxModelSpec s;

@@ -1,6 +1,6 @@
 // Decomposed operators recomposed: exports spell LayerNorm (before opset 17), GELU (the Erf and the
-// tanh forms), SiLU, HardSwish and nn.Linear on 3-D input (MatMul, then a bias Add) as chains of
-// nodes. Before the walk, find_chains recognises them, as ONNX Runtime's graph optimiser does: a
+// tanh forms), SiLU, HardSwish, nn.Linear on 3-D input (MatMul, then a bias Add) and softmax with
+// an additive attention mask (Add, then Softmax) as chains of nodes. Before the walk, find_chains recognises them, as ONNX Runtime's graph optimiser does: a
 // chain is recomposed only when every tensor inside it is read by the chain alone (not a graph
 // output), so nothing outside needs them. The walk then emits one layer per chain, named after its
 // first node, and skips the rest (their count: OnnxImport::recomposed).
@@ -215,6 +215,16 @@ std::optional<Chain> linear_bias(const Matcher& m, int i) {
   return Chain{"linear", {i, add}, mm.input(0), m.node(add).output(0), {mm.input(1), *b}};
 }
 
+// softmax with an additive mask: Add(scores, mask) → Softmax, the sum read by the Softmax alone
+// (which of the two is the mask is told by shape in the walk: the one that broadcasts)
+std::optional<Chain> masked_softmax(const Matcher& m, int i) {
+  const auto& add = m.node(i);
+  if (add.op_type() != "Add" || add.input_size() != 2) return std::nullopt;
+  int sm = m.next(add.output(0), "Softmax");
+  if (sm < 0) return std::nullopt;
+  return Chain{"masked_softmax", {i, sm}, add.input(0), m.node(sm).output(0), {}};
+}
+
 }  // namespace
 
 std::vector<Chain> find_chains(const onnx::GraphProto& g) {
@@ -224,7 +234,7 @@ std::vector<Chain> find_chains(const onnx::GraphProto& g) {
   for (int i = 0; i < g.node_size(); ++i) {
     if (taken[static_cast<size_t>(i)]) continue;
     std::optional<Chain> c;
-    for (auto* f : {layernorm, gelu_erf, gelu_tanh, gated, linear_bias})
+    for (auto* f : {layernorm, gelu_erf, gelu_tanh, gated, linear_bias, masked_softmax})
       if (!c) c = f(m, i);
     if (!c) continue;
     bool free = true;
@@ -242,7 +252,20 @@ void Importer::recompose(const Chain& c) {
   for (int k = 0; k < head.input_size(); ++k)
     if (head.input(k) == c.input) x = k;
   LayerSpec l{c.kind, {}, {ref(x)}};
-  if (c.kind == "layernorm") {
+  if (c.kind == "masked_softmax") {
+    // one softmax layer reading the scores and the mask (the input that broadcasts to the other;
+    // the first when both have the sum's shape), along the Softmax node's axis
+    const Shape a = in(0).shape, b = in(1).shape;
+    const int scores = a.size() < b.size() || (a.size() == b.size() && count(a) < count(b)) ? 1 : 0;
+    const onnx::NodeProto& sm = m_.proto.graph().node(c.nodes[1]);
+    long long axis = m_.opset < 13 ? 1 : -1;
+    for (const auto& at : sm.attribute())
+      if (at.name() == "axis") axis = at.i();
+    const long long rank = static_cast<long long>(in(scores).shape.size());
+    if (axis < -rank || axis >= rank) node_fail("its Softmax's axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    l = LayerSpec{"softmax", {}, {ref(scores), ref(1 - scores)}};
+    l.set("axis", int_node(axis < 0 ? axis + rank : axis));
+  } else if (c.kind == "layernorm") {
     l.set("affine", bool_node(!c.weights.empty()));
   } else if (c.kind == "linear") {
     const Val& w = val(c.weights[0]);
@@ -255,7 +278,7 @@ void Importer::recompose(const Chain& c) {
   for (const auto& w : c.weights) counted_.insert(w);  // (γ, β, a bias: counted by the layer; after emit, which reads the head's own)
   Val out = vals_[head.output(0)];
   vals_[c.output] = out;
-  ++res_.recomposed[c.kind];
+  ++res_.recomposed[c.kind == "masked_softmax" ? "softmax" : c.kind];
 }
 
 }  // namespace onnx_detail

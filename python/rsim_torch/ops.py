@@ -236,6 +236,8 @@ def build(layer, dev):
         return Built(rms, "x · rsqrt(mean(x²) + ε) · γ (torch has no rms_norm here)", note)
     if op == "softmax":
         axis = int(a.get("axis", -1))
+        if len(ins) == 2:  # scores + an additive attention mask, as an export spells it
+            return Built(lambda t: [torch.softmax(t[0] + t[1], dim=axis)], "torch.softmax(scores + mask)", note)
         return Built(lambda t: [torch.softmax(t[0], dim=axis)], "torch.softmax", note)
     if op == "leaky_relu":
         slope = float(a.get("negative_slope", 0.01))

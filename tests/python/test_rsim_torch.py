@@ -76,6 +76,7 @@ networks:
       - {name: mlp, op: swiglu, intermediate: 128}
       - {name: ln_t, op: transpose, inputs: [ln]}
       - {name: scores, op: matmul, inputs: [mlp, ln_t]}
+      - {name: masked, op: softmax, inputs: [scores, scores]}
 """
 
 
@@ -122,13 +123,17 @@ class EveryOp(unittest.TestCase):
         self.assertEqual(by["conv"]["attrs"]["kernel"], [3, 3])
         self.assertEqual(by["conv"]["output_shapes"], [[2, 16, 16, 16]])
         self.assertEqual(by["conv"]["predicted"][0]["macs"], 2 * 16 * 16 * 16 * 8 * 9)
+        # a softmax with an additive mask reads both (the scores twice here: any tensor that broadcasts)
+        dec = {L["name"]: L for L in self.plan["points"][0]["networks"][1]["layers"]}
+        self.assertEqual(dec["masked"]["inputs"], ["scores", "scores"])
+        self.assertEqual(dec["masked"]["predicted"][0]["flops"], 6 * 2 * 16 * 16)  # 6 per element with a mask
         # flatten is a view: no kernel
         self.assertTrue(by["flatten"]["view"])
         self.assertEqual(by["flatten"]["kernel"], "")
 
     def test_every_layer_ran_in_fp32_and_bf16(self):
         # one row per layer, point and platform (h200), in eager mode on the CPU
-        self.assertEqual(len(self.measured), 2 * (32 + 13))
+        self.assertEqual(len(self.measured), 2 * (32 + 14))
         for r in self.measured:
             with self.subTest(dt=r["dt"], layer=r["layer"]):
                 self.assertEqual(r["measured_execution"], "eager")
