@@ -1283,14 +1283,19 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
     return kConfig;
   }
   out << "fitted on " << timed << " measured layers and " << nets.size() << " measured networks (GPU: a rule per op class and compute roof; "
-      << "efficiency = a · x^b · g^c, x: MACs for compute, bytes for bandwidth; host: the host's time per kernel in eager mode; network: "
-      << "the factor the network times put on the class's layer times, already in a):\n";
+      << "efficiency = a · x^b · g^c (× an occupancy factor where one was fitted), x: MACs for compute, bytes for bandwidth; host: the "
+      << "host's time per kernel in eager mode; network: the factor the network times put on the class's layer times, already in a):\n";
   for (const auto& r : model.rules) {
     std::string host = r.host_overhead_s >= 0 ? si(r.host_overhead_s, "s", 3) : std::string("-");
     std::snprintf(buf, sizeof buf, "  %-15s %-26s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f   host %-8s network × %.3g%s\n",
                   r.name.c_str(), r.roof.empty() ? "(every roof)" : r.roof.c_str(), r.compute.a, r.compute.b, r.compute.c, r.bandwidth.a, r.bandwidth.b,
                   r.bandwidth.c, host.c_str(), r.network_factor, r.extrapolated ? "   (extrapolated: no measured layer of the class on this roof)" : "");
     out << buf;
+    if (r.compute.has_occupancy()) {  // (kernels with few outputs leave multiprocessors idle)
+      std::snprintf(buf, sizeof buf, "  %-15s %-26s compute × min(1, outputs / %.6g)^%.3f (occupancy; outputs from %.6g)\n", "", "", r.compute.p_sat, r.compute.d,
+                    r.compute.p_lo);
+      out << buf;
+    }
   }
   out << "runtime: launch_overhead " << si(model.runtime.launch_overhead_s, "s", 3) << " (the platform's)";
   out << ", graph_gap " << (model.runtime.has_graph_gap() ? si(model.runtime.graph_gap_s, "s", 3) : std::string("none"));
