@@ -29,6 +29,9 @@ std::shared_ptr<const OnnxModel> parse_onnx(const std::string& bytes, const std:
 // Reads and parses a file (a missing or unreadable file is a ConfigError naming it).
 std::shared_ptr<const OnnxModel> load_onnx(const std::string& path);
 
+// The most nodes a model's main graph may have (parse_onnx refuses more, before building anything).
+constexpr int kMaxOnnxNodes = 250000;
+
 struct OnnxImportOptions {
   std::string name;                                     // network name ("" = the graph's name or the file's stem)
   std::vector<std::pair<std::string, Shape>> inputs;    // fixed input shapes (replace the model's)
