@@ -142,6 +142,35 @@ TEST_CASE("ONNX: a model of more than 250,000 nodes is refused after parsing, be
   CHECK_THROWS_WITH(parse_onnx(build_onnx_model(s), "chain.onnx"), Catch::Contains("has 250001 nodes; rsim imports models of at most 250000 nodes"));
 }
 
+TEST_CASE("ONNX 3-D: Conv, MaxPool and ConvTranspose over (D, H, W), costed by hand", "[onnx]") {
+  // x (2, 4, 6, 8, 10) → Conv 4→6, groups 2, 3×3×3, pads 1, strides (1, 2, 2), bias: out D 6,
+  // H (8 + 2 − 3) / 2 + 1 = 4, W (10 + 2 − 3) / 2 + 1 = 5; 2·6·6·4·5 = 1,440 outputs of (4/2)·27 = 54
+  // taps: 77,760 MACs; params 6·2·27 + 6 = 330. → MaxPool 2×2×2 stride 2: (2, 6, 3, 2, 2).
+  // A ConvTranspose 2→4 2×2×2 stride 2 on y (1, 2, 3, 3, 3): (1, 4, 6, 6, 6); each of the 2·27 input
+  // voxels to a 2×2×2 block of 4 channels: 54 · 4 · 8 = 1,728 MACs, 2·4·8 = 64 params.
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"2", "4", "6", "8", "10"}, 1, {}}, {"y", {"1", "2", "3", "3", "3"}, 1, {}}};
+  s.outputs = {{"p", {"2", "6", "3", "2", "2"}, 1, {}}, {"u", {"1", "4", "6", "6", "6"}, 1, {}}};
+  s.initializers = {{"w", {"6", "2", "3", "3", "3"}, 1, {}}, {"b", {"6"}, 1, {}}, {"wt", {"2", "4", "2", "2", "2"}, 1, {}}};
+  s.nodes = {{"Conv", "c3", {"x", "w", "b"}, {"c"}, {attr_is("kernel_shape", {3, 3, 3}), attr_is("pads", {1, 1, 1, 1, 1, 1}), attr_is("strides", {1, 2, 2}), attr_i("group", 2)}},
+             {"MaxPool", "mp", {"c"}, {"p"}, {attr_is("kernel_shape", {2, 2, 2}), attr_is("strides", {2, 2, 2})}},
+             {"ConvTranspose", "up", {"y", "wt"}, {"u"}, {attr_is("kernel_shape", {2, 2, 2}), attr_is("strides", {2, 2, 2})}}};
+  RunResult r = run_model("conv3d", s);
+  std::map<std::string, const Row*> by;
+  for (const Row* row : rows_of(r, 0, "box")) by[row->layer] = row;
+  REQUIRE(by.count("c3"));
+  CHECK(by["c3"]->output_shapes == "2x6x6x4x5");
+  CHECK(by["c3"]->cost.macs == 1440.0 * 54);
+  CHECK(by["c3"]->cost.params == 330);
+  REQUIRE(by.count("mp"));
+  CHECK(by["mp"]->output_shapes == "2x6x3x2x2");
+  REQUIRE(by.count("up"));
+  CHECK(by["up"]->output_shapes == "1x4x6x6x6");
+  CHECK(by["up"]->cost.macs == 54.0 * 4 * 8);
+  CHECK(by["up"]->cost.params == 64);
+}
+
 TEST_CASE("ONNX LSTM and GRU: every direction and layout, MACs T·B·D·G·H·(I+H), the file's weights as parameters", "[onnx]") {
   // a bidirectional LSTM over x (T 5, B 3, I 10), hidden 20, with biases: W (2, 80, 10), R (2, 80, 20),
   // B (2, 160) — 1,600 + 3,200 + 320 = 5,120 weights in the file
