@@ -49,13 +49,7 @@ double run_ms(const std::string& yaml, const std::string& path) {
   });
 }
 
-OnnxSpecAttr ints(const std::string& n, std::vector<long long> v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.kind = OnnxSpecAttr::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
+const auto ints = OnnxSpecAttr::integers;
 
 // A Llama-style decoder as a graph-only ONNX file: every weight external (absent).
 std::string decoder_7b() {

@@ -134,6 +134,11 @@ struct OnnxSpecAttr {
   std::vector<long long> ints;
   std::vector<double> floats;
   std::shared_ptr<const OnnxModelSpec> graph;  // Graph: a subgraph (an If's branch): its initializers, outputs and nodes
+  // an attribute of each kind (tests, benchmarks)
+  static OnnxSpecAttr integer(const std::string& n, long long v);
+  static OnnxSpecAttr integers(const std::string& n, std::vector<long long> v);
+  static OnnxSpecAttr text(const std::string& n, const std::string& v);
+  static OnnxSpecAttr subgraph(const std::string& n, OnnxModelSpec g);
 };
 struct OnnxSpecNode {
   std::string op_type, name;

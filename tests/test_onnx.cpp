@@ -26,19 +26,8 @@ void write(const fs::path& p, const std::string& bytes) {
   f << bytes;
 }
 
-OnnxSpecAttr ints(const std::string& n, std::vector<long long> v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.kind = OnnxSpecAttr::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-OnnxSpecAttr one(const std::string& n, long long v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.i = v;
-  return a;
-}
+const auto ints = OnnxSpecAttr::integers;
+const auto one = OnnxSpecAttr::integer;
 
 // x [N, 3, 32, 32] → Conv 16×3×3×3 (pad 1) + bias → Relu → MaxPool 2×2 → Flatten → Gemm (10 × 4096, transB) + bias.
 // Weights are external (the data file is absent).

@@ -17,26 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-OnnxSpecAttr attr_i(const std::string& n, long long v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.i = v;
-  return a;
-}
-OnnxSpecAttr attr_is(const std::string& n, std::vector<long long> v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.kind = OnnxSpecAttr::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-OnnxSpecAttr attr_s(const std::string& n, const std::string& v) {
-  OnnxSpecAttr a;
-  a.name = n;
-  a.kind = OnnxSpecAttr::Kind::String;
-  a.s = v;
-  return a;
-}
+const auto attr_i = OnnxSpecAttr::integer;
+const auto attr_is = OnnxSpecAttr::integers;
+const auto attr_s = OnnxSpecAttr::text;
 
 const char* kPlatform = R"(
 platforms:
@@ -59,13 +42,7 @@ RunResult run_model(const std::string& name, const OnnxModelSpec& spec, const st
 TEST_CASE("ONNX If: a constant condition takes its branch in place of the If, a condition on data is refused", "[onnx]") {
   // x (1, 4, 8, 8); the condition: Shape(x)[1] = 4 > 2, folded to true. then: Conv 4→6 1×1 with a
   // weight of the branch's own (24 parameters) reading the outer x, then Relu; else: Sigmoid of x.
-  auto graph_attr = [](const std::string& name, OnnxModelSpec g) {
-    OnnxSpecAttr a;
-    a.name = name;
-    a.kind = OnnxSpecAttr::Kind::Graph;
-    a.graph = std::make_shared<const OnnxModelSpec>(std::move(g));
-    return a;
-  };
+  const auto graph_attr = OnnxSpecAttr::subgraph;
   OnnxModelSpec then_g, else_g;
   then_g.graph_name = "then";
   then_g.initializers = {{"wb", {"6", "4", "1", "1"}, 1, {}}};

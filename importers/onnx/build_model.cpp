@@ -73,6 +73,27 @@ void fill_graph(onnx::GraphProto* g, const OnnxModelSpec& spec) {
 
 }  // namespace
 
+OnnxSpecAttr OnnxSpecAttr::integer(const std::string& n, long long v) {
+  OnnxSpecAttr a;
+  a.name = n, a.kind = Kind::Int, a.i = v;
+  return a;
+}
+OnnxSpecAttr OnnxSpecAttr::integers(const std::string& n, std::vector<long long> v) {
+  OnnxSpecAttr a;
+  a.name = n, a.kind = Kind::Ints, a.ints = std::move(v);
+  return a;
+}
+OnnxSpecAttr OnnxSpecAttr::text(const std::string& n, const std::string& v) {
+  OnnxSpecAttr a;
+  a.name = n, a.kind = Kind::String, a.s = v;
+  return a;
+}
+OnnxSpecAttr OnnxSpecAttr::subgraph(const std::string& n, OnnxModelSpec g) {
+  OnnxSpecAttr a;
+  a.name = n, a.kind = Kind::Graph, a.graph = std::make_shared<const OnnxModelSpec>(std::move(g));
+  return a;
+}
+
 std::string build_onnx_model(const OnnxModelSpec& spec) {
   onnx::ModelProto m;
   m.set_ir_version(8);
