@@ -263,7 +263,9 @@ void split_requests(Scenario& s, Diags& d) {
         a->loc = e.loc;
       }
       if (block > 0) set.emplace_back("kv_block", std::to_string(block));
-      for (const auto& [k, v] : set) {
+      for (const auto& kv : set) {
+        const std::string& k = kv.first;
+        const std::string& v = kv.second;
         auto it = std::find_if(a->entries.begin(), a->entries.end(), [&](const CEntry& x) { return x.key == k; });
         if (it != a->entries.end()) it->value = CNode::make_scalar(v, rq->loc);  // (batch: 1 of a continuous request's prefill)
         else a->entries.push_back(CEntry{k, rq->loc, CNode::make_scalar(v, rq->loc)});
