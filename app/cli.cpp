@@ -387,6 +387,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (!unknown.empty()) throw_with_evaluation_errors(s, catalog, unknown);
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
     restyle(specs);
+    if (want_plots && !vm.count("quiet"))
+      for (const Diagnostic& w : platform_name_warnings(s)) err << format_diagnostic(w);
     Progress progress(isatty(2) && !vm.count("quiet"));
     ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
     RunOptions opt = scenario_run_options(scripts);

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace rsim {
@@ -363,6 +365,64 @@ Settings read_settings(const CNode& node, Diags& d) {
   m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
   m.finish();
   return s;
+}
+
+std::vector<Diagnostic> platform_name_warnings(const Scenario& s) {
+  std::vector<Diagnostic> out;
+  std::map<std::string, std::vector<std::string>> var_reads;
+  for (const auto& [name, node] : s.vars) {
+    bool opaque = false;
+    var_reads[name] = expr_names(node.scalar, opaque);
+  }
+  auto closure = [&](std::set<std::string>& names) {
+    std::vector<std::string> todo(names.begin(), names.end());
+    while (!todo.empty()) {
+      std::string n = todo.back();
+      todo.pop_back();
+      if (auto it = var_reads.find(n); it != var_reads.end())
+        for (const auto& m : it->second)
+          if (names.insert(m).second) todo.push_back(m);
+    }
+  };
+  auto reads = [&](const CNode& n, auto& self, std::set<std::string>& out, bool& opaque) -> void {
+    if (n.is_scalar()) {
+      for (auto& x : expr_names(n.scalar, opaque)) out.insert(x);
+      return;
+    }
+    for (const auto& e : n.entries) self(e.value, self, out, opaque);
+    for (const auto& i : n.items) self(i, self, out, opaque);
+  };
+  for (const CNode& p : s.platforms) {
+    if (!p.is_map()) continue;
+    const CEntry* name = nullptr;
+    std::set<std::string> used;
+    bool opaque = false;
+    for (const auto& e : p.entries)
+      if (e.key == "name") name = &e;
+      else reads(e.value, reads, used, opaque);
+    if (!name || !name->value.is_scalar() || opaque) continue;
+    std::set<std::string> named;
+    reads(name->value, reads, named, opaque);
+    if (opaque) continue;
+    closure(used), closure(named);
+    auto swept = [&](const std::vector<SweepVar>& vs, bool together) {
+      bool covered = together && std::any_of(vs.begin(), vs.end(), [&](const SweepVar& v) { return named.count(v.name) > 0; });
+      for (const auto& v : vs)
+        if (v.values.size() > 1 && used.count(v.name) && !named.count(v.name) && !covered) {
+          Diagnostic w;
+          w.warning = true;
+          w.loc = name->value.loc;
+          w.message = "platform name '" + name->value.scalar + "' does not change with '" + v.name +
+                      "', which this platform reads: its points get different roofs under one name, and figures draw the first point's roofs for all";
+          w.notes = {Note{v.loc, "swept here; to draw each, put it in the name, e.g. name: \"" + name->value.scalar + "@${" + v.name + "}\" (the tables keep each point's platform)"}};
+          out.push_back(std::move(w));
+          return;
+        }
+    };
+    swept(s.sweep.zip, true);
+    swept(s.sweep.grid, false);
+  }
+  return out;
 }
 
 Scenario parse_scenario(const std::string& text, const std::string& path, Diags* unknown_keys) {

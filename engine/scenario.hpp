@@ -108,6 +108,11 @@ struct Scenario {
 // model), not instead of them (`rsim run`, `rsim validate`).
 Scenario parse_scenario(const std::string& text, const std::string& path, Diags* unknown_keys = nullptr);
 Scenario load_scenario(const std::string& path, Diags* unknown_keys = nullptr);
+// Warnings for figures: an inline platform whose `${…}` read a swept variable its name does not
+// (through `vars` too; a zip variable in the name covers its zip). Its points get different roofs
+// under one name, which tables keep apart (results.json writes each definition) but a figure,
+// drawing a platform by its name, cannot.
+std::vector<Diagnostic> platform_name_warnings(const Scenario& s);
 
 // Applies `--set name=value` overrides: a var takes the value, a sweep variable is pinned to it.
 void apply_overrides(Scenario& s, const std::vector<std::pair<std::string, std::string>>& sets);

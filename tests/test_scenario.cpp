@@ -36,6 +36,31 @@ TEST_CASE("every example scenario loads, validates and runs", "[scenarios]") {
   }
 }
 
+TEST_CASE("a platform whose roofs change with a swept variable its name lacks is warned of, for figures", "[sweep][plots]") {
+  auto warnings = [](const std::string& sweep, const std::string& vars, const std::string& platform) {
+    std::string text = "name: w\nsweep: " + sweep + "\n" + vars + "platforms: [" + platform +
+                       "]\nnetworks:\n  - name: n\n    input: [1, 8, 4, 4]\n    layers:\n      - {name: r, op: relu}\n";
+    return platform_name_warnings(parse_scenario(text, "w.yaml"));
+  };
+  // `slow` reads f (two values) in its scale, its name does not: one warning, at the name (line 3)
+  auto w = warnings("{grid: {f: [1, 2]}}", "", "{base: rtx3080, name: slow, scale: {compute: \"${f}\"}}");
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].warning);
+  CHECK(w[0].loc.line == 3);
+  CHECK(w[0].message.find("does not change with 'f'") != std::string::npos);
+  CHECK(w[0].notes.at(0).message.find("name: \"slow@${f}\"") != std::string::npos);
+  // the name reads f: none
+  CHECK(warnings("{grid: {f: [1, 2]}}", "", "{base: rtx3080, name: \"slow@${f}\", scale: {compute: \"${f}\"}}").empty());
+  // the name reads a var that reads f: none
+  CHECK(warnings("{grid: {f: [1, 2]}}", "vars: {tag: \"x${f}\"}\n", "{base: rtx3080, name: \"slow@${tag}\", scale: {compute: \"${f}\"}}").empty());
+  // the scale reads a var that reads f, the name does not: warned of
+  CHECK(warnings("{grid: {f: [1, 2]}}", "vars: {k: \"${2 * f}\"}\n", "{base: rtx3080, name: slow, scale: {compute: \"${k}\"}}").size() == 1);
+  // zip variables advance together: a name reading a covers b
+  CHECK(warnings("{zip: {a: [1, 2], b: [3, 4]}}", "", "{base: rtx3080, name: \"s@${a}\", scale: {compute: \"${b}\"}}").empty());
+  // a grid variable of one value changes nothing
+  CHECK(warnings("{grid: {f: [2]}}", "", "{base: rtx3080, name: slow, scale: {compute: \"${f}\"}}").empty());
+}
+
 TEST_CASE("ranges: linear, geometric and evenly spaced", "[sweep]") {
   std::string base = kConv;
   auto with = [&](const std::string& sweep) { return run_text(base + sweep); };
