@@ -104,8 +104,12 @@ BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenar
     if (std::any_of(rows.begin(), rows.end(), [&](const Row* row) { return bound_name(row->theoretical.bound) == std::string(b) || bound_name(row->derated.bound) == std::string(b); }))
       f.legend.push_back(LegendEntry{std::string(b) + " bound", false, {}, true, Marker::Square, bound_color(b)});
   if (any_derated) {
-    f.legend.push_back(LegendEntry{"upper bar: theoretical", false, {}, false, {}, {}});
-    f.legend.push_back(LegendEntry{"lower bar (hatched): derated", false, {}, false, {}, {}});
+    LegendEntry upper{"upper bar: theoretical", false, {}, false, {}, rgb(0x999999)};
+    upper.bar = true;
+    LegendEntry lower = upper;
+    lower.text = "lower bar (hatched): derated", lower.hatched = true;
+    f.legend.push_back(upper);
+    f.legend.push_back(lower);
   }
   const Platform* p = find_platform(r, platform);
   f.title = spec.title.empty() ? (time ? "Time per layer — " : "Per layer — ") + (p && !p->title.empty() ? p->title : platform) : spec.title;

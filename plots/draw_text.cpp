@@ -91,6 +91,19 @@ std::string shorten(const std::string& s) {
 void draw_marker_outline_legend(Renderer& r, P at, const LegendEntry& e, const Sizes& z, double marker_scale) {
   double half = z.row > z.legend * 1.5 ? 11 * z.u : 6.5 * z.u;  // compact legends (print) draw shorter line samples
   if (e.has_line) r.polyline({{at.x - half, at.y}, {at.x + half, at.y}}, e.line);
+  if (e.bar) {  // drawn as paint_bars draws a bar
+    const Rect b{at.x - half * 0.8, at.y - 3.5 * z.u, half * 1.6, 7 * z.u};
+    if (e.hatched) {
+      Color light = e.fill;
+      light.a = 0.28;
+      r.rect(b, light, nullptr);
+      r.hatch(b, e.fill);
+      LineStyle st{e.fill, 0.8};
+      r.rect(b, Color{0, 0, 0, 0}, &st);
+    } else {
+      r.rect(b, e.fill, nullptr);
+    }
+  }
   if (e.has_marker) {
     if (e.hollow) r.marker(at, e.marker, 7 * marker_scale, rgb(0xFFFFFF), e.fill);
     else r.marker(at, e.marker, 7 * marker_scale, e.fill, rgb(0x222222));

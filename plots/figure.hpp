@@ -86,6 +86,8 @@ struct LegendEntry {
   Marker marker = Marker::Circle;
   Color fill;
   bool hollow = false;  // an outline in `fill`'s colour (a point that does not fit in memory)
+  bool bar = false;     // a bar sample in `fill` (bar charts), hatched like a derated bar when `hatched`
+  bool hatched = false;
 };
 
 struct Axis {

@@ -27,11 +27,16 @@ class RecordingRenderer : public Renderer {
     P at;
     Marker m;
     double size;
+    Color fill, stroke;
+  };
+  struct RectCall {
+    Rect r;
     Color fill;
   };
   std::vector<Text> texts;
   std::vector<Polyline> lines;
   std::vector<Rect> rects;
+  std::vector<RectCall> fills;  // rects with their colour (hatches too: their colour over a rect)
   std::vector<MarkerCall> markers;
   double width = 0, height = 0;
   int begins = 0, ends = 0;
@@ -43,9 +48,9 @@ class RecordingRenderer : public Renderer {
   }
   void end() override { ++ends; }
   void polyline(const std::vector<P>& pts, const LineStyle& style) override { lines.push_back({pts, style}); }
-  void rect(const Rect& r, const Color&, const LineStyle*) override { rects.push_back(r); }
-  void hatch(const Rect&, const Color&) override {}
-  void marker(P at, Marker m, double size, const Color& fill, const Color&) override { markers.push_back({at, m, size, fill}); }
+  void rect(const Rect& r, const Color& fill, const LineStyle*) override { rects.push_back(r), fills.push_back({r, fill}); }
+  void hatch(const Rect& r, const Color& c) override { fills.push_back({r, c}); }
+  void marker(P at, Marker m, double size, const Color& fill, const Color& stroke) override { markers.push_back({at, m, size, fill, stroke}); }
   void text(P at, const std::string& s, double size, const Color&, double angle, Anchor anchor, bool bold) override {
     texts.push_back({at, s, size, angle, anchor, bold});
   }

@@ -3,10 +3,14 @@
 // renderer, and from the texts it drew and their measured boxes:
 //   - no text extends past the page;
 //   - no two text boxes overlap (labels may cross lines, never other text);
-//   - no title, axis title or the user's own title is cut short with "…".
+//   - no title, axis title or the user's own title is cut short with "…";
+//   - every legend entry has a drawn sample (a line, a marker or a bar) on its row, and the
+//     sample's colour is drawn outside the legend too (a grey sample stands for a form: its
+//     marker shape, dash or hatching is drawn outside the legend).
 // It is how the next figure defect gets caught before a reader sees it.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -37,6 +41,67 @@ bool cut_from(const std::string& text, const std::string& full) {
   return !head.empty() && full.compare(0, head.size(), head) == 0 && text != full;
 }
 
+bool same_rgb(const Color& a, const Color& b) { return std::fabs(a.r - b.r) < 1e-6 && std::fabs(a.g - b.g) < 1e-6 && std::fabs(a.b - b.b) < 1e-6; }
+bool grey(const Color& c) { return std::fabs(c.r - c.g) < 1e-6 && std::fabs(c.g - c.b) < 1e-6; }
+bool inside(const Rect& box, P p) { return p.x >= box.x - 0.5 && p.x <= box.x + box.w + 0.5 && p.y >= box.y - 0.5 && p.y <= box.y + box.h + 0.5; }
+P centre(const Rect& r) { return {r.x + r.w / 2, r.y + r.h / 2}; }
+
+// Each text in the legend box is an entry: its sample is what is drawn on its row, left of it.
+std::vector<std::string> check_legend(const RecordingRenderer& rec, const DrawReport& rep, const std::string& where) {
+  std::vector<std::string> bad;
+  const Rect& L = rep.legend;
+  if (L.w <= 0) return bad;
+  for (size_t i = 0; i < rep.texts.size() && i < rec.texts.size(); ++i) {
+    const Rect& t = rep.texts[i];
+    if (!inside(L, centre(t))) continue;
+    const double y = t.y + t.h / 2, tol = t.h * 0.75;
+    const std::string what = where + ": legend entry '" + rec.texts[i].s + "'";
+    auto on_row = [&](P p) { return inside(L, p) && std::fabs(p.y - y) < tol && p.x < t.x; };
+    // the sample: a line, a marker, a bar (the legend's own background is not one)
+    const RecordingRenderer::Polyline* line = nullptr;
+    const RecordingRenderer::MarkerCall* mark = nullptr;
+    const RecordingRenderer::RectCall* bar = nullptr;
+    for (const auto& l : rec.lines)
+      if (!l.pts.empty() && on_row(l.pts.front()) && on_row(l.pts.back())) line = &l;
+    for (const auto& m : rec.markers)
+      if (on_row(m.at)) mark = &m;
+    for (const auto& f : rec.fills)
+      if (f.r.w < L.w - 1 && on_row(centre(f.r)) && f.fill.a > 0) bar = &f;
+    if (!line && !mark && !bar) {
+      bad.push_back(what + " has no drawn sample");
+      continue;
+    }
+    // outside the legend: the same colour, or for a grey sample the same form
+    auto outside = [&](P p) { return !inside(L, p); };
+    if (mark) {
+      const bool hollow = same_rgb(mark->fill, rgb(0xFFFFFF));
+      const Color c = hollow ? mark->stroke : mark->fill;
+      bool found = false;
+      for (const auto& m : rec.markers)
+        if (outside(m.at) && (grey(c) ? m.m == mark->m && (!hollow || same_rgb(m.fill, rgb(0xFFFFFF)))
+                                      : same_rgb(m.fill, c) || (same_rgb(m.fill, rgb(0xFFFFFF)) && same_rgb(m.stroke, c))))  // (a series drawn hollow only: none of it fits)
+          found = true;
+      for (const auto& f : rec.fills)  // a bound colour on a bar chart
+        if (!grey(c) && outside(centre(f.r)) && same_rgb(f.fill, c)) found = true;
+      if (!found) bad.push_back(what + ": its marker is drawn nowhere outside the legend in its " + (grey(c) ? "shape" : "colour"));
+    }
+    if (line) {
+      const LineStyle& st = line->style;
+      bool found = false;
+      for (const auto& l : rec.lines)
+        if (!l.pts.empty() && outside(l.pts.front()) && (grey(st.color) ? l.style.dash == st.dash : same_rgb(l.style.color, st.color))) found = true;
+      if (!found) bad.push_back(what + ": its line is drawn nowhere outside the legend in its " + (grey(st.color) ? "dash" : "colour"));
+    }
+    if (bar && !mark && !line) {
+      bool found = false;
+      for (const auto& f : rec.fills)
+        if (outside(centre(f.r)) && f.r.w < rep.canvas.w / 2 + rep.plot.w && (grey(bar->fill) || same_rgb(f.fill, bar->fill))) found = true;
+      if (!found) bad.push_back(what + ": its bar is drawn nowhere outside the legend");
+    }
+  }
+  return bad;
+}
+
 std::vector<std::string> check_figure(const BuiltFigure& b, const std::string& where) {
   std::vector<std::string> bad;
   RecordingRenderer rec;
@@ -65,6 +130,7 @@ std::vector<std::string> check_figure(const BuiltFigure& b, const std::string& w
     for (const std::string* full : {&b.figure.title, &b.figure.x.title, &b.figure.y.title})
       if (cut_from(s, *full)) bad.push_back(where + ": '" + s + "' is cut short (from '" + *full + "')");
   }
+  for (auto& m : check_legend(rec, rep, where)) bad.push_back(m);
   return bad;
 }
 
@@ -105,4 +171,25 @@ TEST_CASE("every figure of every shipped scenario, in every style: inside the pa
   INFO(figures << " figures checked; " << bad.size() << " defects (listed above)");
   CHECK(figures > 100);
   CHECK(bad.empty());
+}
+
+TEST_CASE("the figure check's legend rule finds a legend entry without a sample and a colour drawn nowhere else", "[plots][figure-check]") {
+  // a trend-like figure: one blue line with circles, and in its legend the blue line, an entry
+  // with no sample, and a green line that nothing in the plot is drawn in
+  Figure f;
+  f.x.min = 0, f.x.max = 10, f.y.min = 0, f.y.max = 10;
+  Line blue;
+  blue.pts = {{1, 1}, {9, 9}};
+  blue.style = LineStyle{palette(0), 1.5};
+  f.lines.push_back(blue);
+  f.legend.push_back(LegendEntry{"blue series", true, blue.style, false, {}, {}});
+  f.legend.push_back(LegendEntry{"words only", false, {}, false, {}, {}});
+  f.legend.push_back(LegendEntry{"green series", true, LineStyle{palette(2), 1.5}, false, {}, {}});
+  RecordingRenderer rec;
+  const DrawReport rep = draw(f, rec);
+  REQUIRE(rep.legend.w > 0);
+  const std::vector<std::string> bad = check_legend(rec, rep, "t");
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0] == "t: legend entry 'words only' has no drawn sample");
+  CHECK(bad[1] == "t: legend entry 'green series': its line is drawn nowhere outside the legend in its colour");
 }
