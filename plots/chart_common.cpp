@@ -329,9 +329,19 @@ void add_line(Figure& f, Line L) {
 
 bool over_memory(const SummaryRow& sm) { return sm.memory_size_bytes > 0 && sm.memory_footprint_bytes > sm.memory_size_bytes; }
 
+std::string network_text(const PlotSpec& spec) {
+  std::string t;
+  for (const auto& n : spec.networks) t += (t.empty() ? " · " : ", ") + n;
+  return t;
+}
+
 }  // namespace rsim::plots::chart
 
 namespace rsim::plots {
+
+bool shows_network(const PlotSpec& spec, const std::string& name) {
+  return spec.networks.empty() || std::find(spec.networks.begin(), spec.networks.end(), name) != spec.networks.end();
+}
 
 const std::vector<std::string>& plottable_columns() {
   static const std::vector<std::string> v = [] {

@@ -66,6 +66,8 @@ bool close_to(double a, double b);
 // Adds a line unless an identical one (same points and dash) is there already.
 void add_line(Figure& f, Line L);
 bool over_memory(const SummaryRow& sm);
+// " · n1, n2" for a subtitle when the plot names its networks, else "".
+std::string network_text(const PlotSpec& spec);
 
 // The chart kinds, one file each.
 BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats);

@@ -21,7 +21,7 @@ BuiltFigure chart::heatmap(const PlotSpec& spec, const RunResult& r, const Scena
   f.width = spec.width, f.height = spec.height;
   Heatmap h;
   std::string xv = spec.x, yv = spec.layer;  // heatmap: x and y are sweep variables (y stored in `layer`)
-  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::string net = spec.networks.empty() ? first_network(r) : spec.networks.front();
   size_t slot = platform_slot(r, platform);
   std::map<std::pair<std::string, std::string>, double> cell;
   std::set<std::pair<std::string, std::string>> over;  // cells whose network does not fit in memory

@@ -18,7 +18,7 @@ BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenar
   Figure& f = out.figure;
   size_t pi = static_cast<size_t>(spec.point);
   const PointResult& pr = r.results[pi];
-  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::string net = spec.networks.empty() ? first_network(r) : spec.networks.front();
   std::vector<const Row*> rows;
   for (const auto& row : pr.rows)
     if (row.platform == platform && row.network == net) rows.push_back(&row);

@@ -55,7 +55,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
   std::set<std::string> layer_names;
   for (const auto& pr : r.results)
     for (const auto& row : pr.rows)
-      if (spec.network.empty() || row.network == spec.network) layer_names.insert(row.network + "/" + row.layer);
+      if (shows_network(spec, row.network)) layer_names.insert(row.network + "/" + row.layer);
   auto drawable = [&](double x, double y) {
     if (!(x > 0) || !(y > 0) || !std::isfinite(x)) return ++hidden, false;
     return true;
@@ -65,7 +65,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
     if (networks) {
       for (const auto& sm : pr.summary) {
         if (std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) continue;
-        if (!spec.network.empty() && sm.network != spec.network) continue;
+        if (!shows_network(spec, sm.network)) continue;
         if (link && !(sm.comm_bytes > 0)) continue;  // (nothing over the links)
         double x = link ? sm.flops / sm.comm_bytes : sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
@@ -94,7 +94,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
     }
     for (const auto& row : pr.rows) {
       if (std::find(plats.begin(), plats.end(), row.platform) == plats.end()) continue;
-      if (!spec.network.empty() && row.network != spec.network) continue;
+      if (!shows_network(spec, row.network)) continue;
       const RoofPoint& rp = on_derated ? row.derated : row.theoretical;
       double x = rp.intensity, y = rp.attainable_flops_per_s;
       std::string bound = bound_name(rp.bound);
@@ -265,7 +265,7 @@ bool add_roofs(Figure& f, const std::vector<RoofSet>& sets, bool show_theo, bool
 // every platform roof (an efficiency_compute or efficiency_bandwidth under 1) sit on roofs of
 // their own. Each distinct one (the four highest) is drawn dotted and labelled with its share of
 // the platform's derated roof ("efficiency 30 %: 8.94 TFLOP/s"). Returns whether any was drawn.
-bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const RunResult& r, const std::string& network) {
+bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const RunResult& r, const PlotSpec& spec) {
   bool any = false;
   const bool overlay = sets.size() > 1;
   for (size_t set_i = 0; set_i < sets.size(); ++set_i) {
@@ -280,7 +280,7 @@ bool add_efficiency_roofs(Figure& f, const std::vector<RoofSet>& sets, const Run
     std::vector<std::pair<double, double>> own;  // (peak, bandwidth)
     for (const auto& pr : r.results)
       for (const auto& row : pr.rows) {
-        if (row.platform != rs.p->name || (!network.empty() && row.network != network)) continue;
+        if (row.platform != rs.p->name || !shows_network(spec, row.network)) continue;
         double peak = row.derated.peak_flops_per_s, bw = row.derated.bandwidth_bytes_per_s;
         if (!(peak > 0) || !(bw > 0) || is_platform_roof(peak, bw)) continue;
         if (std::none_of(own.begin(), own.end(), [&](const auto& o) { return close_to(o.first, peak) && close_to(o.second, bw); })) own.emplace_back(peak, bw);
@@ -449,7 +449,7 @@ BuiltFigure chart::roofline(const PlotSpec& spec, const RunResult& r, const Scen
   size_t coinciding = 0;
   if (!networks)
     for (const auto& t : r.thinned)
-      if (std::find(plats.begin(), plats.end(), t.platform) != plats.end() && (spec.network.empty() || t.network == spec.network)) {
+      if (std::find(plats.begin(), plats.end(), t.platform) != plats.end() && shows_network(spec, t.network)) {
         hidden += static_cast<int>(on_derated ? t.hidden_derated : t.hidden);
         coinciding += t.rows - (on_derated ? t.hidden_derated : t.hidden);
       }
@@ -487,7 +487,7 @@ BuiltFigure chart::roofline(const PlotSpec& spec, const RunResult& r, const Scen
   apply_limits(f, spec);
   const bool overlay = sets.size() > 1;
   const bool any_derating = add_roofs(f, sets, show_theo, show_der, style_preset(spec.style).fixed || spec.physical);
-  const bool efficiency = !link && show_der && add_efficiency_roofs(f, sets, r, spec.network);
+  const bool efficiency = !link && show_der && add_efficiency_roofs(f, sets, r, spec);
   // network points on several platforms' roofs: colour = platform (its roofs' colour), marker =
   // network, unless the plot says `color:`; bound is in the plot data CSV
   PlotSpec mspec = spec;
@@ -502,7 +502,7 @@ BuiltFigure chart::roofline(const PlotSpec& spec, const RunResult& r, const Scen
   for (const auto& n : plats) plat_text += (plat_text.empty() ? "" : ", ") + n;
   if (plats.size() > 2) plat_text = std::to_string(plats.size()) + " platforms (see legend)";
   f.title = spec.title.empty() ? std::string(link ? "Interconnect roofline — " : "Roofline — ") + (overlay ? s.name : (sets.empty() ? plat_text : sets[0].p->title.empty() ? plat_text : sets[0].p->title)) : spec.title;
-  f.subtitle = plat_text + (spec.network.empty() ? "" : " · " + spec.network) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
+  f.subtitle = plat_text + network_text(spec) + " · " + dtypes_text + " · " + conventions(set) + " · " + (networks ? "networks" : "layers") +
                (on_derated && (any_derating || efficiency) ? " on derated roofs" : "") + (efficiency ? " (efficiency model: dotted)" : "");
   if (networks)
     if (const std::string ln = launch_note(r, plats, set); !ln.empty()) f.subtitle += " · " + ln;

@@ -96,7 +96,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
     series.push_back(S{key, {}, {}, series_by == "platform" ? key : std::string()});
     return series.back();
   };
-  std::string net = spec.network.empty() ? first_network(r) : spec.network;
+  std::string net = spec.networks.empty() ? first_network(r) : spec.networks.front();
   const size_t nets_shown = network_names(r).size();
   int skipped_zero = 0;
   bool x_non_numeric = false;
@@ -122,7 +122,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
     if (trend_reads_rows(spec)) {
       for (const auto& row : pr.rows) {
         if (!spec.layer.empty() && row.layer != spec.layer) continue;
-        if (!spec.network.empty() && row.network != spec.network) continue;
+        if (!shows_network(spec, row.network)) continue;
         if (!spec.op.empty() && row.op != spec.op) continue;
         if (platform_free && row.platform != pr.platforms.front()->name) continue;
         if (!shown(row.platform, row.platform)) continue;
@@ -139,7 +139,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
     }
     for (const auto& sm : pr.summary) {
       if (platform_free && sm.platform != pr.platforms.front()->name) continue;
-      if (!spec.network.empty() && sm.network != spec.network) continue;
+      if (!shows_network(spec, sm.network)) continue;
       // what-if variants (one `platforms:` entry, a name per point) are one platform swept: one series
       const size_t slot = slot_at(pr, sm.platform);
       auto [named, fresh] = slot_names.try_emplace(slot);
@@ -150,7 +150,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
       // a platform-dependent value split by something else needs one line per platform too
       if (!platform_free && series_by != "platform" && pr.platforms.size() > 1) key += " · " + plat;
       // and totals of several networks are never joined into one line
-      if (series_by != "network" && spec.network.empty() && nets_shown > 1) key += " · " + sm.network;
+      if (series_by != "network" && spec.networks.size() != 1 && nets_shown > 1) key += " · " + sm.network;
       const std::string* v = env_find(r.points[pi].bindings, spec.x);
       auto xv = v ? parse_double(*v) : std::nullopt;
       if (!xv) {

@@ -57,30 +57,44 @@ namespace {
 std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunResult& r, const Scenario& s) {
   std::vector<BuiltFigure> out;
   std::vector<std::string> all = platform_names(r);
-  std::vector<std::string> plats = spec.platforms.empty() ? all : spec.platforms;
-  for (size_t pi = 0; pi < plats.size(); ++pi)
-    if (const std::string& p = plats[pi]; std::find(all.begin(), all.end(), p) == all.end()) {
-      // what-if platforms are named per point ("x@2.2GHz"): accept the base name for heatmaps
-      bool prefix = platform_slot(r, p) != SIZE_MAX;
-      if (!(spec.kind == Kind::Heatmap && prefix)) {
-        std::string hint = did_you_mean(p, all);
-        const SourceLoc& at = pi < spec.platform_locs.size() && !spec.platforms.empty() ? spec.platform_locs[pi] : spec.loc;
-        throw ConfigError(at, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
-      }
+  // each platform the plot names, with the names it stands for: itself, or for the base name of
+  // a what-if entry (its variants are named per point, "x@2.2GHz") every variant (a heatmap reads
+  // the base name itself: its cells are the variants)
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (size_t pi = 0; pi < (spec.platforms.empty() ? all.size() : spec.platforms.size()); ++pi) {
+    const std::string& p = spec.platforms.empty() ? all[pi] : spec.platforms[pi];
+    if (std::find(all.begin(), all.end(), p) != all.end() || (spec.kind == Kind::Heatmap && platform_slot(r, p) != SIZE_MAX)) {
+      groups.push_back({p, {p}});
+      continue;
     }
-  if (!spec.network.empty()) {
-    std::vector<std::string> nets = network_names(r);
-    if (std::find(nets.begin(), nets.end(), spec.network) == nets.end()) {
-      std::string hint = did_you_mean(spec.network, nets), list;
-      for (const auto& n : nets) list += (list.empty() ? "" : ", ") + n;
-      throw ConfigError(spec.network_loc.known() ? spec.network_loc : spec.loc, "plot names network '" + spec.network + "', which this run does not evaluate",
-                        {Note{{}, hint.empty() ? "networks here: " + list : hint}});
+    std::vector<std::string> variants;
+    if (const size_t slot = platform_slot(r, p); slot != SIZE_MAX)
+      for (const auto& a : all)
+        if (platform_slot(r, a) == slot) variants.push_back(a);
+    if (variants.empty()) {
+      std::string hint = did_you_mean(p, all);
+      const SourceLoc& at = pi < spec.platform_locs.size() && !spec.platforms.empty() ? spec.platform_locs[pi] : spec.loc;
+      throw ConfigError(at, "plot names platform '" + p + "', which this run does not evaluate", {Note{{}, hint.empty() ? "platforms here: " + [&] { std::string t; for (auto& a : all) t += (t.empty() ? "" : ", ") + a; return t; }() : hint}});
+    }
+    groups.push_back({p, variants});
+  }
+  std::vector<std::string> plats;
+  for (const auto& g : groups) plats.insert(plats.end(), g.second.begin(), g.second.end());
+  const std::vector<std::string> nets = network_names(r);
+  for (size_t ni = 0; ni < spec.networks.size(); ++ni) {
+    const std::string& n = spec.networks[ni];
+    if (std::find(nets.begin(), nets.end(), n) == nets.end()) {
+      std::string hint = did_you_mean(n, nets), list;
+      for (const auto& o : nets) list += (list.empty() ? "" : ", ") + o;
+      const SourceLoc& at = ni < spec.network_locs.size() && spec.network_locs[ni].known() ? spec.network_locs[ni] : spec.loc;
+      throw ConfigError(at, "plot names network '" + n + "', which this run does not evaluate", {Note{{}, hint.empty() ? "networks here: " + list : hint}});
     }
   }
   if (spec.kind == Kind::Layers && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
     throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(r.points.size()) + " points");
   auto named = [&](BuiltFigure b, const std::string& def) {
-    b.name = sanitize(spec.name.empty() ? def : spec.name + (plats.size() > 1 && !spec.overlay && spec.kind != Kind::Trend ? "_" + def.substr(def.find('_') + 1) : ""));
+    const bool several = plats.size() > 1 || (spec.networks.size() > 1 && (spec.kind == Kind::Layers || spec.kind == Kind::Heatmap));
+    b.name = sanitize(spec.name.empty() ? def : spec.name + (several && !spec.overlay && spec.kind != Kind::Trend ? "_" + def.substr(def.find('_') + 1) : ""));
     b.spec = &spec;
     return b;
   };
@@ -88,7 +102,8 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
     case Kind::Roofline:
       if (spec.overlay || plats.size() == 1) out.push_back(named(roofline(spec, r, s, plats), plats.size() == 1 ? "roofline_" + plats[0] : "roofline"));
       else
-        for (const auto& p : plats) out.push_back(named(roofline(spec, r, s, {p}), "roofline_" + p));
+        for (const auto& [given_name, names] : groups)  // a what-if's variants on one chart
+          out.push_back(named(roofline(spec, r, s, names), "roofline_" + given_name));
       break;
     case Kind::Trend: {
       // more lines than 8 colours and dashes tell apart: one figure per platform when the
@@ -125,15 +140,23 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
     }
     case Kind::Layers:
       for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{all.front()} : plats)
-        out.push_back(named(layers(spec, r, s, p), "layers_" + p));
+        for (size_t ni = 0; ni < std::max<size_t>(1, spec.networks.size()); ++ni) {  // a figure per network named
+          PlotSpec one = spec;
+          if (spec.networks.size() > 1) one.networks = {spec.networks[ni]};
+          out.push_back(named(layers(one, r, s, p), "layers_" + p + (spec.networks.size() > 1 ? "_" + spec.networks[ni] : "")));
+        }
       break;
     case Kind::Heatmap:
       for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front()->name} : plats) {
         std::string shown = slot_name(r, s, platform_slot(r, p));
-        BuiltFigure b = heatmap(spec, r, s, p);
-        if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;
-        std::string stem = shown.substr(0, shown.find(" (what-if)"));
-        out.push_back(named(std::move(b), "heatmap_" + stem));
+        for (size_t ni = 0; ni < std::max<size_t>(1, spec.networks.size()); ++ni) {  // a figure per network named
+          PlotSpec one = spec;
+          if (spec.networks.size() > 1) one.networks = {spec.networks[ni]};
+          BuiltFigure b = heatmap(one, r, s, p);
+          if (spec.title.empty()) b.figure.title = b.figure.title.substr(0, b.figure.title.rfind(" — ")) + " — " + shown;
+          std::string stem = shown.substr(0, shown.find(" (what-if)"));
+          out.push_back(named(std::move(b), "heatmap_" + stem + (spec.networks.size() > 1 ? "_" + spec.networks[ni] : "")));
+        }
       }
       if (spec.color_scale == "shared" && out.size() > 1) {  // one range over every heatmap of the entry
         double lo = 1e300, hi = -1e300, lo_pos = 1e300;
@@ -386,8 +409,10 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
           if (o.name == p.name) d.error(nn->loc, "two plots are named '" + p.name + "': their files would overwrite each other", {Note{o.loc, "the other plot"}});
     }
     str("title", p.title);
-    str("network", p.network);
-    if (const CNode* v = item.find("network")) p.network_loc = v->loc;
+    if (const CNode* v = m.get("network")) {  // a name or a list of names
+      for (const CNode* i : as_list(*v))
+        if (auto t = to_string(*i, d, "network")) p.networks.push_back(*t), p.network_locs.push_back(i->loc);
+    }
     if (const CNode* v = m.get("platforms")) {
       for (const CNode* i : as_list(*v))
         if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t), p.platform_locs.push_back(i->loc);

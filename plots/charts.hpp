@@ -34,7 +34,7 @@ struct PlotSpec {
   std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
   long long point = 0;                 // layers: which sweep point
   std::string value = "derated_time_s";  // heatmap: a summary column
-  std::string network;                 // which network ("" = first for layers/heatmap, every one for roofline/trend)
+  std::vector<std::string> networks;   // which networks ([] = the first for layers/heatmap, every one for roofline/trend); layers/heatmap: a figure each
   std::string subtitle = "full";       // full | short | none
   std::vector<double> xlim, ylim;      // roofline, trend: [lo, hi] in base units (empty: automatic)
   std::string color_scale = "auto";    // heatmap: auto | shared | range (color_range)
@@ -50,7 +50,7 @@ struct PlotSpec {
   std::vector<std::string> given;      // the style keys set explicitly (style, width, height, font_size, dpi)
   bool physical = false;               // width/height given in mm/cm/in/pt: kept exactly
   SourceLoc loc;
-  SourceLoc network_loc;
+  std::vector<SourceLoc> network_locs;  // of each name in `networks`
   std::vector<SourceLoc> platform_locs;  // of each name in `platforms`
 };
 
@@ -90,6 +90,9 @@ std::vector<P> thin_line(const std::vector<P>& pts, const Axis& x, double column
 // Whether a trend plots layer rows at every point (one layer, or x = output_size / out_channels)
 // rather than network totals.
 bool trend_reads_rows(const PlotSpec& spec);
+
+// Whether a plot draws network `name` (its `network:` list, or every network when it gives none).
+bool shows_network(const PlotSpec& spec, const std::string& name);
 
 // Every numeric column a trend or heatmap can plot.
 const std::vector<std::string>& plottable_columns();

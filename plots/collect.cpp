@@ -47,7 +47,7 @@ uint32_t FigureCollector::intern(const std::string& s) {
 
 bool FigureCollector::needs_row(const Row& row) const {
   for (const PlotSpec& s : row_trends_)
-    if ((s.layer.empty() || s.layer == row.layer) && (s.network.empty() || s.network == row.network) && (s.op.empty() || s.op == row.op)) return true;
+    if ((s.layer.empty() || s.layer == row.layer) && shows_network(s, row.network) && (s.op.empty() || s.op == row.op)) return true;
   return false;
 }
 

@@ -69,17 +69,90 @@ TEST_CASE("trend: network: keeps one network's totals, without it, one line per 
   t.x = "batch";
   t.y = "time_s";
   t.series = "platform";
-  t.network = "big";
+  t.networks = {"big"};
   BuiltFigure b = build_one(t, r, s);
   REQUIRE(b.figure.lines.size() == 1);
   REQUIRE(b.figure.lines[0].pts.size() == 3);
   // big, batch 4: bytes = (4·256 in + 256·256 weights + 4·256 out)·4 = 270,336; memory bound at
   // 760.32 GB/s (2·4·256·256 = 524,288 FLOP take 17.6 ns at 29.8 TFLOP/s), plus one 5 us launch
   CHECK(b.figure.lines[0].pts[2].y == Approx((4 * 256 + 256 * 256 + 4 * 256) * 4.0 / 760.32e9 + 5e-6));
-  t.network.clear();
+  t.networks.clear();
   BuiltFigure both = build_one(t, r, s);
   REQUIRE(both.figure.lines.size() == 2);  // never one saw-tooth line through both networks
   for (const Line& l : both.figure.lines) CHECK(l.pts.size() == 3);
+}
+
+TEST_CASE("network: takes a list; layers and heatmap draw a figure per network named", "[plots][defects]") {
+  // from YAML, as a user writes it: a list of two on a trend, one name on a roofline
+  Scenario s = parse_scenario(std::string(kTwoNets) +
+                                  "plots:\n  - {kind: trend, x: batch, y: time_s, series: platform, network: [small, big]}\n"
+                                  "  - {kind: layers, network: [small, big], point: 2}\n  - {kind: roofline, network: big, labels: none}\n",
+                              "t.yaml");
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(d.empty());
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[0].networks == std::vector<std::string>{"small", "big"});
+  // the trend: one line per network (3 batch sizes each)
+  BuiltFigure trend = build_one(specs[0], r, s);
+  REQUIRE(trend.figure.lines.size() == 2);
+  // the layers chart: a figure for each, its bar the network's one layer at batch 4 (point 2):
+  // small: (4·64 + 64·64 + 4·64)·4 B = 18,432 B at 760.32 GB/s; big: (4·256 + 256·256 + 4·256)·4 B = 270,336 B
+  auto layers = build_figures(specs[1], r, s);
+  REQUIRE(layers.size() == 2);
+  CHECK(layers[0].name == "layers_rtx3080_small");
+  CHECK(layers[1].name == "layers_rtx3080_big");
+  REQUIRE(layers[0].figure.bars.size() >= 1);
+  REQUIRE(layers[1].figure.bars.size() >= 1);
+  const double small_s = (4 * 64 + 64 * 64 + 4 * 64) * 4.0 / 760.32e9, big_s = (4 * 256 + 256 * 256 + 4 * 256) * 4.0 / 760.32e9;
+  CHECK(layers[0].figure.bars[0].values.at(0) == Approx(small_s));
+  CHECK(layers[1].figure.bars[0].values.at(0) == Approx(big_s));
+  // an unknown name in the list is an error at that name: line 8 (kTwoNets is 6 lines, then plots:),
+  // column 57 = 2 spaces + "- {" 3 + "kind: trend, " 13 + "x: batch, " 10 + "y: time_s, " 11 + "network: [" 10 + "small, " 7, plus 1
+  Scenario bad = parse_scenario(std::string(kTwoNets) + "plots:\n  - {kind: trend, x: batch, y: time_s, network: [small, bog]}\n", "t.yaml");
+  Diags d2;
+  std::vector<PlotSpec> bs = parse_plot_specs(bad.plots, sweep_names(bad.sweep), d2);
+  REQUIRE(bs.size() == 1);
+  try {
+    build_figures(bs[0], r, bad);
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("t.yaml:8:57: error: plot names network 'bog'") != std::string::npos);
+  }
+}
+
+TEST_CASE("platforms: the base name of a what-if entry selects its variants, on one roofline and in a trend", "[plots][defects]") {
+  // rtx3080 and a what-if copy at half and a quarter of its compute, named per point
+  Scenario s = parse_scenario("name: w\nsweep: {grid: {f: [0.5, 0.25]}}\n"
+                              "platforms: [rtx3080, {base: rtx3080, name: \"slow@${f}\", scale: {compute: \"${f}\"}}]\n"
+                              "networks:\n  - {name: n, input: [1, 64], layers: [{name: fc, op: linear, out_features: 64}]}\n",
+                              "w.yaml");
+  RunResult r = run(s);
+  PlotSpec p;
+  p.kind = Kind::Roofline;
+  p.platforms = {"slow"};
+  BuiltFigure b = build_one(p, r, s);  // one figure, both variants' roofs
+  CHECK(b.name == "roofline_slow");
+  // the compute roofs: 29.8 TFLOP/s × 0.5 and × 0.25 (fp32), one flat line each
+  std::vector<double> peaks;
+  for (const Line& l : b.figure.lines)
+    if (l.pts.size() == 2 && l.pts[0].y == l.pts[1].y && l.style.dash == Dash::Solid) peaks.push_back(l.pts[0].y);
+  std::sort(peaks.begin(), peaks.end());
+  peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
+  REQUIRE(peaks.size() == 2);
+  CHECK(peaks[0] == Approx(29.8e12 * 0.25));
+  CHECK(peaks[1] == Approx(29.8e12 * 0.5));
+  // a trend with the base name keeps the variants' series, not rtx3080's
+  PlotSpec t;
+  t.kind = Kind::Trend;
+  t.x = "f";
+  t.y = "time_s";
+  t.series = "platform";
+  t.platforms = {"slow"};
+  BuiltFigure tb = build_one(t, r, s);
+  REQUIRE(tb.figure.lines.size() == 1);
+  CHECK(tb.figure.lines[0].pts.size() == 2);
 }
 
 TEST_CASE("roofline: network: draws only that network's layers", "[plots][defects]") {
@@ -87,7 +160,7 @@ TEST_CASE("roofline: network: draws only that network's layers", "[plots][defect
   RunResult r = run(s);
   PlotSpec p;
   p.kind = Kind::Roofline;
-  p.network = "small";
+  p.networks = {"small"};
   p.labels = "none";
   BuiltFigure b = build_one(p, r, s);
   // 3 batch sizes × 1 layer of `small`; `big` would add 3 more
