@@ -8,7 +8,8 @@
 namespace rsim::plots::layout {
 
 // One number format for every value of a heatmap (cells and colour bar): three significant
-// digits, a k/M/G letter from a thousand on ("237", "1.03k", "12.4"), never an exponent.
+// digits, a k/M/G letter from a thousand on ("237", "1.03k", "12.4"), never an exponent (with
+// two digits, 104 is "104", not "1e+02": whole numbers keep their integer digits).
 std::string heat_number(double x, int digits) {
   if (!std::isfinite(x)) return "–";
   char b[32];
@@ -17,14 +18,15 @@ std::string heat_number(double x, int digits) {
   static const struct {
     double f;
     const char* p;
-  } steps[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  } steps[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}};
   for (const auto& st : steps)
-    if (ax >= st.f * 0.9995) {
-      std::snprintf(b, sizeof b, "%.*g%s", digits, x / st.f, st.p);
+    if (ax >= st.f * 0.9995 || st.f == 1) {
+      const double v = x / st.f;
+      if (std::fabs(v) >= std::pow(10.0, digits) * 0.9995) std::snprintf(b, sizeof b, "%.0f%s", v, st.p);
+      else std::snprintf(b, sizeof b, "%.*g%s", ax >= 0.01 || st.f > 1 ? digits : 2, v, st.p);
       return b;
     }
-  std::snprintf(b, sizeof b, "%.*g", ax >= 0.01 ? digits : 2, x);
-  return b;
+  return "";  // (not reached: the last step takes every value)
 }
 
 HeatScale heat_scale(const Heatmap& h, Renderer& r, double tick_size) {
