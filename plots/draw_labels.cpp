@@ -166,6 +166,11 @@ bool place_legend(Pass& p, Plan& plan, int pass) {
                                {plot.x + plot.w - legend_w - 6, plot.y + 6, legend_w, legend_h},
                                {plot.x + plot.w - legend_w - 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h},
                                {plot.x + 6, plot.y + plot.h - legend_h - 6, legend_w, legend_h}};
+  // then down the right and left edges (a band of free room between lines, as trends often
+  // leave), before the legend moves out of the plot and takes room from it
+  const double step = std::max(4.0, p.Z.row / 2);
+  for (double y = plot.y + 6 + step; y + legend_h < plot.y + plot.h - 6 - step / 2; y += step)
+    for (double x : {plot.x + plot.w - legend_w - 6, plot.x + 6}) corners.push_back({x, y, legend_w, legend_h});
   if (p.legend_below) {
     double w = legend_w * static_cast<double>(p.legend_cols);
     legend_box = Rect{std::max(4.0, std::min(plot.x + plot.w / 2 - w / 2, plan.W - 4 - w)), f.height - legend_h - 4, w, legend_h};
