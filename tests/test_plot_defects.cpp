@@ -925,3 +925,26 @@ TEST_CASE("a legend entry too long for its column is cut at a word, not inside o
   }
   CHECK(cut > 0);  // (the case is one that needs cutting)
 }
+
+TEST_CASE("a legend with no free corner takes a free place down the plot's edge before it leaves the plot", "[plots][defects]") {
+  // two lines across the whole width at 9 % and 91 % of a linear 0..100 axis: every corner of a
+  // 4-entry legend (4 rows of 14 pt at 9 pt text, over 50 pt) meets one of them, the middle band is free
+  Figure f;
+  f.x.min = 0, f.x.max = 100, f.y.min = 0, f.y.max = 100;
+  for (double y : {9.0, 91.0}) {
+    Line l;
+    l.pts = {{0, y}, {100, y}};
+    l.style = LineStyle{palette(f.lines.size()), 1.5};
+    f.lines.push_back(l);
+  }
+  for (int i = 0; i < 4; ++i) f.legend.push_back(LegendEntry{"series number " + std::to_string(i), true, f.lines[static_cast<size_t>(i % 2)].style, false, {}, {}});
+  RecordingRenderer rec;
+  DrawReport rep = draw(f, rec);
+  REQUIRE(rep.legend.w > 0);
+  // inside the plot, between the lines (y grows downwards on the page)
+  CHECK(rep.legend.x >= rep.plot.x);
+  CHECK(rep.legend.x + rep.legend.w <= rep.plot.x + rep.plot.w);
+  const double y91 = rep.plot.y + rep.plot.h * (1 - 0.91), y9 = rep.plot.y + rep.plot.h * (1 - 0.09);
+  CHECK(rep.legend.y > y91);
+  CHECK(rep.legend.y + rep.legend.h < y9);
+}
