@@ -182,7 +182,7 @@ void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_
   mem.pts = {{f.x.min, bw * f.x.min}, {ridge, peak}};
   mem.style = st;
   bool label_mem = ri == 0 && (derated ? true : !mem_same);
-  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 4);
+  if (label_mem) mem.label = (derated && !mem_same ? "derated " : m.name + " ") + si(bw, "B/s", 4), mem.label_short = si(bw, "B/s", 3);
   mem.label_at = 0.55;
   add_line(f, mem);
   if (mi > 0) return;  // caches only add their slanted roof
@@ -190,7 +190,7 @@ void add_roof(Figure& f, const RoofSet& rs, const std::string& short_name, size_
   comp.pts = {{ridge, peak}, {f.x.max, peak}};
   comp.style = st;
   // on an overlay the legend gives each variant's peak; the lines would be too close to label
-  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 4);
+  if ((derated || !comp_same) && !(overlay && derated)) comp.label = (derated && !comp_same ? "derated " : cr.name + " ") + si(peak, unit, 4), comp.label_short = si(peak, unit, 3);
   comp.label_at = 0.78;
   comp.label_above = !(derated && !comp_same);  // a derated roof under its theoretical one: label below
   add_line(f, comp);

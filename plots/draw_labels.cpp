@@ -45,43 +45,46 @@ void place_line_labels(Pass& p) {
     }
     if (vis.size() < 2) continue;
     bool placed = false;
-    // positions along the line, nearest to the preferred one first
-    std::vector<double> fracs;
-    for (int k = 1; k < 40; ++k) fracs.push_back(k / 40.0);
-    std::stable_sort(fracs.begin(), fracs.end(), [&](double u, double v) { return std::fabs(u - L.label_at) < std::fabs(v - L.label_at); });
-    for (double frac : fracs) {
-      size_t i = std::min(vis.size() - 2, static_cast<size_t>(frac * static_cast<double>(vis.size() - 1)));
-      P a = vis[i], b = vis[i + 1];
-      double ang = -std::atan2(b.y - a.y, b.x - a.x);
-      P up{-std::sin(ang), -std::cos(ang)};  // unit normal pointing up the screen
-      double asc = r.measure("0", kLabel, false).ascent;
-      // signed baseline distances from the line: preferred side first, then the other, then farther out
-      double above1 = 5, below1 = -(5 + asc), above2 = 12, below2 = -(12 + asc);
-      std::vector<double> offsets = L.label_above ? std::vector<double>{above1, below1, above2, below2}
-                                                  : std::vector<double>{below1, above1, below2, above2};
-      for (double sd : offsets) {
-        if (placed) break;
-        P at{a.x + up.x * sd, a.y + up.y * sd};
-        Quad q = text_quad(r, at, L.label, kLabel, ang, Anchor::Center, false);
-        bool clash = false;
-        for (const auto& pl : p.rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
-        for (const auto& b2 : p.obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
-        for (const auto& [sa, sb] : others) {
-          if (clash) break;
-          // sample the segment: a point inside the quad (grown by 1) is a crossing
-          int n = std::max(8, static_cast<int>(std::hypot(sb.x - sa.x, sb.y - sa.y) / 2.5));
-          for (int k = 0; k <= n && !clash; ++k) {
-            P pt{sa.x + (sb.x - sa.x) * k / n, sa.y + (sb.y - sa.y) * k / n};
-            clash = quad_overlaps(q, Rect{pt.x - 0.5, pt.y - 0.5, 1, 1}, 1);
+    // positions along the line, nearest to the preferred one first; the label, then its short form
+    for (const std::string* text : {&L.label, &L.label_short}) {
+      if (placed || text->empty()) continue;
+      std::vector<double> fracs;
+      for (int k = 1; k < 40; ++k) fracs.push_back(k / 40.0);
+      std::stable_sort(fracs.begin(), fracs.end(), [&](double u, double v) { return std::fabs(u - L.label_at) < std::fabs(v - L.label_at); });
+      for (double frac : fracs) {
+        size_t i = std::min(vis.size() - 2, static_cast<size_t>(frac * static_cast<double>(vis.size() - 1)));
+        P a = vis[i], b = vis[i + 1];
+        double ang = -std::atan2(b.y - a.y, b.x - a.x);
+        P up{-std::sin(ang), -std::cos(ang)};  // unit normal pointing up the screen
+        double asc = r.measure("0", kLabel, false).ascent;
+        // signed baseline distances from the line: preferred side first, then the other, then farther out
+        double above1 = 5, below1 = -(5 + asc), above2 = 12, below2 = -(12 + asc);
+        std::vector<double> offsets = L.label_above ? std::vector<double>{above1, below1, above2, below2}
+                                                    : std::vector<double>{below1, above1, below2, above2};
+        for (double sd : offsets) {
+          if (placed) break;
+          P at{a.x + up.x * sd, a.y + up.y * sd};
+          Quad q = text_quad(r, at, *text, kLabel, ang, Anchor::Center, false);
+          bool clash = false;
+          for (const auto& pl : p.rep.line_labels) clash = clash || quads_overlap(q, pl, 2);
+          for (const auto& b2 : p.obs.boxes) clash = clash || quad_overlaps(q, b2, 1);
+          for (const auto& [sa, sb] : others) {
+            if (clash) break;
+            // sample the segment: a point inside the quad (grown by 1) is a crossing
+            int n = std::max(8, static_cast<int>(std::hypot(sb.x - sa.x, sb.y - sa.y) / 2.5));
+            for (int k = 0; k <= n && !clash; ++k) {
+              P pt{sa.x + (sb.x - sa.x) * k / n, sa.y + (sb.y - sa.y) * k / n};
+              clash = quad_overlaps(q, Rect{pt.x - 0.5, pt.y - 0.5, 1, 1}, 1);
+            }
+          }
+          if (!clash && q.bounds().inside(p.inner)) {
+            p.text(at, *text, kLabel, L.style.color, ang, Anchor::Center, false);
+            p.rep.line_labels.push_back(q);
+            placed = true;
           }
         }
-        if (!clash && q.bounds().inside(p.inner)) {
-          p.text(at, L.label, kLabel, L.style.color, ang, Anchor::Center, false);
-          p.rep.line_labels.push_back(q);
-          placed = true;
-        }
+        if (placed) break;
       }
-      if (placed) break;
     }
   }
 }
@@ -215,6 +218,9 @@ bool place_point_labels(Pass& p, const Plan& plan) {
   const Figure& f = p.f;
   const double kLabel = p.Z.label;
   bool need_key = false;
+  auto gap = [](P m, const Rect& b) { return std::hypot(std::max({b.x - m.x, 0.0, m.x - b.x - b.w}), std::max({b.y - m.y, 0.0, m.y - b.y - b.h})); };
+  std::vector<P> markers;
+  for (const Point& q : f.points) markers.push_back(p.T.to(q.at));
   for (size_t idx : plan.labelled) {
     const Point& pt = f.points[idx];
     P s = p.T.to(pt.at);
@@ -252,7 +258,15 @@ bool place_point_labels(Pass& p, const Plan& plan) {
             if (p.rep.legend.w > 0) o.boxes.push_back(p.rep.legend);
             o.quads = p.rep.line_labels;
           }
-          if (!box.inside(p.inner) || o.hit(box, relaxed || over_lines ? 0.5 : 2.5)) continue;
+          if (!box.inside(p.inner) || o.hit(box, relaxed || over_lines ? 2.0 : 2.5)) continue;
+          // a label without a leader about as near another marker as its own reads as that
+          // marker's: not there (a leader says whose it is)
+          if (dist <= base && !relaxed && !over_lines) {
+            const double own = gap(s, box);
+            bool nearer = false;
+            for (size_t m = 0; m < markers.size() && !nearer; ++m) nearer = m != idx && gap(markers[m], box) < own + 1.5;  // (clearly nearer its own)
+            if (nearer) continue;
+          }
           if (dist > base) {  // leader line from the marker's edge to the label, crossing no other label (but for a number that must be drawn)
             P to{std::clamp(s.x, box.x, box.x + box.w), std::clamp(s.y, box.y, box.y + box.h)};
             double len = std::hypot(to.x - s.x, to.y - s.y);

@@ -35,6 +35,7 @@ struct Line {
   std::string label;       // text written along the line ("" = none)
   double label_at = 0.85;  // where along the visible part of the line the label sits (0…1)
   bool label_above = true;
+  std::string label_short;  // what is written when `label` finds no room along the line ("" = nothing)
 };
 
 // A point with an optional label that the layout places without overlaps.

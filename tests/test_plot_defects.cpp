@@ -380,7 +380,7 @@ TEST_CASE("ticks at swept powers of two are round: binary multiples, never '16.3
   f.x.min = 800, f.x.max = 160000;
   f.x.ticks = {1024, 4096, 16384, 65536, 131072};  // 2^10 … 2^17, as a sweep over context lengths gives
   f.y.min = 0, f.y.max = 1;
-  f.lines.push_back(Line{{{1024, 0.1}, {131072, 0.9}}, {}, "", "", 0.85, true});
+  f.lines.push_back(Line{{{1024, 0.1}, {131072, 0.9}}, {}, "", "", 0.85, true, ""});
   RecordingRenderer rec;
   DrawReport rep = draw(f, rec);
   CHECK(has_text(rec, "1 Ki"));    // 1024 = 1 × 1024
