@@ -22,6 +22,8 @@ struct DrawReport {
   std::vector<double> xticks, yticks;  // major tick values (data units)
   std::vector<Rect> texts;             // every text box drawn (screen), rotated ones by their bounds
   std::vector<Rect> point_labels;      // boxes of the point labels placed beside their points
+  std::vector<P> point_label_at;       // each one's point (screen)
+  std::vector<bool> point_label_leader;  // whether a leader line joins it to its point
   std::vector<Quad> line_labels;       // rotated boxes of the labels written along lines
   Rect legend;                         // w = 0 when there is none
   int numbered = 0;                    // point labels moved to the numbered key

@@ -260,8 +260,8 @@ bool place_point_labels(Pass& p, const Plan& plan) {
           }
           if (!box.inside(p.inner) || o.hit(box, relaxed || over_lines ? 2.0 : 2.5)) continue;
           // a label without a leader about as near another marker as its own reads as that
-          // marker's: not there (a leader says whose it is)
-          if (dist <= base && !relaxed && !over_lines) {
+          // marker's: not there (a leader says whose it is; a number's last try goes anywhere)
+          if (dist <= base && !relaxed) {
             const double own = gap(s, box);
             bool nearer = false;
             for (size_t m = 0; m < markers.size() && !nearer; ++m) nearer = m != idx && gap(markers[m], box) < own + 1.5;  // (clearly nearer its own)
@@ -282,6 +282,8 @@ bool place_point_labels(Pass& p, const Plan& plan) {
           }
           p.text({box.x, box.y + tb.ascent}, label, kLabel, kText, 0, Anchor::Left, false);
           p.rep.point_labels.push_back(box);
+          p.rep.point_label_at.push_back(s);
+          p.rep.point_label_leader.push_back(dist > base);
           placed = true;
         }
         if (placed) break;

@@ -6,7 +6,8 @@
 //   - no title, axis title or the user's own title is cut short with "…";
 //   - every legend entry has a drawn sample (a line, a marker or a bar) on its row, and the
 //     sample's colour is drawn outside the legend too (a grey sample stands for a form: its
-//     marker shape, dash or hatching is drawn outside the legend).
+//     marker shape, dash or hatching is drawn outside the legend);
+//   - a point label without a leader line is not clearly nearer another marker than its own.
 // It is how the next figure defect gets caught before a reader sees it.
 #include <catch2/catch.hpp>
 
@@ -131,6 +132,17 @@ std::vector<std::string> check_figure(const BuiltFigure& b, const std::string& w
       if (cut_from(s, *full)) bad.push_back(where + ": '" + s + "' is cut short (from '" + *full + "')");
   }
   for (auto& m : check_legend(rec, rep, where)) bad.push_back(m);
+  auto gap = [](P m, const Rect& b) { return std::hypot(std::max({b.x - m.x, 0.0, m.x - b.x - b.w}), std::max({b.y - m.y, 0.0, m.y - b.y - b.h})); };
+  for (size_t i = 0; i < rep.point_labels.size(); ++i) {
+    if (rep.point_label_leader.at(i)) continue;
+    const double own = gap(rep.point_label_at.at(i), rep.point_labels[i]);
+    for (const auto& m : rec.markers)
+      // (markers on top of each other, under 3 pt apart, no label tells apart)
+      if (!(rep.legend.w > 0 && inside(rep.legend, m.at)) && std::hypot(m.at.x - rep.point_label_at[i].x, m.at.y - rep.point_label_at[i].y) > 3 && gap(m.at, rep.point_labels[i]) < own - 1) {
+        bad.push_back(where + ": a point label without a leader is nearer another marker than its own");
+        break;
+      }
+  }
   return bad;
 }
 
