@@ -7,9 +7,10 @@
 
 namespace rsim::plots::layout {
 
-// One number format for every value of a heatmap (cells and colour bar): three significant
-// digits, a k/M/G letter from a thousand on ("237", "1.03k", "12.4"), never an exponent (with
-// two digits, 104 is "104", not "1e+02": whole numbers keep their integer digits).
+// One number format for every value of a heatmap (cells and colour bar), written as axis ticks
+// are: three significant digits, a k/M/G prefix after a space from a thousand on ("237",
+// "1.03 k", "12.4"), never an exponent (with two digits, 104 is "104", not "1e+02": whole
+// numbers keep their integer digits).
 std::string heat_number(double x, int digits) {
   if (!std::isfinite(x)) return "–";
   char b[32];
@@ -18,7 +19,7 @@ std::string heat_number(double x, int digits) {
   static const struct {
     double f;
     const char* p;
-  } steps[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}};
+  } steps[] = {{1e15, " P"}, {1e12, " T"}, {1e9, " G"}, {1e6, " M"}, {1e3, " k"}, {1, ""}};
   for (const auto& st : steps)
     if (ax >= st.f * 0.9995 || st.f == 1) {
       const double v = x / st.f;

@@ -420,8 +420,8 @@ TEST_CASE("heatmap values: one format in every cell and on the colour bar, the b
   f.grid = false;
   RecordingRenderer rec;
   draw(f, rec);
-  // three significant digits, a k from a thousand on: 1030 = 1.03 k
-  for (const char* s : {"237", "1.03k", "12.5", "0.5"}) {
+  // three significant digits, a k after a space, as on axis ticks, from a thousand on: 1030 = 1.03 k
+  for (const char* s : {"237", "1.03 k", "12.5", "0.5"}) {
     INFO(s);
     CHECK(has_text(rec, s));
   }

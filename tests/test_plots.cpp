@@ -411,16 +411,16 @@ TEST_CASE("the interconnect as a roof: layers that communicate at their FLOPs pe
   CHECK_THROWS_WITH(build_figures(p2, r2, s2), Catch::Contains("needs a platform with interconnect: levels; l4 states none"));
 }
 
-TEST_CASE("heatmap numbers: 3 or 2 significant digits with k/M/G, whole numbers never as exponents", "[plots]") {
+TEST_CASE("heatmap numbers: 3 or 2 significant digits with a k/M/G prefix as on axis ticks, whole numbers never as exponents", "[plots]") {
   using layout::heat_number;
   CHECK(heat_number(104, 2) == "104");     // %.2g would print 1e+02: a paper heatmap's cells then never fit
   CHECK(heat_number(104, 3) == "104");
-  CHECK(heat_number(12345, 2) == "12k");   // 12.345 k to 2 digits
-  CHECK(heat_number(12345, 3) == "12.3k");
-  CHECK(heat_number(1234, 2) == "1.2k");
-  CHECK(heat_number(999.7, 3) == "1k");    // 0.9997 k rounds to 1.00 k
+  CHECK(heat_number(12345, 2) == "12 k");   // 12.345 k to 2 digits
+  CHECK(heat_number(12345, 3) == "12.3 k");
+  CHECK(heat_number(1234, 2) == "1.2 k");
+  CHECK(heat_number(999.7, 3) == "1 k");    // 0.9997 k rounds to 1.00 k
   CHECK(heat_number(4.8312, 3) == "4.83");
   CHECK(heat_number(0.0012345, 3) == "0.0012");  // under 0.01: two digits
-  CHECK(heat_number(2.5e9, 3) == "2.5G");
+  CHECK(heat_number(2.5e9, 3) == "2.5 G");
   CHECK(heat_number(0, 3) == "0");
 }
