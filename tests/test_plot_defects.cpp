@@ -948,3 +948,19 @@ TEST_CASE("a legend with no free corner takes a free place down the plot's edge 
   CHECK(rep.legend.y > y91);
   CHECK(rep.legend.y + rep.legend.h < y9);
 }
+
+TEST_CASE("series keep the scenario's order in every trend of a run: per platform as declared, its networks as declared", "[plots][defects]") {
+  // study_batch declares resnet50 before mobilenet_v2 and platforms rtx3080, a100_sxm_80gb
+  Scenario s = load_scenario(src("scenarios/study_batch.yaml"));
+  RunResult r = run(s);
+  Diags d;
+  std::vector<PlotSpec> specs = parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(specs.size() == 2);
+  auto legend = [&](const PlotSpec& p) {
+    std::vector<std::string> out;
+    for (const auto& e : build_one(p, r, s).figure.legend) out.push_back(e.text);
+    return out;
+  };
+  CHECK(legend(specs[0]) == std::vector<std::string>{"resnet50", "mobilenet_v2"});
+  CHECK(legend(specs[1]) == std::vector<std::string>{"resnet50 · rtx3080", "mobilenet_v2 · rtx3080", "resnet50 · a100_sxm_80gb", "mobilenet_v2 · a100_sxm_80gb"});
+}
