@@ -105,7 +105,50 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
 
 }  // namespace
 
+// Whether a file's first line that is not blank, a comment or a directive starts what a YAML file
+// of rsim holds — a key (`name: x`, `"a b": 1`), a list item or a flow collection — or for a JSON
+// file (by its name) `{` or `[`. Only then are its lines quoted under errors: a file of anything
+// else (an environment dump, a key) is not shown, whatever it turns out to parse as.
+static bool yaml_head(const std::string& text, bool json) {
+  size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a byte order mark
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    const size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    line = line.substr(b);
+    if (json) return line[0] == '{' || line[0] == '[';
+    if (line[0] == '#' || line[0] == '%' || line.rfind("---", 0) == 0) continue;
+    if (line[0] == '{' || line[0] == '[' || line == "-" || line.rfind("- ", 0) == 0) return true;
+    size_t colon = 0;
+    if (line[0] == '"' || line[0] == '\'') {  // a quoted key
+      const size_t close = line.find(line[0], 1);
+      if (close == std::string::npos) return false;
+      colon = close + 1;
+      while (colon < line.size() && (line[colon] == ' ' || line[colon] == '\t')) ++colon;
+      if (colon >= line.size() || line[colon] != ':') return false;
+    } else {
+      colon = line.find(':');
+      if (colon == std::string::npos || colon == 0) return false;
+      if (line.find_first_of("#,[]{}&*!|>%@`", 0) < colon) return false;  // not a plain key
+    }
+    return colon + 1 == line.size() || line[colon + 1] == ' ' || line[colon + 1] == '\t' || line[colon + 1] == '\r';
+  }
+  return true;  // empty: nothing to show
+}
+
 CNode parse_yaml(const std::string& text, const std::string& path) {
+  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  const char* kind = json ? "JSON" : "YAML";
+  // a file of anything else is refused before it is parsed: what it parsed as could be quoted
+  if (!quotable_text(text))
+    throw ConfigError(SourceLoc{SourceFile::from_text(path, ""), 0, 0},
+                      std::string("not a ") + kind + " file: it is not UTF-8 text (a NUL byte, or binary data on its first line; its content is not shown)");
+  if (!yaml_head(text, json))
+    throw ConfigError(SourceLoc{SourceFile::from_text(path, ""), 0, 0},
+                      std::string("not a ") + kind + " file: its first line " +
+                          (json ? "does not open an object or a list" : "is not a key, a list item or a flow collection") + " (its content is not shown)");
   auto file = SourceFile::from_text(path, text);
   YAML::Node root;
   try {

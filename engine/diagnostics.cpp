@@ -5,9 +5,45 @@
 
 namespace rsim {
 
+// Valid UTF-8 without control bytes but tab, carriage return and line feed.
+static bool clean_utf8(const std::string& text) {
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) return false;
+      ++i;
+      continue;
+    }
+    // a lead byte and its continuation bytes (no overlong 2-byte forms, nothing past U+10FFFF)
+    const size_t more = (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 0;
+    if (more == 0 || c == 0xC0 || c == 0xC1 || c > 0xF4) return false;
+    for (size_t k = 1; k <= more; ++k)
+      if (i + k >= n || (static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+bool quotable_text(const std::string& text) {
+  if (text.find('\0') != std::string::npos) return false;
+  // its first line that is not blank: one stray byte further on (a Latin-1 letter in a name) is
+  // a located error of its own, shown escaped
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) return clean_utf8(line);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return true;
+}
+
 std::shared_ptr<const SourceFile> SourceFile::from_text(std::string path, const std::string& text) {
   auto f = std::make_shared<SourceFile>();
   f->path = std::move(path);
+  if (!quotable_text(text)) return f;  // not text: nothing of it is shown
   std::string line;
   for (char c : text) {
     if (c == '\n') {

@@ -9,11 +9,18 @@
 namespace rsim {
 
 // The text of one input file, kept so that messages can quote the offending line.
+// A file's lines, quoted under located errors. A text that is not quotable_text (NUL separators,
+// binary data: /proc/self/environ passes as a regular file) keeps no lines, so that no error shows
+// its bytes.
 struct SourceFile {
   std::string path;
   std::vector<std::string> lines;
   static std::shared_ptr<const SourceFile> from_text(std::string path, const std::string& text);
 };
+
+// Whether a file's text may be quoted in a message: no NUL byte, and its first line that is not
+// blank valid UTF-8 with no control byte but tab and carriage return.
+bool quotable_text(const std::string& text);
 
 // 1-based line and column; line == 0 means "no location".
 struct SourceLoc {

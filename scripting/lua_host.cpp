@@ -7,11 +7,13 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 #include "engine/config.hpp"
 #include "engine/evaluate.hpp"
@@ -39,6 +41,33 @@ extern "C" {
 namespace rsim {
 
 namespace {
+
+// A syntax error in a script's first statement (its first line that is not blank or a `--`
+// comment) is shown only when that statement opens as a plugin does — `rsim.…`, `local`,
+// `function`, a control keyword; anything else there (a key file named x.lua) is not a Lua
+// script, and neither its line nor the token Lua's message names is shown. The statement's line,
+// and whether it opens so.
+std::pair<int, bool> first_statement(const std::string& code) {
+  int line = 1;
+  size_t pos = 0;
+  while (pos < code.size()) {
+    const size_t end = code.find('\n', pos);
+    const std::string l = code.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    const size_t b = l.find_first_not_of(" \t\r");
+    if (b != std::string::npos && l.compare(b, 2, "--") != 0) {
+      size_t e = b;
+      while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '_')) ++e;
+      const std::string word = l.substr(b, e - b);
+      for (const char* k : {"rsim", "local", "function", "return", "if", "for", "while", "do", "repeat"})
+        if (word == k) return {line, true};
+      return {line, false};
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1, ++line;
+  }
+  return {line, true};
+}
+
 thread_local LuaHost* tl_current = nullptr;
 constexpr size_t kGraceBytes = 16u << 20;  // what a C++ section may allocate beyond the cap
 constexpr int kHookStep = 1000;            // instructions between two budget checks
@@ -1126,6 +1155,11 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
   --im.grace;
 
   for (const Script& s : scripts) {
+    // a script that is not text, or whose first statement does not parse, is not shown: not its
+    // lines, not the token Lua's message names (a key file named x.lua)
+    if (!quotable_text(s.code))
+      throw ConfigError(SourceLoc{SourceFile::from_text(s.name, ""), 0, 0}, "not a Lua script: it is not UTF-8 text (a NUL byte, or binary data on its first line; its content is not shown)",
+                        {Note{s.loc, "script loaded here"}});
     im.files.push_back(SourceFile::from_text(s.name, s.code));
     int rc = luaL_loadbufferx(L, s.code.data(), s.code.size(), ("@" + s.name).c_str(), "t");  // protected: returns, never raises
     if (rc != LUA_OK) {
@@ -1133,6 +1167,9 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
       std::string msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
       lua_settop(L, 1);
       SourceLoc at = im.locate(msg);
+      if (const auto [first, plugin_like] = first_statement(s.code); at.known() && at.line <= first && !plugin_like)
+        throw ConfigError(SourceLoc{SourceFile::from_text(s.name, ""), at.line, 0},
+                          "not a Lua script: its first statement does not parse (its content is not shown)", {Note{s.loc, "script loaded here"}});
       std::string text = at.known() ? msg.substr(msg.find(':', s.name.size() + 1) + 2) : msg;
       throw ConfigError(at.known() ? at : s.loc, "Lua syntax error: " + text, {Note{s.loc, "script loaded here"}});
     }

@@ -164,6 +164,54 @@ TEST_CASE("a Hugging Face config must be named .json: /etc/passwd is not opened,
   CHECK(p.err.find("root:") == std::string::npos);
 }
 
+TEST_CASE("a file that is not text, or whose first line is not what its kind opens with, is refused without showing a byte of it", "[files]") {
+  Folder f("quote");
+  const std::string secret = "SECRET_TOKEN=hunter2";
+  // an environment dump (NUL-separated, as /proc/self/environ) and a text key file, under the
+  // names each reader accepts: a plugin, a Hugging Face config, a scenario, a platform file
+  std::ofstream(f.dir / "env.lua", std::ios::binary) << secret << std::string(1, '\0') << "PATH=/usr/bin" << std::string(1, '\0');
+  std::ofstream(f.dir / "key.lua") << "SECRET hunter2\n";
+  std::ofstream(f.dir / "env.json", std::ios::binary) << secret << std::string(1, '\0');
+  std::ofstream(f.dir / "key.json") << secret << "\n";
+  std::ofstream(f.dir / "key.yaml") << secret << "\nPATH=/usr/bin\n";
+  struct Case {
+    fs::path scenario;
+    std::string expect;
+  };
+  auto hf = [&](const std::string& cfg) {
+    fs::path s = f.dir / ("hf_" + cfg + ".yaml");
+    std::ofstream(s) << "name: t\nplatforms: [h100_sxm]\nnetworks:\n  - {model: hf, args: {config: " << cfg << "}}\n";
+    return s;
+  };
+  fs::path env_plugin = f.scenario_with_plugin("env.lua");
+  const std::string env_err = run_exe({"validate", env_plugin.string()}, 10).err;
+  fs::path key_plugin = f.scenario_with_plugin("key.lua");
+  const std::string key_err = run_exe({"validate", key_plugin.string()}, 10).err;
+  for (const auto& [err, expect] : std::vector<std::pair<std::string, std::string>>{
+           {env_err, "env.lua: error: not a Lua script: it is not UTF-8 text"},
+           {key_err, "key.lua:1: error: not a Lua script: its first statement does not parse (its content is not shown)"},
+           {run_exe({"validate", hf("env.json").string()}, 10).err, "env.json: error: not a JSON file: it is not UTF-8 text"},
+           {run_exe({"validate", hf("key.json").string()}, 10).err, "key.json: error: not a JSON file: its first line does not open an object or a list"},
+           {run_exe({"validate", (f.dir / "key.yaml").string()}, 10).err, "key.yaml: error: not a YAML file: its first line is not a key, a list item or a flow collection"}}) {
+    INFO(err);
+    CHECK(err.find(expect) != std::string::npos);
+    CHECK(err.find("hunter2") == std::string::npos);
+    CHECK(err.find("SECRET") == std::string::npos);
+    CHECK(err.find("/usr/bin") == std::string::npos);
+  }
+  // a platform file of the catalog: the same
+  fs::create_directories(f.dir / "hw");
+  std::ofstream(f.dir / "hw" / "x.yaml") << secret << "\n";
+  Proc hw = run_exe({"hw", "list", "--hw-dir", (f.dir / "hw").string()}, 10);
+  CHECK(hw.err.find("x.yaml: error: not a YAML file") != std::string::npos);
+  CHECK(hw.err.find("hunter2") == std::string::npos);
+  // a real plugin's typo in its first statement is still shown, line and all (it opens as one)
+  std::ofstream(f.dir / "typo.lua") << "rsim.op { name = 'x' cost = 1 }\n";
+  fs::path typo = f.scenario_with_plugin("typo.lua");
+  CHECK(run_exe({"validate", typo.string()}, 10).err.find("typo.lua:1:1: error: Lua syntax error: '}' expected near 'cost'\nrsim.op { name = 'x' cost = 1 }\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("output discipline: -o onto a device or through a link to one is refused, a lost stdout is an error", "[files]") {
   Folder f("outputs");
   const std::string scenario = src("scenarios/fc_sweep.yaml");
