@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.hpp"
+#include "session/session.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/diagnostics.hpp"
 #include "engine/schema.hpp"

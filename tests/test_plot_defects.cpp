@@ -82,7 +82,7 @@ TEST_CASE("trend: network: keeps one network's totals, without it, one line per 
   for (const Line& l : both.figure.lines) CHECK(l.pts.size() == 3);
 }
 
-TEST_CASE("network: takes a list; layers and heatmap draw a figure per network named", "[plots][defects]") {
+TEST_CASE("network: takes a list, and layers and heatmap draw a figure per network named", "[plots][defects]") {
   // from YAML, as a user writes it: a list of two on a trend, one name on a roofline
   Scenario s = parse_scenario(std::string(kTwoNets) +
                                   "plots:\n  - {kind: trend, x: batch, y: time_s, series: platform, network: [small, big]}\n"
