@@ -116,7 +116,7 @@ struct PointNames {
   std::string label(const std::vector<std::string>& cells) const {
     if (point == SIZE_MAX || point >= cells.size()) return {};
     std::string b;
-    for (size_t i = point + 1; i < first && i < cells.size(); ++i) {
+    for (size_t i = point + 1; i < first && i < cells.size() && i < header.size(); ++i) {  // (a row may have more cells than the header)
       std::string v = header[i].rfind("sweep.", 0) == 0 ? header[i].substr(6) : header[i];
       b += (b.empty() ? "" : ", ") + v + "=" + cells[i];
     }

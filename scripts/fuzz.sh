@@ -8,7 +8,7 @@ secs="${1:-60}"
 cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DRSIM_FUZZ=ON -DBUILD_TESTING=OFF -DRSIM_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
-for t in scenario units expr lua_values onnx; do
+for t in scenario units expr lua_values onnx hf_config calibrate_csv; do
   mkdir -p "build-fuzz/corpus/$t"
   echo "fuzz: $t for ${secs}s"
   if (cd build-fuzz && "./fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

@@ -302,3 +302,25 @@ TEST_CASE("calibrate (GPU): a swept run's files name each point's network apart"
   CHECK(two[0].network == "a [point 0]");  // no sweep columns: the point's index
   CHECK(two[1].network == "a [point 1]");
 }
+
+TEST_CASE("calibrate: a row with more cells than the header is read without reading past the header (found by fuzz_calibrate_csv)", "[calibrate][files]") {
+  // the fuzzer's input: a header that lost its `platform` column (merged into `paramsplatform`)
+  // and rows of up to 52 cells under its 51 names; naming a swept point read header[51]
+  const std::string text = slurp(rsim::test::src("fuzz/corpus/calibrate_csv/row_longer_than_header.measured.csv"));
+  try {
+    (void)read_measured_rows(text, "m.csv");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("m.csv") != std::string::npos);  // an error naming the file is fine; a read past the header is not (ASan)
+  }
+  // by hand: a point column, one binding column (batch), and a row of one cell more than the header
+  const std::string small =
+      "point,batch,platform,network,layer,op,flops,flops_executed,macs,macs_executed,mac_count,bytes,derated_peak_flops_per_s,derated_bandwidth_bytes_per_s,bound,"
+      "measured_time_s\n"
+      "0,8,p,n,l,relu,100,100,0,0,0,800,1e12,1e11,memory,1e-6,extra\n"
+      "1,16,p,n,l,relu,200,200,0,0,0,1600,1e12,1e11,memory,2e-6\n";
+  std::vector<Sample> rows;
+  REQUIRE_NOTHROW(rows = read_measured_rows(small, "s.csv"));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].network == "n [batch=8]");  // two points: each network named by its binding
+  CHECK(rows[1].network == "n [batch=16]");
+}
