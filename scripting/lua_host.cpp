@@ -1167,7 +1167,9 @@ LuaHost::LuaHost(const std::vector<Script>& scripts, const ScriptLimits& limits)
       std::string msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "syntax error";
       lua_settop(L, 1);
       SourceLoc at = im.locate(msg);
-      if (const auto [first, plugin_like] = first_statement(s.code); at.known() && at.line <= first && !plugin_like)
+      // (an inline `lua:` block is the scenario's own text, already shown as YAML: not judged)
+      const bool plugin_file = s.name.size() > 4 && s.name.compare(s.name.size() - 4, 4, ".lua") == 0;
+      if (const auto [first, plugin_like] = first_statement(s.code); plugin_file && at.known() && at.line <= first && !plugin_like)
         throw ConfigError(SourceLoc{SourceFile::from_text(s.name, ""), at.line, 0},
                           "not a Lua script: its first statement does not parse (its content is not shown)", {Note{s.loc, "script loaded here"}});
       std::string text = at.known() ? msg.substr(msg.find(':', s.name.size() + 1) + 2) : msg;

@@ -210,6 +210,12 @@ TEST_CASE("a file that is not text, or whose first line is not what its kind ope
   fs::path typo = f.scenario_with_plugin("typo.lua");
   CHECK(run_exe({"validate", typo.string()}, 10).err.find("typo.lua:1:1: error: Lua syntax error: '}' expected near 'cost'\nrsim.op { name = 'x' cost = 1 }\n") !=
         std::string::npos);
+  // and an inline `lua:` block is the scenario's own text: its first statement's error is shown
+  // (line 6: the block starts on the line after `lua: |`; the block's text without its indent)
+  fs::path inline_lua = f.dir / "inline.yaml";
+  std::ofstream(inline_lua) << "name: t\nplatforms: [rtx3080]\nnetworks:\n  - {name: n, input: [1, 4], layers: [{op: relu}]}\nlua: |\n  x = = 1\n";
+  CHECK(run_exe({"validate", inline_lua.string()}, 10).err.find("inline.yaml:6:1: error: Lua syntax error: unexpected symbol near '='\nx = = 1\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("output discipline: -o onto a device or through a link to one is refused, a lost stdout is an error", "[files]") {
