@@ -39,6 +39,69 @@ RunResult run_model(const std::string& name, const OnnxModelSpec& spec, const st
 
 }  // namespace
 
+TEST_CASE("ONNX Loop: a constant trip count unrolls the body, carried values chained and scan outputs stacked", "[onnx]") {
+  // x (1, 4); Loop M = 3, cond = true; body: s = s_in + w (w the outer graph's (1, 4) weight),
+  // the condition passed through, and relu(s) scanned. Unrolled: 3 adds and 3 relus (4 FLOPs each:
+  // one per element), each relu's output reshaped to (1, 1, 4) and the three concatenated to (3, 1, 4).
+  const auto graph_attr = OnnxSpecAttr::subgraph;
+  OnnxModelSpec body;
+  body.graph_name = "body";
+  body.inputs = {{"i", {}, 7, {}}, {"c_in", {}, 9, {}}, {"s_in", {"1", "4"}, 1, {}}};
+  body.outputs = {{"c_out", {}, 9, {}}, {"s_out", {"1", "4"}, 1, {}}, {"r", {"1", "4"}, 1, {}}};
+  body.nodes = {{"Add", "step", {"s_in", "w"}, {"s_out"}, {}}, {"Identity", "keep", {"c_in"}, {"c_out"}, {}}, {"Relu", "act", {"s_out"}, {"r"}, {}}};
+  OnnxModelSpec s;
+  s.opset = 13;
+  s.inputs = {{"x", {"1", "4"}, 1, {}}};
+  s.outputs = {{"y", {"1", "4"}, 1, {}}, {"ys", {"3", "1", "4"}, 1, {}}};
+  s.initializers = {{"w", {"1", "4"}, 1, {0.5, 0.5, 0.5, 0.5}}, {"m", {}, 7, {3}}, {"yes", {}, 9, {1}}};
+  s.nodes = {{"Loop", "loop", {"m", "yes", "x"}, {"y", "ys"}, {graph_attr("body", body)}}};
+  RunResult r = run_model("loop", s);
+  auto rows = rows_of(r, 0, "box");
+  size_t adds = 0, relus = 0, reshapes = 0, concats = 0;
+  for (const Row* row : rows) {
+    INFO(row->layer << " " << row->op);
+    if (row->op == "add") {
+      ++adds;
+      CHECK(row->cost.flops == 4);
+    } else if (row->op == "relu") {
+      ++relus;
+      CHECK(row->cost.flops == 4);
+    } else if (row->op == "reshape") {
+      ++reshapes;
+      CHECK(row->output_shapes == "1x1x4");
+    } else if (row->op == "concat") {
+      ++concats;
+      CHECK(row->output_shapes == "3x1x4");
+    }
+  }
+  CHECK(adds == 3);
+  CHECK(relus == 3);
+  CHECK(reshapes == 3);
+  CHECK(concats == 1);
+  CHECK(r.results[0].summary.at(0).params == 4);  // w, once, though three adds read it
+  // the condition turning false ends the loop early: the body's condition is i < 1 (a Less of the
+  // iteration number against a constant 1): one iteration, so one add and a scan of (1, 1, 4)
+  OnnxModelSpec early_body = body;
+  early_body.initializers = {{"one", {}, 7, {1}}};
+  early_body.nodes = {{"Add", "step", {"s_in", "w"}, {"s_out"}, {}}, {"Add", "next", {"i", "one"}, {"i1"}, {}},
+                      {"Less", "more", {"i1", "one"}, {"c_out"}, {}}, {"Relu", "act", {"s_out"}, {"r"}, {}}};
+  OnnxModelSpec e = s;
+  e.outputs = {{"y", {"1", "4"}, 1, {}}, {"ys", {"1", "1", "4"}, 1, {}}};
+  e.nodes = {{"Loop", "loop", {"m", "yes", "x"}, {"y", "ys"}, {graph_attr("body", early_body)}}};
+  RunResult re = run_model("loop_early", e);
+  size_t early_adds = 0;
+  for (const Row* row : rows_of(re, 0, "box")) early_adds += row->op == "add";
+  CHECK(early_adds == 1);
+  // a trip count from the input's values: refused, naming the Loop; past 1024 iterations: refused
+  OnnxModelSpec d = s;
+  d.inputs.push_back({"n", {}, 7, {}});
+  d.nodes = {{"Loop", "loop", {"n", "yes", "x"}, {"y", "ys"}, {graph_attr("body", body)}}};
+  CHECK_THROWS_WITH(run_model("loop_data", d), Catch::Contains("node 'loop' (Loop): its trip count is computed from data at run time"));
+  OnnxModelSpec big = s;
+  big.initializers[1].values = {5000};
+  CHECK_THROWS_WITH(run_model("loop_big", big), Catch::Contains("node 'loop' (Loop): runs more than 1024 iterations"));
+}
+
 TEST_CASE("ONNX If: a constant condition takes its branch in place of the If, a condition on data is refused", "[onnx]") {
   // x (1, 4, 8, 8); the condition: Shape(x)[1] = 4 > 2, folded to true. then: Conv 4→6 1×1 with a
   // weight of the branch's own (24 parameters) reading the outer x, then Relu; else: Sigmoid of x.

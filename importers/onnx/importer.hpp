@@ -226,6 +226,12 @@ class Importer {
   // graph's scope (a branch reads the outer graph's tensors by name), then the If's outputs bound
   // to the branch's outputs.
   void inline_graph(const onnx::GraphProto& branch);
+  // A Loop's body walked once per iteration in place of the Loop (ops_control.cpp): at most
+  // `trips` iterations (< 0: no limit but the condition), while the body's condition, which must
+  // fold to a constant, holds; loop-carried values chained, scan outputs stacked along a new first
+  // axis (a reshape per iteration, one concat). At most kMaxLoopIterations.
+  void unroll_loop(const onnx::GraphProto& body, long long trips, bool cond);
+  static constexpr long long kMaxLoopIterations = 1024;
 
   // Adds one rsim layer for the current node and records its outputs. Returns the output shapes.
   std::vector<Shape> emit(LayerSpec spec, int n_outputs = -1);

@@ -308,6 +308,106 @@ void Importer::inline_graph(const onnx::GraphProto& branch) {
   --inline_depth_;
 }
 
+void Importer::unroll_loop(const onnx::GraphProto& body, long long trips, bool cond) {
+  const onnx::NodeProto* outer = cur_;
+  const std::string outer_name = cur_name_;
+  if (++inline_depth_ > 64) node_fail("nests Ifs and Loops more than 64 deep");
+  const int carried = outer->input_size() - 2;  // inputs: M, cond, then the loop-carried values
+  if (carried < 0 || body.input_size() != carried + 2 || body.output_size() < carried + 1)
+    node_fail("its body has " + std::to_string(body.input_size()) + " inputs and " + std::to_string(body.output_size()) + " outputs for " +
+              std::to_string(std::max(0, carried)) + " loop-carried values (ONNX: the iteration number, the condition, then the carried values in; the condition, the carried values, then scan outputs out)");
+  const int scans = body.output_size() - 1 - carried;
+  if (outer->output_size() > carried + scans) node_fail("has more outputs than its body's carried values and scan outputs");
+  std::vector<Val> state;
+  for (int k = 0; k < carried; ++k) state.push_back(outer->input(2 + k).empty() ? Val{} : in(2 + k));
+  std::vector<std::vector<Val>> scanned(static_cast<size_t>(scans));
+  long long it = 0;
+  for (; cond && (trips < 0 || it < trips); ++it) {
+    if (it >= kMaxLoopIterations)
+      node_fail("runs more than " + std::to_string(kMaxLoopIterations) + " iterations; rsim unrolls a Loop, and stops there",
+                {Note{{}, "export with a shorter trip count, or bind the input it comes from"}});
+    for (const auto& t : body.initializer()) {
+      Val v = tensor_val(t);
+      v.param = is_float_type(t.data_type());
+      v.const_name = t.name();
+      if (v.param && it == 0) res_.weight_elements += count(v.shape);
+      vals_[t.name()] = std::move(v);
+    }
+    vals_[body.input(0).name()] = const_val({}, {static_cast<double>(it)}, true);
+    Val c = const_val({}, {1}, true);
+    c.elem = onnx::TensorProto::BOOL;
+    vals_[body.input(1).name()] = c;
+    for (int k = 0; k < carried; ++k) vals_[body.input(2 + k).name()] = state[static_cast<size_t>(k)];
+    for (int i = 0; i < body.node_size(); ++i) node(body.node(i), i);
+    cur_ = outer;
+    cur_name_ = outer_name;
+    auto out = [&](int i) -> const Val& {
+      auto f = vals_.find(body.output(i).name());
+      if (f == vals_.end() || !f->second.known) node_fail("its body's output '" + body.output(i).name() + "' is produced by no node of the body");
+      return f->second;
+    };
+    const Val& c_out = out(0);
+    if (!c_out.has_data || c_out.data.size() != 1)
+      node_fail("its body's condition is computed from data at run time; rsim unrolls a Loop only when its trip count and condition are constants");
+    cond = c_out.data[0] != 0;
+    for (int k = 0; k < carried; ++k) state[static_cast<size_t>(k)] = out(1 + k);
+    for (int j = 0; j < scans; ++j) scanned[static_cast<size_t>(j)].push_back(out(1 + carried + j));
+  }
+  if (scans > 0 && it == 0) node_fail("runs no iteration, so its scan outputs are empty tensors; rsim layers need at least one element");
+  // scan outputs: each iteration's value with a new first axis, then one concat along it (or, all
+  // constants, folded)
+  std::vector<Val> stacked;
+  for (int j = 0; j < scans; ++j) {
+    const auto& vs = scanned[static_cast<size_t>(j)];
+    Shape each = vs.front().shape;
+    for (const Val& v : vs)
+      if (v.shape != each) node_fail("its scan output " + std::to_string(j) + " changes shape between iterations (" + shape_text(each) + ", " + shape_text(v.shape) + ")");
+    Shape all = each;
+    all.insert(all.begin(), static_cast<long long>(vs.size()));
+    if (std::all_of(vs.begin(), vs.end(), [](const Val& v) { return v.has_data; })) {
+      std::vector<double> data;
+      for (const Val& v : vs) data.insert(data.end(), v.data.begin(), v.data.end());
+      Val f = const_val(all, std::move(data), !is_float_type(vs.front().elem));
+      f.elem = vs.front().elem;
+      stacked.push_back(std::move(f));
+      continue;
+    }
+    // (emit() names each layer uniquely: the name it gave is the last layer's)
+    auto last_layer = [&] {
+      for (const auto& e : layers_.back().entries)
+        if (e.key == "name") return e.value.scalar;
+      return std::string();
+    };
+    std::vector<std::string> refs;
+    Shape one = each;
+    one.insert(one.begin(), 1);
+    Val s;
+    s.known = true;
+    s.elem = vs.front().elem;
+    for (size_t k = 0; k < vs.size(); ++k) {
+      if (vs[k].ref.empty()) node_fail("its scan output " + std::to_string(j) + " mixes constants and computed values");
+      cur_name_ = outer_name + "/scan" + std::to_string(j) + "/" + std::to_string(k);
+      LayerSpec r{"reshape", {}, {vs[k].ref}};
+      r.set("shape", ints_node(std::vector<long long>(one.begin(), one.end())));
+      s.shape = emit(r, 1).at(0);
+      refs.push_back(last_layer());
+    }
+    s.ref = refs.front();
+    cur_name_ = outer_name + "/scan" + std::to_string(j);
+    if (refs.size() > 1) {
+      LayerSpec l{"concat", {}, refs};
+      l.set("axis", int_node(0));
+      s.shape = emit(l, 1).at(0);
+      s.ref = last_layer();
+    }
+    stacked.push_back(std::move(s));
+  }
+  cur_name_ = outer_name;
+  for (int k = 0; k < carried; ++k) set_out(k, state[static_cast<size_t>(k)]);
+  for (int j = 0; j < scans; ++j) set_out(carried + j, stacked[static_cast<size_t>(j)]);
+  --inline_depth_;
+}
+
 void Importer::node(const onnx::NodeProto& n, int index) {
   (void)index;
   cur_ = &n;
