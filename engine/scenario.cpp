@@ -384,13 +384,13 @@ std::vector<Diagnostic> platform_name_warnings(const Scenario& s) {
           if (names.insert(m).second) todo.push_back(m);
     }
   };
-  auto reads = [&](const CNode& n, auto& self, std::set<std::string>& out, bool& opaque) -> void {
+  auto reads = [&](const CNode& n, auto& self, std::set<std::string>& into, bool& opaque) -> void {
     if (n.is_scalar()) {
-      for (auto& x : expr_names(n.scalar, opaque)) out.insert(x);
+      for (auto& x : expr_names(n.scalar, opaque)) into.insert(x);
       return;
     }
-    for (const auto& e : n.entries) self(e.value, self, out, opaque);
-    for (const auto& i : n.items) self(i, self, out, opaque);
+    for (const auto& e : n.entries) self(e.value, self, into, opaque);
+    for (const auto& i : n.items) self(i, self, into, opaque);
   };
   for (const CNode& p : s.platforms) {
     if (!p.is_map()) continue;
