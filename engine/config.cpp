@@ -110,32 +110,26 @@ CNode convert(const YAML::Node& y, const std::shared_ptr<const SourceFile>& f, D
 // file (by its name) `{` or `[`. Only then are its lines quoted under errors: a file of anything
 // else (an environment dump, a key) is not shown, whatever it turns out to parse as.
 static bool yaml_head(const std::string& text, bool json) {
-  size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a byte order mark
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? text.size() : end + 1;
-    const size_t b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos) continue;
-    line = line.substr(b);
-    if (json) return line[0] == '{' || line[0] == '[';
-    if (line[0] == '#' || line[0] == '%' || line.rfind("---", 0) == 0) continue;
-    if (line[0] == '{' || line[0] == '[' || line == "-" || line.rfind("- ", 0) == 0) return true;
-    size_t colon = 0;
-    if (line[0] == '"' || line[0] == '\'') {  // a quoted key
-      const size_t close = line.find(line[0], 1);
-      if (close == std::string::npos) return false;
-      colon = close + 1;
-      while (colon < line.size() && (line[colon] == ' ' || line[colon] == '\t')) ++colon;
-      if (colon >= line.size() || line[colon] != ':') return false;
-    } else {
-      colon = line.find(':');
-      if (colon == std::string::npos || colon == 0) return false;
-      if (line.find_first_of("#,[]{}&*!|>%@`", 0) < colon) return false;  // not a plain key
-    }
-    return colon + 1 == line.size() || line[colon + 1] == ' ' || line[colon + 1] == '\t' || line[colon + 1] == '\r';
+  const size_t bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a byte order mark
+  auto not_content = [](const std::string& l) { return l[0] == '#' || l[0] == '%' || l.rfind("---", 0) == 0; };  // comments, directives
+  const FirstLine first = first_text_line(text, json ? nullptr : +not_content, bom);
+  if (first.number == 0) return true;  // empty: nothing to show
+  const std::string& line = first.text;
+  if (json) return line[0] == '{' || line[0] == '[';
+  if (line[0] == '{' || line[0] == '[' || line == "-" || line.rfind("- ", 0) == 0) return true;
+  size_t colon = 0;
+  if (line[0] == '"' || line[0] == '\'') {  // a quoted key
+    const size_t close = line.find(line[0], 1);
+    if (close == std::string::npos) return false;
+    colon = close + 1;
+    while (colon < line.size() && (line[colon] == ' ' || line[colon] == '\t')) ++colon;
+    if (colon >= line.size() || line[colon] != ':') return false;
+  } else {
+    colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) return false;
+    if (line.find_first_of("#,[]{}&*!|>%@`", 0) < colon) return false;  // not a plain key
   }
-  return true;  // empty: nothing to show
+  return colon + 1 == line.size() || line[colon + 1] == ' ' || line[colon + 1] == '\t';
 }
 
 CNode parse_yaml(const std::string& text, const std::string& path) {

@@ -25,19 +25,29 @@ static bool clean_utf8(const std::string& text) {
   return true;
 }
 
+FirstLine first_text_line(const std::string& text, bool (*skip)(const std::string&), size_t from) {
+  int number = 1;
+  for (size_t pos = from; pos < text.size(); ++number) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    size_t b = pos;  // (within the line: a search past it would rescan a run of blank lines for each)
+    while (b < end && (text[b] == ' ' || text[b] == '\t' || text[b] == '\r')) ++b;
+    if (b < end) {
+      size_t e = end;
+      if (e > b && text[e - 1] == '\r') --e;
+      std::string line = text.substr(b, e - b);
+      if (!skip || !skip(line)) return {number, std::move(line)};
+    }
+    pos = end + 1;
+  }
+  return {};
+}
+
 bool quotable_text(const std::string& text) {
   if (text.find('\0') != std::string::npos) return false;
   // its first line that is not blank: one stray byte further on (a Latin-1 letter in a name) is
   // a located error of its own, shown escaped
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    if (line.find_first_not_of(" \t\r") != std::string::npos) return clean_utf8(line);
-    if (end == std::string::npos) break;
-    pos = end + 1;
-  }
-  return true;
+  const FirstLine l = first_text_line(text);
+  return l.number == 0 || clean_utf8(l.text);
 }
 
 std::shared_ptr<const SourceFile> SourceFile::from_text(std::string path, const std::string& text) {

@@ -18,6 +18,15 @@ struct SourceFile {
   static std::shared_ptr<const SourceFile> from_text(std::string path, const std::string& text);
 };
 
+// The first line of `text` from byte `from` on that is not blank and that `skip` (given the line
+// from its first non-blank character) does not pass over: that text (without a carriage return)
+// and its 1-based number counted from `from`; number 0 when there is none.
+struct FirstLine {
+  int number = 0;
+  std::string text;
+};
+FirstLine first_text_line(const std::string& text, bool (*skip)(const std::string&) = nullptr, size_t from = 0);
+
 // Whether a file's text may be quoted in a message: no NUL byte, and its first line that is not
 // blank valid UTF-8 with no control byte but tab and carriage return.
 bool quotable_text(const std::string& text);

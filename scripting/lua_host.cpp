@@ -48,24 +48,14 @@ namespace {
 // script, and neither its line nor the token Lua's message names is shown. The statement's line,
 // and whether it opens so.
 std::pair<int, bool> first_statement(const std::string& code) {
-  int line = 1;
-  size_t pos = 0;
-  while (pos < code.size()) {
-    const size_t end = code.find('\n', pos);
-    const std::string l = code.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    const size_t b = l.find_first_not_of(" \t\r");
-    if (b != std::string::npos && l.compare(b, 2, "--") != 0) {
-      size_t e = b;
-      while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '_')) ++e;
-      const std::string word = l.substr(b, e - b);
-      for (const char* k : {"rsim", "local", "function", "return", "if", "for", "while", "do", "repeat"})
-        if (word == k) return {line, true};
-      return {line, false};
-    }
-    if (end == std::string::npos) break;
-    pos = end + 1, ++line;
-  }
-  return {line, true};
+  const FirstLine l = first_text_line(code, [](const std::string& t) { return t.rfind("--", 0) == 0; });
+  if (l.number == 0) return {1, true};
+  size_t e = 0;
+  while (e < l.text.size() && (std::isalnum(static_cast<unsigned char>(l.text[e])) || l.text[e] == '_')) ++e;
+  const std::string word = l.text.substr(0, e);
+  for (const char* k : {"rsim", "local", "function", "return", "if", "for", "while", "do", "repeat"})
+    if (word == k) return {l.number, true};
+  return {l.number, false};
 }
 
 thread_local LuaHost* tl_current = nullptr;
