@@ -91,8 +91,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     }
     return false;
   };
-  if (type == "falcon" && (refuse_if("new_decoder_architecture", "true", "its two layer norms per block and grouped KV heads (Falcon-40B/180B) are not built yet") ||
-                           refuse_if("alibi", "true", "ALiBi attention biases are not modelled") ||
+  if (type == "falcon" && (refuse_if("alibi", "true", "ALiBi attention biases are not modelled") ||
                            refuse_if("parallel_attn", "false", "only Falcon's parallel attention and MLP block is built")))
     return out;
   if (type == "opt") {
@@ -108,13 +107,29 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   if (type == "falcon") {
     // Falcon: one layer norm (with bias) per block feeding attention and the MLP side by side;
     // multi_query: one K/V head; an ungated GELU MLP of ffn_hidden_size (default 4 × hidden);
-    // `bias` on every projection; rotary positions; the LM head tied by default
+    // `bias` on every projection; rotary positions; the LM head tied by default.
+    // new_decoder_architecture (Falcon-40B/180B): num_kv_heads grouped K/V heads (multi_query
+    // ignored), and two layer norms, one for attention and one for the MLP, unless
+    // num_ln_in_parallel_attn is 1 (Hugging Face's FalconDecoderLayer)
     integer("hidden", {"hidden_size"}, true);
     integer("layers", {"num_hidden_layers"}, true);
     integer("heads", {"num_attention_heads"}, true);
     integer("vocab", {"vocab_size"}, true);
-    if (const CNode* mq = field(config, {"multi_query"}); !mq || mq->scalar == "true") put_text("kv_heads", "1");
-    else integer("kv_heads", {"num_kv_heads", "num_attention_heads"}, false);
+    const CNode* nda = field(config, {"new_decoder_architecture"});
+    if (nda && nda->scalar == "true") {
+      integer("kv_heads", {"num_kv_heads", "num_attention_heads"}, false);
+      const CNode* nln = field(config, {"num_ln_in_parallel_attn"});
+      const bool one = nln && nln->is_scalar() && nln->scalar == "1";
+      if (nln && nln->is_scalar() && !one && nln->scalar != "2" && nln->scalar != "null") {
+        d.error(nln->loc, "num_ln_in_parallel_attn must be 1 or 2 (got " + nln->scalar + ")");
+        return out;
+      }
+      put_text("parallel_norms", one ? "1" : "2");
+    } else if (const CNode* mq = field(config, {"multi_query"}); !mq || mq->scalar == "true") {
+      put_text("kv_heads", "1");
+    } else {
+      integer("kv_heads", {"num_kv_heads", "num_attention_heads"}, false);
+    }
     integer("intermediate", {"ffn_hidden_size"}, false);
     const CNode* b = field(config, {"bias"});
     put_text("bias", b && b->scalar == "true" ? "true" : "false");

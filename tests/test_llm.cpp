@@ -305,7 +305,7 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
         std::string::npos);
 }
 
-TEST_CASE("hf: Falcon-7B and OPT-1.3B, published counts by hand", "[llm]") {
+TEST_CASE("hf: Falcon-7B, Falcon-40B and OPT-1.3B, counts by hand", "[llm]") {
   // Falcon-7B: per layer one LayerNorm (γ, β: 2 · 4544), fused q/k/v with 71 query heads of 64 and
   // one K/V head: 4544 × (4544 + 2 · 64), the dense output 4544², an ungated GELU MLP 4544 → 18176
   // → 4544, no biases; tied 65024 × 4544 table; a final LayerNorm. Published: 6,921,720,704.
@@ -321,6 +321,27 @@ TEST_CASE("hf: Falcon-7B and OPT-1.3B, published counts by hand", "[llm]") {
         .kv_cache_bytes;
   };
   CHECK(kv(101) - kv(100) == 8192);
+  // Falcon-40B (new_decoder_architecture): per layer two LayerNorms, one before attention and one
+  // before the MLP (γ, β each: 4 · 8192), fused q/k/v of 128 query heads and 8 K/V heads of 64:
+  // 8192 × (128 + 2 · 8) · 64 = 8192 × 9216, the dense output 8192², an ungated GELU MLP
+  // 8192 → 32768 → 8192, no biases; tied 65024 × 8192 table; a final LayerNorm.
+  const double falcon40 = 65024.0 * 8192 + 60 * (4 * 8192.0 + 8192.0 * 9216 + 8192.0 * 8192 + 2 * 8192.0 * 32768) + 2 * 8192.0;
+  CHECK(falcon40 == 41303293952);
+  const SummaryRow f40 = totals_of("{model: hf, args: {config: ../tests/data/hf/falcon_40b.json, seq: 4}}");
+  CHECK(f40.params == falcon40);
+  // the MLP reads its own norm of the block's input: 60 layers × 2 norms + the final one = 121
+  RunResult r40 = run_net("{model: hf, args: {config: ../tests/data/hf/falcon_40b.json, seq: 4}}");
+  size_t norms = 0;
+  for (const Row& row : r40.results.at(0).rows) norms += row.op == "layernorm";
+  CHECK(norms == 121);
+  // KV per token of context in bf16: 8 K/V heads of 64 in 60 layers: 2 · 60 · 8 · 64 · 2 B = 122,880 B
+  auto kv40 = [](int context) {
+    return summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/falcon_40b.json, phase: decode, context: " + std::to_string(context) + "}}",
+                              "{dtype: bf16}"),
+                      0, "h100_sxm")
+        .kv_cache_bytes;
+  };
+  CHECK(kv40(101) - kv40(100) == 122880);
   // OPT-1.3B: tied 50272 × 2048 tokens and 2048 + 2 learned positions; per layer q, k, v, o and the
   // two MLP matrices 2048 → 8192 → 2048 with biases, two LayerNorms (2 · 2048 each); a final
   // LayerNorm. Published: 1,315,758,080.
