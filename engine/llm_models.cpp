@@ -30,7 +30,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   static const std::pair<const char*, long long> kMax[] = {{"layers", 10000},    {"heads", 100000},   {"kv_heads", 100000}, {"hidden", 10000000},
                                                            {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40},
                                                            {"kv_lora", 10000000}, {"q_lora", 10000000}, {"qk_nope_dim", 100000}, {"qk_rope_dim", 100000},
-                                                           {"v_head_dim", 100000}};
+                                                           {"v_head_dim", 100000}, {"embed_dim", 10000000}};
   auto integer = [&](const char* arg, std::initializer_list<const char*> names, bool required) -> bool {
     const CNode* v = field(config, names);
     if (!v) {
@@ -94,16 +94,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   if (type == "falcon" && (refuse_if("alibi", "true", "ALiBi attention biases are not modelled") ||
                            refuse_if("parallel_attn", "false", "only Falcon's parallel attention and MLP block is built")))
     return out;
-  if (type == "opt") {
-    if (refuse_if("do_layer_norm_before", "false", "post-norm OPT (opt-350m) has no final layer norm and is not built yet")) return out;
-    const CNode* proj = field(config, {"word_embed_proj_dim"});
-    const CNode* hid = field(config, {"hidden_size"});
-    if (proj && hid && proj->scalar != hid->scalar) {
-      d.error(proj->loc, "opt with word_embed_proj_dim (" + proj->scalar + ") ≠ hidden_size (" + hid->scalar +
-                             ") is not supported: its project_in / project_out layers are not built yet");
-      return out;
-    }
-  }
+  if (type == "opt" && refuse_if("_remove_final_layer_norm", "true", "a pre-norm OPT without its final layer norm is not built")) return out;
   if (type == "falcon") {
     // Falcon: one layer norm (with bias) per block feeding attention and the MLP side by side;
     // multi_query: one K/V head; an ungated GELU MLP of ffn_hidden_size (default 4 × hidden);
@@ -157,6 +148,10 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     put_text("bias", eb && eb->scalar == "false" ? "false" : "true");
     put_text("norm", "layernorm");
     put_text("mlp", "relu");
+    // opt-350m: post-norm blocks (no final layer norm), and a 512-wide token table projected in to
+    // the blocks' width and out again before the (tied) LM head
+    if (const CNode* before = field(config, {"do_layer_norm_before"}); before && before->scalar == "false") put_text("post_norm", "true");
+    integer("embed_dim", {"word_embed_proj_dim"}, false);
     const CNode* tie = field(config, {"tie_word_embeddings"});
     put_text("tied", tie && tie->scalar == "false" ? "false" : "true");
     return out;

@@ -299,13 +299,13 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2, gemma3_text, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
           std::string::npos);
   }
-  // a supported type in a variant rsim does not build: post-norm OPT (opt-350m) is refused at its key
-  const std::string e = error_of([] { run_net("{model: hf, args: {config: ../tests/data/hf/opt_350m.json}}"); });
-  CHECK(e.find("error: opt with do_layer_norm_before: false is not supported: post-norm OPT (opt-350m) has no final layer norm") !=
-        std::string::npos);
+  // a supported type in a variant rsim does not build: Falcon-RW's ALiBi attention is refused at its key
+  const std::string e = error_of([] { run_net("{model: hf, args: {config: ../tests/data/hf/falcon_rw_1b.json}}"); });
+  CHECK(e.find("tests/data/hf/falcon_rw_1b.json:3:") != std::string::npos);
+  CHECK(e.find("error: falcon with alibi: true is not supported: ALiBi attention biases are not modelled") != std::string::npos);
 }
 
-TEST_CASE("hf: Falcon-7B, Falcon-40B and OPT-1.3B, counts by hand", "[llm]") {
+TEST_CASE("hf: Falcon-7B, Falcon-40B, OPT-1.3B and OPT-350m, counts by hand", "[llm]") {
   // Falcon-7B: per layer one LayerNorm (γ, β: 2 · 4544), fused q/k/v with 71 query heads of 64 and
   // one K/V head: 4544 × (4544 + 2 · 64), the dense output 4544², an ungated GELU MLP 4544 → 18176
   // → 4544, no biases; tied 65024 × 4544 table; a final LayerNorm. Published: 6,921,720,704.
@@ -349,6 +349,19 @@ TEST_CASE("hf: Falcon-7B, Falcon-40B and OPT-1.3B, counts by hand", "[llm]") {
                      24 * (4 * (2048.0 * 2048 + 2048) + (2048.0 * 8192 + 8192) + (8192.0 * 2048 + 2048) + 2 * 2 * 2048.0) + 2 * 2048.0;
   CHECK(opt == 1315758080);
   CHECK(totals_of("{model: hf, args: {config: ../tests/data/hf/opt_1_3b.json, seq: 4}}").params == opt);
+  // OPT-350m: a 512-wide token table (50272 × 512, tied to the LM head) projected in to the blocks'
+  // 1024 and out again (two 1024 × 512 matrices, no bias), 2048 + 2 learned positions of 1024; post-norm
+  // blocks (two LayerNorms each, after the residual adds) and no final LayerNorm. Published: 331,196,416.
+  const double opt350 = 50272.0 * 512 + 2 * 1024.0 * 512 + 2050.0 * 1024 +
+                        24 * (4 * (1024.0 * 1024 + 1024) + (1024.0 * 4096 + 4096) + (4096.0 * 1024 + 1024) + 2 * 2 * 1024.0);
+  CHECK(opt350 == 331196416);
+  RunResult r350 = run_net("{model: hf, args: {config: ../tests/data/hf/opt_350m.json, seq: 4}}");
+  CHECK(summary_of(r350, 0, "h100_sxm").params == opt350);
+  // the norms: 2 a block, none after the last (24 · 2 = 48); the last layers project out to 512
+  // and the LM head reads 512 features
+  size_t norms350 = 0;
+  for (const Row& row : r350.results.at(0).rows) norms350 += row.op == "layernorm";
+  CHECK(norms350 == 48);
 }
 
 TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]") {
