@@ -58,13 +58,13 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
           {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
           {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}, {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"},
-          {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text"}};
+          {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text"}, {"Qwen3ForCausalLM", "qwen3"}, {"Qwen3MoeForCausalLM", "qwen3_moe"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2",   "llama", "mistral", "mixtral", "qwen2",       "qwen2_moe",   "gemma",
-                                                     "gemma2", "gemma3_text", "phi3", "falcon", "opt", "deepseek_v2", "deepseek_v3"};
+  static const std::vector<std::string> supported = {"gpt2",   "llama",       "mistral", "mixtral", "qwen2", "qwen2_moe",   "qwen3",      "qwen3_moe",
+                                                     "gemma",  "gemma2",      "gemma3_text", "phi3", "falcon", "opt", "deepseek_v2", "deepseek_v3"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -236,11 +236,30 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     put_text("bias", ab && ab->scalar == "true" ? "true" : "false");
     // Qwen2: biases on q, k and v and none on o, which its model_type implies (no key says so)
     if (type == "qwen2" || type == "qwen2_moe") put_text("qkv_bias", "true"), put_text("o_bias", "false");
-    // sliding-window attention: `sliding_window` (null: none); Qwen2 only with use_sliding_window
+    // Qwen3: no q/k/v biases (attention_bias, default false) but an RMSNorm of each head of q and k
+    const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
+    if (qwen3) put_text("qk_norm", "true");
+    // sliding-window attention: `sliding_window` (null: none); Qwen2/3 only with use_sliding_window
     const CNode* sw = field(config, {"sliding_window"});
     const CNode* use = field(config, {"use_sliding_window"});
-    const bool qwen_off = (type == "qwen2" || type == "qwen2_moe") && !(use && use->scalar == "true");
-    if (sw && !qwen_off && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
+    const bool qwen_off = (type == "qwen2" || type == "qwen2_moe" || qwen3) && !(use && use->scalar == "true");
+    bool qwen_none = false;  // Qwen slides only the layers from max_window_layers (default 28) on
+    if (sw && !qwen_off && (type == "qwen2" || type == "qwen2_moe" || qwen3)) {
+      const CNode* mwl = field(config, {"max_window_layers"});
+      const CNode* nl = field(config, {"num_hidden_layers"});
+      Diags again;  // (the layers are read and reported above)
+      const long long from = mwl ? to_integer(*mwl, d, "max_window_layers").value_or(0) : 28;
+      const long long layers = nl ? to_integer(*nl, again, "num_hidden_layers").value_or(0) : 0;
+      if (from >= layers) {
+        qwen_none = true;  // no layer index reaches max_window_layers: none slides
+      } else if (from > 0) {
+        d.error(mwl ? mwl->loc : use->loc, "use_sliding_window with max_window_layers = " + std::to_string(from) + " of " + std::to_string(layers) +
+                                               " layers is not supported: only the layers from " + std::to_string(from) + " on would slide",
+                {Note{{}, "rsim slides every layer or none (max_window_layers 0, or at least num_hidden_layers)"}});
+        return out;
+      }
+    }
+    if (sw && !qwen_off && !qwen_none && !(use && use->scalar == "false")) integer("window", {"sliding_window"}, false);
     if (type == "gemma2" || type == "gemma3_text") {
       // Gemma-2/3: norms before and after attention and the MLP; local (sliding) and global layers
       // alternate: Gemma-2 every other layer, Gemma-3 every sliding_window_pattern-th is global.

@@ -129,6 +129,28 @@ TEST_CASE("hf: Qwen1.5-MoE-A2.7B, fine-grained experts with a gated shared exper
   CHECK(active == 2689173504);  // "A2.7B": 2.69 B active
 }
 
+TEST_CASE("hf: Qwen3-8B and Qwen3-30B-A3B, per-head q/k norms and no biases, published counts by hand", "[llm]") {
+  // Qwen3-8B: 32 heads and 8 KV heads of 128 (head_dim given): q, o 4096 × 4096, k, v 4096 × 1024,
+  // no biases; an RMSNorm of 128 on each head of q and of k (2 · 128); a SwiGLU of 12288; two norms;
+  // untied 151936 × 4096 tables and a final norm. Published: 8,190,735,360.
+  const double q8 = 2 * 151936.0 * 4096 + 36 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 2 * 128.0 + 3 * 4096.0 * 12288 + 2 * 4096.0) + 4096;
+  CHECK(q8 == 8190735360);
+  const SummaryRow s8 = totals_of("{model: hf, args: {config: ../tests/data/hf/qwen3_8b.json, seq: 4}}");
+  CHECK(s8.params == q8);
+  // Qwen3-30B-A3B: 32 heads and 4 KV heads of 128 on a 2048-wide model (q 2048 × 4096, k, v
+  // 2048 × 512, o 4096 × 2048), the q/k norms, a router 2048 × 128 and 128 experts of
+  // 3 · 2048 · 768, no shared expert; two norms; untied 151936 × 2048 tables. Published: 30,532,122,624.
+  const double layer = 2 * 2048.0 * 4096 + 2 * 2048.0 * 512 + 2 * 128.0 + 2048.0 * 128 + 128 * 3 * 2048.0 * 768 + 2 * 2048.0;
+  const double q30 = 2 * 151936.0 * 2048 + 48 * layer + 2048;
+  CHECK(q30 == 30532122624);
+  const SummaryRow s30 = totals_of("{model: hf, args: {config: ../tests/data/hf/qwen3_30b_a3b.json, seq: 4}}");
+  CHECK(s30.params == q30);
+  // active per token: 8 of the 128 experts ("A3B": 3.35 B)
+  const double active = 2 * 151936.0 * 2048 + 48 * (layer - 120 * 3 * 2048.0 * 768) + 2048;
+  CHECK(s30.active_params == active);
+  CHECK(active == 3353032704);
+}
+
 TEST_CASE("hf: Qwen-MoE's mlp_only_layers are dense MLPs of intermediate_size", "[llm]") {
   // the published config with mlp_only_layers [0, 5] (published configs leave it empty): those two
   // layers have a gated MLP of 5632 (3 · 2048 · 5632 = 34,603,008) instead of the mixture (router
@@ -186,6 +208,33 @@ TEST_CASE("hf: a sliding window keeps the last W tokens of the cache and bounds 
   // Qwen2's sliding_window is off (use_sliding_window: false): 32k of context are all kept
   RunResult q = run_net("{model: hf, args: {config: ../tests/data/hf/qwen2_7b.json, phase: decode, context: 32768}}", "{dtype: bf16}");
   CHECK(summary_of(q, 0, "h100_sxm").kv_cache_bytes == 32769 * (2.0 * 28 * 512 * 2));
+  // with use_sliding_window: true, Qwen slides the layers from max_window_layers on (the window set
+  // to 4096 here: Qwen2-7B's own 131,072 would keep all 32k): from 0, every layer keeps its last
+  // 4096 tokens; from 28 of 28, none slides; from 14, half would — refused rather than built as all or none
+  std::ifstream in(std::string(RSIM_SOURCE_DIR) + "/tests/data/hf/qwen2_7b.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto with = [&](const std::string& key, const std::string& value) {
+    const size_t at = text.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    const size_t end = text.find_first_of(",\n", at);
+    text.replace(at, end - at, "\"" + key + "\": " + value);
+  };
+  with("use_sliding_window", "true");
+  with("sliding_window", "4096");
+  const fs::path dir = fs::temp_directory_path() / "rsim_test_qwen_window";
+  fs::create_directories(dir);
+  auto kv_of = [&](const std::string& from) {
+    with("max_window_layers", from);
+    std::ofstream(dir / ("w" + from + ".json")) << text;
+    return summary_of(run_net("{model: hf, args: {config: " + (dir / ("w" + from + ".json")).string() + ", phase: decode, context: 32768}}", "{dtype: bf16}"),
+                      0, "h100_sxm")
+        .kv_cache_bytes;
+  };
+  CHECK(kv_of("0") == 4096 * (2.0 * 28 * 512 * 2));
+  CHECK(kv_of("28") == 32769 * (2.0 * 28 * 512 * 2));
+  const std::string e = error_of([&] { kv_of("14"); });
+  CHECK(e.find("error: use_sliding_window with max_window_layers = 14 of 28 layers is not supported: only the layers from 14 on would slide") !=
+        std::string::npos);
 }
 
 TEST_CASE("hf: torch_dtype is the network's dtype unless settings give one", "[llm]") {
@@ -296,7 +345,7 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
     CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
     CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
-    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, gemma, gemma2, gemma3_text, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
+    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
           std::string::npos);
   }
   // a supported type in a variant rsim does not build: Falcon-RW's ALiBi attention is refused at its key
