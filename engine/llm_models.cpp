@@ -58,13 +58,15 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
           {"GPT2LMHeadModel", "gpt2"},     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"MixtralForCausalLM", "mixtral"},
           {"Qwen2ForCausalLM", "qwen2"},   {"GemmaForCausalLM", "gemma"}, {"Phi3ForCausalLM", "phi3"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
           {"FalconForCausalLM", "falcon"}, {"OPTForCausalLM", "opt"}, {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"},
-          {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text"}, {"Qwen3ForCausalLM", "qwen3"}, {"Qwen3MoeForCausalLM", "qwen3_moe"}};
+          {"Gemma2ForCausalLM", "gemma2"}, {"Gemma3ForCausalLM", "gemma3_text"}, {"Qwen3ForCausalLM", "qwen3"}, {"Qwen3MoeForCausalLM", "qwen3_moe"},
+          {"GPTNeoXForCausalLM", "gpt_neox"}, {"PhiForCausalLM", "phi"}};
       type = "(" + arch->items[0].scalar + ")";
       for (const auto& [cls, t] : by_class)
         if (arch->items[0].scalar == cls) type = t;
     }
-  static const std::vector<std::string> supported = {"gpt2",   "llama",       "mistral", "mixtral", "qwen2", "qwen2_moe",   "qwen3",      "qwen3_moe",
-                                                     "gemma",  "gemma2",      "gemma3_text", "phi3", "falcon", "opt", "deepseek_v2", "deepseek_v3"};
+  static const std::vector<std::string> supported = {"gpt2",   "gpt_neox", "llama",       "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+                                                     "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi", "phi3",   "falcon", "opt",
+                                                     "deepseek_v2", "deepseek_v3"};
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     std::string list;
     for (const auto& t : supported) list += (list.empty() ? "" : ", ") + t;
@@ -154,6 +156,55 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     integer("embed_dim", {"word_embed_proj_dim"}, false);
     const CNode* tie = field(config, {"tie_word_embeddings"});
     put_text("tied", tie && tie->scalar == "false" ? "false" : "true");
+    return out;
+  }
+  if (type == "phi" && refuse_if("qk_layernorm", "true", "its LayerNorm of each head of q and k is not built")) return out;
+  if (type == "gpt_neox" || type == "phi") {
+    // GPT-NeoX (Pythia) and Phi-1/1.5/2: LayerNorms with biases, an ungated GELU MLP with biases,
+    // rotary positions on part of each head (rotary_pct, default 0.25; partial_rotary_factor,
+    // default 0.5). GPT-NeoX: attention and MLP side by side on a norm each
+    // (use_parallel_residual, default true), q/k/v and dense biases unless attention_bias is false,
+    // an untied LM head by default. Phi: attention and MLP side by side on one norm, biases
+    // everywhere (the LM head's too), untied by default.
+    integer("hidden", {"hidden_size"}, true);
+    integer("layers", {"num_hidden_layers"}, true);
+    integer("heads", {"num_attention_heads"}, true);
+    integer("vocab", {"vocab_size"}, true);
+    integer("intermediate", {"intermediate_size"}, true);
+    if (type == "phi") integer("kv_heads", {"num_key_value_heads"}, false);
+    put_text("norm", "layernorm");
+    put_text("mlp", "gelu");
+    put_text("bias", "true");
+    const bool neox = type == "gpt_neox";
+    if (neox) {
+      const CNode* ab = field(config, {"attention_bias"});
+      const std::string attn_bias = ab && ab->scalar == "false" ? "false" : "true";
+      put_text("qkv_bias", attn_bias), put_text("o_bias", attn_bias);
+      const CNode* par = field(config, {"use_parallel_residual"});
+      if (!par || par->scalar != "false") put_text("parallel", "true"), put_text("parallel_norms", "2");
+    } else {
+      put_text("parallel", "true");
+      put_text("lm_head_bias", "true");
+    }
+    // the rotated features: int(head_dim × the fraction), as Hugging Face computes them
+    const CNode* h = field(config, {"hidden_size"});
+    const CNode* nh = field(config, {"num_attention_heads"});
+    const CNode* pct = field(config, {neox ? "rotary_pct" : "partial_rotary_factor"});
+    Diags again;  // (hidden_size and the heads are read and reported above)
+    const long long hv = h ? to_integer(*h, again, "hidden_size").value_or(0) : 0, nv = nh ? to_integer(*nh, again, "num_attention_heads").value_or(0) : 0;
+    const std::string pct_key = neox ? "rotary_pct" : "partial_rotary_factor";
+    const double f = pct ? to_number(*pct, d, pct_key).value_or(-1) : neox ? 0.25 : 0.5;
+    if (pct && !(f > 0 && f <= 1)) {
+      d.error(pct->loc, pct_key + " must be above 0 and at most 1");
+      return out;
+    }
+    if (hv > 0 && nv > 0 && hv % nv != 0) {
+      d.error(nh->loc, "num_attention_heads (" + std::to_string(nv) + ") does not divide hidden_size (" + std::to_string(hv) + ")");
+      return out;
+    }
+    if (hv > 0 && nv > 0) put_text("rotary_dim", std::to_string(static_cast<long long>(static_cast<double>(hv / nv) * f)));
+    const CNode* tie = field(config, {"tie_word_embeddings"});
+    put_text("tied", tie && tie->scalar == "true" ? "true" : "false");
     return out;
   }
   const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";

@@ -345,7 +345,7 @@ TEST_CASE("hf: an architecture rsim does not build exactly is refused, naming it
     CHECK(e.find("tests/data/hf/" + file + ":") != std::string::npos);  // located in the config file, at its model_type
     CHECK(e.find("\n  \"model_type\": \"" + std::string(type) + "\",\n") != std::string::npos);
     CHECK(e.find("error: model_type '" + std::string(type) + "' is not supported: rsim would count it wrongly") != std::string::npos);
-    CHECK(e.find("note: supported model types: gpt2, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
+    CHECK(e.find("note: supported model types: gpt2, gpt_neox, llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi, phi3, falcon, opt, deepseek_v2, deepseek_v3;") !=
           std::string::npos);
   }
   // a supported type in a variant rsim does not build: Falcon-RW's ALiBi attention is refused at its key
@@ -411,6 +411,41 @@ TEST_CASE("hf: Falcon-7B, Falcon-40B, OPT-1.3B and OPT-350m, counts by hand", "[
   size_t norms350 = 0;
   for (const Row& row : r350.results.at(0).rows) norms350 += row.op == "layernorm";
   CHECK(norms350 == 48);
+}
+
+TEST_CASE("hf: Pythia-1B (GPT-NeoX) and Phi-2, parallel blocks and partial rotary, published counts by hand", "[llm]") {
+  auto layer_op = [](const RunResult& r, const std::string& name) -> const Row& {
+    for (const Row& row : r.results.at(0).rows)
+      if (row.layer == name) return row;
+    FAIL("no layer " << name);
+    return r.results.at(0).rows.at(0);
+  };
+  // Pythia-1B: per layer two LayerNorms (attention's and the MLP's, side by side: 4 · 2048), fused
+  // q/k/v 2048 → 6144 and the dense 2048² with biases, an ungated GELU MLP 2048 → 8192 → 2048 with
+  // biases; untied 50304 × 2048 tables; a final LayerNorm. Published: 1,011,781,632.
+  const double pythia = 2 * 50304.0 * 2048 +
+                        16 * (4 * 2048.0 + (2048.0 * 6144 + 6144) + (2048.0 * 2048 + 2048) + (2048.0 * 8192 + 8192) + (8192.0 * 2048 + 2048)) + 2 * 2048.0;
+  CHECK(pythia == 1011781632);
+  RunResult p = run_net("{model: hf, args: {config: ../tests/data/hf/pythia_1b.json, seq: 4}}");
+  CHECK(summary_of(p, 0, "h100_sxm").params == pythia);
+  // rotary_pct 0.25 of 256-feature heads: 64 rotated, 3 FLOPs each, over 4 tokens × 8 heads:
+  // 3 · 4 · 8 · 64 = 6144
+  CHECK(layer_op(p, "layer.0.q_rope").cost.flops == 6144);
+  // the MLP reads its own norm of the block's input (use_parallel_residual)
+  CHECK(layer_op(p, "layer.0.norm2").op == "layernorm");
+  // Phi-2: one LayerNorm a block for attention and the MLP side by side (2 · 2560), q, k, v and
+  // dense 2560² with biases, an MLP 2560 → 10240 → 2560 with biases; untied 51200 × 2560 tables,
+  // the LM head with a bias of 51200; a final LayerNorm. Published: 2,779,683,840.
+  const double phi2 = 51200.0 * 2560 + (51200.0 * 2560 + 51200) +
+                      32 * (2 * 2560.0 + 4 * (2560.0 * 2560 + 2560) + (2560.0 * 10240 + 10240) + (10240.0 * 2560 + 2560)) + 2 * 2560.0;
+  CHECK(phi2 == 2779683840);
+  RunResult f = run_net("{model: hf, args: {config: ../tests/data/hf/phi_2.json, seq: 4}}");
+  CHECK(summary_of(f, 0, "h100_sxm").params == phi2);
+  // partial_rotary_factor 0.4 of 80-feature heads: 32 rotated: 3 · 4 · 32 · 32 = 12,288 FLOPs
+  CHECK(layer_op(f, "layer.0.q_rope").cost.flops == 12288);
+  size_t norms = 0;
+  for (const Row& row : f.results.at(0).rows) norms += row.op == "layernorm";
+  CHECK(norms == 33);
 }
 
 TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]") {
