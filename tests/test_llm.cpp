@@ -362,14 +362,15 @@ TEST_CASE("hf: Falcon-7B, Falcon-40B, OPT-1.3B and OPT-350m, counts by hand", "[
   CHECK(falcon == 6921720704);
   const SummaryRow f = totals_of("{model: hf, args: {config: ../tests/data/hf/falcon_7b.json, seq: 4}}");
   CHECK(f.params == falcon);
-  // its KV cache per token of context in bf16: one K/V head of 64, 32 layers: 2 · 32 · 64 · 2 B = 8192 B
-  auto kv = [](int context) {
-    return summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/falcon_7b.json, phase: decode, context: " + std::to_string(context) + "}}",
+  // KV cache bytes of a config at a context, in bf16
+  auto kv = [](const std::string& file, int context) {
+    return summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/" + file + ", phase: decode, context: " + std::to_string(context) + "}}",
                               "{dtype: bf16}"),
                       0, "h100_sxm")
         .kv_cache_bytes;
   };
-  CHECK(kv(101) - kv(100) == 8192);
+  // Falcon-7B's per token of context: one K/V head of 64, 32 layers: 2 · 32 · 64 · 2 B = 8192 B
+  CHECK(kv("falcon_7b.json", 101) - kv("falcon_7b.json", 100) == 8192);
   // Falcon-40B (new_decoder_architecture): per layer two LayerNorms, one before attention and one
   // before the MLP (γ, β each: 4 · 8192), fused q/k/v of 128 query heads and 8 K/V heads of 64:
   // 8192 × (128 + 2 · 8) · 64 = 8192 × 9216, the dense output 8192², an ungated GELU MLP
@@ -380,17 +381,9 @@ TEST_CASE("hf: Falcon-7B, Falcon-40B, OPT-1.3B and OPT-350m, counts by hand", "[
   CHECK(f40.params == falcon40);
   // the MLP reads its own norm of the block's input: 60 layers × 2 norms + the final one = 121
   RunResult r40 = run_net("{model: hf, args: {config: ../tests/data/hf/falcon_40b.json, seq: 4}}");
-  size_t norms = 0;
-  for (const Row& row : r40.results.at(0).rows) norms += row.op == "layernorm";
-  CHECK(norms == 121);
+  CHECK(sum_over(r40, [](const Row&) { return 1.0; }, {"layernorm"}) == 121);
   // KV per token of context in bf16: 8 K/V heads of 64 in 60 layers: 2 · 60 · 8 · 64 · 2 B = 122,880 B
-  auto kv40 = [](int context) {
-    return summary_of(run_net("{model: hf, args: {config: ../tests/data/hf/falcon_40b.json, phase: decode, context: " + std::to_string(context) + "}}",
-                              "{dtype: bf16}"),
-                      0, "h100_sxm")
-        .kv_cache_bytes;
-  };
-  CHECK(kv40(101) - kv40(100) == 122880);
+  CHECK(kv("falcon_40b.json", 101) - kv("falcon_40b.json", 100) == 122880);
   // OPT-1.3B: tied 50272 × 2048 tokens and 2048 + 2 learned positions; per layer q, k, v, o and the
   // two MLP matrices 2048 → 8192 → 2048 with biases, two LayerNorms (2 · 2048 each); a final
   // LayerNorm. Published: 1,315,758,080.
@@ -406,11 +399,8 @@ TEST_CASE("hf: Falcon-7B, Falcon-40B, OPT-1.3B and OPT-350m, counts by hand", "[
   CHECK(opt350 == 331196416);
   RunResult r350 = run_net("{model: hf, args: {config: ../tests/data/hf/opt_350m.json, seq: 4}}");
   CHECK(summary_of(r350, 0, "h100_sxm").params == opt350);
-  // the norms: 2 a block, none after the last (24 · 2 = 48); the last layers project out to 512
-  // and the LM head reads 512 features
-  size_t norms350 = 0;
-  for (const Row& row : r350.results.at(0).rows) norms350 += row.op == "layernorm";
-  CHECK(norms350 == 48);
+  // the norms: 2 a block, none after the last (24 · 2 = 48)
+  CHECK(sum_over(r350, [](const Row&) { return 1.0; }, {"layernorm"}) == 48);
 }
 
 TEST_CASE("hf: Pythia-1B (GPT-NeoX) and Phi-2, parallel blocks and partial rotary, published counts by hand", "[llm]") {
@@ -443,9 +433,7 @@ TEST_CASE("hf: Pythia-1B (GPT-NeoX) and Phi-2, parallel blocks and partial rotar
   CHECK(summary_of(f, 0, "h100_sxm").params == phi2);
   // partial_rotary_factor 0.4 of 80-feature heads: 32 rotated: 3 · 4 · 32 · 32 = 12,288 FLOPs
   CHECK(layer_op(f, "layer.0.q_rope").cost.flops == 12288);
-  size_t norms = 0;
-  for (const Row& row : f.results.at(0).rows) norms += row.op == "layernorm";
-  CHECK(norms == 33);
+  CHECK(sum_over(f, [](const Row&) { return 1.0; }, {"layernorm"}) == 33);
 }
 
 TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]") {
