@@ -1238,7 +1238,7 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
   for (const auto& r : rows) timed += r.measured_s > 0;
   std::string source = "rsim calibrate: graph_gap and host_overhead fitted on " + std::to_string(nets.size()) + " measured network times";
   if (nets.empty()) source = "rsim calibrate: host overheads from " + std::to_string(timed) + " layers timed in eager mode";
-  const std::string yaml = measure::calibrated_platform_yaml(ptext, name, model.rules, from, {}, &model.runtime, source);
+  const std::string yaml = measure::calibrated_platform_yaml(ptext, name, model.rules, from, {}, &model.runtime, source, model.measured_layers);
   {  // the result must load as a platform
     Diags d;
     build_platform(parse_yaml(yaml, output), nullptr, d);
@@ -1286,6 +1286,19 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
     out << buf;
   }
   out << "\n";
+  if (!model.measured_layers.empty()) {  // (the widest misses first, a few of them)
+    out << "measured layers: " << model.measured_layers.size() << " timed layer shape" << (model.measured_layers.size() == 1 ? "" : "s")
+        << " the laws missed by more than 10 % (measured_layers: such a layer runs at its law's time × factor)";
+    std::vector<const MeasuredLayer*> v;
+    for (const auto& l : model.measured_layers) v.push_back(&l);
+    std::stable_sort(v.begin(), v.end(), [](const MeasuredLayer* a, const MeasuredLayer* b) { return std::fabs(std::log(a->factor)) > std::fabs(std::log(b->factor)); });
+    out << (v.size() > 5 ? ", the 5 widest:\n" : ":\n");
+    for (size_t i = 0; i < v.size() && i < 5; ++i) {
+      std::snprintf(buf, sizeof buf, "  %-10s %-22s %s -> %s  × %.3g  (%s)\n", v[i]->op.c_str(), v[i]->roof.c_str(), v[i]->input.c_str(), v[i]->output.c_str(),
+                    v[i]->factor, v[i]->from.c_str());
+      out << buf;
+    }
+  }
 
   if (val.cases.empty()) {
     out << "networks: none measured as a whole (give measured_networks.csv to fit graph_gap and host_overhead)\n";

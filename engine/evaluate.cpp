@@ -1286,6 +1286,23 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
             r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
             host = cal->host_overhead_s;
           }
+          if (!pl.measured_factors.empty() && !(ctx.hooks && ctx.hooks->has_efficiency())) {  // a shape rsim calibrate timed
+            thread_local std::string ins, outs;
+            ins.clear(), outs.clear();
+            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
+              if (k) ins += ';';
+              append_shape(ins, L.in_shapes[k]);
+            }
+            for (size_t k = 0; k < L.out_shapes.size(); ++k) {
+              if (k) outs += ';';
+              append_shape(outs, L.out_shapes[k]);
+            }
+            const double f = pl.measured_factor(measured_layer_key(L.op->name, roof->name, ins, outs, cost.macs));
+            if (f != 1) {
+              r.efficiency.compute = std::clamp(r.efficiency.compute / f, 0.001, 1.0);
+              r.efficiency.bandwidth = std::clamp(r.efficiency.bandwidth / f, 0.001, 1.0);
+            }
+          }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all

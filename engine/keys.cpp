@@ -246,6 +246,7 @@ std::vector<MapDef> build() {
            {"algorithms", map_of("algorithms"), false, "The algorithms the platform's libraries run where they differ from the conventional count, e.g. {conv3x3: {fp32: winograd_f4x4}}: the roofline bounds their executed work."},
            {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
            {"contention", map_of("contention"), false, "Time sharing of the measured core, fitted by `rsim calibrate` (applied to compute-bound layers)."},
+           {"measured_layers", list_of("measured_layer"), false, "Layer shapes `rsim calibrate` timed whose class laws missed them by more than 10 %: a layer of the same op, roof, shapes and MACs takes its law's time × factor."},
        }},
       {"runtime", "Launch costs of the platform's runtime, per execution mode (settings.execution)",
        {
@@ -266,6 +267,16 @@ std::vector<MapDef> build() {
            {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
            {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
            {"bandwidth_by_level", def("level_laws"), false, "Bandwidth efficiency per memory level, e.g. {L2: [a, b], L3: [a, b, c]}: a layer bounded on a listed level takes its law instead of bandwidth."},
+       }},
+      {"measured_layer", "A layer shape timed by rsim calibrate: a layer of the same operator, compute roof, input and output shapes and MACs runs at its law's time × factor",
+       {
+           {"op", str(), true, "Operator, e.g. conv2d."},
+           {"roof", str(), true, "The compute roof the layer ran on, e.g. 'fp32 CUDA cores'."},
+           {"input", str(), true, "Input shapes as results.csv writes them, e.g. 32x128x28x28 (several joined by ';')."},
+           {"output", str(), true, "Output shapes as results.csv writes them."},
+           {"macs", num(), true, "The layer's MACs (the macs column; conventional count)."},
+           {"factor", num(), true, "Measured time over the class law's, in (0, 1000]: the layer's efficiencies are divided by it (at most 1)."},
+           {"from", str(), false, "The measured layer it came from (network/layer) and how many layers of the shape were timed."},
        }},
       {"contention", "Time sharing of a core: a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))",
        {

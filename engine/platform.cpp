@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "engine/units.hpp"
@@ -44,6 +45,15 @@ const PowerLaw& CalibrationRule::bandwidth_on(const std::string& level) const {
   for (const auto& [name, law] : bandwidth_by_level)
     if (name == level) return law;
   return bandwidth;
+}
+
+std::string measured_layer_key(const std::string& op, const std::string& roof, const std::string& input, const std::string& output, double macs) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", std::round(macs));
+  std::string k;
+  k.reserve(op.size() + roof.size() + input.size() + output.size() + 24);
+  k.append(op).append(1, '|').append(roof).append(1, '|').append(input).append(1, '|').append(output).append(1, '|').append(buf);
+  return k;
 }
 
 const CalibrationRule* Platform::calibration_for(const std::string& op, const std::string& roof) const {
@@ -681,6 +691,67 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
     }
     am.finish();
   }
+  // `measured_layers:` (rsim calibrate): layer shapes timed on this platform whose class laws missed them
+  if (const CNode* ml = m.get("measured_layers")) {
+    if (!ml->is_seq()) d.error(ml->loc, "measured_layers must be a list of {op, roof, input, output, macs, factor} (rsim calibrate writes it)");
+    else
+      for (const auto& item : ml->items) {
+        MapReader lm(item, keys::map("measured_layer"), "measured layer", d);
+        if (!lm.ok()) continue;
+        MeasuredLayer l;
+        bool good = true;
+        auto text = [&](const char* key, std::string& into) {
+          const CNode* v = lm.require(key);
+          auto t = v ? to_string(*v, d, key) : std::nullopt;
+          if (!t || t->empty()) {
+            if (v && t) d.error(v->loc, std::string(key) + " must not be empty");
+            good = false;
+            return;
+          }
+          into = *t;
+        };
+        text("op", l.op);
+        text("roof", l.roof);
+        text("input", l.input);
+        text("output", l.output);
+        if (const CNode* v = lm.require("macs")) {
+          auto x = to_number(*v, d, "macs");
+          if (x && !(*x >= 0 && *x < 1e30)) d.error(v->loc, "macs must be a number of MACs ≥ 0 (the layer's macs column)"), x.reset();
+          if (x) l.macs = *x;
+          else good = false;
+        } else {
+          good = false;
+        }
+        if (const CNode* v = lm.require("factor")) {
+          auto x = to_number(*v, d, "factor");
+          if (x && !(*x > 0 && *x <= 1000))
+            d.error(v->loc, "factor must lie in (0, 1000]: the layer's time over its law's (rsim calibrate fits it)"), x.reset();
+          if (x) l.factor = *x;
+          else good = false;
+        } else {
+          good = false;
+        }
+        if (const CNode* v = lm.get("from")) l.from = to_string(*v, d, "from").value_or("");
+        if (good && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == l.roof; })) {
+          std::vector<std::string> names;
+          for (const auto& r : p.compute) names.push_back(r.name);
+          std::string hint = did_you_mean(l.roof, names), list;
+          for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+          d.error(lm.node().find("roof")->loc, "measured layer names compute roof '" + l.roof + "', which the platform lacks",
+                  {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
+          good = false;
+        }
+        lm.finish();
+        if (!good) continue;
+        auto [it, fresh] = p.measured_factors.emplace(measured_layer_key(l.op, l.roof, l.input, l.output, l.macs), l.factor);
+        if (!fresh) {
+          d.error(item.loc, "measured layer " + l.op + " " + l.input + " -> " + l.output + " on '" + l.roof + "' is listed twice",
+                  {Note{{}, "keep one entry per operator, roof, shapes and MACs"}});
+          continue;
+        }
+        p.measured_layers.push_back(std::move(l));
+      }
+  }
   // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
   // theoretical and derated alike, e.g. on a `base:` platform
   if (const CNode* sc = m.get("scale")) {
@@ -734,6 +805,15 @@ std::string describe_platform(const Platform& p) {
          std::to_string(l.gpus) + " GPUs" + (l.source.empty() ? "" : " (" + l.source + ")") + "\n";
   for (const auto& a : p.algorithms)
     s += "  algorithm: " + a.kind + (a.dtype ? std::string(" (") + dtype_name(*a.dtype) + ")" : std::string()) + " runs " + a.algorithm + "\n";
+  if (!p.calibration.empty())
+    s += "  calibration: " + std::to_string(p.calibration.size()) + " rule" + (p.calibration.size() == 1 ? "" : "s") +
+         " (rsim calibrate: efficiency laws per op class and roof)\n";
+  if (!p.measured_layers.empty()) {
+    double lo = INFINITY, hi = 0;
+    for (const auto& l : p.measured_layers) lo = std::min(lo, l.factor), hi = std::max(hi, l.factor);
+    s += "  measured layers: " + std::to_string(p.measured_layers.size()) + " timed shape" + (p.measured_layers.size() == 1 ? "" : "s") +
+         " at their law's time × factor (" + num(lo) + (hi > lo ? " to " + num(hi) : std::string()) + ")\n";
+  }
   if (p.contention.active())
     s += "  contention (calibrated): compute-bound layers longer than " + si6(p.contention.onset_s, "s") + " slowed up to " + num(p.contention.slowdown) +
          "×\n";

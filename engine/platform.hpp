@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,21 @@ struct CalibrationRule {
   const PowerLaw& bandwidth_on(const std::string& level) const;
 };
 
+// A layer shape `rsim calibrate` timed and its class's laws missed (`measured_layers:`, GPU fits: a
+// library's own choice per shape, such as a Winograd kernel for some 3×3 convolutions and not
+// others, that no smooth law follows). A layer of the same operator, compute roof, input and output
+// shapes and MACs takes its efficiencies ÷ factor (at most 1: never past the roofline), i.e. its
+// law's time × factor.
+struct MeasuredLayer {
+  std::string op, roof;
+  std::string input, output;  // shapes as results.csv writes them ("32x64x56x56", inputs joined by ';')
+  double macs = 0;            // conventional MACs (the macs column)
+  double factor = 1;
+  std::string from;           // the measured layer it came from (network/layer), and how many of its shape
+};
+// The key a MeasuredLayer is found by (MACs rounded to an integer)
+std::string measured_layer_key(const std::string& op, const std::string& roof, const std::string& input, const std::string& output, double macs);
+
 // How kernels are issued (settings.execution), and the platform's times for each way
 // (`runtime:`). With n kernels of times t_i:
 //   fused: Σ t_i + n × launch_overhead (each kernel launched on its own, back to back)
@@ -168,6 +184,13 @@ struct Platform {
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
   Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
   std::vector<AlgorithmChoice> algorithms;   // `algorithms:`; the work and bytes the roofline bounds
+  std::vector<MeasuredLayer> measured_layers;  // `measured_layers:`; a layer of a timed shape at its law's time × factor
+  std::unordered_map<std::string, double> measured_factors;  // measured_layer_key → factor
+  // The factor of a layer shape timed by rsim calibrate (1: none)
+  double measured_factor(const std::string& key) const {
+    auto it = measured_factors.find(key);
+    return it == measured_factors.end() ? 1.0 : it->second;
+  }
   // The algorithm of `kind` for a compute precision: the one named for it, else the one for every
   // precision, else "" (the conventional count).
   const std::string& algorithm_for(const std::string& kind, DType compute) const;

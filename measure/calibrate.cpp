@@ -219,6 +219,7 @@ std::vector<Sample> read_measured_rows(const std::string& text, const std::strin
     bool executed = cells[i_count] == "executed";
     s.work = to_d(cells[executed ? i_fx : i_flops]);
     s.macs = to_d(cells[executed ? i_mx : i_macs]);
+    s.macs_counted = to_d(cells[i_macs]);
     s.bytes = to_d(cells[i_bytes]);
     s.peak = to_d(cells[i_peak]);
     s.bandwidth = to_d(cells[i_bw]);
@@ -1032,7 +1033,14 @@ bool gpu_data(const std::vector<Sample>& rows, const std::vector<NetworkSample>&
   return std::any_of(rows.begin(), rows.end(), [](const Sample& s) { return s.measured_s > 0 && (s.execution == "eager" || s.execution == "graph"); });
 }
 
-KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules) {
+double measured_factor(const Sample& s, const std::unordered_map<std::string, double>* measured) {
+  if (!measured || measured->empty() || s.input_shape.empty()) return 1;
+  auto it = measured->find(measured_layer_key(s.op, s.roof, s.input_shape, s.output_shape, s.macs_counted));
+  return it == measured->end() ? 1.0 : it->second;
+}
+
+KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules,
+                        const std::unordered_map<std::string, double>* measured) {
   KernelPlan k;
   std::vector<std::string> names;
   std::vector<double> c, m;
@@ -1048,6 +1056,8 @@ KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vec
       eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
       k.host_s[i] = std::max(k.host_s[i], r->host_overhead_s);
     }
+    if (const double f = measured_factor(*s, measured); f != 1)  // as the engine does: efficiencies ÷ f, at most 1
+      ec = std::clamp(ec / f, 0.001, 1.0), eb = std::clamp(eb / f, 0.001, 1.0);
     c[i] += s->work / (s->peak * ec);
     m[i] += s->bytes / (s->bandwidth * eb);
   }
@@ -1198,6 +1208,37 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
     if (auto it = hosts_of_roof.find(roof); it != hosts_of_roof.end()) r.host_overhead_s = median_of(it->second);
     model.rules.push_back(std::move(r));
   }
+  // 2b. the layer shapes the laws miss: a library's choice per shape (cuDNN runs some 3×3
+  // convolutions as Winograd and others of the same MACs not) that no smooth law follows. Each
+  // shape timed well above the host (the layers the laws were fitted on) and long by its law too,
+  // whose median measured / law time lies beyond kMeasuredMiss either way, is kept with that
+  // factor; a network layer of the same operator, roof, shapes and MACs then runs at its law's
+  // time × factor.
+  {
+    std::map<std::string, std::vector<std::pair<double, const Sample*>>> by_shape;  // (ordered: the file's order of keys is not needed)
+    for (const Sample* s : kernel_timed) {
+      if (s->input_shape.empty() || s->output_shape.empty() || s->roof.empty() || !(s->measured_s > 0)) continue;
+      const CalibrationRule* r = rule_for(model.rules, s->op, s->roof);
+      if (!r || r->extrapolated) continue;
+      const double t = rule_time(*s, *r);
+      // timed one by one in eager mode: a layer whose law puts its kernel well under the host's time
+      // per call was timed at the host's pace however long it took (a slow call, not a slow kernel)
+      if (t > 0 && std::isfinite(t) && t >= r->host_overhead_s)
+        by_shape[measured_layer_key(s->op, s->roof, s->input_shape, s->output_shape, s->macs_counted)].emplace_back(s->measured_s / t, s);
+    }
+    for (auto& [key, v] : by_shape) {
+      std::vector<double> f;
+      for (const auto& x : v) f.push_back(x.first);
+      const double m = median_of(f);
+      if (!(std::fabs(std::log(m)) > std::log(kMeasuredMiss))) continue;
+      const Sample& s = *v.front().second;
+      MeasuredLayer l;
+      l.op = s.op, l.roof = s.roof, l.input = s.input_shape, l.output = s.output_shape, l.macs = s.macs_counted, l.factor = m;
+      l.from = s.network + "/" + s.layer + (v.size() > 1 ? " (median of " + std::to_string(v.size()) + " layers)" : "");
+      model.measured_factors.emplace(key, m);
+      model.measured_layers.push_back(std::move(l));
+    }
+  }
   // 3. the network rows: each network's layers timed under the rules; per roof and bound, a
   // correction of the layers' times (layers timed one by one hide short kernels behind the host),
   // the graph gap and the scale of the host overheads, fitted together on the networks' times
@@ -1229,6 +1270,8 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
         eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
         l.host = r->host_overhead_s;
         const size_t ri = static_cast<size_t>(r - model.rules.data());
+        if (const double f = measured_factor(*s, &model.measured_factors); f != 1)  // a measured shape (2b)
+          ec = std::clamp(ec / f, 0.001, 1.0), eb = std::clamp(eb / f, 0.001, 1.0);
         l.compute = s->work / (s->peak * ec);
         l.memory = s->bytes / (s->bandwidth * eb);
         l.pair = static_cast<int>(ri);
@@ -1353,7 +1396,8 @@ NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::
         if (n.network != held) train_nets.push_back(n);
       const Model m = fit_gpu_model(train_rows, train_nets, base);
       const auto& layers = layers_of.at(held);
-      const KernelPlan p = plan_kernels(layers, m.rules), pa = plan_kernels(layers, all.rules), p0 = plan_kernels(layers, {});
+      const KernelPlan p = plan_kernels(layers, m.rules, &m.measured_factors), pa = plan_kernels(layers, all.rules, &all.measured_factors),
+                       p0 = plan_kernels(layers, {});
       for (const auto& n : nets) {
         if (n.network != held) continue;
         NetworkValidation::Case c;
@@ -1412,7 +1456,7 @@ std::vector<BeatsBound> beats_bound(const std::vector<Sample>& rows) {
 
 std::string calibrated_platform_yaml(const std::string& text, const std::string& name, const std::vector<CalibrationRule>& rules,
                                      const std::string& fitted_from, const Contention& contention, const Runtime* runtime,
-                                     const std::string& runtime_source) {
+                                     const std::string& runtime_source, const std::vector<MeasuredLayer>& measured) {
   std::string out;
   size_t pos = 0;
   bool named = false, in_runtime = false;
@@ -1513,6 +1557,18 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
       out += buf;
     }
     if (!runtime_source.empty()) out += "  source: " + quoted(runtime_source) + "\n";
+  }
+  if (!measured.empty()) {
+    out += "# Layer shapes timed in those files whose times the class laws missed by more than 10 % either way (a library's\n";
+    out += "# choice per shape, such as Winograd for some 3x3 convolutions): a layer of the same op, roof, input and output\n";
+    out += "# shapes and MACs runs at its law's time x factor (the median measured / law time of the layers of that shape).\n";
+    out += "measured_layers:\n";
+    for (const auto& l : measured) {
+      std::snprintf(buf, sizeof buf, ", macs: %.0f, factor: %.4g", l.macs, l.factor);
+      out += "  - {op: " + l.op + ", roof: " + quoted(l.roof) + ", input: " + quoted(l.input) + ", output: " + quoted(l.output) + buf;
+      if (!l.from.empty()) out += ", from: " + quoted(l.from);
+      out += "}\n";
+    }
   }
   if (contention.active()) {
     out += "# Long compute-bound layers slower than the class laws (time sharing with other work on the measured core,\n";

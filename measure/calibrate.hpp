@@ -19,11 +19,15 @@
 // its laws and written as the rule's host_overhead; classes the layers never showed take a law
 // transferred from the classes of their roof (extrapolated); then the network rows fit the
 // runtime: graph_gap from networks replayed in one CUDA graph, and the host overheads' scale from
-// eager networks (fit_gpu_model).
+// eager networks (fit_gpu_model). Last, the layer shapes the laws miss by more than 10 % (a library's
+// choice per shape, such as Winograd for some 3×3 convolutions, which no smooth law follows) are
+// kept with their measured factor (the platform's measured_layers) and applied before the network
+// rows are fitted.
 #pragma once
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/platform.hpp"
@@ -55,6 +59,7 @@ struct Sample {
   double time_s = 0;      // the theoretical bound
   double measured_min_s = 0;  // the fastest repetition (measured_s when the file has no such column)
   double outputs = 0;         // elements of output_shape's first tensor (0: unknown)
+  double macs_counted = 0;    // the macs column (the conventional count): measured_layers' key
 };
 
 // Reads measured.csv text (rsim measure's output); rows without a measurement are skipped.
@@ -123,6 +128,10 @@ struct Model {
   bool gpu = false;
   Runtime runtime;
   double host_scale = 1;  // the factor the eager network rows put on the rules' host overheads
+  // GPU fits: the timed layer shapes whose times the laws missed by more than kMeasuredMiss, each
+  // with the median of its layers' measured / law time (the platform's measured_layers), and by key
+  std::vector<MeasuredLayer> measured_layers;
+  std::unordered_map<std::string, double> measured_factors;
 
 };
 // The overheads fit_model tries: 0, then 0.25 µs · 2^(i/2), i = 0 … 12 (0.25 µs … 16 µs).
@@ -189,7 +198,13 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, const std::fu
 struct KernelPlan {
   std::vector<double> time_s, host_s;  // per kernel: calibrated time, host overhead (-1: the runtime's)
 };
-KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules);
+// (`measured`: a GPU fit's measured_factors, applied to the layers of those shapes)
+KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vector<CalibrationRule>& rules,
+                        const std::unordered_map<std::string, double>* measured = nullptr);
+// A layer shape is kept in measured_layers when its measured time is off its law's by more than this factor either way
+constexpr double kMeasuredMiss = 1.1;
+// The measured factor of a sample's shape (1: none)
+double measured_factor(const Sample& s, const std::unordered_map<std::string, double>* measured);
 double network_time_s(const KernelPlan& k, Execution e, const Runtime& r);
 
 // The GPU fit: rules per class and roof with host overheads from the timed layers (`rows`: every
@@ -229,8 +244,9 @@ std::string beats_bound_reason(const std::string& op, const std::string& input_s
 // The platform file's text with `name:` set to `name` and the rules appended as `calibration:`.
 // An active contention is appended as `contention:`; `runtime`, when given, replaces the platform's
 // `runtime:` block (written with its fitted values and where they came from).
+// `measured`, when not empty, is appended as `measured_layers:`.
 std::string calibrated_platform_yaml(const std::string& platform_text, const std::string& name, const std::vector<CalibrationRule>& rules,
                                      const std::string& fitted_from, const Contention& contention = {}, const Runtime* runtime = nullptr,
-                                     const std::string& runtime_source = "");
+                                     const std::string& runtime_source = "", const std::vector<MeasuredLayer>& measured = {});
 
 }  // namespace rsim::measure

@@ -193,6 +193,43 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
     INFO("measured " << t4 / t3 << ", predicted " << predicted_ratio);
     CHECK(predicted_ratio == Approx(t4 / t3).epsilon(0.15));
   }
+  // measured_layers: ResNet-50's layer2.1.conv2 and layer1.0.conv2 at batch 32 in fp32 do the same
+  // MACs (32 · 28 · 28 · 128 · 1152 = 32 · 56 · 56 · 64 · 576 = 3,699,376,128) on outputs past the
+  // occupancy's saturation (3,211,264 and 6,422,528 of them), so the laws give them one time; cuDNN
+  // runs the first as Winograd, and layers.csv times them apart. The calibrated platform keeps the
+  // first shape (the law misses it by far more than 10 %) and so predicts their ratio as measured,
+  // within the 10 % a shape the law meets is left at.
+  {
+    CHECK(32.0 * 28 * 28 * 128 * 1152 == 32.0 * 56 * 56 * 64 * 576);
+    REQUIRE(conv32->compute.p_sat <= 32.0 * 28 * 28 * 128);
+    Csv l = read_csv(kDir + "layers.csv");
+    double t_wino = 0, t_direct = 0;
+    for (const auto& v : l.rows)
+      if (v[l.col.at("batch")] == "32" && v[l.col.at("dtype")] == "fp32") {
+        if (v[l.col.at("name")] == "layer2.1.conv2") t_wino = std::stod(v[l.col.at("event_min_s")]);
+        if (v[l.col.at("name")] == "layer1.0.conv2") t_direct = std::stod(v[l.col.at("event_min_s")]);
+      }
+    REQUIRE(t_wino > 0);
+    REQUIRE(t_direct > 0);
+    CHECK(t_wino / t_direct < 0.6);  // (147.4 / 274.5 µs)
+    bool kept = false;
+    for (const auto& ml : p.measured_layers)
+      kept |= ml.op == "conv2d" && ml.roof == "fp32 CUDA cores" && ml.input == "32x128x28x28" && ml.output == "32x128x28x28";
+    CHECK(kept);
+    const std::string yaml = "name: t\nsettings: {dtype: fp32}\nplatforms: [h200_cal]\nnetworks: [{model: resnet50, args: {batch: 32}}]\n";
+    RunOptions opt;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = {test::src("scenarios/models")};
+    RunResult rr = run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+    double p_wino = 0, p_direct = 0;
+    for (const auto& row : rr.results[0].rows) {
+      if (row.layer == "layer2.1.conv2") p_wino = row.derated.time_s;
+      if (row.layer == "layer1.0.conv2") p_direct = row.derated.time_s;
+    }
+    REQUIRE(p_direct > 0);
+    INFO("measured " << t_wino / t_direct << ", predicted " << p_wino / p_direct);
+    CHECK(p_wino / p_direct == Approx(t_wino / t_direct).epsilon(0.11));
+  }
   // the attention of the Llama decoder: no measured layer of its class, so a transferred law
   const CalibrationRule* att = p.calibration_for("attention", "bf16/fp16 tensor cores");
   REQUIRE(att);
@@ -232,10 +269,13 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
   CHECK(within >= 16);
   // held out: torchvision networks the fit never saw, timed on a lent H200 of the same kind
   // (tests/data/h200_heldout/torchvision_networks.csv): MobileNetV2, ResNet-18 and VGG16 at batch 1
-  // and 32 in fp16 and fp32, in one CUDA graph. Issue 25 asks for 10 of 12 within 1.25×; the
-  // calibration reaches 9 (VGG16 fp16 at batch 32 runs its 3×3 convolutions at 23–65 % of the
-  // tensor-core roof, below ResNet-50's; see docs/validation-gpu.md), and ResNet-18 at batch 1 in
-  // fp32 — whose layer4 convolutions have 25,088 outputs each — only with the occupancy factor.
+  // and 32 in fp16 and fp32, in one CUDA graph. Issue 25 asks for 10 of 12 within 1.25×. Misses:
+  // VGG16 fp16 at batch 32 (its 3×3 convolutions run at 23–65 % of the tensor-core roof, below
+  // ResNet-50's; see docs/validation-gpu.md) and MobileNetV2 fp16 at batch 32. ResNet-18 at batch 1
+  // in fp32 — whose layer4 convolutions have 25,088 outputs each — is inside only with the
+  // occupancy factor; at batch 32 in fp32 only with measured_layers: its 3×3 convolutions of
+  // 32×128×28×28 and 32×256×14×14 are ResNet-50's layer2.x.conv2 and layer3.x.conv2 shapes, which
+  // cuDNN runs as Winograd (147 and 183 µs in layers.csv where the law says about 300).
   {
     Csv h = read_csv(std::string(RSIM_SOURCE_DIR) + "/tests/data/h200_heldout/torchvision_networks.csv");
     size_t cases = 0, held_within = 0;
@@ -253,10 +293,10 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
       INFO(model << " batch " << batch << " " << dtype << ": predicted / measured " << ratio);
       ++cases;
       held_within += ratio <= 1.25 && ratio >= 1 / 1.25;
-      if (model == "resnet18" && batch == "1" && dtype == "fp32") CHECK(std::fabs(std::log(ratio)) < std::log(1.25));
+      if (model == "resnet18" && dtype == "fp32") CHECK(std::fabs(std::log(ratio)) < std::log(1.25));
     }
     CHECK(cases == 12);
-    CHECK(held_within >= 9);
+    CHECK(held_within >= 10);
   }
   // --predictions: one line per network row, with the held-out and the fitted prediction
   Csv pred = read_csv((dir / "pred.csv").string());
@@ -323,4 +363,133 @@ TEST_CASE("calibrate: a row with more cells than the header is read without read
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].network == "n [batch=8]");  // two points: each network named by its binding
   CHECK(rows[1].network == "n [batch=16]");
+}
+
+TEST_CASE("measured_layers: a layer of a timed shape runs at its law's time × factor, matched by op, roof, shapes and MACs", "[calibrate][measured_layers]") {
+  // compute-bound on purpose (1000 TB/s of bandwidth): the conv law gives efficiency 0.5 everywhere.
+  // a: 3×3 conv 16→16 on 8×8, padding 1: MACs 16 · 8 · 8 · 16 · 9 = 147,456; listed with factor 0.8,
+  //    so its efficiency is 0.5 / 0.8 = 0.625 and its time 2 · 147,456 / (100 GFLOP/s · 0.625).
+  // b: 1×1 conv 16→16 on the same shapes (MACs 16 · 8 · 8 · 16 = 16,384): not the listed MACs, so the law's 0.5.
+  // c: 3×3 conv 16→32 listed with factor 0.25: 0.5 / 0.25 = 2 is past the roof, clamped to 1.
+  const char* yaml = R"(name: ml
+platforms:
+  - name: p
+    compute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]
+    memory: [{name: DRAM, bandwidth: 1000 TB/s}]
+    calibration:
+      - {class: conv, ops: [conv2d], compute: [0.5, 0, 0], bandwidth: [0.5, 0, 0]}
+    measured_layers:
+      - {op: conv2d, roof: c, input: 1x16x8x8, output: 1x16x8x8, macs: 147456, factor: 0.8, from: "net/a"}
+      - {op: conv2d, roof: c, input: 1x16x8x8, output: 1x32x8x8, macs: 294912, factor: 0.25}
+networks:
+  - name: n
+    input: [1, 16, 8, 8]
+    layers:
+      - {name: a, op: conv2d, out_channels: 16, kernel: 3, padding: 1}
+      - {name: b, op: conv2d, out_channels: 16, kernel: 1}
+      - {name: c, op: conv2d, out_channels: 32, kernel: 3, padding: 1}
+)";
+  RunResult r = rsim::test::run_text(yaml);
+  const auto& rows = r.results.front().rows;
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].cost.macs == 16.0 * 8 * 8 * 16 * 9);
+  CHECK(rows[0].efficiency.compute == Approx(0.5 / 0.8));
+  CHECK(rows[0].derated.time_s == Approx(2 * 147456 / (100e9 * 0.625)));
+  CHECK(rows[1].cost.macs == 16.0 * 8 * 8 * 16);
+  CHECK(rows[1].efficiency.compute == Approx(0.5));
+  CHECK(rows[1].derated.time_s == Approx(2 * 16384 / (100e9 * 0.5)));
+  CHECK(rows[2].cost.macs == 16.0 * 8 * 8 * 32 * 9);
+  CHECK(rows[2].efficiency.compute == 1.0);
+  CHECK(rows[2].derated.time_s == Approx(2 * 294912 / 100e9));
+  // a platform without the list: the law alone (the same layer a at 0.5)
+  std::string plain = yaml;
+  plain.erase(plain.find("    measured_layers:"), plain.find("networks:") - plain.find("    measured_layers:"));
+  RunResult r0 = rsim::test::run_text(plain);
+  CHECK(r0.results.front().rows[0].efficiency.compute == Approx(0.5));
+}
+
+TEST_CASE("measured_layers: a bad entry is an error at its key", "[calibrate][measured_layers]") {
+  auto build = [](const std::string& entries, Diags& d) {
+    return build_platform(parse_yaml("name: p\ncompute: [{name: fp32 cores, dtypes: fp32, peak: 1 TFLOP/s}]\nmemory: [{name: DRAM, bandwidth: 1 TB/s}]\n"
+                                     "measured_layers:\n" + entries, "p.yaml"),
+                          nullptr, d);
+  };
+  {
+    Diags d;
+    build("  - {op: conv2d, roof: fp32 core, input: 1x2, output: 1x2, macs: 4, factor: 0.5}\n", d);
+    REQUIRE(d.size() == 1);
+    CHECK(d.list()[0].message == "measured layer names compute roof 'fp32 core', which the platform lacks");
+    CHECK(d.list()[0].loc.line == 5);
+  }
+  {
+    Diags d;
+    build("  - {op: conv2d, roof: fp32 cores, input: 1x2, output: 1x2, macs: 4, factor: 0}\n", d);
+    REQUIRE(d.size() == 1);
+    CHECK(d.list()[0].message.find("factor must lie in (0, 1000]") == 0);
+  }
+  {
+    Diags d;
+    build("  - {op: conv2d, roof: fp32 cores, input: 1x2, output: 1x2, macs: 4, factor: 0.5}\n"
+          "  - {op: conv2d, roof: fp32 cores, input: 1x2, output: 1x2, macs: 4, factor: 0.7}\n", d);
+    REQUIRE(d.size() == 1);
+    CHECK(d.list()[0].message == "measured layer conv2d 1x2 -> 1x2 on 'fp32 cores' is listed twice");
+    CHECK(d.list()[0].loc.line == 6);
+  }
+  {
+    Diags d;
+    build("  - {op: conv2d, roof: fp32 cores, input: 1x2, output: 1x2, factor: 0.5, speed: 2}\n", d);
+    REQUIRE(d.size() == 2);  // macs missing, speed unknown
+  }
+  {
+    Diags d;
+    Platform p = build("  - {op: conv2d, roof: fp32 cores, input: 1x2, output: 1x2, macs: 4, factor: 0.5}\n", d);
+    CHECK(d.empty());
+    CHECK(p.measured_layers.size() == 1);
+    CHECK(p.measured_factor(measured_layer_key("conv2d", "fp32 cores", "1x2", "1x2", 4)) == 0.5);
+    CHECK(p.measured_factor(measured_layer_key("conv2d", "fp32 cores", "1x2", "1x2", 5)) == 1.0);
+  }
+}
+
+TEST_CASE("calibrate (GPU): a shape the law misses is kept with its factor, the others are not", "[calibrate][measured_layers]") {
+  // twelve conv layers timed in a CUDA graph at compute efficiency 0.5 exactly (compute-bound:
+  // 100 GFLOP/s, 1 PB/s), MACs 1e6 · 2^i, i = 0 … 11, each a shape of its own; and two layers of
+  // one more shape at MACs 1e6 · 2^5.5 (the middle of the range in logs) that took twice the time
+  // (efficiency 0.25). The robust fit of log efficiency (Huber, δ = log 1.5): by symmetry the slope
+  // stays 0; the level μ solves 12 · (0 − μ) + 2 · (−δ) = 0 (the two residuals −log 2 − μ lie beyond
+  // −δ), so μ = −δ / 6 and the law is a = 0.5 · 1.5^(−1/6) ≈ 0.4671. The slow shape's factor, its
+  // measured over its law's time: a / 0.25 = 2 · 1.5^(−1/6) ≈ 1.869; every other layer's is
+  // a / 0.5 = 1.5^(−1/6) ≈ 0.935: within 10 %, not kept.
+  std::vector<Sample> rows;
+  auto add = [&](const std::string& layer, double macs, double eff, const std::string& shape) {
+    Sample s;
+    s.network = "n", s.layer = layer, s.op = "conv2d", s.roof = "c", s.execution = "graph", s.kernel = layer;
+    s.macs = s.macs_counted = macs, s.work = 2 * macs, s.bytes = 1e3, s.peak = 1e11, s.bandwidth = 1e15, s.compute_bound = true;
+    s.input_shape = shape, s.output_shape = shape;
+    s.measured_s = s.measured_min_s = s.work / (s.peak * eff);
+    rows.push_back(s);
+  };
+  for (int i = 0; i < 12; ++i) add("l" + std::to_string(i), 1e6 * std::pow(2.0, i), 0.5, "1x" + std::to_string(i + 1));
+  add("slow1", 1e6 * std::pow(2.0, 5.5), 0.25, "1x99");
+  add("slow2", 1e6 * std::pow(2.0, 5.5), 0.25, "1x99");
+  Model m = fit_gpu_model(rows, {}, Runtime{});
+  REQUIRE(m.rules.size() == 1);
+  CHECK(m.rules[0].compute.b == Approx(0).margin(1e-6));
+  CHECK(m.rules[0].compute.a == Approx(0.5 * std::pow(1.5, -1.0 / 6)).epsilon(1e-4));
+  REQUIRE(m.measured_layers.size() == 1);
+  const MeasuredLayer& l = m.measured_layers[0];
+  CHECK(l.op == "conv2d");
+  CHECK(l.roof == "c");
+  CHECK(l.input == "1x99");
+  CHECK(l.macs == Approx(1e6 * std::pow(2.0, 5.5)));
+  CHECK(l.factor == Approx(2 * std::pow(1.5, -1.0 / 6)).epsilon(1e-4));
+  CHECK(l.from == "n/slow1 (median of 2 layers)");
+  // written into the platform and read back: the slow shape at its measured time again
+  const std::string yaml = calibrated_platform_yaml("name: base\ncompute: [{name: c, dtypes: fp32, peak: 100 GFLOP/s}]\nmemory: [{name: DRAM, bandwidth: 1 PB/s}]\n",
+                                                    "cal", m.rules, "x", {}, nullptr, "", m.measured_layers);
+  Diags d;
+  Platform p = build_platform(parse_yaml(yaml, "cal.yaml"), nullptr, d);
+  INFO(yaml);
+  REQUIRE(d.empty());
+  REQUIRE(p.measured_layers.size() == 1);
+  CHECK(p.measured_factor(measured_layer_key("conv2d", "c", "1x99", "1x99", 1e6 * std::pow(2.0, 5.5))) == Approx(l.factor).epsilon(1e-3));
 }
