@@ -49,7 +49,9 @@ def load_plan(path):
 
 
 def _shape_text(shapes):
-    return ";".join("x".join(str(d) for d in s) for s in shapes)
+    """Shapes as rsim's results.csv writes them: dims joined by x, tensors by ; and a 0-d tensor as scalar
+    (rsim calibrate matches measured_layers by this text)."""
+    return ";".join("x".join(str(d) for d in s) if len(s) else "scalar" for s in shapes)
 
 
 def _num(v):

@@ -204,6 +204,16 @@ class Probe(unittest.TestCase):
             self.assertIn("no graph gap", r.stdout)  # a CPU has no CUDA graph
 
 
+class ShapeText(unittest.TestCase):
+    def test_shapes_are_written_as_rsim_writes_them(self):
+        # rsim's results.csv: dims joined by x, tensors by ;, a 0-d tensor as "scalar" (engine/tensor.cpp
+        # append_shape); rsim calibrate keys measured_layers by this text, so both writers must agree
+        sys.path.insert(0, os.path.join(SRC, "python"))
+        from rsim_torch.measure import _shape_text
+        self.assertEqual(_shape_text([[32, 64, 56, 56]]), "32x64x56x56")
+        self.assertEqual(_shape_text([[1, 8], []]), "1x8;scalar")
+
+
 class Refusals(unittest.TestCase):
     def test_graph_on_a_cpu(self):
         with tempfile.TemporaryDirectory() as d:
