@@ -22,7 +22,9 @@ double Contention::apply(double t) const {
   return t * (1 + (slowdown - 1) / (1 + std::pow(onset_s / t, steepness)));
 }
 
-double PowerLaw::at(double x, double g, double p) const {
+double PowerLaw::at(double x, double g, double p) const { return std::clamp(raw(x, g, p), 0.001, 1.0); }
+
+double PowerLaw::raw(double x, double g, double p) const {
   if (x_lo > 0 && x > 0 && x < x_lo) x = x_lo;
   if (x_hi > 0 && x > x_hi) x = x_hi;
   if (g_lo > 0 && g > 0 && g < g_lo) g = g_lo;
@@ -33,7 +35,7 @@ double PowerLaw::at(double x, double g, double p) const {
     if (p_lo > 0 && p < p_lo) p = p_lo;
     if (p < p_sat) e *= std::pow(p / p_sat, d);
   }
-  return std::clamp(e, 0.001, 1.0);
+  return e;
 }
 
 bool PowerLaw::beyond(double x, double g, double p) const {

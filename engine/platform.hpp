@@ -54,7 +54,8 @@ struct PowerLaw {
   // keeps its value at the nearer end, a power law is not extrapolated (rsim calibrate's `range`)
   double x_lo = 0, x_hi = 0, g_lo = 0, g_hi = 0, p_lo = 0, p_hi = 0;
   bool has_occupancy() const { return d != 0 && p_sat > 0; }
-  double at(double x, double g = 0, double p = 0) const;
+  double at(double x, double g = 0, double p = 0) const;  // raw(x, g, p) clamped to [0.001, 1]
+  double raw(double x, double g = 0, double p = 0) const;  // the law's value before the clamp
   // Whether x, g (g > 0) or p (p > 0, with an occupancy factor) lies outside the fitted range
   bool beyond(double x, double g = 0, double p = 0) const;
 };

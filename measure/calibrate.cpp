@@ -347,8 +347,18 @@ PowerLaw fit_power_law(const std::vector<std::pair<double, double>>& xe) {
 namespace {
 
 // Weighted least squares of y = l + b·u + c·w on (u, w, y) triples; c only with use_g, b only when u
-// varies and not no_b.
+// varies and not no_b. An exponent is fitted only over x (or g) spanning at least a factor of 2: over
+// a narrower range (one layer's shape at a few batches, say) its slope is the noise between the
+// times divided by almost nothing (an exponent of 60 once, and a = e^−1000 = 0), so that law is flat.
+constexpr double kMinLogSpan = 0.6931471805599453;  // log 2
 PowerLaw solve_wls(const std::vector<std::array<double, 3>>& v, const std::vector<double>& wt, bool use_g, bool no_b = false) {
+  {
+    double ulo = INFINITY, uhi = -INFINITY, wlo = INFINITY, whi = -INFINITY;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (wt[i] > 0) ulo = std::min(ulo, v[i][0]), uhi = std::max(uhi, v[i][0]), wlo = std::min(wlo, v[i][1]), whi = std::max(whi, v[i][1]);
+    if (!(uhi - ulo >= kMinLogSpan)) no_b = true;
+    if (!(whi - wlo >= kMinLogSpan)) use_g = false;
+  }
   double n = 0, mu = 0, mw = 0, my = 0;
   for (size_t i = 0; i < v.size(); ++i) n += wt[i], mu += wt[i] * v[i][0], mw += wt[i] * v[i][1], my += wt[i] * v[i][2];
   mu /= n, mw /= n, my /= n;
@@ -515,20 +525,24 @@ PowerLaw fit_power_law_occupancy(const std::vector<XGE>& xge, bool nonnegative_b
   PowerLaw best = base;
   double best_loss = loss0 * std::exp(-2 * std::log(n) / n);  // what the occupancy factor must beat (the criterion)
   const double p_min = *distinct.begin(), p_max = *distinct.rbegin();
+  double xlo = INFINITY, xhi = -INFINITY;  // (x's exponent only over a span of x: solve_wls)
+  for (const auto& p : v) xlo = std::min(xlo, p[0]), xhi = std::max(xhi, p[0]);
+  const bool x_varies = xhi - xlo >= kMinLogSpan;
   for (int i = 1;; ++i) {
     const double sat = p_min * std::pow(2.0, i / 4.0);
     if (sat > p_max) break;
     for (size_t j = 0; j < v.size(); ++j) v[j][2] = std::log(std::min(1.0, ps[j] / sat));
     std::vector<int> cols{0, 2};
     if (use_g) cols = {0, 1, 2};
+    if (!x_varies) cols.erase(cols.begin());
     double l = 0;
     std::array<double, 3> beta{};
     double loss = fit_columns_robust(v, cols, l, beta);
-    if (nonnegative_b && beta[0] < 0) {  // (no slowdown with size: flat in x)
+    if (x_varies && nonnegative_b && beta[0] < 0) {  // (no slowdown with size: flat in x)
       cols.erase(cols.begin());
       loss = fit_columns_robust(v, cols, l, beta);
     }
-    if (!(beta[2] > 1e-6) || beta[2] > 4 || !(loss < best_loss)) continue;
+    if (!(beta[2] > 1e-6) || beta[2] > 4 || !(loss < best_loss) || !std::isfinite(l)) continue;
     best_loss = loss;
     best = PowerLaw{};
     best.a = std::exp(l), best.b = beta[0], best.c = use_g ? beta[1] : 0, best.d = beta[2], best.p_sat = sat;
@@ -1119,9 +1133,14 @@ CalibrationRule fit_rule_eager(const std::string& cls, const std::string& roof, 
 
 // A layer of a measured network: its compute and memory times under the rules, and the roof and
 // bound the network correction of its time goes by.
+// (the efficiencies as the engine will apply them: the law with the rule's factor folded in,
+// clamped to [0.001, 1], then ÷ a measured shape's factor, clamped again)
 struct PlannedLayer {
   size_t kernel = 0;
-  double compute = 0, memory = 0, host = -1;
+  double compute = 0, memory = 0;  // work / peak and bytes / bandwidth: the times at efficiency 1
+  double ec = 1, eb = 1;           // the laws' efficiencies before the clamp
+  double shape = 1;                // a measured shape's factor (2b)
+  double host = -1;
   int pair = -1;  // its rule's index (the rule's factor scales its time; -1: no rule)
 };
 struct PlannedNetwork {
@@ -1131,19 +1150,32 @@ struct PlannedNetwork {
 };
 
 
-// A network's time with each rule's layers' times × factor[rule].
+// A network's time with each rule's layers' efficiencies ÷ factor[rule] (its times × factor, as
+// far as the roofline lets them go).
 double planned_time(const PlannedNetwork& p, const std::vector<double>& factor, Execution e, const Runtime& rt, double host_scale, double default_host) {
   thread_local std::vector<double> c, m, h;
   c.assign(p.kernels, 0), m.assign(p.kernels, 0), h.assign(p.kernels, -1);
   for (const PlannedLayer& l : p.layers) {
     const double f = l.pair >= 0 ? factor[static_cast<size_t>(l.pair)] : 1;
-    c[l.kernel] += l.compute * f;
-    m[l.kernel] += l.memory * f;
+    double ec = std::clamp(l.ec / f, 0.001, 1.0), eb = std::clamp(l.eb / f, 0.001, 1.0);
+    if (l.shape != 1) ec = std::clamp(ec / l.shape, 0.001, 1.0), eb = std::clamp(eb / l.shape, 0.001, 1.0);
+    c[l.kernel] += l.compute / ec;
+    m[l.kernel] += l.memory / eb;
     h[l.kernel] = std::max(h[l.kernel], l.host);
   }
   ExecutionClock clock(e, rt);
   for (size_t i = 0; i < p.kernels; ++i) clock.add(std::max(c[i], m[i]), std::max(c[i], m[i]), (h[i] >= 0 ? h[i] : default_host) * host_scale);
   return clock.dt;
+}
+
+// Each network's layer rows, each layer once: a file of rsim_torch's lists a layer timed eager and
+// in a CUDA graph as two rows, and a network runs it once (its first row stands for it)
+std::map<std::string, std::vector<const Sample*>> network_layers(const std::vector<Sample>& rows) {
+  std::map<std::string, std::vector<const Sample*>> out;
+  std::set<std::pair<std::string, std::string>> seen;  // network, layer
+  for (const auto& s : rows)
+    if (s.layer.empty() || seen.insert({s.network, s.layer}).second) out[s.network].push_back(&s);
+  return out;
 }
 
 double median_of(std::vector<double> v) {
@@ -1167,7 +1199,15 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
   std::map<std::string, std::vector<double>> hosts_of_roof;
   std::vector<Sample> shifted;  // graph-timed layers with the rule's fixed time taken out
   shifted.reserve(timed.size());
-  for (const auto& [key, v] : by_class_and_roof(timed)) {
+  for (const auto& [key, all] : by_class_and_roof(timed)) {
+    // layers timed both ways (rsim_torch measures eager and graph on CUDA by default): a layer's time
+    // in a CUDA graph is its kernel's (and the graph's launch), its eager time mostly the host's, so
+    // the laws come from the graph times and the host time h from the eager ones
+    std::vector<const Sample*> in_graph, in_eager;
+    for (const Sample* s : all) (s->execution == "eager" ? in_eager : in_graph).push_back(s);
+    double both_h = -1;
+    if (!in_graph.empty() && !in_eager.empty()) (void)fit_rule_eager(key.first, key.second, in_eager, both_h);
+    const std::vector<const Sample*>& v = both_h >= 0 ? in_graph : all;
     size_t eager = 0;
     for (const Sample* s : v) eager += s->execution == "eager";
     if (2 * eager > v.size()) {  // timed one by one in eager mode: the fixed time is the host's
@@ -1186,6 +1226,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
         x.measured_s = std::max(s->measured_s - fixed, 0.1 * s->measured_s);
         shifted.push_back(x);
       }
+      if (both_h >= 0) r.host_overhead_s = both_h, hosts_of_roof[key.second].push_back(both_h);
       model.rules.push_back(std::move(r));
     }
   }
@@ -1223,7 +1264,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
       const double t = rule_time(*s, *r);
       // timed one by one in eager mode: a layer whose law puts its kernel well under the host's time
       // per call was timed at the host's pace however long it took (a slow call, not a slow kernel)
-      if (t > 0 && std::isfinite(t) && t >= r->host_overhead_s)
+      if (t > 0 && std::isfinite(t) && (s->execution != "eager" || t >= r->host_overhead_s))
         by_shape[measured_layer_key(s->op, s->roof, s->input_shape, s->output_shape, s->macs_counted)].emplace_back(s->measured_s / t, s);
     }
     for (auto& [key, v] : by_shape) {
@@ -1242,8 +1283,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
   // 3. the network rows: each network's layers timed under the rules; per roof and bound, a
   // correction of the layers' times (layers timed one by one hide short kernels behind the host),
   // the graph gap and the scale of the host overheads, fitted together on the networks' times
-  std::map<std::string, std::vector<const Sample*>> layers_of;
-  for (const auto& s : rows) layers_of[s.network].push_back(&s);
+  const std::map<std::string, std::vector<const Sample*>> layers_of = network_layers(rows);
   std::vector<std::string> roofs;  // roofs with a rule, in order
   for (const auto& r : model.rules)
     if (std::find(roofs.begin(), roofs.end(), r.roof) == roofs.end()) roofs.push_back(r.roof);
@@ -1264,21 +1304,15 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
       auto [k, fresh] = at.try_emplace(s->kernel, at.size());
       PlannedLayer l;
       l.kernel = k->second;
-      double ec = 1, eb = 1;
+      l.compute = s->work / s->peak;
+      l.memory = s->bytes / s->bandwidth;
+      l.shape = measured_factor(*s, &model.measured_factors);  // a measured shape (2b)
       if (const CalibrationRule* r = rule_for(model.rules, s->op, s->roof)) {
-        ec = r->compute.at(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
-        eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
+        l.ec = r->compute.raw(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
+        l.eb = r->bandwidth_on(s->level).raw(s->bytes, s->cpg);
         l.host = r->host_overhead_s;
-        const size_t ri = static_cast<size_t>(r - model.rules.data());
-        if (const double f = measured_factor(*s, &model.measured_factors); f != 1)  // a measured shape (2b)
-          ec = std::clamp(ec / f, 0.001, 1.0), eb = std::clamp(eb / f, 0.001, 1.0);
-        l.compute = s->work / (s->peak * ec);
-        l.memory = s->bytes / (s->bandwidth * eb);
-        l.pair = static_cast<int>(ri);
+        l.pair = static_cast<int>(r - model.rules.data());
         pair_used[static_cast<size_t>(l.pair)] = 1;
-      } else {
-        l.compute = s->work / s->peak;
-        l.memory = s->bytes / s->bandwidth;
       }
       p.layers.push_back(l);
     }
@@ -1376,8 +1410,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
 
 NetworkValidation validate_networks(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base, const Model* fitted) {
   NetworkValidation v;
-  std::map<std::string, std::vector<const Sample*>> layers_of;
-  for (const auto& s : rows) layers_of[s.network].push_back(&s);
+  const std::map<std::string, std::vector<const Sample*>> layers_of = network_layers(rows);
   const Model all = fitted ? *fitted : fit_gpu_model(rows, nets, base);
   std::vector<std::string> names;
   for (const auto& n : nets)

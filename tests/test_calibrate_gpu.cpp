@@ -493,3 +493,81 @@ TEST_CASE("calibrate (GPU): a shape the law misses is kept with its factor, the 
   REQUIRE(p.measured_layers.size() == 1);
   CHECK(p.measured_factor(measured_layer_key("conv2d", "c", "1x99", "1x99", 1e6 * std::pow(2.0, 5.5))) == Approx(l.factor).epsilon(1e-3));
 }
+
+TEST_CASE("calibrate: an exponent is not fitted over x that barely varies (a NaN law once)", "[calibrate]") {
+  // two layers of one shape at two batches: 8,208,192 and 8,293,536 bytes (ResNet-50's fc in fp32 at
+  // batch 1 and 8), efficiencies 0.5 and 0.25. A slope through them would be
+  // log(0.25 / 0.5) / log(8,293,536 / 8,208,192) = −0.693 / 0.0103 ≈ −67 (a = e^(−1000s) = 0 for the
+  // other sign), so under a factor of 2 of x the law is flat: b = 0 and a the geometric mean
+  // √(0.5 · 0.25) (both logs within Huber's log 1.5 of their mean, so least squares).
+  PowerLaw p = fit_power_law_grouped(std::vector<XGE>{{8208192, 0, 0.5}, {8293536, 0, 0.25}}, false);
+  CHECK(p.b == 0);
+  CHECK(p.a == Approx(std::sqrt(0.5 * 0.25)));
+  // over a factor of 2 the exponent is fitted: log(0.25 / 0.5) / log 2 = −1
+  PowerLaw q = fit_power_law_grouped(std::vector<XGE>{{1e6, 0, 0.5}, {2e6, 0, 0.25}}, false);
+  CHECK(q.b == Approx(-1));
+  // the lent H200's own ResNet-50 files (tests/data/h200_heldout, rsim_torch): the fc layer in fp32 is
+  // memory-bound at batch 1 and 8 only, so its class's bandwidth law saw one shape; the calibration
+  // wrote `bandwidth: [nan, 0, 0]` and refused its own output. Now it calibrates.
+  const std::string h = std::string(RSIM_SOURCE_DIR) + "/tests/data/h200_heldout/";
+  fs::path dir = test::scratch_dir("calibrate_lent");
+  auto r = test::cli({"calibrate", h + "resnet50.measured.csv", h + "resnet50_networks.csv", "--platform", "h200", "-o", (dir / "lent.yaml").string()});
+  INFO(r.err << r.out);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("nan") == std::string::npos);
+  Diags d;
+  Platform pl = build_platform(parse_yaml(slurp((dir / "lent.yaml").string()), "lent.yaml"), nullptr, d);
+  CHECK(d.empty());
+  const CalibrationRule* mm = pl.calibration_for("linear", "fp32 CUDA cores");
+  REQUIRE(mm);
+  CHECK(std::isfinite(mm->bandwidth.a));
+  CHECK(mm->bandwidth.a > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("calibrate (GPU): files timing each layer eager and in a graph — each layer counted once, and calibrate predicts what the engine does", "[calibrate]") {
+  // rsim_torch measures every layer eager and in a CUDA graph (two rows per layer) and each network
+  // as a forward pass (tests/data/h200_heldout/resnet50*.csv: ResNet-50 at batch 1, 8, 32, 128 in
+  // fp16 and fp32 on a lent H200). A network runs each layer once: the fit counted both rows, so it
+  // put twice the layers' time into every network and fitted factors of about ½ to match, which the
+  // engine (one row per layer) then applied. The network rows' kernels: ResNet-50's 53 convolutions,
+  // 53 batchnorms, 49 ReLUs (one in the stem, three in each of 16 blocks), 16 residual adds, max
+  // pool, average pool and fc: 53 + 53 + 49 + 16 + 3 = 174 (the flatten is a view).
+  const std::string h = std::string(RSIM_SOURCE_DIR) + "/tests/data/h200_heldout/";
+  fs::path dir = test::scratch_dir("calibrate_both_modes");
+  auto r = test::cli({"calibrate", h + "resnet50.measured.csv", h + "resnet50_networks.csv", "--platform", "h200", "-o", (dir / "h200_lent.yaml").string(),
+                      "--predictions", (dir / "pred.csv").string()});
+  INFO(r.err << r.out);
+  REQUIRE(r.code == 0);
+  Csv pred = read_csv((dir / "pred.csv").string());
+  Csv meas = read_csv(h + "resnet50_networks.csv");
+  size_t checked = 0;
+  for (const auto& v : pred.rows) {
+    const std::string net = v[pred.col.at("network")], exec = v[pred.col.at("execution")];
+    CHECK(v[pred.col.at("kernels")] == "174");
+    const double fitted = std::stod(v[pred.col.at("fitted_s")]);
+    // the file's own time of that row: the fit on everything within 1.25× of it in a CUDA graph
+    // from batch 8 on (batch 1 is the graph gap's and the smallest kernels')
+    for (const auto& m : meas.rows) {
+      const std::string name = "resnet50 [dtype=" + m[meas.col.at("sweep.dtype")] + ", batch=" + m[meas.col.at("sweep.batch")] + "]";
+      if (name != net || m[meas.col.at("execution")] != exec) continue;
+      const double t = std::stod(m[meas.col.at("measured_min_s")]);
+      INFO(net << " " << exec << ": fitted " << fitted << " s, measured " << t << " s");
+      if (exec == "graph" && m[meas.col.at("sweep.batch")] != "1") CHECK(std::fabs(std::log(fitted / t)) < std::log(1.25));
+    }
+    // the written platform run by the engine: the same time as calibrate's own prediction
+    if (exec != "graph" || net.find("batch=32]") == std::string::npos) continue;
+    const std::string dtype = net.find("fp16") != std::string::npos ? "fp16" : "fp32";
+    const std::string yaml = "name: t\nsettings: {dtype: " + dtype + ", execution: graph}\nplatforms: [h200_lent]\nnetworks: [{model: resnet50, args: {batch: 32}}]\n";
+    RunOptions opt;
+    opt.make_evaluator = make_lua_evaluator;
+    opt.model_dirs = {test::src("scenarios/models")};
+    RunResult rr = run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+    INFO(net << ": engine " << rr.results[0].summary[0].derated_time_s << " s, calibrate " << fitted << " s");
+    CHECK(rr.results[0].summary[0].derated_time_s == Approx(fitted).epsilon(0.02));
+    ++checked;
+  }
+  CHECK(pred.rows.size() == 16);  // 2 dtypes × 4 batches × 2 modes
+  CHECK(checked == 2);
+  fs::remove_all(dir);
+}
