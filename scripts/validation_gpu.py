@@ -187,19 +187,19 @@ def heldout_section(args, catalog, cal, work, w):
     w("")
     acc = lambda c: c["model"] != "resnet50" and c["batch"] in ("1", "32")
     for mode in ("graph", "eager"):
-        for run in labels:
-            sel = [c for c in out if c["execution"] == mode and acc(c) and c[run]]
+        for run_label in labels:
+            sel = [c for c in out if c["execution"] == mode and acc(c) and c[run_label]]
             if not sel:
                 continue
-            inside = [c for c in sel if 0.8 <= c["cal"] / c[run] <= 1.25]
-            miss = ", ".join("%s %.2f" % (c["network"], c["cal"] / c[run]) for c in sel if c not in inside)
-            w("- **%s, %s**: %d of %d within 1.25× (target: 10 of 12)%s." % (mode, run, len(inside), len(sel), "; missed: " + miss if miss else ""))
-    for run in labels:  # the runs of every batch
-        sel = [c for c in out if c["model"] != "resnet50" and c[run]]
+            inside = [c for c in sel if 0.8 <= c["cal"] / c[run_label] <= 1.25]
+            miss = ", ".join("%s %.2f" % (c["network"], c["cal"] / c[run_label]) for c in sel if c not in inside)
+            w("- **%s, %s**: %d of %d within 1.25× (target: 10 of 12)%s." % (mode, run_label, len(inside), len(sel), "; missed: " + miss if miss else ""))
+    for run_label in labels:  # the runs of every batch
+        sel = [c for c in out if c["model"] != "resnet50" and c[run_label]]
         if not any(c["batch"] in ("8", "128") for c in sel):
             continue
-        inside = sum(1 for c in sel if 0.8 <= c["cal"] / c[run] <= 1.25)
-        w("- Every batch of %s (1, 8, 32, 128; both modes): %d of %d within 1.25×." % (run, inside, len(sel)))
+        inside = sum(1 for c in sel if 0.8 <= c["cal"] / c[run_label] <= 1.25)
+        w("- Every batch of %s (1, 8, 32, 128; both modes): %d of %d within 1.25×." % (run_label, inside, len(sel)))
     w("")
     # the cards themselves: ResNet-50, in the shared files and in every run
     shared = {(r["model"], r["batch"], r["dtype"], r["execution"]): float(r["measured_min_s"])
@@ -251,6 +251,36 @@ def heldout_section(args, catalog, cal, work, w):
                    os.path.join(ROOT, "docs", "images", "validation_gpu_heldout.png"))
     w("![held-out networks](images/validation_gpu_heldout.png)")
     w("")
+    # the same check with a lent card's own calibration files: the method, without the card offset
+    own = [os.path.join(d, f) for f in ("resnet50.measured.csv", "resnet50_networks.csv", "llm.measured.csv", "llm_networks.csv")]
+    if all(os.path.exists(f) for f in own):
+        lent = args.platform + "_lent"
+        run([args.rsim, "calibrate"] + own + ["--platform", args.platform, "-o", os.path.join(catalog, lent + ".yaml")])
+        lentp = predict(args.rsim, catalog, lent, rows, work)
+        w("### Calibrated on a lent card's own files")
+        w("")
+        w("The same acceptance with the calibration fitted on a lent H200's own files instead of the shared ones: "
+          "`rsim_torch measure` of ResNet-50 (every layer alone, eager and in a CUDA graph, and the whole forward pass, at "
+          "batch 1, 8, 32 and 128 in fp16 and fp32: `resnet50.measured.csv`, `resnet50_networks.csv`) and of the "
+          "Llama-2-7B-shaped steps (`llm.measured.csv`, `llm_networks.csv`), then `rsim calibrate` on those four files "
+          "alone. No torchvision network of the twelve is in them.")
+        w("")
+        for mode in ("graph", "eager"):
+            for run_label in labels:
+                sel = [(i, k) for i, k in enumerate(cases) if k[3] == mode and k[0] != "resnet50" and k[1] in ("1", "32") and run_label in keyed[k]]
+                if not sel:
+                    continue
+                ratios = [(k, lentp[(i, mode)] / keyed[k][run_label]) for i, k in sel]
+                inside = [x for x in ratios if 0.8 <= x[1] <= 1.25]
+                miss = ", ".join("%s b%s %s %.2f" % (k[0], k[1], k[2], q) for k, q in ratios if not 0.8 <= q <= 1.25)
+                w("- **%s, %s**: %d of %d within 1.25×%s." % (mode, run_label, len(inside), len(ratios), "; missed: " + miss if miss else ""))
+        w("")
+        w("In a CUDA graph a lent card's own calibration lands where the shared one does (10 of 12 on most runs; VGG16 fp16 "
+          "at batch 32 is the miss both share), without the fp32 card offset. Eager it does no better: its eager network "
+          "rows are rsim_torch's forwards of the plans, whose host pace differs from torchvision's modules by 0.73–1.46× "
+          "(the table below), and run 3's host (2.2× slower than run 1's on the same forward) is outside either "
+          "calibration. The eager target needs eager forwards of the calibration's own harness on the card it is checked on.")
+        w("")
     # rsim_torch's own forward passes of rsim's plans against torchvision's
     plan_rows = read(os.path.join(d, "cnn_networks.csv"))
     tv = {(r["model"], r["batch"], r["dtype"], r["execution"]): float(r["measured_min_s"]) for r in runs[0][1]}
