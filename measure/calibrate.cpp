@@ -1256,7 +1256,7 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
   // factor; a network layer of the same operator, roof, shapes and MACs then runs at its law's
   // time × factor.
   {
-    std::map<std::string, std::vector<std::pair<double, const Sample*>>> by_shape;  // (ordered: the file's order of keys is not needed)
+    std::map<std::string, std::vector<std::pair<double, const Sample*>>> by_shape;  // (sorted by key: the same list from every run)
     for (const Sample* s : kernel_timed) {
       if (s->input_shape.empty() || s->output_shape.empty() || s->roof.empty() || !(s->measured_s > 0)) continue;
       const CalibrationRule* r = rule_for(model.rules, s->op, s->roof);
@@ -1598,7 +1598,7 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
     out += "measured_layers:\n";
     for (const auto& l : measured) {
       std::snprintf(buf, sizeof buf, ", macs: %.0f, factor: %.4g", l.macs, l.factor);
-      out += "  - {op: " + l.op + ", roof: " + quoted(l.roof) + ", input: " + quoted(l.input) + ", output: " + quoted(l.output) + buf;
+      out += "  - {op: " + quoted(l.op) + ", roof: " + quoted(l.roof) + ", input: " + quoted(l.input) + ", output: " + quoted(l.output) + buf;
       if (!l.from.empty()) out += ", from: " + quoted(l.from);
       out += "}\n";
     }
