@@ -1234,14 +1234,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
             r.input_shapes = t.input_shapes;
             r.output_shapes = t.output_shapes;
           } else {
-            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
-              if (k) r.input_shapes += ';';
-              append_shape(r.input_shapes, L.in_shapes[k]);
-            }
-            for (size_t k = 0; k < L.out_shapes.size(); ++k) {
-              if (k) r.output_shapes += ';';
-              append_shape(r.output_shapes, L.out_shapes[k]);
-            }
+            append_shapes(r.input_shapes, L.in_shapes);
+            append_shapes(r.output_shapes, L.out_shapes);
           }
           if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
           r.compute_roof = roof->name;
@@ -1289,19 +1283,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           if (!pl.measured_factors.empty() && !(ctx.hooks && ctx.hooks->has_efficiency())) {  // a shape rsim calibrate timed
             thread_local std::string ins, outs;
             ins.clear(), outs.clear();
-            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
-              if (k) ins += ';';
-              append_shape(ins, L.in_shapes[k]);
-            }
-            for (size_t k = 0; k < L.out_shapes.size(); ++k) {
-              if (k) outs += ';';
-              append_shape(outs, L.out_shapes[k]);
-            }
-            const double f = pl.measured_factor(measured_layer_key(L.op->name, roof->name, ins, outs, cost.macs));
-            if (f != 1) {
-              r.efficiency.compute = std::clamp(r.efficiency.compute / f, 0.001, 1.0);
-              r.efficiency.bandwidth = std::clamp(r.efficiency.bandwidth / f, 0.001, 1.0);
-            }
+            append_shapes(ins, L.in_shapes);
+            append_shapes(outs, L.out_shapes);
+            divide_efficiencies(r.efficiency.compute, r.efficiency.bandwidth,
+                                pl.measured_factor(measured_layer_key(L.op->name, roof->name, ins, outs, cost.macs)));
           }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
@@ -1339,10 +1324,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           }
           if (std::string bad = sum_is_finite(r, cost) ? std::string() : nonfinite_field(r, cost); !bad.empty()) {
             std::string ins;
-            for (size_t k = 0; k < L.in_shapes.size(); ++k) {
-              if (k) ins += ';';
-              append_shape(ins, L.in_shapes[k]);
-            }
+            append_shapes(ins, L.in_shapes);
             d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
                     {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
                                   format_number(cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +

@@ -108,6 +108,13 @@ struct MeasuredLayer {
   double factor = 1;
   std::string from;           // the measured layer it came from (network/layer), and how many of its shape
 };
+// A layer's efficiencies ÷ f (a measured shape's factor, a rule's network factor), each kept in
+// [0.001, 1]: a slower layer, or a faster one up to its roofline and no further
+inline void divide_efficiencies(double& compute, double& bandwidth, double f) {
+  if (f == 1) return;
+  compute = std::clamp(compute / f, 0.001, 1.0);
+  bandwidth = std::clamp(bandwidth / f, 0.001, 1.0);
+}
 // The key a MeasuredLayer is found by (MACs rounded to an integer)
 std::string measured_layer_key(const std::string& op, const std::string& roof, const std::string& input, const std::string& output, double macs);
 

@@ -73,6 +73,13 @@ void append_shape(std::string& out, const Shape& s) {
   }
 }
 
+void append_shapes(std::string& out, const std::vector<Shape>& shapes) {
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (k) out += ';';
+    append_shape(out, shapes[k]);
+  }
+}
+
 std::string shape_str(const Shape& s) {
   if (s.empty()) return "scalar";
   std::string out;

@@ -50,5 +50,7 @@ using Shape = std::vector<int64_t>;
 double elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "1x32x56x56"
 void append_shape(std::string& out, const Shape& s);  // appends shape_str(s)
+// appends every shape, joined by ';' (results.csv's input_shape and output_shape columns)
+void append_shapes(std::string& out, const std::vector<Shape>& shapes);
 
 }  // namespace rsim

@@ -1070,8 +1070,7 @@ KernelPlan plan_kernels(const std::vector<const Sample*>& layers, const std::vec
       eb = r->bandwidth_on(s->level).at(s->bytes, s->cpg);
       k.host_s[i] = std::max(k.host_s[i], r->host_overhead_s);
     }
-    if (const double f = measured_factor(*s, measured); f != 1)  // as the engine does: efficiencies ÷ f, at most 1
-      ec = std::clamp(ec / f, 0.001, 1.0), eb = std::clamp(eb / f, 0.001, 1.0);
+    divide_efficiencies(ec, eb, measured_factor(*s, measured));  // (as the engine does)
     c[i] += s->work / (s->peak * ec);
     m[i] += s->bytes / (s->bandwidth * eb);
   }
@@ -1157,8 +1156,8 @@ double planned_time(const PlannedNetwork& p, const std::vector<double>& factor, 
   c.assign(p.kernels, 0), m.assign(p.kernels, 0), h.assign(p.kernels, -1);
   for (const PlannedLayer& l : p.layers) {
     const double f = l.pair >= 0 ? factor[static_cast<size_t>(l.pair)] : 1;
-    double ec = std::clamp(l.ec / f, 0.001, 1.0), eb = std::clamp(l.eb / f, 0.001, 1.0);
-    if (l.shape != 1) ec = std::clamp(ec / l.shape, 0.001, 1.0), eb = std::clamp(eb / l.shape, 0.001, 1.0);
+    double ec = std::clamp(l.ec / f, 0.001, 1.0), eb = std::clamp(l.eb / f, 0.001, 1.0);  // (the law with the factor in a, as written)
+    divide_efficiencies(ec, eb, l.shape);
     c[l.kernel] += l.compute / ec;
     m[l.kernel] += l.memory / eb;
     h[l.kernel] = std::max(h[l.kernel], l.host);

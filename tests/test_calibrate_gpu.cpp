@@ -77,6 +77,21 @@ Csv read_csv(const std::string& path) {
   return c;
 }
 
+// A scenario's text run against the platform catalog in `dir` (the calibrated platform written there)
+RunResult run_on(const fs::path& dir, const std::string& yaml) {
+  RunOptions opt;
+  opt.make_evaluator = make_lua_evaluator;
+  opt.model_dirs = {test::src("scenarios/models")};
+  return run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+}
+
+// layers.csv's fastest time of one ResNet-50 layer at a batch and dtype (0: no such row)
+double layer_time(const Csv& l, const std::string& batch, const std::string& dtype, const std::string& name) {
+  for (const auto& v : l.rows)
+    if (v[l.col.at("batch")] == batch && v[l.col.at("dtype")] == dtype && v[l.col.at("name")] == name) return std::stod(v[l.col.at("event_min_s")]);
+  return 0;
+}
+
 }  // namespace
 
 TEST_CASE("calibrate (GPU): measured files are told apart by their header", "[calibrate]") {
@@ -179,12 +194,7 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
   REQUIRE(conv32->compute.has_occupancy());
   {
     Csv l = read_csv(kDir + "layers.csv");
-    double t3 = 0, t4 = 0;
-    for (const auto& v : l.rows)
-      if (v[l.col.at("batch")] == "1" && v[l.col.at("dtype")] == "fp32") {
-        if (v[l.col.at("name")] == "layer3.1.conv2") t3 = std::stod(v[l.col.at("event_min_s")]);
-        if (v[l.col.at("name")] == "layer4.1.conv2") t4 = std::stod(v[l.col.at("event_min_s")]);
-      }
+    const double t3 = layer_time(l, "1", "fp32", "layer3.1.conv2"), t4 = layer_time(l, "1", "fp32", "layer4.1.conv2");
     REQUIRE(t3 > 0);
     REQUIRE(t4 > 0);
     const double macs = 14.0 * 14 * 256 * 2304;
@@ -203,12 +213,7 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
     CHECK(32.0 * 28 * 28 * 128 * 1152 == 32.0 * 56 * 56 * 64 * 576);
     REQUIRE(conv32->compute.p_sat <= 32.0 * 28 * 28 * 128);
     Csv l = read_csv(kDir + "layers.csv");
-    double t_wino = 0, t_direct = 0;
-    for (const auto& v : l.rows)
-      if (v[l.col.at("batch")] == "32" && v[l.col.at("dtype")] == "fp32") {
-        if (v[l.col.at("name")] == "layer2.1.conv2") t_wino = std::stod(v[l.col.at("event_min_s")]);
-        if (v[l.col.at("name")] == "layer1.0.conv2") t_direct = std::stod(v[l.col.at("event_min_s")]);
-      }
+    const double t_wino = layer_time(l, "32", "fp32", "layer2.1.conv2"), t_direct = layer_time(l, "32", "fp32", "layer1.0.conv2");
     REQUIRE(t_wino > 0);
     REQUIRE(t_direct > 0);
     CHECK(t_wino / t_direct < 0.6);  // (147.4 / 274.5 µs)
@@ -217,10 +222,7 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
       kept |= ml.op == "conv2d" && ml.roof == "fp32 CUDA cores" && ml.input == "32x128x28x28" && ml.output == "32x128x28x28";
     CHECK(kept);
     const std::string yaml = "name: t\nsettings: {dtype: fp32}\nplatforms: [h200_cal]\nnetworks: [{model: resnet50, args: {batch: 32}}]\n";
-    RunOptions opt;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = {test::src("scenarios/models")};
-    RunResult rr = run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+    RunResult rr = run_on(dir, yaml);
     double p_wino = 0, p_direct = 0;
     for (const auto& row : rr.results[0].rows) {
       if (row.layer == "layer2.1.conv2") p_wino = row.derated.time_s;
@@ -250,11 +252,7 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
     }
     const std::string yaml = "name: t\nsettings: {dtype: " + dtype + ", execution: " + exec + "}\nplatforms: [h200_cal]\nnetworks: [{model: " + model +
                              ", args: " + args_text + "}]\n";
-    Scenario s = parse_scenario(yaml, (dir / "t.yaml").string());
-    RunOptions opt;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = {test::src("scenarios/models")};
-    RunResult rr = run_scenario(s, Catalog(dir.string()), opt);
+    RunResult rr = run_on(dir, yaml);
     const double predicted = rr.results[0].summary[0].derated_time_s;
     const double ratio = predicted / measured;
     INFO(net << " " << exec << ": predicted " << predicted << " s, measured " << measured << " s");
@@ -285,10 +283,7 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
       const double measured = std::stod(v[h.col.at("measured_min_s")]);
       const std::string yaml = "name: t\nsettings: {dtype: " + dtype + ", execution: graph}\nplatforms: [h200_cal]\nnetworks: [{model: " + model +
                                ", args: {batch: " + batch + "}}]\n";
-      RunOptions opt;
-      opt.make_evaluator = make_lua_evaluator;
-      opt.model_dirs = {test::src("scenarios/models")};
-      RunResult rr = run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+      RunResult rr = run_on(dir, yaml);
       const double ratio = rr.results[0].summary[0].derated_time_s / measured;
       INFO(model << " batch " << batch << " " << dtype << ": predicted / measured " << ratio);
       ++cases;
@@ -559,10 +554,7 @@ TEST_CASE("calibrate (GPU): files timing each layer eager and in a graph — eac
     if (exec != "graph" || net.find("batch=32]") == std::string::npos) continue;
     const std::string dtype = net.find("fp16") != std::string::npos ? "fp16" : "fp32";
     const std::string yaml = "name: t\nsettings: {dtype: " + dtype + ", execution: graph}\nplatforms: [h200_lent]\nnetworks: [{model: resnet50, args: {batch: 32}}]\n";
-    RunOptions opt;
-    opt.make_evaluator = make_lua_evaluator;
-    opt.model_dirs = {test::src("scenarios/models")};
-    RunResult rr = run_scenario(parse_scenario(yaml, (dir / "t.yaml").string()), Catalog(dir.string()), opt);
+    RunResult rr = run_on(dir, yaml);
     INFO(net << ": engine " << rr.results[0].summary[0].derated_time_s << " s, calibrate " << fitted << " s");
     CHECK(rr.results[0].summary[0].derated_time_s == Approx(fitted).epsilon(0.02));
     ++checked;

@@ -9,16 +9,8 @@ O=${OUT:-/tmp/gpu_out}
 W=$O/gpu5
 mkdir -p "$W"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
-pack() { tar czf "$O/gpu5.tgz" -C "$O" gpu5; }
-step() {  # step NAME SECONDS COMMAND...
-    local name=$1 secs=$2; shift 2
-    local t0=$SECONDS
-    timeout "$secs" "$@" >"$W/$name.log" 2>&1
-    local rc=$?
-    echo "== $name: rc $rc in $((SECONDS - t0)) s"
-    tail -n 3 "$W/$name.log"
-    pack
-}
+ARCHIVE=$O/gpu5.tgz
+. "$(dirname "$0")/steps.sh"
 { nvidia-smi; python3 -c "import torch, torchvision; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'torchvision', torchvision.__version__)"; } >"$W/nvidia-smi.txt" 2>&1
 tail -n 1 "$W/nvidia-smi.txt"
 step r50_layers 150 python3 -m rsim_torch measure .gpu/plan_r50.json --device cuda:0 --reps 10 -o "$W/r50"

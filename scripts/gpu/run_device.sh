@@ -12,16 +12,8 @@ W=$O/gpu
 PLANS=${PLANS:-.gpu}
 mkdir -p "$W"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
-pack() { tar czf "$O/gpu.tgz" -C "$O" gpu; }
-step() {  # step NAME SECONDS COMMAND...
-    local name=$1 secs=$2; shift 2
-    local t0=$SECONDS
-    timeout "$secs" "$@" >"$W/$name.log" 2>&1
-    local rc=$?
-    echo "== $name: rc $rc in $((SECONDS - t0)) s"
-    tail -n 4 "$W/$name.log"
-    pack
-}
+ARCHIVE=$O/gpu.tgz
+. "$(dirname "$0")/steps.sh"
 { nvidia-smi; python3 -c "import torch, torchvision; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'torchvision', torchvision.__version__)"; } >"$W/env.txt" 2>&1
 head -n 12 "$W/env.txt"; tail -n 1 "$W/env.txt"
 step torchvision 120 python3 scripts/gpu/torchvision_networks.py --device cuda:0 -o "$W/torchvision" --batches 1,32
