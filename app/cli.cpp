@@ -366,6 +366,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (!unknown.empty()) throw_with_evaluation_errors(s, catalog, unknown);
     std::vector<plots::PlotSpec> specs = load_plot_specs(s);
     restyle(specs);
+    if (!vm.count("quiet"))
+      for (const Diagnostic& w : s.load_warnings) err << format_diagnostic(w);
     if (want_plots && !vm.count("quiet"))
       for (const Diagnostic& w : platform_name_warnings(s)) err << format_diagnostic(w);
     Progress progress(isatty(2) && !vm.count("quiet"));

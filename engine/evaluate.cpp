@@ -68,6 +68,14 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
 struct KernelTime {
   double compute = 0, memory = 0, dcompute = 0, dmemory = 0, host = -1;
   double comm = 0, dcomm = 0;  // its layers' collectives, after them (tensor parallelism)
+  // derated: the parts of its compute, memory and comm times that come from figures whose basis is
+  // `assumption`; what a calibrated platform's error band adds at its 10th and 90th percentile
+  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
+};
+
+// A layer's share of those (per layer, added into its kernel's)
+struct LayerExtra {
+  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
 };
 
 
@@ -79,6 +87,7 @@ struct Bounded {
   Efficiency efficiency;
   double host = -1;  // its class's host overhead in eager mode (-1: the platform's)
   bool algorithm = false;  // a platform's algorithm changed its work or bytes (its row's counts say how)
+  LayerExtra extra;
 };
 
 // The work and bytes of a convolution under an algorithm the platform declares (`algorithms:`):
@@ -129,6 +138,7 @@ struct KernelSpan {
 };
 struct SpanTimes {
   double time = 0, derated = 0, host = -1;
+  KernelTime kernel;  // the kernel's times (for the parts of the network's time)
 };
 
 // Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
@@ -176,8 +186,8 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
       const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
       // (as the sum computes a kernel of one layer: 0 + each time, the larger, + the launch)
       const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s,
-                          -1, 0 + b.theoretical.comm_time_s, 0 + b.derated.comm_time_s};
-      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + kt.comm + launch, std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch, b.host});
+                          -1, 0 + b.theoretical.comm_time_s, 0 + b.derated.comm_time_s, b.extra.acompute, b.extra.amemory, b.extra.acomm, b.extra.lo, b.extra.hi};
+      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + kt.comm + launch, std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch, b.host, kt});
     }
   } else {
     for (size_t k = first; k < end; ++k)
@@ -191,6 +201,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
         kt.comm += b.theoretical.comm_time_s;
         kt.dcomm += b.derated.comm_time_s;
         kt.host = std::max(kt.host, b.host);
+        kt.acompute += b.extra.acompute, kt.amemory += b.extra.amemory, kt.acomm += b.extra.acomm, kt.lo += b.extra.lo, kt.hi += b.extra.hi;
       }
   }
   for (Field& x : f) *x.total += more * x.one;
@@ -582,9 +593,22 @@ void Row::clear() {
   twin = -1;
 }
 
+std::pair<const char*, double> time_limit(const TimeParts& p) {
+  const double total = p.total();
+  if (!(total > 0)) return {"", 0.0};
+  const std::pair<const char*, double> parts[] = {{"compute", p.compute}, {"memory", p.memory}, {"launch", p.launch},
+                                                  {"host", p.host},       {"comm", p.comm},     {"bubble", p.bubble}};
+  auto best = parts[0];
+  for (const auto& x : parts)
+    if (x.second > best.second) best = x;
+  return {best.first, best.second / total};
+}
+
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 608, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 776, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
   dtype = DType::fp32, dtype_from_file = false, continuous = false;
+  parts = dparts = TimeParts{};
+  banded = false;
   macs_by_dtype.fill(0), layers_by_dtype.fill(0);
   file_dtypes = 0;
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
@@ -623,8 +647,11 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     // per platform: the sums of the decode steps' times, and the last step's memory
     struct Acc {
       double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0, kv = 0, steps = 0;
+      TimeParts parts, dparts;
+      bool banded = false;
       SummaryRow last;
       void add(const SummaryRow& r) {
+        parts.add(r.parts), dparts.add(r.dparts), banded = banded || r.banded;
         time += r.time_s, derated += r.derated_time_s, flops += r.flops, macs += r.macs, bytes += r.bytes;
         comm_bytes += r.comm_bytes, comm_time += r.comm_time_s, kv += r.kv_cache_bytes, steps += 1;
         last = r;
@@ -632,7 +659,8 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     };
     std::map<std::string, Acc> acc;
     // with an execution mode of its own the decode step at N is evaluated again (below), else the
-    // point's is taken; continuous batching evaluates its own contexts
+    // point's is taken; continuous batching evaluates its own contexts. (settings.execution: ideal
+    // overrides a request's own modes: split_requests leaves them out)
     if (q.decode_execution.empty() && !q.continuous)
       for (const SummaryRow& r : out.summary)
         if (r.network == decode_name) acc[r.platform].add(r);
@@ -640,11 +668,11 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
       ctx.request_ctx->rows = false;
     }
-    std::map<std::string, std::pair<double, double>> prefill_time;  // a prefill with its own execution mode: per platform
+    std::map<std::string, SummaryRow> prefill_row;  // a prefill with its own execution mode: per platform
     if (q.prefill_only) {
       PointResult pre;
       evaluate_point_once(*q.prefill_only, p, *ctx.request_ctx, pre);
-      for (const SummaryRow& r : pre.summary) prefill_time[r.platform] = {r.time_s, r.derated_time_s}, out.request_layer_evaluations += static_cast<size_t>(r.layers);
+      for (const SummaryRow& r : pre.summary) prefill_row[r.platform] = r, out.request_layer_evaluations += static_cast<size_t>(r.layers);
     }
     {
       PointResult step;
@@ -677,7 +705,12 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         r.phase = "request";
         r.prompt = static_cast<double>(prompt), r.generate = m;
         r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
-        if (auto it = prefill_time.find(r.platform); it != prefill_time.end()) r.ttft_s = it->second.first, r.derated_ttft_s = it->second.second;
+        if (auto it = prefill_row.find(r.platform); it != prefill_row.end()) {
+          r.ttft_s = it->second.time_s, r.derated_ttft_s = it->second.derated_time_s;
+          r.parts = it->second.parts, r.dparts = it->second.dparts;
+        }
+        const TimeParts pre = r.parts, dpre = r.dparts;  // the prefill's
+        r.banded = r.banded || a.banded;
         if (q.continuous) {
           // one steady-state step: a decode token for each of the B sequences, and the prefill of
           // the B / M prompts that replace the requests that finished (one prompt's prefill each,
@@ -685,6 +718,9 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
           const double batch = a.last.batch, share = batch / m, n = a.steps;
           r.tpot_s = a.time / n + share * r.ttft_s, r.derated_tpot_s = a.derated / n + share * r.derated_ttft_s;
           r.time_s = r.ttft_s + m * r.tpot_s, r.derated_time_s = r.derated_ttft_s + m * r.derated_tpot_s;
+          // e2e = ttft + m · (the mean step + share · ttft): the parts likewise
+          r.parts.scale(1 + m * share), r.parts.add(a.parts, m / n);
+          r.dparts.scale(1 + m * share), r.dparts.add(a.dparts, m / n);
           r.flops = a.flops / n + share * r.flops, r.macs = a.macs / n + share * r.macs, r.bytes = a.bytes / n + share * r.bytes;
           r.comm_bytes = a.comm_bytes / n + share * r.comm_bytes, r.comm_time_s = a.comm_time / n + share * r.comm_time_s;
           r.tokens = batch * m * r.data_parallel;
@@ -701,6 +737,8 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
         }
         r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
         r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
+        r.parts = pre, r.parts.add(a.parts);
+        r.dparts = dpre, r.dparts.add(a.dparts);
         r.tokens = r.batch * m * r.data_parallel;  // generated tokens (one per sequence and decode step, on every replica)
         r.flops += a.flops, r.macs += a.macs, r.bytes += a.bytes, r.comm_bytes += a.comm_bytes, r.comm_time_s += a.comm_time;
         r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
@@ -819,14 +857,18 @@ void finish_pipeline(const Network& net, const PipelinePlan& pp, const Interconn
   double seq = 0, dseq = 0;
   for (const auto& st : pp.stages) seq += st.time, dseq += st.derated;
   double total = 0, slowest = 0, dtotal = 0, dslowest = 0, send_bytes = 0, send_time = 0;
+  double share = 0, dshare = 0;  // the slowest stage's share of the network's time (each roof's)
   const PipelinePlan::Stage* fullest = nullptr;
   double most = -1, params = 0;
   for (const auto& st : pp.stages) {
+    const double f = seq > 0 ? st.time / seq : 1 / stages, df = dseq > 0 ? st.derated / dseq : 1 / stages;
     double t = seq > 0 ? sum.time_s * st.time / seq : sum.time_s / stages;
     double dt = dseq > 0 ? sum.derated_time_s * st.derated / dseq : sum.derated_time_s / stages;
     const double c = link && st.send_bytes > 0 ? st.send_bytes / link->bandwidth_bytes_per_s + st.sends * link->latency_s : 0;
     if (net.parallel.overlap_full) t = std::max(t, c), dt = std::max(dt, c);
     else t += c, dt += c;
+    if (t > slowest) share = f;
+    if (dt > dslowest) dshare = df;
     total += t, slowest = std::max(slowest, t);
     dtotal += dt, dslowest = std::max(dslowest, dt);
     send_bytes += st.send_bytes, send_time += c;
@@ -834,14 +876,75 @@ void finish_pipeline(const Network& net, const PipelinePlan& pp, const Interconn
     if (footprint > most) most = footprint, fullest = &st;
     params = std::max(params, st.params);
   }
+  // the parts on the slowest stage's GPUs: m times its share of the network's parts, its sends
+  // (what they add to its time), and the bubble: the rest of the step
+  const double net_time = sum.time_s, net_dtime = sum.derated_time_s;
   sum.time_s = total + (m - 1) * slowest;
   sum.derated_time_s = dtotal + (m - 1) * dslowest;
+  auto on_slowest = [m](TimeParts& p, double f, double stage_time, double network_time, double step) {
+    p.scale(f);
+    p.comm += std::max(0.0, stage_time - f * network_time);
+    p.scale(m);
+    p.bubble = std::max(0.0, step - m * stage_time);
+  };
+  on_slowest(sum.parts, share, slowest, net_time, sum.time_s);
+  on_slowest(sum.dparts, dshare, dslowest, net_dtime, sum.derated_time_s);
   sum.pipeline_bubble = sum.time_s > 0 ? 1 - m * total / (stages * sum.time_s) : 0;
   sum.params_per_gpu = params;
   if (fullest) sum.weight_footprint_bytes = fullest->weights, sum.kv_cache_bytes = m * fullest->kv, sum.activation_bytes = fullest->activations;
   sum.macs *= m, sum.flops *= m, sum.bytes *= m, sum.tokens *= m, sum.batch *= m;
   sum.comm_bytes = m * (sum.comm_bytes + send_bytes);
   sum.comm_time_s = m * (sum.comm_time_s + send_time);
+}
+
+// A kernel's times into the parts of its network's, `times` times over (see TimeParts): its work
+// under its bound, its collectives, and (derated) their assumed parts and error band
+void add_kernel_parts(const KernelTime& kt, double times, TimeParts& th, TimeParts& de) {
+  (kt.compute >= kt.memory ? th.compute : th.memory) += times * std::max(kt.compute, kt.memory);
+  th.comm += times * kt.comm;
+  if (kt.dcompute >= kt.dmemory) de.compute += times * kt.dcompute, de.assumed += times * kt.acompute;
+  else de.memory += times * kt.dmemory, de.assumed += times * kt.amemory;
+  de.comm += times * kt.dcomm;
+  de.assumed_comm += times * kt.acomm;
+  de.lo += times * kt.lo, de.hi += times * kt.hi;
+}
+
+// What the execution mode adds to n kernels (the rule of ExecutionClock): fused, n launches; graph,
+// one launch and n − 1 gaps; eager, the GPU's waits for the host (the time past the kernels' own);
+// ideal, nothing. The assumed part: each runtime figure whose basis is `assumption`.
+void add_overhead_parts(Execution mode, const Platform& pl, size_t kernels, SummaryRow& sum) {
+  const Runtime& rt = pl.runtime;
+  const double n = static_cast<double>(kernels);
+  const bool assumed_launch = rt.launch_basis == Basis::Assumption, assumed_gap = rt.gap_basis == Basis::Assumption;
+  for (TimeParts* p : {&sum.parts, &sum.dparts}) {
+    switch (mode) {
+      case Execution::Fused:
+        p->launch = n * rt.launch_overhead_s;
+        if (p == &sum.dparts && assumed_launch) p->assumed += p->launch;
+        break;
+      case Execution::Graph:
+        if (kernels == 0) break;
+        p->launch = rt.launch_overhead_s + (n - 1) * (rt.graph_gap_s > 0 ? rt.graph_gap_s : 0);
+        if (p == &sum.dparts)
+          p->assumed += (assumed_launch ? rt.launch_overhead_s : 0) + (assumed_gap ? (n - 1) * std::max(0.0, rt.graph_gap_s) : 0);
+        break;
+      case Execution::Eager: {
+        const double total = p == &sum.parts ? sum.time_s : sum.derated_time_s;
+        p->host = std::max(0.0, total - p->work() - p->comm);
+        if (p == &sum.dparts && rt.host_basis == Basis::Assumption) p->assumed += p->host;
+        break;
+      }
+      case Execution::Ideal: break;
+    }
+  }
+}
+
+// overlap: full hides the collectives (c in all) behind the rest where they can be: what stays
+// exposed is c less the rest, at least 0 (the network's time is then the larger of the two)
+void hide_comm(TimeParts& p, double c) {
+  const double exposed = std::max(0.0, c - p.work() - p.overhead());
+  p.assumed_comm = p.comm > 0 ? p.assumed_comm * exposed / p.comm : 0;
+  p.comm = exposed;
 }
 
 void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
@@ -1053,7 +1156,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
   for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
     const Platform& pl = *out.platforms[pi];
     const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
-    const bool fused = out.settings.execution == Execution::Fused, eager = out.settings.execution == Execution::Eager;
+    // ideal: summed as fused is, with no launch
+    const bool fused = out.settings.execution == Execution::Fused || out.settings.execution == Execution::Ideal;
+    const bool eager = out.settings.execution == Execution::Eager;
+    const double launch = out.settings.execution == Execution::Fused ? pl.runtime.launch_overhead_s : 0;
     if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
         (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
       const bool graph = out.settings.execution == Execution::Graph;
@@ -1137,9 +1243,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       Row scratch;
       const size_t rows_base = rows_used;  // this network's first row on this platform
       // a layer's roofline into its kernel's times and the network's totals
-      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host) {
+      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host, const LayerExtra& x) {
         if (int k = kix->of_layer[li]; k >= 0) {
           KernelTime& kt = kernels[static_cast<size_t>(k)];
+          kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
           kt.compute += th.compute_time_s;
           kt.memory += th.memory_time_s;
           kt.dcompute += de.compute_time_s;
@@ -1187,7 +1294,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         // layers: their totals at once (see add_copies)
         if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
           const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
-          if (R.held && reuse && !full_rows && !staged && add_copies(net, R, *kix, bounded, sum, kernels, fused ? pl.runtime.launch_overhead_s : 0, spans, span_times)) {
+          if (R.held && reuse && !full_rows && !staged && add_copies(net, R, *kix, bounded, sum, kernels, launch, spans, span_times)) {
             li = R.begin + R.period * R.copies - 1;
             continue;
           }
@@ -1198,7 +1305,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         // earlier layer's (the same precisions), found there.
         if (reuse && !full_rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
-          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated, b.host);  // (L's may be borrowed)
+          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated, b.host, b.extra);  // (L's may be borrowed)
           continue;
         }
         if (L.borrowed) throw std::logic_error("evaluate_point: layer '" + L.name + "' has no shapes of its own");
@@ -1247,6 +1354,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         if (full_rows) r.cost = L.cost;
         const OpCost& cost = L.cost;
         double host = -1;  // the host time of the layer's class in eager mode (-1: the platform's)
+        LayerExtra extra;  // its assumed parts and error band
         if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
           bounded[li] = b;
@@ -1258,6 +1366,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           r.derated = b.derated;
           r.efficiency = b.efficiency;
           host = b.host;
+          extra = b.extra;
         } else {
           r.bytes = layer_bytes(L.cost, mm);
           const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
@@ -1265,6 +1374,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
           // an algorithm the platform's library runs instead (Winograd; a strided 1×1 reading the pixels it uses)
           const bool algorithm = !pl.algorithms.empty() && apply_algorithm(pl, L, out.settings, work, r.bytes, full_rows ? &r.cost : nullptr);
+          const CalibrationRule* band = nullptr;  // the rule whose held-out errors give the layer its band
           r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
           if (ctx.hooks && ctx.hooks->has_efficiency()) {
             try {
@@ -1279,6 +1389,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
             r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg, outputs);
             r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
             host = cal->host_overhead_s;
+            band = cal->has_error_band() ? cal : nullptr;
           }
           if (!pl.measured_factors.empty() && !(ctx.hooks && ctx.hooks->has_efficiency())) {  // a shape rsim calibrate timed
             thread_local std::string ins, outs;
@@ -1301,6 +1412,18 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
               if (ct.time_s + a2a > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
               rp->comm_time_s = ct.time_s + a2a;
               rp->time_s += ct.time_s + a2a;
+            }
+            // the part of it from assumed figures: all of a collective on a link whose bandwidth is
+            // assumed, else its latency terms where the latency is
+            for (const InterconnectLevel* lk : {link, expert_link}) {
+              if (!lk) continue;
+              const bool tp = lk == link;
+              const double t = tp ? ct.time_s : a2a;
+              if (lk->basis == Basis::Assumption) extra.acomm += t;
+              else if (lk->latency_basis == Basis::Assumption && t > 0)
+                extra.acomm += t - (tp ? all_reduce_time(cost.comm_bytes - cost.all_to_all_bytes, par.tensor, lk->bandwidth_bytes_per_s, 0).time_s
+                                       : 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
+              if (link == expert_link) break;
             }
             if (full_rows) {
               if (ct.time_s > 0) r.collective = std::string("all-reduce ") + (ct.tree ? "tree " : "ring ") + std::to_string(par.tensor) + " × " + link->name;
@@ -1334,17 +1457,30 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
                      Note{plat_nodes[pi]->loc, "platform used here"}});
             break;
           }
-          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host, algorithm};
+          {  // the derated times' parts from assumed figures: a whole roof, or what its assumed derating adds
+            auto assumed = [](Basis figure, Basis derating, double derated, double theoretical) {
+              return figure == Basis::Assumption ? derated : derating == Basis::Assumption ? std::max(0.0, derated - theoretical) : 0.0;
+            };
+            extra.acompute = assumed(roof->basis, roof->derate_basis, r.derated.compute_time_s, r.theoretical.compute_time_s);
+            extra.amemory = assumed(lmem->basis, lmem->derate_basis, r.derated.memory_time_s, r.theoretical.memory_time_s);
+            if (band) {  // the rule's held-out spread, on the layer's kernel time
+              const double w = std::max(r.derated.compute_time_s, r.derated.memory_time_s);
+              extra.lo = w * (band->error_lo - 1), extra.hi = w * (band->error_hi - 1);
+            }
+          }
+          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host, algorithm, extra};
         }
-        tally(li, cost, r.bytes, r.theoretical, r.derated, host);
+        if (extra.lo != 0 || extra.hi != 0) sum.banded = true;
+        tally(li, cost, r.bytes, r.theoretical, r.derated, host, extra);
       }
       ExecutionClock clock(out.settings.execution, pl.runtime);
       auto add_kernels = [&](size_t from, size_t to) {
         for (size_t k = from; k < to; ++k) {
           const KernelTime& kt = kernels[k];
+          add_kernel_parts(kt, 1, sum.parts, sum.dparts);
           if (fused) {  // (today's sum, in today's order)
-            sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + pl.runtime.launch_overhead_s;
-            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + pl.runtime.launch_overhead_s;
+            sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + launch;
+            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch;
           } else {
             clock.add(std::max(kt.compute, kt.memory) + kt.comm, std::max(kt.dcompute, kt.dmemory) + kt.dcomm, kt.host);
           }
@@ -1354,6 +1490,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       for (const KernelSpan& sp : spans) {
         add_kernels(done, sp.begin);
         const SpanTimes* one = span_times.data() + sp.at;
+        for (size_t q = 0; q < sp.period; ++q) add_kernel_parts(one[q].kernel, static_cast<double>(sp.count / sp.period), sum.parts, sum.dparts);
         if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
           for (size_t k = 0, q = 0; k < sp.count; ++k) {
             clock.add(one[q].time, one[q].derated, one[q].host);
@@ -1377,10 +1514,12 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       }
       add_kernels(done, kernels.size());
       if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
+      add_overhead_parts(out.settings.execution, pl, kernels.size(), sum);
       if (net.parallel.overlap_full && sum.comm_time_s > 0) {  // the collectives hidden behind the rest where they can be
         const double c = sum.comm_time_s;
         sum.time_s = std::max(sum.time_s - c, c);
         sum.derated_time_s = std::max(sum.derated_time_s - c, c);
+        hide_comm(sum.parts, c), hide_comm(sum.dparts, c);
       }
       if (staged) finish_pipeline(net, pipe, stage_link, sum);
       if (par.data > 1) sum.tokens *= static_cast<double>(par.data);

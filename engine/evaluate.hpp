@@ -49,6 +49,36 @@ struct Row {
   void clear();
 };
 
+// The parts of a network's time on one set of roofs. Work: its kernels' roofline times alone
+// (Σ tᵢ), split by each kernel's bound; overhead: what the execution mode adds (launches and graph
+// gaps; under eager, the GPU's waits for the host); the communication not hidden behind compute;
+// a pipeline's bubble (on the slowest stage's GPUs). Their sum is the network's time.
+struct TimeParts {
+  double compute = 0, memory = 0;  // work, by the kernel's bound
+  double launch = 0, host = 0;     // overhead
+  double comm = 0;                 // exposed communication
+  double bubble = 0;               // a pipeline's idle time
+  // The time that comes from figures whose basis is `assumption`: of work and overhead, of comm
+  double assumed = 0, assumed_comm = 0;
+  double lo = 0, hi = 0;           // a calibrated platform's error band: what it adds to the total at its 10th and 90th percentile
+  double work() const { return compute + memory; }
+  double overhead() const { return launch + host; }
+  double total() const { return compute + memory + launch + host + comm + bubble; }
+  double assumed_total() const { return assumed + assumed_comm; }
+  void add(const TimeParts& o, double f = 1) {
+    compute += f * o.compute, memory += f * o.memory, launch += f * o.launch, host += f * o.host;
+    comm += f * o.comm, bubble += f * o.bubble, assumed += f * o.assumed, assumed_comm += f * o.assumed_comm, lo += f * o.lo, hi += f * o.hi;
+  }
+  void scale(double f) {
+    TimeParts z;
+    z.add(*this, f);
+    *this = z;
+  }
+};
+// The part that takes the largest share of `p` ("compute", "memory", "launch", "host", "comm",
+// "bubble"; "" when the total is 0) and that share (0–1)
+std::pair<const char*, double> time_limit(const TimeParts& p);
+
 struct SummaryRow {
   size_t point = 0;
   std::string platform, network;
@@ -58,6 +88,8 @@ struct SummaryRow {
   // sum over kernels of max(Σ compute time, Σ memory time) of their layers, plus the platform's
   // launch overhead per kernel; with one kernel per layer and no overhead, the sum of layer times
   double time_s = 0, derated_time_s = 0;
+  TimeParts parts, dparts;  // what time_s and derated_time_s are made of (their sums, within rounding)
+  bool banded = false;      // a calibrated platform gave a layer its error band (dparts.lo, dparts.hi)
   double achieved_flops_per_s = 0, derated_achieved_flops_per_s = 0;  // flops / time
   int memory_bound = 0, compute_bound = 0;  // layers, theoretical roofs
   int derated_memory_bound = 0, derated_compute_bound = 0;

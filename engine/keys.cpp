@@ -116,7 +116,7 @@ std::vector<MapDef> build() {
            {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
            {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
            {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
-           {"execution", choice({"fused", "graph", "eager"}), false, "How kernels are issued: fused (default: each kernel plus runtime.launch_overhead), graph (one CUDA graph: runtime.graph_gap between kernels) or eager (host-issued: runtime.host_overhead per kernel)."},
+           {"execution", choice({"fused", "graph", "eager", "ideal"}), false, "How kernels are issued: fused (default: each kernel plus runtime.launch_overhead), graph (one CUDA graph: runtime.graph_gap between kernels), eager (host-issued: runtime.host_overhead per kernel) or ideal (the kernels' roofline times alone, no overhead; needs no runtime)."},
            {"parallel", map_of("parallel"), false, "How every network is split over GPUs: {tensor: T, pipeline: P, micro_batches: m, expert: E, data: D, overlap: none | full} (a network's own parallel: wins)."},
            {"figures", map_of("figures"), false, "Defaults for every figure: style, width, height, font_size, dpi."},
        }},
@@ -210,8 +210,8 @@ std::vector<MapDef> build() {
            {"prompt", integer(1, 1e7), true, "Prompt tokens N: the prefill (time to first token)."},
            {"generate", integer(1, 1e6), true, "Generated tokens M: decode steps at contexts N … N+M−1 (time per output token: their mean)."},
            {"paged_kv", map_of("paged_kv"), false, "Count the KV cache in pages: {block: 16} (off by default: exact tokens)."},
-           {"prefill_execution", choice({"fused", "graph", "eager"}), false, "The prefill's execution mode (default settings.execution)."},
-           {"decode_execution", choice({"fused", "graph", "eager"}), false, "The decode steps' execution mode (default settings.execution), e.g. graph: serving engines replay decode steps from CUDA graphs."},
+           {"prefill_execution", choice({"fused", "graph", "eager", "ideal"}), false, "The prefill's execution mode (default settings.execution; settings.execution: ideal overrides it)."},
+           {"decode_execution", choice({"fused", "graph", "eager", "ideal"}), false, "The decode steps' execution mode (default settings.execution; settings.execution: ideal overrides it), e.g. graph: serving engines replay decode steps from CUDA graphs."},
            {"batching", choice({"static", "continuous"}), false, "static (default): the batch's prompts prefilled together, then M decode steps together; continuous: the steady state of B sequences at contexts spread over N … N+M−1, each step decoding one token for every sequence and prefilling the B/M prompts that replace the finished requests."},
        }},
       {"paged_kv", "A paged KV cache (vLLM-style): each sequence holds whole pages",
@@ -254,6 +254,7 @@ std::vector<MapDef> build() {
            {"graph_gap", qty(Dim::Time), false, "Between consecutive kernels of one CUDA graph (execution: graph needs it)."},
            {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel in eager mode (execution: eager needs it)."},
            {"source", str(), false, "Where the times come from (a measurement, or 'assumption')."},
+           {"basis", def("basis"), false, "What the times rest on, one for all or per figure, e.g. {launch_overhead: assumption, graph_gap: measured}."},
        }},
       {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b · g^c (g: channels per group)",
        {
@@ -263,6 +264,7 @@ std::vector<MapDef> build() {
            {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel of the class in eager mode (default: runtime.host_overhead)."},
            {"extrapolated", def("extrapolated"), false, "true: the laws were transferred from the roof's other classes, not fitted on layers of this class; compute or bandwidth: that law alone was (the class's layers were all on the other side of the ridge) (rsim calibrate)."},
            {"range", def("law_range"), false, "The layers the laws were fitted on: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}; beyond it a law keeps its value at the nearer end (rsim calibrate)."},
+           {"error_band", one_or_list(num()), false, "[lo, hi]: measured / predicted at the 10th and 90th percentile of the class's held-out errors (rsim calibrate's cross-validation); a run adds derated_time_lo_s and derated_time_hi_s from it."},
            {"occupancy", one_or_list(num()), false, "[d, saturation]: compute efficiency × min(1, the layer's output elements / saturation)^d — a GPU kernel with few outputs leaves multiprocessors idle (rsim calibrate fits it on GPU data)."},
            {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
            {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
@@ -303,6 +305,7 @@ std::vector<MapDef> build() {
            {"efficiency", fraction(), false, "Achievable fraction of the peak, in (0, 1]."},
            {"measured", qty(Dim::FlopRate), false, "Measured peak (the derated roof; instead of vector_clock and efficiency), e.g. from `rsim probe`."},
            {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
+           {"basis", def("basis"), false, "What the roof's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {peak: datasheet, efficiency: assumption}."},
        }},
       {"compute_derive", "Peak compute = units × clock × FLOP per cycle",
        {
@@ -324,6 +327,7 @@ std::vector<MapDef> build() {
            {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
            {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
            {"size_source", choice({"sysfs", "cpuid", "sysconf", "curve", "datasheet"}), false, "How the size was found (rsim probe): the OS (sysfs), CPUID, sysconf, or the bandwidth curve's plateau; datasheet for a catalog figure."},
+           {"basis", def("basis"), false, "What the level's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {bandwidth: datasheet, fraction: assumption, size: datasheet}."},
        }},
       {"interconnect_level", "A link between GPUs: a collective among n GPUs runs on the first level connecting at least n",
        {
@@ -332,6 +336,7 @@ std::vector<MapDef> build() {
            {"latency", qty(Dim::Time), true, "Time per message (one step of a ring or tree), e.g. '2 us'."},
            {"gpus", integer(2, 1e6), true, "GPUs this level connects (per node for NVLink)."},
            {"source", str(), false, "Where the figures come from."},
+           {"basis", def("basis"), false, "What the figures rest on, one for both or per figure, e.g. {bandwidth: datasheet, latency: assumption}."},
        }},
       {"parallel", "How a network is split over GPUs: tensor, pipeline, expert and data parallelism",
        {
@@ -356,6 +361,7 @@ std::vector<MapDef> build() {
            {"vector_clock", qty(Dim::Frequency), false, "Clock of every derived compute roof under load."},
            {"compute_efficiency", fraction(), false, "Achievable fraction of every compute roof."},
            {"bandwidth_fraction", fraction(), false, "Achievable fraction of every memory level's bandwidth."},
+           {"basis", def("basis"), false, "What the factors rest on, one for all or per factor, e.g. {bandwidth_fraction: assumption}."},
        }},
       plot("roofline", "A roofline chart per platform",
            {

@@ -293,8 +293,8 @@ class Buf {
 
 // Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
 // (commas, dtype and memory model names; the JSON keys: 702 characters in all)
-constexpr size_t kSummaryCsvBound = 56 * (Buf::kNum + 1) + 64;
-constexpr size_t kSummaryJsonBound = 56 * Buf::kNum + 1200;
+constexpr size_t kSummaryCsvBound = 70 * (Buf::kNum + 1) + 64;
+constexpr size_t kSummaryJsonBound = 70 * Buf::kNum + 1700;
 
 // A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
 // order). The writer keeps one per summary row from point to point (a row is the same platform
@@ -307,7 +307,9 @@ struct SummaryTexts {
     Layers, Kernels, Macs, Flops, Params, Bytes, Intensity, Time, Achieved, MemoryBound, ComputeBound, DeratedTime, DeratedAchieved,
     DeratedMemoryBound, DeratedComputeBound, Batch, DeratedTimePerSample, FlopsPerMac, ActiveParams, Tokens, TokensPerS,
     DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, TensorParallel,
-    ParamsPerGpu, CommBytes, CommTime, Gpus, PipelineParallel, MicroBatches, PipelineBubble, ExpertParallel, DataParallel, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu, kFields
+    ParamsPerGpu, CommBytes, CommTime, Gpus, PipelineParallel, MicroBatches, PipelineBubble, ExpertParallel, DataParallel, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu,
+    WorkTime, DeratedWorkTime, OverheadTime, DeratedOverheadTime, ExposedComm, DeratedExposedComm, Bubble, DeratedBubble, LimitShare,
+    AssumedShare, DeratedTimeLo, DeratedTimeHi, kFields
   };
   std::array<double, kFields> v{};
   std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
@@ -331,7 +333,10 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          l.derated_tpot_s, s.weight_footprint_bytes, s.kv_cache_bytes, s.activation_bytes, s.memory_footprint_bytes, s.memory_size_bytes,
          s.tensor_parallel, s.params_per_gpu, s.comm_bytes, s.comm_time_s, s.gpus, s.pipeline_parallel, s.micro_batches, s.pipeline_bubble,
          s.expert_parallel, s.data_parallel, s.phase == "request" ? s.prompt : NAN,
-         s.phase == "request" ? s.generate : NAN, l.e2e_s, l.derated_e2e_s, l.tokens_per_s_per_user, l.tokens_per_s_per_gpu};
+         s.phase == "request" ? s.generate : NAN, l.e2e_s, l.derated_e2e_s, l.tokens_per_s_per_user, l.tokens_per_s_per_gpu,
+         s.parts.work(), s.dparts.work(), s.parts.overhead(), s.dparts.overhead(), s.parts.comm, s.dparts.comm, s.parts.bubble, s.dparts.bubble,
+         time_limit(s.dparts).second, s.derated_time_s > 0 ? std::min(1.0, s.dparts.assumed_total() / s.derated_time_s) : 0,
+         s.banded ? s.derated_time_s + s.dparts.lo : NAN, s.banded ? s.derated_time_s + s.dparts.hi : NAN};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
     std::memcpy(&bits, &t.v[f], sizeof bits);
@@ -380,7 +385,9 @@ const std::vector<std::string>& summary_columns() {
       "time_per_output_token_s", "derated_time_per_output_token_s", "weight_footprint_bytes", "kv_cache_bytes", "activation_bytes",
       "memory_footprint_bytes", "memory_size_bytes", "fits_in_memory", "execution", "tensor_parallel", "params_per_gpu", "comm_bytes", "comm_time_s",
       "gpus", "pipeline_parallel", "micro_batches", "pipeline_bubble", "expert_parallel", "data_parallel",
-      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source", "ignored_ops"};
+      "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source", "ignored_ops",
+      "work_time_s", "derated_work_time_s", "overhead_time_s", "derated_overhead_time_s", "exposed_comm_time_s", "derated_exposed_comm_time_s",
+      "bubble_time_s", "derated_bubble_time_s", "limit", "limit_share", "assumed_share", "derated_time_lo_s", "derated_time_hi_s"};
   return c;
 }
 
@@ -611,6 +618,7 @@ std::string_view execution_csv(Execution e) {
   switch (e) {
     case Execution::Graph: return ",graph\n";
     case Execution::Eager: return ",eager\n";
+    case Execution::Ideal: return ",ideal\n";
     case Execution::Fused: break;
   }
   return ",fused\n";
@@ -619,6 +627,7 @@ std::string_view execution_json(Execution e) {
   switch (e) {
     case Execution::Graph: return ",\"execution\":\"graph\"";
     case Execution::Eager: return ",\"execution\":\"eager\"";
+    case Execution::Ideal: return ",\"execution\":\"ideal\"";
     case Execution::Fused: break;
   }
   return ",\"execution\":\"fused\"";
@@ -659,6 +668,14 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     }
     b.lit(s.dtype_from_file ? ",file," : ",settings,");
     if (!s.ignored.empty()) b.csv(s.ignored);  // ONNX operators left out (onnx_ops: ignore), e.g. "Dropout (2 nodes)"
+    for (int f = F::WorkTime; f <= F::DeratedBubble; ++f) b.ch(','), t.csv(b, static_cast<F>(f));
+    b.ch(','), b.lit(time_limit(s.dparts).first);
+    b.ch(','), t.csv(b, F::LimitShare);
+    b.ch(','), t.csv(b, F::AssumedShare);
+    for (int f = F::DeratedTimeLo; f <= F::DeratedTimeHi; ++f) {  // a calibrated platform's band; empty otherwise
+      b.ch(',');
+      if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
+    }
     b.ch('\n');
 
   }
@@ -784,6 +801,9 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
         clock->add(kt, dkt, k.host);
         k.o = std::max(clock->issue - t, 0.0);
         k.dover = std::max(clock->issue - dt, 0.0);
+      } else if (clock->mode == Execution::Ideal) {  // no overhead
+        k.o = k.dover = 0;
+        clock->add(kt, dkt, k.host);
       } else {  // (exactly the runtime's figure)
         k.o = k.dover = clock->mode == Execution::Fused || clock->n == 0 ? clock->launch : clock->gap;
         clock->add(kt, dkt, k.host);
@@ -1120,6 +1140,21 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(",\"pipeline_bubble\":"), t.json(b, F::PipelineBubble);
     b.lit(",\"expert_parallel\":"), t.json(b, F::ExpertParallel);
     b.lit(",\"data_parallel\":"), t.json(b, F::DataParallel);
+    b.lit(",\"work_time_s\":"), t.json(b, F::WorkTime);
+    b.lit(",\"derated_work_time_s\":"), t.json(b, F::DeratedWorkTime);
+    b.lit(",\"overhead_time_s\":"), t.json(b, F::OverheadTime);
+    b.lit(",\"derated_overhead_time_s\":"), t.json(b, F::DeratedOverheadTime);
+    b.lit(",\"exposed_comm_time_s\":"), t.json(b, F::ExposedComm);
+    b.lit(",\"derated_exposed_comm_time_s\":"), t.json(b, F::DeratedExposedComm);
+    b.lit(",\"bubble_time_s\":"), t.json(b, F::Bubble);
+    b.lit(",\"derated_bubble_time_s\":"), t.json(b, F::DeratedBubble);
+    b.lit(",\"limit\":\""), b.lit(time_limit(sm.dparts).first), b.ch('"');
+    b.lit(",\"limit_share\":"), t.json(b, F::LimitShare);
+    b.lit(",\"assumed_share\":"), t.json(b, F::AssumedShare);
+    if (sm.banded) {
+      b.lit(",\"derated_time_lo_s\":"), t.json(b, F::DeratedTimeLo);
+      b.lit(",\"derated_time_hi_s\":"), t.json(b, F::DeratedTimeHi);
+    }
     if (!sm.phase.empty()) {
       b.lit(",\"phase\":"), b.json_str(sm.phase);
       b.lit(",\"tokens\":"), t.json(b, F::Tokens);
@@ -1601,30 +1636,94 @@ std::string ignored_notes(const RunResult& r) {
   return out;
 }
 
+namespace {
+std::string percent(double share) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f %%", 100 * share);
+  return b;
+}
+std::string assumed_word(Basis b) { return b == Basis::Assumption ? ", an assumed figure" : b == Basis::Unstated ? "" : std::string(", ") + basis_name(b); }
+}  // namespace
+
+std::string limit_text(const SummaryRow& s) {
+  const auto [limit, share] = time_limit(s.dparts);
+  if (!*limit) return "";
+  return std::string(limit) + " " + percent(share);
+}
+
+std::string limit_sentence(const SummaryRow& s, const Settings& set, const Platform* pl) {
+  const auto [limit, share] = time_limit(s.dparts);
+  const std::string what = std::string(limit);
+  if (what.empty() || what == "compute" || what == "memory") return "";
+  std::string out = s.network + " on " + s.platform + ": " + percent(share) + " of " + si(s.derated_time_s, "s", 3) + " is ";
+  const Runtime rt = pl ? pl->runtime : Runtime{};
+  const std::string kernels = format_number(s.kernels) + " kernel" + (s.kernels == 1 ? "" : "s");
+  if (what == "launch") {
+    out += "launch overhead";
+    if (set.execution == Execution::Graph)
+      out += " (one graph launch of " + si(rt.launch_overhead_s, "s", 3) + assumed_word(rt.launch_basis) + " and a gap of " + si(std::max(0.0, rt.graph_gap_s), "s", 3) +
+             assumed_word(rt.gap_basis) + " between " + kernels + ")";
+    else if (s.phase == "request")
+      out += " (" + si(rt.launch_overhead_s, "s", 3) + " per kernel" + assumed_word(rt.launch_basis) + ", over the prefill and every decode step)";
+    else
+      out += " (" + kernels + " × " + si(rt.launch_overhead_s, "s", 3) + assumed_word(rt.launch_basis) + ")";
+  } else if (what == "host") {
+    out += "the GPU waiting for the host to issue its kernels (eager: " + si(std::max(0.0, rt.host_overhead_s), "s", 3) + " per kernel" +
+           assumed_word(rt.host_basis) + ")";
+  } else if (what == "comm") {
+    out += "communication not hidden behind compute (" + si(s.comm_time_s, "s", 3) + " of collectives over " + format_number(s.gpus) + " GPUs)";
+  } else {
+    out += "pipeline bubble (" + format_number(s.pipeline_parallel) + " stages, " + format_number(s.micro_batches) + " micro-batch" +
+           (s.micro_batches == 1 ? "" : "es") + ")";
+  }
+  return out;
+}
+
+std::string limit_notes(const RunResult& r, size_t most) {
+  std::string out;
+  size_t n = 0;
+  std::set<std::string> seen;
+  for (const auto& pr : r.results)
+    for (const SummaryRow& s : pr.summary) {
+      const Platform* pl = nullptr;
+      for (const auto& p : pr.platforms)
+        if (p->name == s.platform) pl = p.get();
+      std::string line = limit_sentence(s, pr.settings, pl);
+      if (line.empty() || !seen.insert(line).second) continue;
+      if (n++ < most) out += line + "\n";
+    }
+  if (n > most) out += "(" + std::to_string(n - most) + " more networks not limited by compute or memory: summary.csv's limit column)\n";
+  return out;
+}
+
 std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_rows) {
   Table t;
   t.head = {"pt"};
   for (const auto& v : r.var_names) t.head.push_back(v);
-  for (const char* h : {"platform", "network", "FLOPs", "bytes", "FLOP/B", "kernels", "time", "derated time", "achieved", "mem/comp layers"})
+  for (const char* h : {"platform", "network", "FLOPs", "bytes", "FLOP/B", "kernels", "time", "derated time", "achieved", "mem/comp layers", "limit"})
     t.head.push_back(h);
   t.right.assign(t.head.size(), true);
   for (size_t i = 1 + r.var_names.size(); i < 3 + r.var_names.size(); ++i) t.right[i] = false;
+  t.right.back() = false;
   size_t total = 0;
   for (size_t pi = 0; pi < r.results.size(); ++pi)
     for (const SummaryRow& s : r.results[pi].summary) {
       if (total++ >= max_rows) continue;
       std::vector<std::string> cells = {std::to_string(s.point)};
       for (const auto& [k, v] : r.points[pi].bindings) cells.push_back(v);
+      std::string dtime = si(s.derated_time_s, "s", 4);
+      if (s.banded) dtime += " (" + si(s.derated_time_s + s.dparts.lo, "s", 2) + "–" + si(s.derated_time_s + s.dparts.hi, "s", 2) + ")";
       cells.insert(cells.end(), {s.platform, s.network, si(s.flops, "", 4), si(s.bytes, "B", 4), intensity_text(s.intensity),
-                                 format_number(s.kernels), si(s.time_s, "s", 4), si(s.derated_time_s, "s", 4), si(s.achieved_flops_per_s, "FLOP/s", 4),
-                                 std::to_string(s.memory_bound) + "/" + std::to_string(s.compute_bound)});
+                                 format_number(s.kernels), si(s.time_s, "s", 4), dtime, si(s.achieved_flops_per_s, "FLOP/s", 4),
+                                 std::to_string(s.memory_bound) + "/" + std::to_string(s.compute_bound), limit_text(s)});
       t.rows.push_back(cells);
     }
   total = std::max(total, total_rows);
-  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in summary.csv\n" + ignored_notes(r);  // --rows 0
+  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in summary.csv\n" + ignored_notes(r) + limit_notes(r);  // --rows 0
   std::string out = t.render();
   if (total > max_rows) out += "... " + std::to_string(total - max_rows) + " more rows in summary.csv\n";
   out += ignored_notes(r);
+  out += limit_notes(r);
   return out;
 }
 

@@ -165,6 +165,13 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
 // "note: network 'N' leaves out operators mapped to ignore (onnx_ops): Op (k nodes); ..." lines, one per
 // network (and list); "" when no network ignores any.
 std::string ignored_notes(const RunResult& r);
+// The limit of a network row's derated time as text ("launch 97 %"; "" when it has no time)
+std::string limit_text(const SummaryRow& s);
+// A network's limit in words when it is not compute or memory ("" otherwise), e.g.
+// "effnet_b0 on h100_sxm: 97 % of 968 µs is launch overhead (189 kernels × 5 µs, an assumed figure)"
+std::string limit_sentence(const SummaryRow& s, const Settings& set, const Platform* pl);
+// Those sentences of a run, one per line (the first `most`, then how many more)
+std::string limit_notes(const RunResult& r, size_t most = 8);
 
 // Writes `content` to `path` through a temporary file and a rename. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, const std::string& content);

@@ -79,11 +79,34 @@ const std::string& Platform::algorithm_for(const std::string& kind, DType comput
   return *any;
 }
 
+const std::vector<std::string>& basis_names() {
+  static const std::vector<std::string> n = {"datasheet", "assumption", "measured", "calibrated", "carried"};
+  return n;
+}
+
+const char* basis_name(Basis b) {
+  switch (b) {
+    case Basis::Datasheet: return "datasheet";
+    case Basis::Assumption: return "assumption";
+    case Basis::Measured: return "measured";
+    case Basis::Calibrated: return "calibrated";
+    case Basis::Carried: return "carried";
+    case Basis::Unstated: break;
+  }
+  return "unstated";
+}
+
+Basis weaker(Basis a, Basis b) {
+  if (a == Basis::Assumption || b == Basis::Assumption) return Basis::Assumption;
+  return a == Basis::Unstated ? b : a;
+}
+
 const char* execution_name(Execution e) {
   switch (e) {
     case Execution::Fused: return "fused";
     case Execution::Graph: return "graph";
     case Execution::Eager: return "eager";
+    case Execution::Ideal: return "ideal";
   }
   return "fused";
 }
@@ -216,10 +239,57 @@ std::string num(double v) {
   return buf;
 }
 
+// `basis:` of a map whose figures are `figures` (its keys that hold numbers): one value for every
+// figure, or a map from figure to value. Errors are located; an unknown value or figure is named
+// with the list to choose from.
+struct BasisOf {
+  Basis all = Basis::Unstated;
+  std::vector<std::pair<std::string, Basis>> by;
+  Basis of(const std::string& figure) const {
+    for (const auto& [k, b] : by)
+      if (k == figure) return b;
+    return all;
+  }
+};
+
+std::optional<Basis> basis_value(const CNode& n, Diags& d) {
+  if (!n.is_scalar()) {
+    d.error(n.loc, "basis must be one of datasheet, assumption, measured, calibrated or carried");
+    return std::nullopt;
+  }
+  const auto& names = basis_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (n.scalar == names[i]) return static_cast<Basis>(i + 1);
+  const std::string hint = did_you_mean(n.scalar, names);
+  d.error(n.loc, "unknown basis '" + n.scalar + "'", {Note{{}, hint.empty() ? "choose datasheet, assumption, measured, calibrated or carried" : hint}});
+  return std::nullopt;
+}
+
+BasisOf read_basis(const CNode* n, const std::vector<std::string>& figures, const std::string& what, Diags& d) {
+  BasisOf b;
+  if (!n) return b;
+  if (!n->is_map()) {
+    if (auto v = basis_value(*n, d)) b.all = *v;
+    return b;
+  }
+  for (const auto& e : n->entries) {
+    if (std::find(figures.begin(), figures.end(), e.key) == figures.end()) {
+      std::string list;
+      for (const auto& f : figures) list += (list.empty() ? "" : ", ") + f;
+      const std::string hint = did_you_mean(e.key, figures);
+      d.error(e.key_loc, "basis names '" + e.key + "', which is not a figure of " + what, {Note{{}, hint.empty() ? "its figures: " + list : hint}});
+      continue;
+    }
+    if (auto v = basis_value(e.value, d)) b.by.emplace_back(e.key, *v);
+  }
+  return b;
+}
+
 struct Derating {
   std::optional<double> vector_clock;
   std::optional<double> compute_efficiency;
   std::optional<double> bandwidth_fraction;
+  Basis vector_clock_basis = Basis::Unstated, compute_efficiency_basis = Basis::Unstated, bandwidth_fraction_basis = Basis::Unstated;
 };
 
 Derating read_derating(const CNode* n, Diags& d) {
@@ -229,6 +299,9 @@ Derating read_derating(const CNode* n, Diags& d) {
   r.vector_clock = quantity(m.get("vector_clock"), Dim::Frequency, d, "vector_clock");
   r.compute_efficiency = fraction(m.get("compute_efficiency"), d, "compute_efficiency");
   r.bandwidth_fraction = fraction(m.get("bandwidth_fraction"), d, "bandwidth_fraction");
+  const BasisOf b = read_basis(m.get("basis"), {"vector_clock", "compute_efficiency", "bandwidth_fraction"}, "derate", d);
+  r.vector_clock_basis = b.of("vector_clock"), r.compute_efficiency_basis = b.of("compute_efficiency");
+  r.bandwidth_fraction_basis = b.of("bandwidth_fraction");
   m.finish();
   return r;
 }
@@ -307,6 +380,17 @@ ComputeRoof read_compute(const CNode& n, const Derating& plat, Diags& d) {
   if (plat.vector_clock && derive) vclock = plat.vector_clock;
   if (plat.compute_efficiency) eff = plat.compute_efficiency;
   if (plat.vector_clock || plat.compute_efficiency) measured.reset();
+  {
+    const BasisOf b = read_basis(m.get("basis"), {"peak", "derive", "vector_clock", "efficiency", "measured"}, what, d);
+    r.basis = b.of(peak ? "peak" : "derive");
+    Basis db = Basis::Unstated;
+    if (plat.vector_clock && derive) db = weaker(db, plat.vector_clock_basis);
+    else if (vclock) db = weaker(db, b.of("vector_clock"));
+    if (plat.compute_efficiency) db = weaker(db, plat.compute_efficiency_basis);
+    else if (eff) db = weaker(db, b.of("efficiency"));
+    if (measured) db = b.of("measured") == Basis::Unstated ? Basis::Measured : b.of("measured");
+    r.derate_basis = db;
+  }
   m.finish();
   double measured_v = measured.value_or(0);
   if (measured_v > 0 && r.peak_flops_per_s > 0 && measured_v > r.peak_flops_per_s * (1 + 1e-9)) {
@@ -399,11 +483,18 @@ MemoryLevel read_memory(const CNode& n, const Derating& plat, Diags& d) {
   }
   std::optional<std::string> measured_by;
   if (const CNode* v = m.get("measured_by")) measured_by = to_string(*v, d, "measured_by");
+  const BasisOf basis = read_basis(m.get("basis"), {"bandwidth", "derive", "fraction", "measured", "size"}, what, d);
+  r.basis = basis.of(m.node().find("derive") ? "derive" : "bandwidth");
+  r.size_basis = basis.of("size");
+  if (r.size_basis == Basis::Unstated && r.size_source == "datasheet") r.size_basis = Basis::Datasheet;
   m.finish();
   if (frac && measured) d.error(n.loc, what + " gives both 'fraction' and 'measured'; keep one");
+  if (frac) r.derate_basis = basis.of("fraction");
+  if (measured) r.derate_basis = basis.of("measured") == Basis::Unstated ? Basis::Measured : basis.of("measured");
   if (plat.bandwidth_fraction) {  // platform-wide derating wins, as for compute
     frac = plat.bandwidth_fraction;
     measured.reset();
+    r.derate_basis = plat.bandwidth_fraction_basis;
   }
   r.derated_bandwidth_bytes_per_s = r.bandwidth_bytes_per_s;
   if (measured && r.bandwidth_bytes_per_s > 0 && *measured > r.bandwidth_bytes_per_s * (1 + 1e-9)) {
@@ -454,9 +545,34 @@ Runtime read_runtime(const CNode& n, Diags& d) {
   if (auto v = runtime_time(m.get("launch_overhead"), d, "launch_overhead")) r.launch_overhead_s = *v;
   if (auto v = runtime_time(m.get("graph_gap"), d, "graph_gap")) r.graph_gap_s = *v;
   if (auto v = runtime_time(m.get("host_overhead"), d, "host_overhead")) r.host_overhead_s = *v;
+  const BasisOf b = read_basis(m.get("basis"), {"launch_overhead", "graph_gap", "host_overhead"}, "runtime", d);
+  r.launch_basis = b.of("launch_overhead"), r.gap_basis = b.of("graph_gap"), r.host_basis = b.of("host_overhead");
   m.get("source");
   m.finish();
   return r;
+}
+
+// `base` (a derate or runtime map) with its `basis:` no longer naming the figures `top` sets: a
+// scalar basis becomes a map of the figures that stay.
+CNode without_basis_of(const CNode& base, const CNode& top) {
+  CNode out = base;
+  for (auto& e : out.entries) {
+    if (e.key != "basis") continue;
+    CNode m;
+    m.kind = CNode::Kind::Map;
+    m.loc = e.value.loc;
+    if (e.value.is_scalar()) {
+      for (const auto& f : base.entries)
+        if (f.key != "basis" && f.key != "source" && !top.find(f.key)) m.entries.push_back(CEntry{f.key, e.key_loc, e.value});
+    } else if (e.value.is_map()) {
+      for (const auto& f : e.value.entries)
+        if (!top.find(f.key)) m.entries.push_back(f);
+    } else {
+      continue;
+    }
+    e.value = std::move(m);
+  }
+  return out;
 }
 
 // Overlay: keys of `top` replace those of `base`; `derate` and `runtime` merge key by key, so a
@@ -469,7 +585,14 @@ CNode overlay(const CNode& base, const CNode& top) {
     bool replaced = false;
     for (auto& b : out.entries)
       if (b.key == e.key) {
-        b.value = ((e.key == "derate" || e.key == "runtime") && b.value.is_map() && e.value.is_map()) ? overlay(b.value, e.value) : e.value;
+        if ((e.key == "derate" || e.key == "runtime") && b.value.is_map() && e.value.is_map()) {
+          // a figure the what-if replaces loses the base's basis for it (unless it gives its own)
+          CNode kept = b.value;
+          if (!e.value.find("basis")) kept = without_basis_of(kept, e.value);
+          b.value = overlay(kept, e.value);
+        } else {
+          b.value = e.value;
+        }
         replaced = true;
       }
     if (!replaced) out.entries.push_back(e);
@@ -517,6 +640,10 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
             else l.gpus = *n;
           }
         if (const CNode* v = lm.get("source")) l.source = to_string(*v, d, "source").value_or("");
+        {
+          const BasisOf b = read_basis(lm.get("basis"), {"bandwidth", "latency"}, "interconnect level '" + l.name + "'", d);
+          l.basis = b.of("bandwidth"), l.latency_basis = b.of("latency");
+        }
         if (!p.interconnect.empty() && l.gpus <= p.interconnect.back().gpus)
           d.error(item.loc, "interconnect level '" + l.name + "' connects " + std::to_string(l.gpus) + " GPUs, no more than the level before it (" +
                                 std::to_string(p.interconnect.back().gpus) + ")",
@@ -565,6 +692,13 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
             if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
         if (const CNode* v = cm.get("roof")) rule.roof = to_string(*v, d, "roof").value_or("");
         if (auto h = runtime_time(cm.get("host_overhead"), d, "host_overhead")) rule.host_overhead_s = *h;
+        if (const CNode* v = cm.get("error_band")) {  // [lo, hi]: measured / predicted, 0 < lo <= 1 <= hi
+          std::optional<double> lo, hi;
+          if (v->is_seq() && v->items.size() == 2) lo = to_number(v->items[0], d, "error_band"), hi = to_number(v->items[1], d, "error_band");
+          if (!lo || !hi || !(*lo > 0) || !(*lo <= *hi) || !(*hi <= 1000))
+            d.error(v->loc, "error_band must be [lo, hi] with 0 < lo <= hi <= 1000: measured / predicted at the 10th and 90th percentile of the class's held-out errors");
+          else rule.band = true, rule.error_lo = *lo, rule.error_hi = *hi;
+        }
         if (const CNode* v = cm.get("extrapolated")) {
           const std::string e = to_string(*v, d, "extrapolated").value_or("false");
           if (e == "true") rule.extrapolated = true;
@@ -795,16 +929,19 @@ std::string describe_platform(const Platform& p) {
   std::string s = p.name + (p.title.empty() ? "" : " — " + p.title) + "\n";
   if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";
   if (!p.source.empty()) s += "  source: " + p.source + "\n";
+  // each figure with what it rests on (`basis:`), e.g. "launch overhead 5 µs assumption"
+  auto b = [](Basis x) { return std::string("  ") + basis_name(x); };
   if (p.runtime.launch_overhead_s > 0 || p.runtime.has_graph_gap() || p.runtime.has_host_overhead()) {
-    s += "  runtime: launch overhead " + si6(p.runtime.launch_overhead_s, "s") + " per kernel (fused) or per graph";
-    s += p.runtime.has_graph_gap() ? "; graph gap " + si6(p.runtime.graph_gap_s, "s") + " between kernels of a graph" : "; no graph gap (execution: graph unavailable)";
-    s += p.runtime.has_host_overhead() ? "; host overhead " + si6(p.runtime.host_overhead_s, "s") + " per kernel in eager mode"
-                                       : "; no host overhead (execution: eager unavailable)";
-    s += "\n";
+    s += "  runtime:\n";
+    s += "    launch overhead " + si6(p.runtime.launch_overhead_s, "s") + b(p.runtime.launch_basis) + "  (per kernel under fused, per graph under graph)\n";
+    s += p.runtime.has_graph_gap() ? "    graph gap " + si6(p.runtime.graph_gap_s, "s") + b(p.runtime.gap_basis) + "  (between kernels of a graph)\n"
+                                   : "    no graph gap (execution: graph unavailable)\n";
+    s += p.runtime.has_host_overhead() ? "    host overhead " + si6(p.runtime.host_overhead_s, "s") + b(p.runtime.host_basis) + "  (per kernel in eager mode)\n"
+                                       : "    no host overhead (execution: eager unavailable)\n";
   }
   for (const auto& l : p.interconnect)
-    s += "  interconnect: " + l.name + ", " + si6(l.bandwidth_bytes_per_s, "B/s") + " each way, " + si6(l.latency_s, "s") + " a message, up to " +
-         std::to_string(l.gpus) + " GPUs" + (l.source.empty() ? "" : " (" + l.source + ")") + "\n";
+    s += "  interconnect: " + l.name + ", " + si6(l.bandwidth_bytes_per_s, "B/s") + b(l.basis) + " each way, " + si6(l.latency_s, "s") + b(l.latency_basis) +
+         " a message, up to " + std::to_string(l.gpus) + " GPUs" + (l.source.empty() ? "" : " (" + l.source + ")") + "\n";
   for (const auto& a : p.algorithms)
     s += "  algorithm: " + a.kind + (a.dtype ? std::string(" (") + dtype_name(*a.dtype) + ")" : std::string()) + " runs " + a.algorithm + "\n";
   if (!p.calibration.empty())
@@ -824,14 +961,17 @@ std::string describe_platform(const Platform& p) {
     std::string dts;
     for (DType t : r.dtypes) dts += (dts.empty() ? "" : ", ") + std::string(dtype_name(t));
     s += "    " + r.name + " [" + dts + "]\n";
-    s += "      theoretical " + si6(r.peak_flops_per_s, rate_unit(r)) + "  (" + r.derivation + ")\n";
-    s += "      derated     " + si6(r.derated_flops_per_s, rate_unit(r)) + "  (" + r.derated_derivation + ")\n";
+    s += "      theoretical " + si6(r.peak_flops_per_s, rate_unit(r)) + b(r.basis) + "  (" + r.derivation + ")\n";
+    s += "      derated     " + si6(r.derated_flops_per_s, rate_unit(r)) + (r.derate_basis == Basis::Unstated ? "" : b(r.derate_basis)) + "  (" +
+         r.derated_derivation + ")\n";
   }
   s += "  memory levels:\n";
   for (const auto& m : p.memory) {
-    s += "    " + m.name + (m.size_bytes > 0 ? " (" + size_text(m.size_bytes) + (m.size_source.empty() ? "" : ", size from " + m.size_source) + ")" : "") + "\n";
-    s += "      theoretical " + si6(m.bandwidth_bytes_per_s, "B/s") + "  (" + m.derivation + ")\n";
-    s += "      derated     " + si6(m.derated_bandwidth_bytes_per_s, "B/s") + "  (" + m.derated_derivation + ")\n";
+    s += "    " + m.name +
+         (m.size_bytes > 0 ? " (" + size_text(m.size_bytes) + (m.size_source.empty() ? "" : ", size from " + m.size_source) + b(m.size_basis) + ")" : "") + "\n";
+    s += "      theoretical " + si6(m.bandwidth_bytes_per_s, "B/s") + b(m.basis) + "  (" + m.derivation + ")\n";
+    s += "      derated     " + si6(m.derated_bandwidth_bytes_per_s, "B/s") + (m.derate_basis == Basis::Unstated ? "" : b(m.derate_basis)) + "  (" +
+         m.derated_derivation + ")\n";
   }
   if (!p.memory.empty()) {
     const MemoryLevel& mem = p.memory.front();

@@ -12,6 +12,16 @@
 
 namespace rsim {
 
+// What a platform's figure rests on (`basis:` beside it): a vendor's datasheet, an assumption, a
+// measurement on the part (rsim probe), a fit (rsim calibrate), or another platform's figure
+// carried over. Unstated: the file does not say.
+enum class Basis : unsigned char { Unstated, Datasheet, Assumption, Measured, Calibrated, Carried };
+const char* basis_name(Basis b);  // "datasheet", ...; "unstated"
+const std::vector<std::string>& basis_names();  // the values `basis:` accepts
+// The basis of a figure derived from two: an assumption wins (the result is no firmer than its
+// weakest part), then whichever is stated
+Basis weaker(Basis a, Basis b);
+
 struct ComputeRoof {
   std::string name;            // "fp32 CUDA cores"
   std::vector<DType> dtypes;   // precisions this roof executes
@@ -19,6 +29,8 @@ struct ComputeRoof {
   double derated_flops_per_s = 0;       // after vector clock and efficiency
   std::string derivation;               // how the theoretical value was obtained
   std::string derated_derivation;       // how the derated value was obtained
+  Basis basis = Basis::Unstated;        // of the peak
+  Basis derate_basis = Basis::Unstated; // of what derates it (vector clock, efficiency, measured); unstated when nothing does
 };
 
 struct MemoryLevel {
@@ -29,6 +41,9 @@ struct MemoryLevel {
   std::string size_source;  // how the size was found (rsim probe: sysfs, cpuid, sysconf, curve); "" when not said
   std::string derivation;
   std::string derated_derivation;
+  Basis basis = Basis::Unstated;         // of the bandwidth
+  Basis derate_basis = Basis::Unstated;  // of the achievable fraction or measured bandwidth (unstated: none)
+  Basis size_basis = Basis::Unstated;
 };
 
 // A link between GPUs (`interconnect:`): NVLink within a node, InfiniBand between nodes. A
@@ -39,6 +54,7 @@ struct InterconnectLevel {
   double latency_s = 0;               // per message (one step of a ring or a tree)
   long long gpus = 1;                 // GPUs this level connects (per node for NVLink)
   std::string source;
+  Basis basis = Basis::Unstated, latency_basis = Basis::Unstated;  // of the bandwidth, of the latency
 };
 
 // A fitted efficiency model for a class of operators (written by `rsim calibrate`, applied by the
@@ -89,6 +105,11 @@ struct CalibrationRule {
   // The factor the measured networks put on the times of the class's layers (rsim calibrate; already
   // in the laws: it says how far the layers timed one by one were from the networks' times)
   double network_factor = 1;
+  // The spread of the class's held-out errors (rsim calibrate's cross-validation, `error_band`):
+  // measured / predicted at the 10th and 90th percentile; a layer's derated time × each is its band
+  bool band = false;
+  double error_lo = 1, error_hi = 1;
+  bool has_error_band() const { return band; }
   PowerLaw compute, bandwidth;
   // Bandwidth efficiency on a memory level of its own (`bandwidth_by_level`): the level a layer is
   // bounded on (its own under memory_level: auto) picks the law; a level without one takes `bandwidth`.
@@ -125,13 +146,15 @@ std::string measured_layer_key(const std::string& op, const std::string& roof, c
 //   eager: kernel i is issued by the host at Σ_{j ≤ i} host_j (host_j: its class's host_overhead,
 //          else runtime.host_overhead) and starts at max(its issue time, the previous kernel's
 //          end); the network time is the last kernel's end.
-enum class Execution { Fused, Graph, Eager };
-const char* execution_name(Execution e);  // "fused", "graph", "eager"
+//   ideal: Σ t_i (no overhead at all: the seeds' theoretical network time; needs no runtime)
+enum class Execution { Fused, Graph, Eager, Ideal };
+const char* execution_name(Execution e);  // "fused", "graph", "eager", "ideal"
 
 struct Runtime {
   double launch_overhead_s = 0;  // per kernel (fused), per graph (graph)
   double graph_gap_s = -1;       // between kernels of one graph (-1: not stated)
   double host_overhead_s = -1;   // host time per kernel in eager mode (-1: not stated)
+  Basis launch_basis = Basis::Unstated, gap_basis = Basis::Unstated, host_basis = Basis::Unstated;
   bool has_graph_gap() const { return graph_gap_s >= 0; }
   bool has_host_overhead() const { return host_overhead_s >= 0; }
 };
@@ -164,6 +187,10 @@ struct ExecutionClock {
         issue += kernel_host >= 0 ? kernel_host : host;
         t = std::max(issue, t) + kt;
         dt = std::max(issue, dt) + dkt;
+        break;
+      case Execution::Ideal:
+        t += kt;
+        dt += dkt;
         break;
     }
     ++n;

@@ -204,13 +204,22 @@ void split_requests(Scenario& s, Diags& d) {
     const CNode* generate = rm.require("generate");
     const CNode* paged = rm.get("paged_kv");
     std::string exec[2];
+    // settings.execution: ideal (written as such) times every phase without overhead
+    const CNode* se = s.settings.is_map() ? s.settings.find("execution") : nullptr;
+    const bool ideal_run = se && se->is_scalar() && se->scalar == "ideal";
     const char* exec_keys[2] = {"prefill_execution", "decode_execution"};
     for (int k = 0; k < 2; ++k)
       if (const CNode* v = rm.get(exec_keys[k])) {
         const std::string t = v->is_scalar() ? v->scalar : "";
-        if (t != "fused" && t != "graph" && t != "eager")
-          d.error(v->loc, std::string("unknown ") + exec_keys[k] + " '" + t + "'", {Note{{}, "fused, graph or eager (see settings.execution)"}});
-        else exec[k] = t;
+        if (t != "fused" && t != "graph" && t != "eager" && t != "ideal")
+          d.error(v->loc, std::string("unknown ") + exec_keys[k] + " '" + t + "'", {Note{{}, "fused, graph, eager or ideal (see settings.execution)"}});
+        else if (ideal_run) {
+          Diagnostic w{v->loc, std::string("settings.execution: ideal overrides this ") + exec_keys[k] + " ('" + t + "'): every kernel runs at its roofline time, with no overhead", {}};
+          w.warning = true;
+          s.load_warnings.push_back(std::move(w));
+        } else {
+          exec[k] = t;
+        }
       }
     bool continuous = false;
     if (const CNode* v = rm.get("batching")) {
@@ -354,9 +363,10 @@ Settings read_settings(const CNode& node, Diags& d) {
       if (*t == "fused") s.execution = Execution::Fused;
       else if (*t == "graph") s.execution = Execution::Graph;
       else if (*t == "eager") s.execution = Execution::Eager;
+      else if (*t == "ideal") s.execution = Execution::Ideal;
       else {
-        std::string hint = did_you_mean(*t, {"fused", "graph", "eager"});
-        d.error(v->loc, "unknown execution '" + *t + "'", {Note{{}, hint.empty() ? "choose fused, graph or eager" : hint}});
+        std::string hint = did_you_mean(*t, {"fused", "graph", "eager", "ideal"});
+        d.error(v->loc, "unknown execution '" + *t + "'", {Note{{}, hint.empty() ? "choose fused, graph, eager or ideal" : hint}});
       }
     }
   }

@@ -100,6 +100,9 @@ struct Scenario {
   ScriptLimits limits;
   SourceLoc platforms_loc;
   std::vector<Request> requests;
+  // Warnings found while loading (the run goes on), e.g. a request's execution mode that
+  // settings.execution: ideal overrides
+  std::vector<Diagnostic> load_warnings;
 };
 
 // Every error of the file at once, thrown as one ConfigError. With `unknown_keys`, a file whose only

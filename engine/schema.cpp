@@ -347,6 +347,10 @@ class Gen {
       J one = J::obj().set("enum", strings(choices));
       d.set(name, any_of({one, J::obj().set("type", "object").set("additionalProperties", one)}));
     }
+    {  // basis: one value for every figure of the map, or a map from figure to value
+      J one = J::obj().set("enum", strings({"datasheet", "assumption", "measured", "calibrated", "carried"}));
+      d.set("basis", any_of({one, J::obj().set("type", "object").set("additionalProperties", one)}));
+    }
     d.set("level_laws", J::obj()
                             .set("type", "object")
                             .set("additionalProperties", J::obj().set("type", "array").set("minItems", 2).set("maxItems", 3).set("items", J::obj().set("type", "number"))));

@@ -181,6 +181,9 @@ def main():
     export("deeplabv3_mobilenet_v3_large_op13", tv.segmentation.deeplabv3_mobilenet_v3_large(weights_backbone=None, aux_loss=False), img, 13)
     # a ViT
     export("vit_b_16_op17", tv.vit_b_16(), img, 17)
+    # depthwise convolutions, squeeze-excite and SiLU: a network whose many small kernels make
+    # launches most of its time on a GPU (the answers' breakdown: tests/test_breakdown.cpp)
+    export("efficientnet_b0_op13", tv.efficientnet_b0(), img, 13)
     # a GPT-2-style decoder with dynamic batch and sequence axes
     ids = torch.randint(0, 1000, (2, 64))
     export("gpt2_small_op17", GPT2(), ids, 17, dynamic={"idx": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}},
