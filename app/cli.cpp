@@ -447,7 +447,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       const PointResult& first = r.results.front();
       out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
           << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
-          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << dtype_name(first.settings.dtype);
+          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << run_dtype_label(r);
       const Precision& pc = first.settings.precision;
       if (pc.weights) out << ", weights " << dtype_name(*pc.weights) << (pc.quant_group > 0 ? " (scale per " + std::to_string(pc.quant_group) + ")" : "");
       if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
@@ -817,11 +817,41 @@ fs::path find_python_dir() {
   return {};
 }
 
+int spawn_rsim_torch(const std::string& python, const std::vector<std::string>& args, std::ostream& err);
+
+// rsim_torch's exit status when the interpreter has no torch
+constexpr int kNoTorch = 3;
+
 // Runs `$RSIM_PYTHON -m rsim_torch ARGS...` (python3 by default) with rsim_torch on PYTHONPATH,
 // whatever the working directory; its output goes to `err` as it comes. Returns its exit status.
+// When RSIM_PYTHON is unset and python3 has no torch, /usr/bin/python3 (the interpreter Debian's
+// python3-torch serves) is tried before giving up, and rsim says so.
 int run_rsim_torch(const std::vector<std::string>& args, std::ostream& err) {
   const char* env = std::getenv("RSIM_PYTHON");
-  const std::string python = env && *env ? env : "python3";
+  const bool chosen = env && *env;
+  const int rc = spawn_rsim_torch(chosen ? env : "python3", args, err);
+  std::error_code ec;
+  const std::string system_python = "/usr/bin/python3";
+  if (rc != kNoTorch) return rc;
+  if (chosen || !fs::exists(system_python, ec)) return kConfig;
+  // (the same interpreter as python3 on the PATH: nothing else to try)
+  if (const char* path = std::getenv("PATH"))
+    for (std::string dir, list = std::string(path) + ":"; !list.empty(); list.erase(0, list.find(':') + 1)) {
+      dir = list.substr(0, list.find(':'));
+      if (dir.empty()) continue;
+      const fs::path cand = fs::path(dir) / "python3";
+      if (fs::exists(cand, ec)) {
+        if (fs::equivalent(cand, system_python, ec)) return kConfig;
+        break;
+      }
+    }
+  err << "rsim: python3 on the PATH has no torch; trying " << system_python << " (Debian's python3-torch); RSIM_PYTHON picks another\n";
+  const int again = spawn_rsim_torch(system_python, args, err);
+  if (again == 0) err << "rsim: rsim_torch ran with " << system_python << "\n";
+  return again == kNoTorch ? kConfig : again;
+}
+
+int spawn_rsim_torch(const std::string& python, const std::vector<std::string>& args, std::ostream& err) {
   const fs::path dir = find_python_dir();
   if (dir.empty()) {
     err << "rsim: error: cannot find rsim_torch (share/rsim/python of the installation, or python/ of the source tree)\n";
@@ -1240,7 +1270,19 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
   for (const auto& r : rows) timed += r.measured_s > 0;
   std::string source = "rsim calibrate: graph_gap and host_overhead fitted on " + std::to_string(nets.size()) + " measured network times";
   if (nets.empty()) source = "rsim calibrate: host overheads from " + std::to_string(timed) + " layers timed in eager mode";
-  const std::string yaml = measure::calibrated_platform_yaml(ptext, name, model.rules, from, {}, &model.runtime, source, model.measured_layers);
+  const measure::NetworkValidation val = measure::validate_networks(rows, nets, base, &model);
+  // the band of every rule: the networks predicted by fits without them (measured / predicted)
+  std::vector<CalibrationRule> rules = model.rules;
+  {
+    std::vector<double> ratios;
+    for (const auto& c : val.cases)
+      if (c.predicted_s > 0) ratios.push_back(c.m.time_s / c.predicted_s);
+    measure::set_error_bands(rules, ratios);
+  }
+  Runtime runtime = model.runtime;  // the fitted times are calibrated
+  if (!nets.empty()) runtime.gap_basis = runtime.host_basis = Basis::Calibrated;
+  else runtime.host_basis = Basis::Calibrated;
+  const std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, {}, &runtime, source, model.measured_layers);
   {  // the result must load as a platform
     Diags d;
     build_platform(parse_yaml(yaml, output), nullptr, d);
@@ -1249,7 +1291,6 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
       return kConfig;
     }
   }
-  const measure::NetworkValidation val = measure::validate_networks(rows, nets, base, &model);
   const auto beaten = measure::beats_bound(rows);
   std::string pred = "network,execution,kernels,measured_s,predicted_s,fitted_s,uncalibrated_s\n";
   char buf[512];
@@ -1450,10 +1491,15 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     return kConfig;
   }
   measure::Model model = measure::fit_model(samples);
+  Progress progress(isatty(2), "cross-validation fits");  // (on a terminal: thousands of layers take a while)
+  auto cv = measure::cross_validate(samples, [&](size_t d, size_t t) { progress.update(d, t); }, &model);
+  progress.finish();
+  measure::set_error_bands(model.rules, cv);  // each class's held-out spread
   const auto& rules = model.rules;
   std::string name = fs::path(vm["output"].as<std::string>()).stem().string();
   Runtime rt = base_runtime;
   rt.launch_overhead_s = model.overhead_s;
+  rt.launch_basis = Basis::Calibrated;
   std::string yaml = measure::calibrated_platform_yaml(ptext, name, rules, from, model.contention, model.overhead_s > 0 ? &rt : nullptr,
                                                        "launch_overhead fitted by rsim calibrate (a fixed time per layer)");
   {  // the result must load as a platform
@@ -1464,9 +1510,6 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       return kConfig;
     }
   }
-  Progress progress(isatty(2), "cross-validation fits");  // (on a terminal: thousands of layers take a while)
-  auto cv = measure::cross_validate(samples, [&](size_t d, size_t t) { progress.update(d, t); }, &model);
-  progress.finish();
   try {
     write_file_atomic(vm["output"].as<std::string>(), yaml);
     if (vm.count("predictions")) write_file_atomic(vm["predictions"].as<std::string>(), measure::predictions_csv(cv));

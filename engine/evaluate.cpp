@@ -1313,8 +1313,12 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         if (!roof) {
           std::string have;
           for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
-          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')",
-                  {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}});
+          std::vector<Note> notes = {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}};
+          if (L.dtype_from_file && L.compute_dtype() == L.dtype)  // the model's published precision, not the scenario's
+            notes.push_back(Note{{}, std::string("network '") + net.name + "' runs in its model's published dtype, " + dtype_name(L.dtype) +
+                                         ", as no settings.dtype or network dtype says otherwise: give one this platform has, e.g. settings: {dtype: " +
+                                         (have.find("fp16") != std::string::npos ? "fp16" : "fp32") + "}"});
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')", notes);
           break;
         }
         // kept rows: the last point's row in this place written over (its strings' and lists'
@@ -1490,7 +1494,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       for (const KernelSpan& sp : spans) {
         add_kernels(done, sp.begin);
         const SpanTimes* one = span_times.data() + sp.at;
-        for (size_t q = 0; q < sp.period; ++q) add_kernel_parts(one[q].kernel, static_cast<double>(sp.count / sp.period), sum.parts, sum.dparts);
+        for (size_t k = 0, q = 0; k < sp.count; ++k) {  // (kernel by kernel, in order: the sums a network built afresh adds)
+          add_kernel_parts(one[q].kernel, 1, sum.parts, sum.dparts);
+          if (++q == sp.period) q = 0;
+        }
         if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
           for (size_t k = 0, q = 0; k < sp.count; ++k) {
             clock.add(one[q].time, one[q].derated, one[q].host);

@@ -1645,6 +1645,19 @@ std::string percent(double share) {
 std::string assumed_word(Basis b) { return b == Basis::Assumption ? ", an assumed figure" : b == Basis::Unstated ? "" : std::string(", ") + basis_name(b); }
 }  // namespace
 
+std::string run_dtype_label(const RunResult& r) {
+  std::vector<DType> seen;
+  for (const auto& pr : r.results)
+    for (const SummaryRow& s : pr.summary)
+      if (std::find(seen.begin(), seen.end(), s.dtype) == seen.end()) seen.push_back(s.dtype);
+  if (seen.empty()) return r.results.empty() ? "fp32" : dtype_name(r.results.front().settings.dtype);
+  if (seen.size() == 1) return dtype_name(seen.front());
+  std::sort(seen.begin(), seen.end(), [](DType a, DType b) { return std::string(dtype_name(a)) < dtype_name(b); });
+  std::string out = "mixed (";
+  for (size_t i = 0; i < seen.size(); ++i) out += (i ? ", " : "") + std::string(dtype_name(seen[i]));
+  return out + ")";
+}
+
 std::string limit_text(const SummaryRow& s) {
   const auto [limit, share] = time_limit(s.dparts);
   if (!*limit) return "";
@@ -1719,11 +1732,11 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
       t.rows.push_back(cells);
     }
   total = std::max(total, total_rows);
-  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in summary.csv\n" + ignored_notes(r) + limit_notes(r);  // --rows 0
+  if (max_rows == 0) return std::to_string(total) + " row" + (total == 1 ? "" : "s") + " in summary.csv\n" + limit_notes(r) + ignored_notes(r);  // --rows 0
   std::string out = t.render();
   if (total > max_rows) out += "... " + std::to_string(total - max_rows) + " more rows in summary.csv\n";
-  out += ignored_notes(r);
   out += limit_notes(r);
+  out += ignored_notes(r);
   return out;
 }
 

@@ -165,6 +165,9 @@ std::string terminal_summary(const RunResult& r, size_t max_rows, size_t total_r
 // "note: network 'N' leaves out operators mapped to ignore (onnx_ops): Op (k nodes); ..." lines, one per
 // network (and list); "" when no network ignores any.
 std::string ignored_notes(const RunResult& r);
+// The dtype the layers of a run's networks ran in (each network's: SummaryRow::dtype), or
+// "mixed (bf16, fp16)" when they differ; the first point's settings.dtype when there is no network
+std::string run_dtype_label(const RunResult& r);
 // The limit of a network row's derated time as text ("launch 97 %"; "" when it has no time)
 std::string limit_text(const SummaryRow& s);
 // A network's limit in words when it is not compute or memory ("" otherwise), e.g.

@@ -925,6 +925,31 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   return p;
 }
 
+std::vector<std::string> assumed_figures(const Platform& p, Execution e) {
+  std::vector<std::string> out;
+  const Runtime& rt = p.runtime;
+  if ((e == Execution::Fused || e == Execution::Graph) && rt.launch_overhead_s > 0 && rt.launch_basis == Basis::Assumption)
+    out.push_back("launch overhead " + si6(rt.launch_overhead_s, "s") + (e == Execution::Fused ? " per kernel" : " per graph"));
+  if (e == Execution::Graph && rt.has_graph_gap() && rt.gap_basis == Basis::Assumption) out.push_back("graph gap " + si6(rt.graph_gap_s, "s"));
+  if (e == Execution::Eager && rt.has_host_overhead() && rt.host_basis == Basis::Assumption) out.push_back("host overhead " + si6(rt.host_overhead_s, "s") + " per kernel");
+  for (const auto& l : p.interconnect) {
+    if (l.basis == Basis::Assumption) out.push_back(l.name + " bandwidth " + si6(l.bandwidth_bytes_per_s, "B/s"));
+    if (l.latency_basis == Basis::Assumption) out.push_back(l.name + " latency " + si6(l.latency_s, "s"));
+  }
+  for (const auto& r : p.compute) {
+    if (r.basis == Basis::Assumption) out.push_back(r.name + " peak " + si6(r.peak_flops_per_s, rate_unit(r)));
+    if (r.derate_basis == Basis::Assumption && r.derated_flops_per_s != r.peak_flops_per_s)
+      out.push_back(r.name + " derated to " + num(100 * r.derated_flops_per_s / r.peak_flops_per_s) + " % of its peak");
+  }
+  for (const auto& m : p.memory) {
+    if (m.basis == Basis::Assumption) out.push_back(m.name + " bandwidth " + si6(m.bandwidth_bytes_per_s, "B/s"));
+    if (m.derate_basis == Basis::Assumption && m.derated_bandwidth_bytes_per_s != m.bandwidth_bytes_per_s)
+      out.push_back(m.name + " achievable bandwidth " + num(100 * m.derated_bandwidth_bytes_per_s / m.bandwidth_bytes_per_s) + " % of " +
+                    si6(m.bandwidth_bytes_per_s, "B/s"));
+  }
+  return out;
+}
+
 std::string describe_platform(const Platform& p) {
   std::string s = p.name + (p.title.empty() ? "" : " — " + p.title) + "\n";
   if (!p.kind.empty()) s += "  kind: " + p.kind + "\n";

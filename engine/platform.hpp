@@ -262,6 +262,10 @@ class Catalog {
 // does not set (an inline what-if platform written as `base: NAME` plus overrides).
 Platform build_platform(const CNode& node, const CNode* base, Diags& d);
 
+// The figures of `p` whose basis is `assumption` that a run in mode `e` uses, as text
+// ("launch overhead 5 µs", "HBM3 achievable bandwidth 85 % (derate)"), in the order hw show prints them
+std::vector<std::string> assumed_figures(const Platform& p, Execution e);
+
 // Human-readable description of every roof with both values and the ridge points.
 std::string describe_platform(const Platform& p);
 

@@ -953,6 +953,33 @@ CrossValidation cross_validate(const std::vector<Sample>& samples, const std::fu
   return cv;
 }
 
+double percentile_linear(std::vector<double> v, double q) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(std::floor(at));
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (at - static_cast<double>(i)) * (v[i + 1] - v[i]);
+}
+
+void set_error_bands(std::vector<CalibrationRule>& rules, const CrossValidation& cv) {
+  std::map<std::string, std::vector<double>> ratios;  // per class: measured / predicted
+  for (const auto& p : cv.predictions)
+    if (p.calibrated_s > 0 && p.measured_s > 0) ratios[op_class(p.op)].push_back(p.measured_s / p.calibrated_s);
+  for (CalibrationRule& r : rules) {
+    auto it = ratios.find(r.name);
+    if (it == ratios.end() || it->second.size() < 5) continue;
+    r.band = true;
+    r.error_lo = percentile_linear(it->second, 0.1), r.error_hi = percentile_linear(it->second, 0.9);
+  }
+}
+
+void set_error_bands(std::vector<CalibrationRule>& rules, const std::vector<double>& ratios) {
+  if (ratios.size() < 3) return;
+  const double lo = percentile_linear(ratios, 0.1), hi = percentile_linear(ratios, 0.9);
+  for (CalibrationRule& r : rules) r.band = true, r.error_lo = lo, r.error_hi = hi;
+}
+
 std::string predictions_csv(const CrossValidation& cv) {
   std::string out = "network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated\n";
   char buf[128];
@@ -1552,6 +1579,10 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
       std::snprintf(buf, sizeof buf, ", host_overhead: %.6g us", r.host_overhead_s * 1e6);
       out += buf;
     }
+    if (r.band) {  // the spread of the class's held-out errors (measured / predicted, 10th and 90th percentile)
+      std::snprintf(buf, sizeof buf, ", error_band: [%.4g, %.4g]", r.error_lo, r.error_hi);
+      out += buf;
+    }
     if (r.extrapolated) out += ", extrapolated: true";
     else if (r.extrapolated_compute) out += ", extrapolated: compute";
     else if (r.extrapolated_bandwidth) out += ", extrapolated: bandwidth";
@@ -1589,6 +1620,16 @@ std::string calibrated_platform_yaml(const std::string& text, const std::string&
       out += buf;
     }
     if (!runtime_source.empty()) out += "  source: " + quoted(runtime_source) + "\n";
+    {  // what each time rests on: the fitted ones calibrated, the others as the base platform said
+      std::string b;
+      auto add = [&](const char* key, Basis x, bool stated) {
+        if (stated && x != Basis::Unstated) b += (b.empty() ? "" : ", ") + std::string(key) + ": " + basis_name(x);
+      };
+      add("launch_overhead", runtime->launch_basis, true);
+      add("graph_gap", runtime->gap_basis, runtime->has_graph_gap());
+      add("host_overhead", runtime->host_basis, runtime->has_host_overhead());
+      if (!b.empty()) out += "  basis: {" + b + "}\n";
+    }
   }
   if (!measured.empty()) {
     out += "# Layer shapes timed in those files whose times the class laws missed by more than 10 % either way (a library's\n";

@@ -182,6 +182,15 @@ struct CrossValidation {
   };
   std::vector<Prediction> predictions;
 };
+// The error band of each class (CalibrationRule::error_band): measured / predicted of its layers in
+// the cross-validation's held-out predictions, at the 10th and 90th percentile (linear
+// interpolation between order statistics); a class with fewer than 5 held-out layers gets none.
+void set_error_bands(std::vector<CalibrationRule>& rules, const CrossValidation& cv);
+// The same from ratios measured / predicted pooled over every class (a GPU fit's networks
+// predicted without themselves): every rule gets that band; fewer than 3 ratios give none.
+void set_error_bands(std::vector<CalibrationRule>& rules, const std::vector<double>& ratios);
+// The q-quantile of v by linear interpolation between order statistics (numpy's default)
+double percentile_linear(std::vector<double> v, double q);
 // The predictions as CSV: network,op,class,flops,measured_s,uncalibrated_s,calibrated_s,extrapolated.
 std::string predictions_csv(const CrossValidation& cv);
 // progress (may be empty): called before each of its fits, (done, total). Up to kMaxFolds networks

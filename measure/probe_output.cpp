@@ -181,6 +181,7 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
     }
     s += "    measured: " + qty(measured, dt == "int8" ? "OP/s" : "FLOP/s") + "\n";
     s += "    measured_by: " + q("rsim probe, " + std::to_string(r.threads) + " pinned threads × " + std::to_string(one->chains) + " chains") + "\n";
+    s += "    basis: measured\n";
     ++roofs;
   }
   if (!roofs) s += "  []  # no ISA could be probed\n";
@@ -198,6 +199,7 @@ std::string probe_platform_yaml(const ProbeResult& r, const std::string& name) {
       s += "    size: " + size_qty(std::round(p->size_bytes)) + "\n";
       s += "    size_source: " + p->size_source + "\n";
     }
+    s += "    basis: measured\n";
   }
   return s;
 }

@@ -74,7 +74,7 @@ BuiltFigure chart::heatmap(const PlotSpec& spec, const RunResult& r, const Scena
   f.x.title = var_title(s, xv);
   f.y.title = var_title(s, yv);
   f.title = spec.title.empty() ? std::string(c ? c->title : spec.value).substr(0, std::string(c ? c->title : spec.value).find(" [")) + " — " + platform : spec.title;
-  f.subtitle = s.name + " · " + net + " network totals · " + dtype_name(r.results.front().settings.dtype) + " · " + conventions(r.results.front().settings);
+  f.subtitle = s.name + " · " + net + " network totals · " + run_dtype_label(r) + " · " + conventions(r.results.front().settings);
   if (spec.value.find("time") != std::string::npos || spec.value.find("tokens") != std::string::npos || spec.value.find("achieved") != std::string::npos)
     if (const std::string ln = launch_note(r, {}, r.results.front().settings); !ln.empty()) f.subtitle += " · " + ln;
   if (!over.empty()) f.subtitle += " · hatched: does not fit in memory";

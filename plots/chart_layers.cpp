@@ -113,8 +113,11 @@ BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenar
   }
   const Platform* p = find_platform(r, platform);
   f.title = spec.title.empty() ? (time ? "Time per layer — " : "Per layer — ") + (p && !p->title.empty() ? p->title : platform) : spec.title;
-  f.subtitle = s.name + " · " + net + (r.points.size() > 1 ? " · " + point_text(r, pi) : "") + " · " + dtype_name(pr.settings.dtype) + " · " +
-               conventions(pr.settings);
+  f.subtitle = s.name + " · " + net + (r.points.size() > 1 ? " · " + point_text(r, pi) : "") + " · " + [&] {  // the dtype the network's layers ran in
+                 for (const SummaryRow& sm : pr.summary)
+                   if (sm.network == net) return std::string(dtype_name(sm.dtype));
+                 return std::string(dtype_name(pr.settings.dtype));
+               }() + " · " + conventions(pr.settings);
   out.data_csv = csv_line({"layer", "op", spec.metric, "bound", time ? "derated_time_s" : "", time ? "derated_bound" : ""});
   for (const Row* row : all_rows)
     out.data_csv += csv_line({row->layer, row->op, format_number(time ? row->theoretical.time_s : row_value(*row, spec.metric)), bound_name(row->theoretical.bound),

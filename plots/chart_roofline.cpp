@@ -26,6 +26,7 @@ struct RoofPt {
   size_t point;
   bool over = false;  // a network point whose memory footprint exceeds the platform's memory
   double launch_share = -1;  // a network point under execution: fused: its kernels' launch overhead over its time (-1: none)
+  std::string limit = "";    // a network point: the part of its time that limits it (SummaryRow's parts)
 };
 
 
@@ -70,12 +71,21 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
         double x = link ? sm.flops / sm.comm_bytes : sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
         std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
+        // a network whose time is mostly not the roofs' (launches, the host, communication, a
+        // bubble) says so on its label: it sits under every roof for that reason
+        const auto [limit, limit_share] = time_limit(on_derated ? sm.dparts : sm.parts);
+        const std::string lim = limit;
+        if (!lim.empty() && lim != "compute" && lim != "memory") {
+          char b[48];
+          std::snprintf(b, sizeof b, " (%s %.0f %%)", limit, 100 * limit_share);
+          label += b;
+        }
         // a network is memory bound when its intensity is under the platform's ridge
         // (with the links as roofs: interconnect-bound under the ridge of the link its all-reduces
         // run on, else as on the memory roofline)
         std::string bound = "memory";
         for (const auto& pl : pr.platforms)
-          if (const ComputeRoof* roof = pl->name == sm.platform ? pl->roof_for(pr.settings.dtype) : nullptr) {
+          if (const ComputeRoof* roof = pl->name == sm.platform ? pl->roof_for(sm.dtype) : nullptr) {
             double peak = on_derated ? roof->derated_flops_per_s : roof->peak_flops_per_s;
             double bw = on_derated ? pl->memory.front().derated_bandwidth_bytes_per_s : pl->memory.front().bandwidth_bytes_per_s;
             if (sm.intensity > peak / bw) bound = "compute";
@@ -83,6 +93,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
             if (l && x < peak / l->bandwidth_bytes_per_s) bound = "interconnect";
           }
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
+        pts.back().limit = lim;
         // what of its time the launches are (why a network sits under every roof at small batch)
         for (const auto& pl : pr.platforms)
           if (pl->name == sm.platform && pr.settings.execution == Execution::Fused && pl->runtime.launch_overhead_s > 0) {
@@ -511,11 +522,11 @@ BuiltFigure chart::roofline(const PlotSpec& spec, const RunResult& r, const Scen
   if (coinciding > 0) f.subtitle += " · " + grouped(coinciding) + " more points on drawn markers";
 
   std::vector<std::string> head = {"platform", "network", "label", "point", "op", link ? "comm_intensity" : "intensity", "performance_flops_per_s", "bound"};
-  if (networks) head.push_back("launch_share");  // the share of a network's time that is kernel launches
+  if (networks) head.push_back("launch_share"), head.push_back("limit");  // the share of a network's time that is kernel launches; its limit
   out.data_csv = csv_line(head);
   for (const auto& p : all_pts) {
     std::vector<std::string> cells = {p.platform, p.network, p.label, std::to_string(p.point), p.op, format_number(p.x), format_number(p.y), p.bound};
-    if (networks) cells.push_back(p.launch_share >= 0 ? format_number(p.launch_share) : "");
+    if (networks) cells.push_back(p.launch_share >= 0 ? format_number(p.launch_share) : ""), cells.push_back(p.limit);
     out.data_csv += csv_line(cells);
   }
   return out;

@@ -74,6 +74,17 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
   f.width = spec.width, f.height = spec.height;
   const ColumnInfo* yc = column(spec.y);
   const Settings& set = r.results.front().settings;
+  // the precision whose roof the ridges are drawn for: the networks' own when they agree
+  DType net_dtype = set.dtype;
+  {
+    bool first = true, one = true;
+    for (const auto& pr : r.results)
+      for (const SummaryRow& sm : pr.summary) {
+        if (first) net_dtype = sm.dtype, first = false;
+        else one = one && sm.dtype == net_dtype;
+      }
+    if (!one) net_dtype = set.dtype;
+  }
   bool platform_free = yc->platform_free;
   std::string series_by = spec.series == "auto" ? (platform_free ? "network" : "platform") : spec.series;
   bool categorical = spec.x == "layer";
@@ -199,7 +210,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
         if (k >= pr.platforms.size()) continue;
         const Platform& pl = *pr.platforms[k];
         names.insert(pl.name);
-        const ComputeRoof* roof = pl.roof_for(set.dtype);
+        const ComputeRoof* roof = pl.roof_for(net_dtype);
         const std::string* v = env_find(r.points[pi].bindings, spec.x);
         auto xv = v ? parse_double(*v) : std::nullopt;
         if (roof && xv && !pl.memory.empty()) L.pts.push_back({*xv, roof->derated_flops_per_s / pl.memory.front().derated_bandwidth_bytes_per_s});
@@ -221,7 +232,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
       if (varying.count(name)) continue;
       const Platform* p = find_platform(r, name);
       if (!p) continue;
-      const ComputeRoof* roof = p->roof_for(set.dtype);
+      const ComputeRoof* roof = p->roof_for(net_dtype);
       if (!roof) continue;
       const MemoryLevel& m = p->memory.front();
       double ridge = roof->derated_flops_per_s / m.derated_bandwidth_bytes_per_s;
@@ -329,7 +340,7 @@ BuiltFigure chart::trend(const PlotSpec& spec, const RunResult& r, const Scenari
   for (auto& l : ridge_lines) f.lines.push_back(l);
   f.title = spec.title.empty() ? std::string(yc->title).substr(0, std::string(yc->title).find(" [")) + " vs " + f.x.title : spec.title;
   f.subtitle = s.name + " · " + (spec.layer.empty() ? (spec.x == "layer" ? "per layer" : "network totals") : "layer " + spec.layer) + " · " +
-               dtype_name(set.dtype) + " · " + conventions(set);
+               run_dtype_label(r) + " · " + conventions(set);
   // a network total's time holds the launches (a layer's row does not)
   if (!trend_reads_rows(spec) && !categorical && (spec.y.find("time") != std::string::npos || spec.y.find("tokens") != std::string::npos || spec.y.find("achieved") != std::string::npos))
     if (const std::string ln = launch_note(r, spec.platforms, set); !ln.empty()) f.subtitle += " · " + ln;

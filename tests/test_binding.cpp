@@ -540,7 +540,7 @@ platforms: [rtx3080, h100_sxm]
 networks:
   - {model: resnet50, args: {batch: "${b}", size: "${s}"}}
   - {model: mobilenet_v2, args: {batch: "${b}", size: "${s}"}}
-  - {model: llama3_8b, name: d, args: {phase: decode, batch: "${b}", context: "${ctx}"}}
+  - {model: llama3_8b, name: d, args: {phase: decode, batch: "${b}", context: "${ctx}", file_dtype: fp16}}
   - {model: gpt2, name: g, args: {phase: prefill, batch: "${b}", seq: "${ctx // 4}"}}
 )";
   Scenario s = parse_scenario(y, src("scenarios/t.yaml"));

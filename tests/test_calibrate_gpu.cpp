@@ -180,6 +180,29 @@ TEST_CASE("calibrate (GPU): fitted on the shared H200 files, the platform predic
   CHECK(p.runtime.host_overhead_s > 10e-6);
   CHECK(p.runtime.host_overhead_s < 40e-6);
   CHECK(p.runtime.launch_overhead_s == Approx(5e-6));  // h200's own (one per graph)
+  // the fitted times are calibrated figures; the launch the base's assumption
+  CHECK(p.runtime.gap_basis == Basis::Calibrated);
+  CHECK(p.runtime.host_basis == Basis::Calibrated);
+  CHECK(p.runtime.launch_basis == Basis::Assumption);
+  {  // every rule's error band: the networks predicted without themselves (pred.csv), measured /
+     // predicted at the 10th and 90th percentile, interpolated between order statistics
+    Csv pred = read_csv((dir / "pred.csv").string());
+    std::vector<double> ratio;
+    for (const auto& row : pred.rows) ratio.push_back(std::stod(row.at(pred.col.at("measured_s"))) / std::stod(row.at(pred.col.at("predicted_s"))));
+    REQUIRE(ratio.size() >= 3);
+    std::sort(ratio.begin(), ratio.end());
+    auto at = [&](double q) {
+      const double x = q * static_cast<double>(ratio.size() - 1);
+      const size_t i = static_cast<size_t>(x);
+      return i + 1 < ratio.size() ? ratio[i] + (x - static_cast<double>(i)) * (ratio[i + 1] - ratio[i]) : ratio.back();
+    };
+    for (const CalibrationRule& rule : p.calibration) {
+      INFO(rule.name << " " << rule.roof);
+      REQUIRE(rule.has_error_band());
+      CHECK(rule.error_lo == Approx(at(0.1)).epsilon(1e-3));  // (written with 4 digits)
+      CHECK(rule.error_hi == Approx(at(0.9)).epsilon(1e-3));
+    }
+  }
   // a rule per class and compute roof: fp32 CUDA-core and fp16 tensor-core convolutions apart
   const CalibrationRule* conv32 = p.calibration_for("conv2d", "fp32 CUDA cores");
   const CalibrationRule* conv16 = p.calibration_for("conv2d", "bf16/fp16 tensor cores");

@@ -113,7 +113,7 @@ TEST_CASE("execution: a mode the platform's runtime cannot time is an error at e
         "t.yaml:2:23: error: unknown execution 'lazy'\n"
         "settings: {execution: lazy}\n"
         "                      ^\n"
-        "note: choose fused, graph or eager\n");
+        "note: choose fused, graph, eager or ideal\n");
 }
 
 TEST_CASE("runtime: the old top-level launch_overhead is an error naming its new place", "[execution]") {

@@ -849,8 +849,12 @@ TEST_CASE("a network point's launch share is in the roofline's plot data", "[plo
   REQUIRE(d.empty());
   BuiltFigure b = build_one(specs[0], r, s);
   const std::string& csv = b.data_csv;
-  REQUIRE(csv.rfind("platform,network,label,point,op,intensity,performance_flops_per_s,bound,launch_share\n", 0) == 0);
-  const std::string row = csv.substr(csv.find('\n') + 1);
+  REQUIRE(csv.rfind("platform,network,label,point,op,intensity,performance_flops_per_s,bound,launch_share,limit\n", 0) == 0);
+  std::string row = csv.substr(csv.find('\n') + 1);
+  // its limit: the launch, 99.6 % of its time (its label says so)
+  CHECK(row.substr(row.rfind(',') + 1) == "launch\n");
+  CHECK(row.find("fc (launch 100 %)") != std::string::npos);
+  row = row.substr(0, row.rfind(','));
   const double share = std::stod(row.substr(row.rfind(',') + 1));
   CHECK(share == Approx(5e-6 / (16896 / 760.32e9 + 5e-6)).epsilon(1e-4));
   CHECK(share == Approx(0.995575).epsilon(1e-5));

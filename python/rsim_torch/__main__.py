@@ -30,7 +30,7 @@ def main(argv=None):
     except ImportError:
         print("rsim_torch: error: PyTorch is not installed for %s; install it (Debian: apt install python3-torch; "
               "elsewhere: pip install torch), or point RSIM_PYTHON at an interpreter that has it" % sys.executable, file=sys.stderr)
-        return 1
+        return 3  # (rsim then tries the interpreter Debian's python3-torch serves, /usr/bin/python3)
     from .device import modes_of, parse_device
 
     dev = parse_device(args.device)

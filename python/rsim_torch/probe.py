@@ -148,6 +148,7 @@ def platform_yaml(name, dev, peaks, bw, rt):
     lines.append("  host_overhead: %.4g us" % (rt["host_overhead_s"] * 1e6))
     lines.append("  source: %s" % json.dumps("measured by rsim_torch probe: a one-element op in a loop" +
                                             ("; CUDA graphs of 1 and of 101 of them" if "graph_gap_s" in rt else "")))
+    lines.append("  basis: measured")
     lines.append("compute:")
     groups = [("fp64", ["fp64"]), ("fp32", ["fp32"]), ("tf32", ["tf32"]), ("fp16", ["fp16"]), ("bf16", ["bf16"]), ("fp8", ["fp8"]), ("int8", ["int8"])]
     any_roof = False
@@ -156,7 +157,7 @@ def platform_yaml(name, dev, peaks, bw, rt):
         if "flops_per_s" not in p:
             continue
         unit = "TOP/s" if label == "int8" else "TFLOP/s"
-        lines.append("  - {name: %s, dtypes: [%s], peak: %.6g %s}  # matmul %d³" % (json.dumps(label + " (measured matmul)"), ", ".join(dts),
+        lines.append("  - {name: %s, dtypes: [%s], peak: %.6g %s, basis: measured}  # matmul %d³" % (json.dumps(label + " (measured matmul)"), ", ".join(dts),
                                                                               p["flops_per_s"] / 1e12, unit, p["n"]))
         any_roof = True
     if not any_roof:
@@ -166,14 +167,14 @@ def platform_yaml(name, dev, peaks, bw, rt):
     lines.append("memory:")
     mem_name = "HBM" if dev.type == "cuda" else "DRAM"
     total = torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None
-    lines.append("  - {name: %s, bandwidth: %.6g GB/s%s}  # read over %d-%d MiB working sets" % (
+    lines.append("  - {name: %s, bandwidth: %.6g GB/s%s, basis: measured}  # read over %d-%d MiB working sets" % (
         mem_name, dram / 1e9, ", size: %d GiB" % round(total / 2**30) if total else "", largest // 4 >> 20, largest >> 20))
     if dev.type == "cuda":
         l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0)
         if l2:
             cache = _plateau(bw, "read", l2 / 16, l2 / 2)
             if cache and cache > dram:
-                lines.append("  - {name: L2, bandwidth: %.6g GB/s, size: %d MiB}  # read over %d-%d KiB working sets, re-read in one kernel" % (
+                lines.append("  - {name: L2, bandwidth: %.6g GB/s, size: %d MiB, basis: measured}  # read over %d-%d KiB working sets, re-read in one kernel" % (
                     cache / 1e9, l2 >> 20, l2 // 16 >> 10, l2 // 2 >> 10))
     return "\n".join(lines) + "\n"
 

@@ -247,6 +247,26 @@ class Refusals(unittest.TestCase):
             self.assertIn("PyTorch is not installed", r.stdout + r.stderr)
             self.assertIn("apt install python3-torch", r.stdout + r.stderr)
 
+    def test_python3_without_torch_falls_back_to_the_system_interpreter(self):
+        # RSIM_PYTHON unset and the python3 on the PATH lacks torch: rsim tries /usr/bin/python3
+        # (Debian's python3-torch) and says so
+        if not os.path.exists("/usr/bin/python3") or subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode:
+            self.skipTest("/usr/bin/python3 has no torch here")
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "python3")
+            with open(fake, "w") as f:  # an interpreter without its site packages, first on the PATH
+                f.write("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n")
+            os.chmod(fake, 0o755)
+            env = {k: v for k, v in ENV.items() if k != "RSIM_PYTHON"}
+            env["PATH"] = d + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")
+            r = subprocess.run([RSIM, "probe", "--backend", "torch", "--device", "cpu", "--quick", "-o", os.path.join(d, "p.yaml")], env=env,
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("python3 on the PATH has no torch; trying /usr/bin/python3", r.stderr)
+            self.assertIn("rsim: rsim_torch ran with /usr/bin/python3", r.stderr)
+            with open(os.path.join(d, "p.yaml")) as f:
+                self.assertIn("basis: measured", f.read())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
