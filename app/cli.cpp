@@ -456,7 +456,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? collect.total_rows() : preview.total_rows()) << "\n";
       const size_t rows = vm["rows"].as<size_t>();
       if (rows > 0)
-        out << "network totals (time = sum over kernels, with launch overheads; mem/comp = memory- and compute-bound layers, theoretical roofs):\n";
+        out << "network totals (time = the kernels' work plus what the execution mode adds; mem/comp = memory- and compute-bound layers, theoretical roofs; "
+               "limit = the part with the largest share of the derated time):\n";
       out << terminal_summary(r, rows, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
@@ -718,7 +719,7 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
       err << "rsim: error: no platforms in '" << catalog.dir() << "'\n";
       return kConfig;
     }
-    // name, kind, title, every compute roof, the first memory level, the first roof's ridge
+    // name, kind, title, every compute roof, the first memory level, the fastest roof's ridge
     std::vector<std::vector<std::string>> rows = {{"name", "kind", "title", "compute roofs (theoretical)", "memory (theoretical / derated)", "ridge"}};
     int rc = kOk;
     for (const auto& n : names) {
@@ -736,12 +737,19 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
         roofs += (roofs.empty() ? "" : ", ") + dts + " " + si(r.peak_flops_per_s, "", 4);
       }
       const MemoryLevel& m = p.memory.front();
-      char ridge[32];
-      std::snprintf(ridge, sizeof ridge, "%.2f", p.compute.front().peak_flops_per_s / m.bandwidth_bytes_per_s);
+      // the ridge of the fastest roof (a GPU's tensor cores, not its fp64 units listed first)
+      const ComputeRoof* fastest = &p.compute.front();
+      for (const auto& r : p.compute)
+        if (r.peak_flops_per_s > fastest->peak_flops_per_s) fastest = &r;
+      std::string fast_dts;
+      for (DType t : fastest->dtypes) fast_dts += (fast_dts.empty() ? "" : "/") + std::string(dtype_name(t));
+      char ridge[96];
+      std::snprintf(ridge, sizeof ridge, "%.2f (%s)", fastest->peak_flops_per_s / m.bandwidth_bytes_per_s, fast_dts.c_str());
       rows.push_back({n, p.kind, p.title, roofs, m.name + " " + si(m.bandwidth_bytes_per_s, "B/s") + " / " + si(m.derated_bandwidth_bytes_per_s, "B/s"), ridge});
     }
     out << text_table(rows);
-    out << "compute in FLOP/s (OP/s for int); ridge = first roof / first memory level, in FLOP/byte; `rsim hw show NAME` for derivations\n";
+    out << "compute in FLOP/s (OP/s for int); ridge = the fastest roof / the first memory level, in FLOP/byte (OP/byte); `rsim hw show NAME` for every "
+           "roof's ridge and the derivations\n";
     return rc;
   }
   if (action == "show") {

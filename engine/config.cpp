@@ -152,6 +152,25 @@ CNode parse_yaml(const std::string& text, const std::string& path) {
     if (e.msg == "bad file")
       throw ConfigError(loc_of(e.mark, file), "the file nests too deeply to read (lists or maps nested about a thousand levels deep here)",
                         {Note{{}, "no scenario, platform or config needs that depth: flatten it"}});
+    // a tab in a line's indentation (YAML indents with spaces only) is the likely cause when it
+    // stands at or before the failing line: named at its own line and column
+    if (e.mark.line >= 0) {
+      size_t at = 0, tab_line = 0, tab_col = 0;
+      bool found = false;
+      for (size_t ln = 0; at <= text.size() && ln <= static_cast<size_t>(e.mark.line); ++ln) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        for (size_t i = at; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
+          if (text[i] == '\t') {
+            found = true, tab_line = ln, tab_col = i - at;
+            break;
+          }
+        at = end + 1;
+      }
+      if (found)
+        throw ConfigError(SourceLoc{file, static_cast<int>(tab_line) + 1, static_cast<int>(tab_col) + 1}, "a tab in the indentation: YAML indents with spaces only",
+                          {Note{{}, "replace the tab with spaces (the parser said: " + e.msg + ")"}});
+    }
     throw ConfigError(loc_of(e.mark, file), e.msg);
   }
   Diags d;

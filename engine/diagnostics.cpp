@@ -1,6 +1,7 @@
 #include "engine/diagnostics.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 namespace rsim {
@@ -177,8 +178,35 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 }
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  // a short name of a longer one first ("a100" for a100_sxm_80gb, not the typo-near v100; "h100"
+  // for h100_sxm), then a typo, then a name inside a longer one ("4090" for rtx4090): by
+  // case-insensitive prefix or substring, when it picks out at most three
+  auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string w = lower(word);
+  auto matches = [&](bool prefix) {
+    std::vector<std::string> hits;
+    if (word.size() < 3) return hits;
+    for (const auto& c : candidates) {
+      const size_t at = c.size() > word.size() ? lower(c).find(w) : std::string::npos;
+      if (at != std::string::npos && (!prefix || at == 0)) hits.push_back(c);
+    }
+    return hits;
+  };
+  auto say = [](const std::vector<std::string>& hits) {
+    if (hits.size() == 1) return "did you mean '" + hits[0] + "'?";
+    std::string out = "did you mean one of ";
+    for (size_t i = 0; i < hits.size(); ++i) out += (i ? ", '" : "'") + hits[i] + "'";
+    return out + "?";
+  };
+  if (std::find(candidates.begin(), candidates.end(), word) == candidates.end())
+    if (const auto hits = matches(true); !hits.empty() && hits.size() <= 3) return say(hits);
   std::string n = nearest(word, candidates);
-  return n.empty() ? std::string() : "did you mean '" + n + "'?";
+  if (!n.empty()) return "did you mean '" + n + "'?";
+  if (const auto hits = matches(false); !hits.empty() && hits.size() <= 3) return say(hits);
+  return "";
 }
 
 }  // namespace rsim

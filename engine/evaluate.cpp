@@ -688,7 +688,10 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
       } else {
         for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) contexts.push_back(c);
       }
+      size_t step_no = 0;
       for (long long c : contexts) {
+        // a long request is many evaluations in one point: an embedding's stop is asked here too
+        if (ctx.should_stop && ++step_no % 64 == 0 && ctx.should_stop()) throw Interrupted();
         at.bindings.back().second = std::to_string(c);
         evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
         for (const SummaryRow& r : step.summary) acc[r.platform].add(r), out.request_layer_evaluations += static_cast<size_t>(r.layers);
@@ -1635,6 +1638,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
     EvalContext ctx{ops, cache, *ev, hooks.get(), &models, opt.importer.get()};
     ctx.rows = opt.rows;
     ctx.on_networks = opt.on_networks;
+    ctx.should_stop = opt.should_stop;
     {
       std::unique_lock<std::mutex> lock(mu);
       if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)

@@ -290,6 +290,9 @@ struct EvalContext {
   std::map<NetKey, NetworkCache> networks{};
   // Per worker: the context that evaluates requests' later decode steps (Scenario::requests)
   std::shared_ptr<EvalContext> request_ctx{};
+  // RunOptions::should_stop, asked inside a point that takes many evaluations (a request's decode
+  // steps): true throws Interrupted. May be empty.
+  std::function<bool()> should_stop{};
 };
 
 // Bytes a layer moves under a memory model. KV-cache reads and a layer's internal scratch traffic

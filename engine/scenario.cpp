@@ -564,6 +564,11 @@ Scenario load_scenario(const std::string& path, Diags* unknown_keys) {
   std::string why;
   auto text = read_regular_file(path, kMaxScenarioBytes, "scenario", why);
   if (!text) throw ConfigError(SourceLoc{}, "cannot read scenario '" + path + "': " + why);
+  // a model file where a scenario belongs: say how to put it in one
+  if (std::filesystem::path(path).extension() == ".onnx")
+    throw ConfigError(SourceLoc{SourceFile::from_text(path, ""), 0, 0}, "an ONNX model, not a scenario: rsim runs a scenario that names it",
+                      {Note{{}, "write a scenario such as\n  name: mine\n  platforms: [h100_sxm]\n  networks: [{onnx: " + path +
+                                    "}]\nand run it with `rsim run mine.yaml` (`rsim import " + path + " --summary` shows what rsim reads of it)"}});
   return parse_scenario(*text, path, unknown_keys);
 }
 

@@ -44,6 +44,12 @@ std::optional<DType> parse_dtype(const std::string& s) {
                               DType::fp16, DType::fp8,  DType::int8, DType::int4};
   for (DType t : all)
     if (s == dtype_name(t)) return t;
+  // PyTorch's spellings (torch.float16, a config's torch_dtype), read as ours
+  static const std::pair<const char*, DType> torch[] = {{"float64", DType::fp64}, {"float32", DType::fp32}, {"float16", DType::fp16},
+                                                        {"half", DType::fp16},   {"bfloat16", DType::bf16}, {"float", DType::fp32},
+                                                        {"float8_e4m3fn", DType::fp8}, {"int8", DType::int8}};
+  for (const auto& [name, t] : torch)
+    if (s == name) return t;
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/output.hpp"
 #include "helpers.hpp"
 #include "measure/calibrate.hpp"
+#include "plots/charts.hpp"
 
 using namespace rsim;
 
@@ -306,4 +307,81 @@ TEST_CASE("breakdown: calibrate's error band of a class is the 10th and 90th per
   REQUIRE(d.empty());
   REQUIRE(p.calibration_for("relu"));
   CHECK(p.calibration_for("relu")->error_lo == Approx(0.59));
+}
+
+TEST_CASE("dtype: zoo LLMs run in their published dtype, and every label names the dtype the layers ran in", "[breakdown][dtype]") {
+  // Llama-3-8B's config.json gives torch_dtype bfloat16: with no settings.dtype its layers are bf16
+  // (the zoo file declares it), and settings.dtype still wins
+  const std::string decode = "name: z\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 1024}}\n";
+  // (a scenario in scenarios/ finds the zoo in scenarios/models)
+  auto zoo = [](const std::string& y) { return test::run(parse_scenario(y, test::src("scenarios/z.yaml"))); };
+  RunResult r = zoo(decode);
+  const SummaryRow& s = test::summary_of(r, 0, "h100_sxm");
+  CHECK(s.dtype == DType::bf16);
+  CHECK(s.dtype_from_file);
+  // bf16 weights: 8,030,261,248 parameters × 2 bytes = 16,060,522,496 B held (with the rotary
+  // tables, a few MB more: within 0.1 %); fp32 would hold twice that
+  CHECK(s.weight_footprint_bytes == Approx(8030261248.0 * 2).epsilon(1e-3));
+  RunResult f = zoo("name: z\nsettings: {dtype: fp32}\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 1024}}\n");
+  CHECK(test::summary_of(f, 0, "h100_sxm").dtype == DType::fp32);
+  CHECK_FALSE(test::summary_of(f, 0, "h100_sxm").dtype_from_file);
+  // Llama-2-7B's is float16
+  RunResult l2 = zoo("name: z\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama2_7b, args: {phase: decode, batch: 1, context: 16}}\n");
+  CHECK(test::summary_of(l2, 0, "h100_sxm").dtype == DType::fp16);
+  // a platform without the published dtype's roof: the error says how to run it in another
+  const std::string msg = test::error_of([&] {
+    zoo("name: z\nplatforms: [rtx3080]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 16}}\n");
+  });
+  CHECK(msg.find("error: platform 'rtx3080' has no compute roof for bf16") != std::string::npos);
+  CHECK(msg.find("note: network 'llama3_8b' runs in its model's published dtype, bf16, as no settings.dtype or network dtype says otherwise: give one "
+                 "this platform has, e.g. settings: {dtype: fp16}") != std::string::npos);
+  // the labels of a bf16 run: the banner, report.md, the trend's and the layers chart's subtitles
+  namespace fs = std::filesystem;
+  const fs::path dir = test::scratch_dir("dtype_labels");
+  std::ofstream(dir / "z.yaml") << "name: z\nsweep: {grid: {b: [1, 4]}}\nplatforms: [h100_sxm]\nnetworks:\n"
+                                   "  - {model: llama3_8b, args: {phase: decode, batch: \"${b}\", context: 1024}}\n"
+                                   "plots:\n  - {kind: trend, x: b, y: time_s}\n  - {kind: layers, network: llama3_8b}\n";
+  const test::CliOut o = test::cli({"run", (dir / "z.yaml").string(), "--out", (dir / "out").string(), "--rows", "0"});
+  INFO(o.err);
+  REQUIRE(o.code == 0);
+  CHECK(o.out.find("z: 2 points × 1 platform; FLOPs = 2×MAC, bytes = inputs+weights+outputs, bf16") == 0);
+  std::ifstream md(dir / "out" / "report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), {});
+  CHECK(report.find("element type bf16") != std::string::npos);
+  CHECK(report.find("element type fp32") == std::string::npos);
+  std::ifstream zf(dir / "z.yaml");
+  Scenario sc = parse_scenario(std::string((std::istreambuf_iterator<char>(zf)), {}), test::src("scenarios/z.yaml"));
+  RunResult rr = test::run(sc);
+  Diags d;
+  for (const auto& spec : plots::parse_plot_specs(sc.plots, sweep_names(sc.sweep), d))
+    for (const auto& b : plots::build_figures(spec, rr, sc)) {
+      INFO(b.name << ": " << b.figure.subtitle);
+      CHECK(b.figure.subtitle.find("bf16") != std::string::npos);
+      CHECK(b.figure.subtitle.find("fp32") == std::string::npos);
+    }
+  // two networks of two dtypes: "mixed (bf16, fp16)"
+  RunResult mixed = zoo("name: z\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 16}}\n"
+                                   "  - {model: llama2_7b, args: {phase: decode, batch: 1, context: 16}}\n");
+  CHECK(run_dtype_label(mixed) == "mixed (bf16, fp16)");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("breakdown: execution ideal overrides a request's own execution modes, and says so", "[breakdown]") {
+  const std::string y =
+      "name: q\nsettings: {execution: ideal}\nplatforms: [h100_sxm]\nnetworks:\n"
+      "  - {model: transformer, args: {hidden: 64, layers: 2, heads: 4, intermediate: 128, vocab: 100},\n"
+      "     request: {prompt: 8, generate: 4, prefill_execution: eager, decode_execution: graph}}\n";
+  Scenario s = parse_scenario(y, test::src("scenarios/q.yaml"));
+  REQUIRE(s.load_warnings.size() == 2);
+  CHECK(format_diagnostic(s.load_warnings[0]).find(
+            "scenarios/q.yaml:6:59: warning: settings.execution: ideal overrides this prefill_execution ('eager'): every kernel runs at its roofline time, with no overhead") !=
+        std::string::npos);
+  CHECK(format_diagnostic(s.load_warnings[1]).find("warning: settings.execution: ideal overrides this decode_execution ('graph')") != std::string::npos);
+  // the request: its prefill and its four decode steps, every one without overhead
+  RunResult r = test::run(s, 1, false);
+  const SummaryRow& q = test::summary_of(r, 0, "h100_sxm");
+  CHECK(q.phase == "request");
+  CHECK(q.parts.overhead() == 0);
+  CHECK(q.dparts.overhead() == 0);
+  check_sums(q);
 }

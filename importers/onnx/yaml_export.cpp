@@ -564,7 +564,8 @@ std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
       if (!acts.empty()) s << "  dtypes: activations (node outputs, as rsim costs them) " << by_type(acts, false) << "\n";
       size_t folded = 0;
       for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
-      s << "  imported: " << r.network.find("layers")->items.size() << " layers (" << folded << " nodes folded into constants)\n";
+      const size_t n = r.network.find("layers")->items.size();
+      s << "  imported: " << n << (n == 1 ? " layer (" : " layers (") << folded << (folded == 1 ? " node" : " nodes") << " folded into constants)\n";
       if (!r.recomposed.empty()) {  // chains of nodes that became one layer each
         s << "  recomposed:";
         for (const auto& [k, v] : r.recomposed) s << " " << k << " × " << v;

@@ -118,6 +118,25 @@ class RunTest(unittest.TestCase):
             self.assertLess(took, 0.3 + 0.5, "jobs=%d: stopped %.2f s after the start" % (jobs, took))
             self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
 
+    def test_ctrl_c_interrupts_one_long_point(self):
+        # one point that is a request of 1,000,000 decode steps (each an evaluation of a 2-layer
+        # transformer): the stop is asked between its steps too, so SIGINT 0.3 s in raises
+        # KeyboardInterrupt within 2 s, and nothing is left half-done
+        import signal
+        import threading
+        import time
+        one = "name: long\nplatforms: [h100_sxm]\nnetworks:\n" \
+              "  - {model: transformer, args: {hidden: 64, layers: 2, heads: 4, intermediate: 128, vocab: 100}, request: {prompt: 8, generate: 1000000}}\n"
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.monotonic()
+        timer.start()
+        with self.assertRaises(KeyboardInterrupt):
+            rsim.run(text=one)
+        took = time.monotonic() - t0
+        timer.join()
+        self.assertLess(took, 0.3 + 2, "stopped %.2f s after the start" % took)
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
     def test_set_pins_a_sweep_variable(self):
         r = rsim.run(self.path, set={"groups": 4})
         self.assertEqual([row["groups"] for row in r.rows], [4])

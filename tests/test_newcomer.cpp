@@ -1,0 +1,70 @@
+// The newcomer's round (the defects a new user hit): each failing case as they met it, then the
+// fixed behaviour, derived by hand.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_helpers.hpp"
+#include "helpers.hpp"
+
+using namespace rsim;
+
+TEST_CASE("newcomer: a short platform name suggests the catalog's long one", "[newcomer]") {
+  // "a100" is 9 edits from a100_sxm_80gb: no typo, a short name; the note names the platform
+  for (const auto& [typed, meant] : std::vector<std::pair<std::string, std::string>>{{"a100", "a100_sxm_80gb"}, {"h100", "h100_sxm"}, {"4090", "rtx4090"}}) {
+    INFO(typed);
+    const std::string msg = test::error_of([&] {
+      test::run_text("name: t\nplatforms: [" + typed + "]\nnetworks:\n  - name: n\n    inputs: {a: [4]}\n    layers: [{op: relu, inputs: [a]}]\n");
+    });
+    CHECK(msg.find("note: did you mean '" + meant + "'?") != std::string::npos);
+  }
+  // several long names that hold it: up to three listed
+  CHECK(did_you_mean("xeon", {"xeon_8480_plus", "xeon_e5_2697v2_2s", "xeon_silver_4210_2s", "epyc_9654"}) ==
+        "did you mean one of 'xeon_8480_plus', 'xeon_e5_2697v2_2s', 'xeon_silver_4210_2s'?");
+  // a typo is still a typo
+  CHECK(did_you_mean("bandwith", {"bandwidth", "latency"}) == "did you mean 'bandwidth'?");
+  CHECK(did_you_mean("zz", {"zzz_long"}).empty());  // (too short to pick a name out)
+}
+
+TEST_CASE("newcomer: PyTorch's dtype spellings are dtypes", "[newcomer]") {
+  for (const auto& [torch, ours] : std::vector<std::pair<std::string, DType>>{{"float16", DType::fp16}, {"bfloat16", DType::bf16}, {"float32", DType::fp32}}) {
+    INFO(torch);
+    RunResult r = test::run_text("name: t\nsettings: {dtype: " + torch + "}\nplatforms: [h100_sxm]\nnetworks:\n  - name: n\n    inputs: {a: [4]}\n"
+                                 "    layers: [{op: relu, inputs: [a]}]\n");
+    CHECK(test::summary_of(r, 0, "h100_sxm").dtype == ours);
+  }
+}
+
+TEST_CASE("newcomer: a tab in YAML indentation is named as a tab, at its line and column", "[newcomer]") {
+  // was: "t.yaml:7:6: error: illegal block entry", the caret under the line's start
+  CHECK(test::error_of([] {
+          parse_yaml("name: t\nplatforms: [rtx3080]\nnetworks:\n  - name: n\n    inputs: {a: [4]}\n    layers:\n    \t- {op: relu}\n", "t.yaml");
+        }) == "t.yaml:7:5: error: a tab in the indentation: YAML indents with spaces only\n"
+              "    \t- {op: relu}\n"
+              "    ^\n"
+              "note: replace the tab with spaces (the parser said: illegal block entry)\n");
+}
+
+TEST_CASE("newcomer: rsim run of an ONNX file says how to put it in a scenario", "[newcomer]") {
+  const std::string f = test::src("tests/data/onnx/resnet18_op13.onnx");
+  const test::CliOut o = test::cli({"run", f});
+  CHECK(o.code == 1);
+  CHECK(o.err.find(f + ": error: an ONNX model, not a scenario: rsim runs a scenario that names it") != std::string::npos);
+  CHECK(o.err.find("  networks: [{onnx: " + f + "}]") != std::string::npos);
+}
+
+TEST_CASE("newcomer: rsim hw list shows the fastest roof's ridge", "[newcomer]") {
+  const test::CliOut o = test::cli({"hw", "list"});
+  REQUIRE(o.code == 0);
+  // h100_sxm: fp8 (listed before int8 at the same 1,979 TFLOP/s) over 3.35 TB/s = 590.75
+  // FLOP/byte; the first listed roof, fp32 at 67 TFLOP/s, gave 20.00
+  const size_t at = o.out.find("\nh100_sxm ");
+  REQUIRE(at != std::string::npos);
+  const std::string row = o.out.substr(at + 1, o.out.find('\n', at + 1) - at - 1);
+  CHECK(row.find("590.75 (fp8)") != std::string::npos);
+  // rtx3080: int8 238 TOP/s over 760.32 GB/s = 313.03
+  const size_t r3 = o.out.find("\nrtx3080 ");
+  REQUIRE(r3 != std::string::npos);
+  CHECK(o.out.substr(r3, o.out.find('\n', r3 + 1) - r3).find("313.03 (int8)") != std::string::npos);
+}
