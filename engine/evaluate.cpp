@@ -159,7 +159,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
     double one = 0, size = 0;  // one copy's sum; its terms' sum of magnitudes
   };
   Field f[] = {{&sum.macs},           {&sum.flops},          {&sum.params}, {&sum.active_params}, {&sum.weight_footprint_bytes},
-               {&sum.kv_cache_bytes}, {&sum.bytes},          {&sum.params_per_gpu}, {&sum.comm_bytes}, {&sum.comm_time_s}};
+               {&sum.kv_cache_bytes}, {&sum.bytes},          {&sum.params_per_gpu}, {&sum.comm_bytes}, {&sum.comm_time_s}, {&sum.kv_write_bytes}};
   double activation = sum.activation_bytes;
   int bounds[4] = {0, 0, 0, 0};
   for (size_t k = first; k < first + R.period; ++k) {
@@ -167,7 +167,7 @@ bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIn
     const OpCost& c = net.layers[j].cost;
     const Bounded& b = bounded[j];
     const double terms[] = {c.macs,  c.flops, c.params, c.active_params, c.resident_weight_bytes, c.kv_cache_bytes, b.bytes, c.params * c.shard,
-                            c.comm_bytes, b.theoretical.comm_time_s};
+                            c.comm_bytes, b.theoretical.comm_time_s, c.kv_write_bytes};
     for (size_t q = 0; q < std::size(f); ++q) f[q].one += terms[q], f[q].size += std::fabs(terms[q]);
     for (double t : terms)
       if (t != std::trunc(t)) return false;  // (NaN too; an infinity fails the size check below)
@@ -605,10 +605,11 @@ std::pair<const char*, double> time_limit(const TimeParts& p) {
 }
 
 void SummaryRow::clear() {
-  static_assert(sizeof(SummaryRow) == 776, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  static_assert(sizeof(SummaryRow) == 800, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
   dtype = DType::fp32, dtype_from_file = false, continuous = false;
   parts = dparts = TimeParts{};
   banded = false;
+  kv_write_bytes = kv_bytes_per_token = new_tokens_per_seq = 0;
   macs_by_dtype.fill(0), layers_by_dtype.fill(0);
   file_dtypes = 0;
   tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
@@ -1280,6 +1281,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         sum.active_params += cost.active_params;
         sum.weight_footprint_bytes += cost.resident_weight_bytes;
         sum.kv_cache_bytes += cost.kv_cache_bytes;
+        sum.kv_write_bytes += cost.kv_write_bytes;
         sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
         sum.bytes += bytes;
         sum.memory_bound += th.bound == Bound::Memory;
@@ -1531,7 +1533,17 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         sum.derated_time_s = std::max(sum.derated_time_s - c, c);
         hide_comm(sum.parts, c), hide_comm(sum.dparts, c);
       }
-      if (staged) finish_pipeline(net, pipe, stage_link, sum);
+      // the KV cache a token adds, per GPU (what each step appends over the tokens it processes),
+      // and the new tokens per sequence of a step (see max_batch_in_memory)
+      if (!net.phase.empty() && sum.tokens > 0 && sum.batch > 0) {
+        sum.kv_bytes_per_token = sum.kv_write_bytes / sum.tokens;
+        sum.new_tokens_per_seq = sum.tokens / sum.batch;
+      }
+      {
+        const double kv_one = sum.kv_cache_bytes;  // (a pipeline's fullest stage holds a share of it for each micro-batch)
+        if (staged) finish_pipeline(net, pipe, stage_link, sum);
+        if (staged && kv_one > 0) sum.kv_bytes_per_token *= sum.kv_cache_bytes / (sum.micro_batches * kv_one);
+      }
       if (par.data > 1) sum.tokens *= static_cast<double>(par.data);
       {  // the network's dtype: that of most MACs, else of most layers
         size_t best = static_cast<size_t>(out.settings.dtype);

@@ -102,6 +102,9 @@ struct SummaryRow {
   // + the largest activations of one layer; checked against the platform's memory size.
   double weight_footprint_bytes = 0, kv_cache_bytes = 0, activation_bytes = 0, memory_footprint_bytes = 0;
   double memory_size_bytes = 0;  // the platform's largest stated memory size (0: not stated)
+  // LLM capacity: the KV-cache bytes one GPU appends per token processed (Σ kv_write_bytes / tokens)
+  // and a step's new tokens per sequence; max_batch_in_memory and max_context_in_memory follow
+  double kv_write_bytes = 0, kv_bytes_per_token = 0, new_tokens_per_seq = 0;
   std::string memory_name;       // that level's name
   // Tensor parallelism: GPUs the network is split over; one GPU's parameters; the all-reduces'
   // payload and time (theoretical; with overlap: full, time_s is the larger of the rest and this)

@@ -293,8 +293,8 @@ class Buf {
 
 // Upper bounds of a summary row's text without its names: at most 40 numbers, and the rest
 // (commas, dtype and memory model names; the JSON keys: 702 characters in all)
-constexpr size_t kSummaryCsvBound = 70 * (Buf::kNum + 1) + 64;
-constexpr size_t kSummaryJsonBound = 70 * Buf::kNum + 1700;
+constexpr size_t kSummaryCsvBound = 74 * (Buf::kNum + 1) + 64;
+constexpr size_t kSummaryJsonBound = 74 * Buf::kNum + 1800;
 
 // A summary row's numbers, formatted once for summary.csv and results.json (in summary.csv's
 // order). The writer keeps one per summary row from point to point (a row is the same platform
@@ -309,7 +309,7 @@ struct SummaryTexts {
     DeratedTokensPerS, Ttft, DeratedTtft, Tpot, DeratedTpot, WeightFootprint, KvCache, Activation, Footprint, MemorySize, TensorParallel,
     ParamsPerGpu, CommBytes, CommTime, Gpus, PipelineParallel, MicroBatches, PipelineBubble, ExpertParallel, DataParallel, Prompt, Generate, E2e, DeratedE2e, TokensPerUser, TokensPerGpu,
     WorkTime, DeratedWorkTime, OverheadTime, DeratedOverheadTime, ExposedComm, DeratedExposedComm, Bubble, DeratedBubble, LimitShare,
-    AssumedShare, DeratedTimeLo, DeratedTimeHi, kFields
+    AssumedShare, DeratedTimeLo, DeratedTimeHi, KvBytesPerToken, MaxBatch, MaxContext, kFields
   };
   std::array<double, kFields> v{};
   std::array<uint64_t, kFields> bits{};  // of v: the number each text is of
@@ -324,6 +324,24 @@ struct SummaryTexts {
   }
 };
 
+// LLM capacity at a row's context and batch (NaN: not an LLM step, or a memory of no stated size).
+// A sequence holds its KV cache and its share of the largest layer's activations: the largest
+// batch whose footprint (weights + batch × that) fits, as fits_in_memory asks; 0 when the weights
+// alone do not fit. The largest context: the most tokens each sequence's cache may hold beside the
+// weights and the activations, less the step's new tokens.
+double max_batch_in_memory(const SummaryRow& s) {
+  if (s.kv_bytes_per_token <= 0 || !(s.memory_size_bytes > 0) || !(s.batch > 0)) return NAN;
+  const double free = s.memory_size_bytes - s.weight_footprint_bytes, per_seq = (s.kv_cache_bytes + s.activation_bytes) / s.batch;
+  if (free <= 0 || !(per_seq > 0)) return 0;
+  return std::floor(free / per_seq);
+}
+double max_context_in_memory(const SummaryRow& s) {
+  if (s.kv_bytes_per_token <= 0 || !(s.memory_size_bytes > 0) || !(s.batch > 0)) return NAN;
+  const double free = s.memory_size_bytes - s.weight_footprint_bytes - s.activation_bytes;
+  if (free <= 0) return 0;
+  return std::max(0.0, std::floor(free / (s.batch * s.kv_bytes_per_token)) - s.new_tokens_per_seq);
+}
+
 void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
   const LlmTotals l = llm_totals(s);
   t.v = {s.layers, s.kernels, s.macs, s.flops, s.params, s.bytes, s.intensity, s.time_s, s.achieved_flops_per_s,
@@ -336,7 +354,8 @@ void format_summary(SummaryTexts& t, const SummaryRow& s, const Settings& st) {
          s.phase == "request" ? s.generate : NAN, l.e2e_s, l.derated_e2e_s, l.tokens_per_s_per_user, l.tokens_per_s_per_gpu,
          s.parts.work(), s.dparts.work(), s.parts.overhead(), s.dparts.overhead(), s.parts.comm, s.dparts.comm, s.parts.bubble, s.dparts.bubble,
          time_limit(s.dparts).second, s.derated_time_s > 0 ? std::min(1.0, s.dparts.assumed_total() / s.derated_time_s) : 0,
-         s.banded ? s.derated_time_s + s.dparts.lo : NAN, s.banded ? s.derated_time_s + s.dparts.hi : NAN};
+         s.banded ? s.derated_time_s + s.dparts.lo : NAN, s.banded ? s.derated_time_s + s.dparts.hi : NAN,
+         s.kv_bytes_per_token > 0 ? s.kv_bytes_per_token : NAN, max_batch_in_memory(s), max_context_in_memory(s)};
   for (size_t f = 0; f < SummaryTexts::kFields; ++f) {
     uint64_t bits;
     std::memcpy(&bits, &t.v[f], sizeof bits);
@@ -387,7 +406,8 @@ const std::vector<std::string>& summary_columns() {
       "gpus", "pipeline_parallel", "micro_batches", "pipeline_bubble", "expert_parallel", "data_parallel",
       "prompt", "generate", "e2e_latency_s", "derated_e2e_latency_s", "tokens_per_s_per_user", "tokens_per_s_per_gpu", "dtype_source", "ignored_ops",
       "work_time_s", "derated_work_time_s", "overhead_time_s", "derated_overhead_time_s", "exposed_comm_time_s", "derated_exposed_comm_time_s",
-      "bubble_time_s", "derated_bubble_time_s", "limit", "limit_share", "assumed_share", "derated_time_lo_s", "derated_time_hi_s"};
+      "bubble_time_s", "derated_bubble_time_s", "limit", "limit_share", "assumed_share", "derated_time_lo_s", "derated_time_hi_s",
+      "kv_bytes_per_token", "max_batch_in_memory", "max_context_in_memory"};
   return c;
 }
 
@@ -672,7 +692,7 @@ void put_summary_csv(std::string& out, const PointResult& pr, const Point& p, co
     b.ch(','), b.lit(time_limit(s.dparts).first);
     b.ch(','), t.csv(b, F::LimitShare);
     b.ch(','), t.csv(b, F::AssumedShare);
-    for (int f = F::DeratedTimeLo; f <= F::DeratedTimeHi; ++f) {  // a calibrated platform's band; empty otherwise
+    for (int f = F::DeratedTimeLo; f <= F::MaxContext; ++f) {  // a calibrated platform's band; LLM capacity; empty otherwise
       b.ch(',');
       if (!std::isnan(t.v[static_cast<size_t>(f)])) t.csv(b, static_cast<F>(f));
     }
@@ -1151,6 +1171,11 @@ void put_point_json_tail(std::string& out, const PointResult& pr, const RunHeade
     b.lit(",\"limit\":\""), b.lit(time_limit(sm.dparts).first), b.ch('"');
     b.lit(",\"limit_share\":"), t.json(b, F::LimitShare);
     b.lit(",\"assumed_share\":"), t.json(b, F::AssumedShare);
+    if (sm.kv_bytes_per_token > 0) {
+      b.lit(",\"kv_bytes_per_token\":"), t.json(b, F::KvBytesPerToken);
+      b.lit(",\"max_batch_in_memory\":"), t.json(b, F::MaxBatch);
+      b.lit(",\"max_context_in_memory\":"), t.json(b, F::MaxContext);
+    }
     if (sm.banded) {
       b.lit(",\"derated_time_lo_s\":"), t.json(b, F::DeratedTimeLo);
       b.lit(",\"derated_time_hi_s\":"), t.json(b, F::DeratedTimeHi);

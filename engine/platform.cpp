@@ -925,7 +925,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   return p;
 }
 
-std::vector<std::string> assumed_figures(const Platform& p, Execution e) {
+std::vector<std::string> assumed_figures(const Platform& p, Execution e, bool links) {
   std::vector<std::string> out;
   const Runtime& rt = p.runtime;
   if ((e == Execution::Fused || e == Execution::Graph) && rt.launch_overhead_s > 0 && rt.launch_basis == Basis::Assumption)
@@ -933,6 +933,7 @@ std::vector<std::string> assumed_figures(const Platform& p, Execution e) {
   if (e == Execution::Graph && rt.has_graph_gap() && rt.gap_basis == Basis::Assumption) out.push_back("graph gap " + si6(rt.graph_gap_s, "s"));
   if (e == Execution::Eager && rt.has_host_overhead() && rt.host_basis == Basis::Assumption) out.push_back("host overhead " + si6(rt.host_overhead_s, "s") + " per kernel");
   for (const auto& l : p.interconnect) {
+    if (!links) break;
     if (l.basis == Basis::Assumption) out.push_back(l.name + " bandwidth " + si6(l.bandwidth_bytes_per_s, "B/s"));
     if (l.latency_basis == Basis::Assumption) out.push_back(l.name + " latency " + si6(l.latency_s, "s"));
   }

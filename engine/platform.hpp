@@ -263,8 +263,9 @@ class Catalog {
 Platform build_platform(const CNode& node, const CNode* base, Diags& d);
 
 // The figures of `p` whose basis is `assumption` that a run in mode `e` uses, as text
-// ("launch overhead 5 µs", "HBM3 achievable bandwidth 85 % (derate)"), in the order hw show prints them
-std::vector<std::string> assumed_figures(const Platform& p, Execution e);
+// ("launch overhead 5 µs per kernel", "HBM3 achievable bandwidth 85 % of 3.35 TB/s"), in the
+// order hw show prints them; the links' only when `links` (a network communicates)
+std::vector<std::string> assumed_figures(const Platform& p, Execution e, bool links = true);
 
 // Human-readable description of every roof with both values and the ridge points.
 std::string describe_platform(const Platform& p);

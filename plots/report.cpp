@@ -148,7 +148,10 @@ std::string report_markdown(const RunResult& r, const Scenario& s, const std::ve
     for (const auto& pr : r.results)
       for (const auto& pl : pr.platforms) {
         if (!done.insert(pl->name).second) continue;
-        const std::vector<std::string> figs = assumed_figures(*pl, pr.settings.execution);
+        bool links = false;  // (a link's figures only where a network on it communicates)
+        for (const auto& rr : r.results)
+          for (const auto& sm : rr.summary) links = links || (sm.platform == pl->name && sm.comm_time_s > 0);
+        const std::vector<std::string> figs = assumed_figures(*pl, pr.settings.execution, links);
         if (figs.empty()) continue;
         list += "- `" + md_escape(pl->name) + "`: ";
         for (size_t i = 0; i < figs.size(); ++i) list += (i ? "; " : "") + md_escape(figs[i]);

@@ -12,7 +12,8 @@ using namespace rsim;
 
 TEST_CASE("newcomer: a short platform name suggests the catalog's long one", "[newcomer]") {
   // "a100" is 9 edits from a100_sxm_80gb: no typo, a short name; the note names the platform
-  for (const auto& [typed, meant] : std::vector<std::pair<std::string, std::string>>{{"a100", "a100_sxm_80gb"}, {"h100", "h100_sxm"}, {"4090", "rtx4090"}}) {
+  for (const auto& case_ : std::vector<std::pair<std::string, std::string>>{{"a100", "a100_sxm_80gb"}, {"h100", "h100_sxm"}, {"4090", "rtx4090"}}) {
+    const std::string typed = case_.first, meant = case_.second;  // (clang 14 cannot capture a structured binding)
     INFO(typed);
     const std::string msg = test::error_of([&] {
       test::run_text("name: t\nplatforms: [" + typed + "]\nnetworks:\n  - name: n\n    inputs: {a: [4]}\n    layers: [{op: relu, inputs: [a]}]\n");
@@ -67,4 +68,41 @@ TEST_CASE("newcomer: rsim hw list shows the fastest roof's ridge", "[newcomer]")
   const size_t r3 = o.out.find("\nrtx3080 ");
   REQUIRE(r3 != std::string::npos);
   CHECK(o.out.substr(r3, o.out.find('\n', r3 + 1) - r3).find("313.03 (int8)") != std::string::npos);
+}
+
+TEST_CASE("newcomer: LLM capacity — KV bytes per token, the largest batch and context that fit", "[newcomer]") {
+  // Llama-3-8B in bf16 (its published dtype), a decode step at 4,096 context on an 80 GiB H100:
+  //   KV per token: 2 (K, V) · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B (65,536 per GPU at TP 2);
+  //   a sequence holds 4,097 tokens (the context and the new one): 4,097 · 131,072 = 537,001,984 B,
+  //   and the largest layer's activations, the LM head's: 4,096 · 2 B in + 128,256 · 2 B out = 264,704 B;
+  //   weights 8,030,261,248 · 2 B + 16,384 B of rotary tables = 16,060,538,880 B.
+  //   max batch: (85,899,345,920 − 16,060,538,880) / (537,001,984 + 264,704) = 129.99 → 129;
+  //   max context at batch 1: (85,899,345,920 − 16,060,538,880 − 264,704) / 131,072 = 532,825.8 →
+  //   532,825 tokens in the cache, less the step's new one: 532,824.
+  const std::string y =
+      "name: cap\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 4096}}\n"
+      "  - {model: llama3_8b, name: tp2, parallel: {tensor: 2}, args: {phase: decode, batch: 1, context: 4096}}\n";
+  RunResult r = test::run(parse_scenario(y, test::src("scenarios/cap.yaml")));
+  const auto rows = test::csv_rows(summary_csv(r, Scenario{}));
+  REQUIRE(rows.size() == 3);
+  CHECK(test::cell(rows, 1, "weight_footprint_bytes") == "16060538880");
+  CHECK(test::cell(rows, 1, "activation_bytes") == "264704");
+  CHECK(test::cell(rows, 1, "kv_bytes_per_token") == "131072");
+  CHECK(test::cell(rows, 1, "max_batch_in_memory") == "129");
+  CHECK(test::cell(rows, 1, "max_context_in_memory") == "532824");
+  CHECK(test::cell(rows, 2, "kv_bytes_per_token") == "65536");
+  // a platform of no stated memory size: empty; weights that do not fit: 0
+  const std::string small =
+      "name: cap\nplatforms:\n  - {base: h100_sxm, name: small, memory: [{name: HBM3, bandwidth: 3.35 TB/s, size: 8 GiB}]}\n"
+      "  - {base: h100_sxm, name: unsized, memory: [{name: HBM3, bandwidth: 3.35 TB/s}]}\n"
+      "networks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 4096}}\n";
+  const auto s = test::csv_rows(summary_csv(test::run(parse_scenario(small, test::src("scenarios/cap.yaml"))), Scenario{}));
+  CHECK(test::cell(s, 1, "max_batch_in_memory") == "0");
+  CHECK(test::cell(s, 1, "max_context_in_memory") == "0");
+  CHECK(test::cell(s, 2, "max_batch_in_memory").empty());
+  // a CNN has no KV cache: empty
+  const auto cnn = test::csv_rows(summary_csv(test::run(parse_scenario("name: c\nplatforms: [h100_sxm]\nnetworks: [{model: resnet18}]\n",
+                                                                        test::src("scenarios/c.yaml"))), Scenario{}));
+  CHECK(test::cell(cnn, 1, "kv_bytes_per_token").empty());
+  CHECK(test::cell(cnn, 1, "max_batch_in_memory").empty());
 }
