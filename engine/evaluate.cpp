@@ -352,7 +352,10 @@ ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags
     for (const auto& e : args->entries)
       if (e.key != "config") merged.entries.push_back(e);
     model_name = "transformer";
-    preset_name = path.stem() == "config" ? path.parent_path().filename().string() : path.stem().string();
+    // the network's name: the config's stem, or its folder's for a config.json (a scenario given as
+    // text or a dict reads a relative path from the working directory, whose own name it takes)
+    preset_name = path.stem() == "config" ? std::filesystem::absolute(path, ec).parent_path().filename().string() : path.stem().string();
+    if (preset_name.empty()) preset_name = "hf";
   }
   std::shared_ptr<const CNode> model;
   try {

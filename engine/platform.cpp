@@ -611,6 +611,10 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   m.allow({"base"});
   if (const CNode* v = m.require("name")) p.name = to_string(*v, d, "name").value_or("");
   if (const CNode* v = m.get("title")) p.title = to_string(*v, d, "title").value_or("");
+  // a what-if of a catalog platform is titled as itself, unless it gives a title of its own
+  if (base && base->is_map() && node.is_map() && !node.find("title") && node.find("name") && node.find("name")->is_scalar() && base->find("name") &&
+      base->find("name")->is_scalar() && node.find("name")->scalar != base->find("name")->scalar)
+    p.title = node.find("name")->scalar + " — what-if of " + (p.title.empty() ? base->find("name")->scalar : p.title);
   if (const CNode* v = m.get("kind")) p.kind = to_string(*v, d, "kind").value_or("");
   if (const CNode* v = m.get("source")) p.source = to_string(*v, d, "source").value_or("");
   m.get("notes");

@@ -248,8 +248,12 @@ void split_requests(Scenario& s, Diags& d) {
     std::string name;
     if (const CNode* nm = e.find("name"); nm && nm->is_scalar()) name = nm->scalar;
     else if (model->scalar == "hf" && args && args->find("config") && args->find("config")->is_scalar()) {
-      std::filesystem::path cp(args->find("config")->scalar);
-      name = cp.stem() == "config" ? cp.parent_path().filename().string() : cp.stem().string();
+      const CNode* cfg = args->find("config");
+      std::filesystem::path cp(cfg->scalar);
+      if (cp.is_relative() && cfg->loc.file) cp = std::filesystem::path(cfg->loc.file->path).parent_path() / cp;  // (as resolve_model reads it)
+      std::error_code ec;
+      name = cp.stem() == "config" ? std::filesystem::absolute(cp, ec).parent_path().filename().string() : cp.stem().string();
+      if (name.empty()) name = "hf";
     } else {
       name = model->scalar;
     }

@@ -453,8 +453,14 @@ memory:
   INFO(all_messages(d));
   REQUIRE(d.empty());
   CHECK(p.name == "rtx3080_half_bw");
-  CHECK(p.title == "NVIDIA GeForce RTX 3080 (Ampere)");  // inherited
-  REQUIRE(p.compute.size() == 3);                         // inherited roofs
+  // titled as itself, a what-if of its base (the base's title inherited into it); a title: of its own wins
+  CHECK(p.title == "rtx3080_half_bw — what-if of NVIDIA GeForce RTX 3080 (Ampere)");
+  {
+    Diags d2;
+    CHECK(resolve_platform(parse_yaml("name: mine\nbase: rtx3080\ntitle: My 3080\n", "s.yaml"), cache, d2).title == "My 3080");
+    CHECK(d2.empty());
+  }
+  REQUIRE(p.compute.size() == 3);  // inherited roofs
   CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(29.8e12));
   CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(238e12));
   CHECK(mem(p).bandwidth_bytes_per_s == Approx(760.32e9 / 2));

@@ -137,6 +137,29 @@ class RunTest(unittest.TestCase):
         self.assertLess(took, 0.3 + 2, "stopped %.2f s after the start" % took)
         self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
 
+    def test_a_config_json_from_text_and_from_a_dict(self):
+        # `config: config.json` read from the working directory when the scenario is text or a dict
+        # (a file's is read from its folder); the network takes the folder's name
+        import shutil
+        src = os.path.join(SRC, "tests", "data", "hf", "llama3_8b.json")
+        with tempfile.TemporaryDirectory() as d:
+            folder = os.path.join(d, "llama3")
+            os.mkdir(folder)
+            shutil.copy(src, os.path.join(folder, "config.json"))
+            cwd = os.getcwd()
+            os.chdir(folder)
+            try:
+                entry = {"model": "hf", "args": {"config": "config.json", "phase": "decode", "batch": 1, "context": 128}}
+                by_dict = rsim.run(scenario={"name": "h", "platforms": ["h100_sxm"], "networks": [entry]})
+                by_text = rsim.run(text="name: h\nplatforms: [h100_sxm]\nnetworks:\n  - {model: hf, args: {config: config.json, phase: decode, batch: 1, context: 128}}\n")
+            finally:
+                os.chdir(cwd)
+            for r in (by_dict, by_text):
+                self.assertEqual(r.summary[0]["network"], "llama3")
+                # Llama-3-8B: 8,030,261,248 parameters, bf16 from its torch_dtype
+                self.assertEqual(r.summary[0]["params"], 8030261248)
+                self.assertEqual(r.summary[0]["dtype"], "bf16")
+
     def test_set_pins_a_sweep_variable(self):
         r = rsim.run(self.path, set={"groups": 4})
         self.assertEqual([row["groups"] for row in r.rows], [4])
