@@ -1,4 +1,5 @@
 #include "app/cli.hpp"
+#include "app/cli_common.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -44,10 +45,15 @@ namespace fs = std::filesystem;
 
 namespace rsim {
 
+using cli::kConfig;
+using cli::kOk;
+using cli::kUsage;
+using cli::parse;
+using cli::text_table;
+using cli::usage_error;
+
 namespace {
 
-
-constexpr int kOk = 0, kConfig = 1, kUsage = 2;
 
 struct Command {
   const char* name;
@@ -70,11 +76,15 @@ constexpr size_t kMaxMeasuredCsvBytes = 1u << 30;
 int cmd_calibrate(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_measure(const std::vector<std::string>&, std::ostream&, std::ostream&);
 int cmd_plan(const std::vector<std::string>&, std::ostream&, std::ostream&);
+using cli::cmd_estimate;
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--rows N] [--tables all|summary] [--format png,svg,pdf] "
             "[--style STYLE] [--dpi N] [--no-plots]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
+    {"estimate", "estimate MODEL --platform P [--platform P]... [--dtype D] [--batch B] [--execution E] [--phase prefill|decode] [--seq N] [--context N]",
+     "a model's time on platforms (a zoo name, an .onnx file or a config.json), what it is made of and what limits it, per op type, with no scenario written",
+     cmd_estimate},
     {"validate", "validate FILE... [--all-points] [--hw-dir DIR]", "check scenarios without writing anything (a sample of each sweep variable's values; --all-points: every point)", cmd_validate},
     {"hw", "hw list | hw show NAME [--scenario FILE] [--hw-dir DIR]",
      "list the platform catalog, or show one platform's roofs and derivations (a scenario's inline or what-if platform with --scenario)", cmd_hw},
@@ -93,30 +103,6 @@ const Command kCommands[] = {
      "write an ONNX model as a zoo model file (symbolic dimensions become parameters), or summarise it", cmd_import},
 };
 
-// Display width of UTF-8 text (code points; every character here is one column wide).
-size_t display_width(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-// Left-aligned columns, two spaces apart, aligned by display width.
-std::string text_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> w;
-  for (const auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (w.size() <= i) w.push_back(0);
-      w[i] = std::max(w[i], display_width(r[i]));
-    }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t i = 0; i < r.size(); ++i) line += (i ? "  " : "") + r[i] + (i + 1 < r.size() ? std::string(w[i] - display_width(r[i]), ' ') : "");
-    out += line + "\n";
-  }
-  return out;
-}
-
 std::string usage_text() {
   std::string s = "usage: rsim COMMAND [ARGS]\n\nA roofline simulator: per-layer FLOPs, bytes, intensity and bound time from YAML scenarios.\n\ncommands:\n";
   for (const auto& c : kCommands) {
@@ -133,32 +119,6 @@ const Command* find_command(const std::string& name) {
   for (const auto& c : kCommands)
     if (name == c.name) return &c;
   return nullptr;
-}
-
-int usage_error(std::ostream& err, const std::string& msg, const std::string& hint = "") {
-  err << "rsim: error: " << msg << "\n";
-  if (!hint.empty()) err << "rsim: note: " << hint << "\n";
-  err << "rsim: note: see `rsim --help`\n";
-  return kUsage;
-}
-
-// Parses a subcommand's options; on a usage problem prints it and returns false with `code` set.
-bool parse(const std::vector<std::string>& args, const po::options_description& desc, const po::positional_options_description& pos,
-           po::variables_map& vm, std::ostream& err, int& code) {
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-    return true;
-  } catch (const po::unknown_option& e) {
-    std::vector<std::string> names;
-    for (const auto& o : desc.options()) names.push_back("--" + o->long_name());
-    std::string bad = e.get_option_name();
-    std::string hint = did_you_mean(bad, names);
-    code = usage_error(err, "unknown option '" + bad + "'", hint);
-  } catch (const po::error& e) {
-    code = usage_error(err, e.what());
-  }
-  return false;
 }
 
 // Passes points on, keeping the run's warnings (e.g. a model that does not fit a platform's memory).
@@ -482,7 +442,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
   int code = kOk;
   if (!parse(args, desc, pos, vm, err, code)) return code;
   if (vm.count("help")) {
-    out << "usage: rsim " << kCommands[1].synopsis << "\n\n" << desc;
+    out << "usage: rsim " << find_command("validate")->synopsis << "\n\n" << desc;
     return kOk;
   }
   if (!vm.count("files")) return usage_error(err, "validate needs at least one scenario file");
@@ -706,7 +666,7 @@ int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream
   int code = kOk;
   if (!parse(args, desc, pos, vm, err, code)) return code;
   if (vm.count("help")) {
-    out << "usage: rsim " << kCommands[2].synopsis << "\n\n" << desc;
+    out << "usage: rsim " << find_command("hw")->synopsis << "\n\n" << desc;
     return kOk;
   }
   std::string action = vm.count("action") ? vm["action"].as<std::string>() : "list";
@@ -779,7 +739,7 @@ int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   int code = kOk;
   if (!parse(args, desc, pos, vm, err, code)) return code;
   if (vm.count("help")) {
-    out << "usage: rsim " << kCommands[3].synopsis << "\n\n" << desc;
+    out << "usage: rsim " << find_command("ops")->synopsis << "\n\n" << desc;
     return kOk;
   }
   ScriptSetup scripts;

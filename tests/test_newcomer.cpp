@@ -106,3 +106,55 @@ TEST_CASE("newcomer: LLM capacity — KV bytes per token, the largest batch and 
   CHECK(test::cell(cnn, 1, "kv_bytes_per_token").empty());
   CHECK(test::cell(cnn, 1, "max_batch_in_memory").empty());
 }
+
+TEST_CASE("newcomer: rsim estimate answers for a zoo model, an ONNX file and a config.json as a scenario of each would", "[newcomer][estimate]") {
+  // each estimate's derated time is the one `rsim run` gives the same network in a scenario
+  struct Case {
+    std::vector<std::string> args;
+    std::string entry;
+  } cases[] = {
+      {{"estimate", "resnet18", "--platform", "rtx3080", "--batch", "4"}, "{model: resnet18, args: {batch: 4}}"},
+      {{"estimate", test::src("tests/data/onnx/resnet18_op13.onnx"), "--platform", "rtx3080"}, "{onnx: " + test::src("tests/data/onnx/resnet18_op13.onnx") + "}"},
+      {{"estimate", test::src("tests/data/hf/llama3_8b.json"), "--platform", "h100_sxm", "--context", "2048"},
+       "{model: hf, args: {config: " + test::src("tests/data/hf/llama3_8b.json") + ", phase: decode, batch: 1, context: 2048}}"},
+      {{"estimate", "llama3_8b", "--platform", "h100_sxm", "--phase", "prefill", "--seq", "256", "--execution", "graph"},
+       "{model: llama3_8b, args: {phase: prefill, seq: 256, context: 0, batch: 1}}"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.entry);
+    const test::CliOut o = test::cli(c.args);
+    INFO(o.err);
+    REQUIRE(o.code == 0);
+    const bool graph = c.args.back() == "graph";
+    RunResult r = test::run(parse_scenario(std::string("name: e\n") + (graph ? "settings: {execution: graph}\n" : "") + "platforms: [" + c.args[3] +
+                                               "]\nnetworks:\n  - " + c.entry + "\n",
+                                           test::src("scenarios/e.yaml")));
+    const SummaryRow& s = r.results[0].summary[0];
+    CHECK(o.out.find("time (derated roofs)") != std::string::npos);
+    CHECK(o.out.find(si(s.derated_time_s, "s", 4)) != std::string::npos);
+    CHECK(o.out.find(limit_text(s)) != std::string::npos);
+    CHECK(o.out.find("per op type") != std::string::npos);
+    CHECK(o.out.find("\noverhead ") != std::string::npos);
+    CHECK(o.out.find("slowest layers on " + c.args[3]) != std::string::npos);
+  }
+  // several platforms: one column each, headed by the catalog name
+  const test::CliOut two = test::cli({"estimate", "resnet18", "--platform", "h100_sxm", "--platform", "a100_sxm_80gb"});
+  REQUIRE(two.code == 0);
+  const std::string head = two.out.substr(two.out.find("\n\n") + 2);
+  CHECK(head.substr(0, head.find('\n')).find("h100_sxm") != std::string::npos);
+  CHECK(head.substr(0, head.find('\n')).find("a100_sxm_80gb") != std::string::npos);
+  // bad input: exit 1, a clear error, nothing written
+  auto bad = [](std::vector<std::string> a, const std::string& says) {
+    INFO(says);
+    const test::CliOut o = test::cli(a);
+    CHECK(o.code == 1);
+    CHECK(o.out.empty());
+    CHECK(o.err.find(says) != std::string::npos);
+  };
+  bad({"estimate", "resnet19", "--platform", "h100_sxm"}, "rsim: error: unknown model 'resnet19': not a zoo model, an .onnx file or a config.json\nrsim: note: did you mean 'resnet18'?");
+  bad({"estimate", "resnet18", "--platform", "h100"}, "rsim: error: unknown platform 'h100'\nrsim: note: did you mean 'h100_sxm'?");
+  bad({"estimate", "resnet18", "--platform", "h100_sxm", "--phase", "decode"}, "rsim: error: --phase is for a language model's step; 'resnet18' is not one");
+  bad({"estimate", "/nonexistent/m.onnx", "--platform", "h100_sxm"}, "rsim: error: cannot read model '/nonexistent/m.onnx': no such file");
+  bad({"estimate", test::src("tests/data/hf/README.md") + ".json", "--platform", "h100_sxm"}, "no such file");
+  CHECK(test::cli({"estimate", "resnet18"}).code == 2);  // (no --platform: a usage error)
+}
