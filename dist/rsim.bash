@@ -8,13 +8,18 @@ _rsim() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   }
-  local commands="run validate hw ops probe measure plan calibrate import schema"
+  local commands="run estimate validate hw ops probe measure plan calibrate import schema"
   if [[ $cword -eq 1 ]]; then
     COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
     return
   fi
   case $prev in
     --hw-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    --platform|-p)
+      COMPREPLY=($(compgen -W "$(rsim hw list 2>/dev/null | awk 'NR > 1 && NF > 1 && $1 !~ /^compute/ {print $1}')" -- "$cur") $(compgen -f -X '!*.@(yaml|yml)' -- "$cur"))
+      return ;;
+    --dtype) COMPREPLY=($(compgen -W "fp64 fp32 tf32 bf16 fp16 fp8 int8 int4" -- "$cur")); return ;;
+    --phase) COMPREPLY=($(compgen -W "decode prefill" -- "$cur")); return ;;
     --out|-o)
       if [[ ${words[1]} == probe && $prev == -o ]]; then COMPREPLY=($(compgen -f -- "$cur")); else COMPREPLY=($(compgen -d -- "$cur")); fi
       return ;;
@@ -24,13 +29,14 @@ _rsim() {
     --format) COMPREPLY=($(compgen -W "png svg pdf png,svg png,svg,pdf" -- "$cur")); return ;;
     --jobs|-j|--rows|--dpi|--set|--reps|--device) return ;;
     --backend) COMPREPLY=($(compgen -W "onednn torch native" -- "$cur")); return ;;
-    --execution) COMPREPLY=($(compgen -W "eager graph eager,graph" -- "$cur")); return ;;
+    --execution) COMPREPLY=($(compgen -W "eager graph eager,graph fused ideal" -- "$cur")); return ;;
   esac
   local cmd=${words[1]}
   if [[ $cur == -* ]]; then
     local opts="--help"
     case $cmd in
       run) opts="--help --out --set --jobs --hw-dir --quiet --rows --format --dpi --no-plots --tables --style" ;;
+      estimate) opts="--help --platform --dtype --batch --execution --phase --seq --context --hw-dir" ;;
       validate) opts="--help --hw-dir" ;;
       hw) opts="--help --scenario --hw-dir" ;;
       probe) opts="--help --quick --threads --output --json --out --max-working-set --backend --device" ;;
@@ -47,6 +53,10 @@ _rsim() {
     run|validate)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -X '!*.@(yaml|yml)' -- "$cur") $(compgen -d -- "$cur")) ;;
+    estimate)  # a zoo model, an ONNX file or a config.json
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -W "resnet18 resnet34 resnet50 vgg16 mobilenet_v1 mobilenet_v2 mobilenet_v3_small yolov5s gpt2 llama2_7b llama3_8b mixtral_8x7b transformer" -- "$cur")
+                 $(compgen -f -X '!*.@(onnx|json)' -- "$cur") $(compgen -d -- "$cur")) ;;
     hw)
       if [[ $cword -eq 2 ]]; then
         COMPREPLY=($(compgen -W "list show" -- "$cur"))
