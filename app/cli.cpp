@@ -421,7 +421,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << terminal_summary(r, rows, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, results.json" : "summary.csv, results.json (network totals)");
+      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, ops.csv, results.json" : "summary.csv, results.json (network totals)");
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }

@@ -160,7 +160,7 @@ struct PointResult {
   // Filled by a ResultSink's prepare (formatted output), else empty: one buffer, cut into pieces
   // (piece k is text[text_end[k - 1], text_end[k]), piece 0 from 0)
   std::string text;
-  std::array<size_t, 5> text_end{};
+  std::array<size_t, 6> text_end{};
 };
 
 // What every point of a run shares, known before the first point is delivered.

@@ -733,6 +733,79 @@ const std::vector<std::string>& kernels_columns() {
 
 std::string kernels_csv_header(const RunHeader& h) { return header(kernels_columns(), h.var_names); }
 
+const std::vector<std::string>& ops_columns() {
+  static const std::vector<std::string> c = {"point", "platform", "network", "op", "layers", "kernels", "flops", "bytes", "time_s", "derated_time_s", "share"};
+  return c;
+}
+
+std::string ops_csv_header(const RunHeader& h) { return header(ops_columns(), h.var_names); }
+
+namespace {
+// The op totals of rows [b, e) (one platform and network) and its summary row (may be null)
+void op_totals_of(const Row* b, const Row* e, const SummaryRow* sm, std::vector<OpTotal>& out) {
+  out.clear();
+  for (const Row* row = b; row != e; ++row) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const OpTotal& t) { return t.op == row->op; });
+    if (it == out.end()) out.push_back(OpTotal{row->op}), it = out.end() - 1;
+    it->layers += 1, it->flops += row->cost.flops, it->bytes += row->bytes;
+    if (row->kernel.empty()) continue;  // a view, or eliminated: no time
+    it->time_s += row->theoretical.time_s, it->derated_time_s += row->derated.time_s;
+    if (row->kernel == row->layer) it->kernels += 1;  // (a kernel is named after its first layer)
+  }
+  if (!sm) return;
+  OpTotal o{"overhead"};
+  o.time_s = sm->parts.overhead(), o.derated_time_s = sm->dparts.overhead();
+  out.push_back(o);
+  for (OpTotal& t : out) t.share = sm->derated_time_s > 0 ? t.derated_time_s / sm->derated_time_s : 0;
+}
+const SummaryRow* summary_row(const PointResult& pr, const std::string& platform, const std::string& network) {
+  for (const SummaryRow& s : pr.summary)
+    if (s.platform == platform && s.network == network) return &s;
+  return nullptr;
+}
+}  // namespace
+
+std::vector<OpTotal> op_totals(const PointResult& pr, const std::string& platform, const std::string& network) {
+  std::vector<OpTotal> out;
+  const Row* b = nullptr;
+  const Row* e = nullptr;
+  for (const Row& row : pr.rows)  // (a platform's and network's rows are adjacent)
+    if (row.platform == platform && row.network == network) {
+      if (!b) b = &row;
+      e = &row + 1;
+    }
+  if (b) op_totals_of(b, e, summary_row(pr, platform, network), out);
+  return out;
+}
+
+void append_ops_csv(std::string& out, const PointResult& pr, const Point& p) {
+  std::string lead;
+  put_uint(lead, p.index);
+  for (const auto& [name, v] : p.bindings) lead += ',', put_csv(lead, v);
+  thread_local std::vector<OpTotal> totals;
+  const Row* rows = pr.rows.data();
+  for (size_t i = 0, n = pr.rows.size(); i < n;) {
+    size_t j = i + 1;
+    while (j < n && rows[j].platform == rows[i].platform && rows[j].network == rows[i].network) ++j;
+    op_totals_of(rows + i, rows + j, summary_row(pr, rows[i].platform, rows[i].network), totals);
+    for (const OpTotal& t : totals) {
+      out += lead;
+      out += ',', put_csv(out, rows[i].platform);
+      out += ',', put_csv(out, rows[i].network);
+      out += ',', put_csv(out, t.op);
+      for (double v : {t.layers, t.kernels, t.flops, t.bytes, t.time_s, t.derated_time_s, t.share}) out += ',', put_num(out, v);
+      out += '\n';
+    }
+    i = j;
+  }
+}
+
+std::string ops_csv(const RunResult& r) {
+  std::string out = ops_csv_header(RunHeader{r.var_names, r.metric_names, r.points.size()});
+  for (size_t pi = 0; pi < r.results.size(); ++pi) append_ops_csv(out, r.results[pi], r.points[pi]);
+  return out;
+}
+
 void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p) {
   struct K {
     const Row* first;
@@ -1453,6 +1526,7 @@ void TableWriter::start(const RunHeader& h) {
   if (tables_ == Tables::All) open("results.csv", results_csv_header(h));
   open("summary.csv", summary_csv_header(h));
   if (tables_ == Tables::All) open("kernels.csv", kernels_csv_header(h));
+  if (tables_ == Tables::All) open("ops.csv", ops_csv_header(h));
   open("results.json", results_json_head(h, info_));
   if (next) next->start(h);
 }
@@ -1494,10 +1568,12 @@ void TableWriter::prepare(PointResult& pr, const Point& p) {
   pr.text_end[1] = o.size();
   if (layers) append_kernels_csv(o, pr, p);
   pr.text_end[2] = o.size();
-  append_point_json_head(o, pr, p);
+  if (layers) append_ops_csv(o, pr, p);
   pr.text_end[3] = o.size();
-  put_point_json_tail(o, pr, header_, layers, texts, twin_ok);
+  append_point_json_head(o, pr, p);
   pr.text_end[4] = o.size();
+  put_point_json_tail(o, pr, header_, layers, texts, twin_ok);
+  pr.text_end[5] = o.size();
   last = o.size();
   if (next) next->prepare(pr, p);
 }
@@ -1506,7 +1582,7 @@ void TableWriter::consume(PointResult&& pr, const Point& p) {
   double before = bytes_;
   // a text with a piece long enough to be written as it lies is held until it is written
   bool hold = false;
-  for (size_t k = 0; k < 5; ++k) hold = hold || pr.text_end[k] - (k ? pr.text_end[k - 1] : 0) >= kHeldPiece;
+  for (size_t k = 0; k < pr.text_end.size(); ++k) hold = hold || pr.text_end[k] - (k ? pr.text_end[k - 1] : 0) >= kHeldPiece;
   if (hold) held_.push_back(std::move(pr.text));
   const std::string& text = hold ? held_.back() : pr.text;
   auto piece = [&](size_t k) { return std::string_view(text).substr(k ? pr.text_end[k - 1] : 0, pr.text_end[k] - (k ? pr.text_end[k - 1] : 0)); };
@@ -1514,12 +1590,13 @@ void TableWriter::consume(PointResult&& pr, const Point& p) {
   if (tables_ == Tables::All) put(k++, piece(0), hold);
   put(k++, piece(1), hold);
   if (tables_ == Tables::All) put(k++, piece(2), hold);
+  if (tables_ == Tables::All) put(k++, piece(3), hold);
   if (points_) put(k, ",");
-  put(k, piece(3), hold);
+  put(k, piece(4), hold);
   platforms_.clear();
   platform_refs_.append(platforms_, pr, p);
   put(k, platforms_);
-  put(k, piece(4), hold);
+  put(k, piece(5), hold);
   ++points_;
   if (points_ == 1 && on_projection) on_projection(before + (bytes_ - before) * static_cast<double>(header_.points));
   if (!hold) {

@@ -39,6 +39,18 @@ std::string results_json(const RunResult& r, const RunInfo& info);
 std::string results_csv_header(const RunHeader& h);
 std::string summary_csv_header(const RunHeader& h);
 std::string kernels_csv_header(const RunHeader& h);
+// ops.csv: per point × platform × network, one row per operator type (its layers, the kernels
+// they start, FLOPs, bytes, the layers' roofline times and their share of the network's derated
+// time), then `overhead`: what the execution mode adds
+struct OpTotal {
+  std::string op;
+  double layers = 0, kernels = 0, flops = 0, bytes = 0, time_s = 0, derated_time_s = 0, share = 0;
+};
+std::vector<OpTotal> op_totals(const PointResult& pr, const std::string& platform, const std::string& network);
+const std::vector<std::string>& ops_columns();
+std::string ops_csv_header(const RunHeader& h);
+void append_ops_csv(std::string& out, const PointResult& pr, const Point& p);
+std::string ops_csv(const RunResult& r);
 std::string results_json_head(const RunHeader& h, const RunInfo& info);
 const char* results_json_tail();
 void append_results_csv(std::string& out, const PointResult& pr, const Point& p);

@@ -142,6 +142,27 @@ std::string report_markdown(const RunResult& r, const Scenario& s, const std::ve
     }
     md += "\n";
   }
+  {  // where the time goes, per op type (ops.csv), at the first point
+    const PointResult& pr = r.results.front();
+    std::string table;
+    size_t shown = 0;
+    for (const auto& sm : pr.summary) {
+      std::vector<OpTotal> ops = op_totals(pr, sm.platform, sm.network);
+      if (ops.empty() || shown++ >= 12) continue;
+      std::stable_sort(ops.begin(), ops.end(), [](const OpTotal& a, const OpTotal& b) { return a.share > b.share; });
+      std::string cells;
+      for (size_t i = 0; i < ops.size() && i < 6; ++i) {
+        char b[64];
+        std::snprintf(b, sizeof b, " %.1f %%", 100 * ops[i].share);
+        cells += (i ? " · " : "") + md_escape(ops[i].op) + b;
+      }
+      table += "| " + md_escape(sm.platform) + " | " + md_escape(sm.network) + " | " + cells + " |\n";
+    }
+    if (!table.empty())
+      md += "**Where the time goes.** The largest op types' share of each network's derated time" + std::string(r.points.size() > 1 ? " at the first point" : "") +
+            " (every op type and point in [ops.csv](ops.csv); `overhead` is what the execution mode adds):\n\n| platform | network | op types by share |\n|---|---|---|\n" +
+            table + "\n";
+  }
   {  // the figures the times rest on that are assumptions, per platform, and their share of each network's time
     std::string list;
     std::set<std::string> done;
@@ -193,7 +214,8 @@ std::string report_markdown(const RunResult& r, const Scenario& s, const std::ve
     for (Format f : formats) md += " [" + std::string(format_ext(f)) + "](" + name + "." + format_ext(f) + ")";
     md += " · data: [" + name + ".csv](" + name + ".csv)\n\n";
   }
-  md += "Tables: [results.csv](results.csv) (per layer) · [summary.csv](summary.csv) (per network) · [results.json](results.json)\n";
+  md += "Tables: [results.csv](results.csv) (per layer) · [summary.csv](summary.csv) (per network) · [kernels.csv](kernels.csv) · [ops.csv](ops.csv) (per op type) · "
+        "[results.json](results.json)\n";
   return md;
 }
 

@@ -385,3 +385,35 @@ TEST_CASE("breakdown: execution ideal overrides a request's own execution modes,
   CHECK(q.dparts.overhead() == 0);
   check_sums(q);
 }
+
+TEST_CASE("ops.csv: a row per op type with its share, and the overhead a row of its own", "[breakdown][ops]") {
+  // the three relus (fused, 4 µs launches): one op type, 3 layers in 3 kernels, 625 + 3,750 + 250
+  // = 4,625 FLOPs, 5,000 + 30,000 + 2,000 = 37,000 bytes, 37 µs of 49 µs; then the overhead,
+  // 3 × 4 = 12 µs of 49
+  RunResult r = test::run_text(three("fused", kRuntime));
+  const auto rows = test::csv_rows(ops_csv(r));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0] == std::vector<std::string>{"point", "platform", "network", "op", "layers", "kernels", "flops", "bytes", "time_s", "derated_time_s", "share"});
+  CHECK(test::cell(rows, 1, "op") == "relu");
+  CHECK(test::cell(rows, 1, "layers") == "3");
+  CHECK(test::cell(rows, 1, "kernels") == "3");
+  CHECK(test::cell(rows, 1, "flops") == "4625");
+  CHECK(test::cell(rows, 1, "bytes") == "37000");
+  CHECK(std::stod(test::cell(rows, 1, "derated_time_s")) == Approx(37e-6));
+  CHECK(std::stod(test::cell(rows, 1, "share")) == Approx(37.0 / 49));
+  CHECK(test::cell(rows, 2, "op") == "overhead");
+  CHECK(std::stod(test::cell(rows, 2, "derated_time_s")) == Approx(12e-6));
+  CHECK(std::stod(test::cell(rows, 2, "share")) == Approx(12.0 / 49));
+  // rsim run writes it beside the other tables, and report.md points at it
+  namespace fs = std::filesystem;
+  const fs::path dir = test::scratch_dir("ops_csv");
+  std::ofstream(dir / "t.yaml") << three("fused", kRuntime);
+  const test::CliOut o = test::cli({"run", (dir / "t.yaml").string(), "--out", (dir / "out").string()});
+  REQUIRE(o.code == 0);
+  std::ifstream f(dir / "out" / "ops.csv");
+  CHECK(std::string((std::istreambuf_iterator<char>(f)), {}) == ops_csv(r));
+  std::ifstream md(dir / "out" / "report.md");
+  const std::string report((std::istreambuf_iterator<char>(md)), {});
+  CHECK(report.find("| p | n | relu 75.5 % · overhead 24.5 % |") != std::string::npos);  // 37 / 49, 12 / 49
+  fs::remove_all(dir);
+}

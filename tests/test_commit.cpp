@@ -112,8 +112,9 @@ TEST_CASE("streamed tables equal the whole-run tables, byte for byte, for any nu
     opt.make_evaluator = make_lua_evaluator;
     TableWriter w(d.string(), Tables::All, info);
     stream_scenario(s, cat, opt, w);
-    CHECK(w.finish() == std::vector<std::string>{"results.csv", "summary.csv", "kernels.csv", "results.json"});
+    CHECK(w.finish() == std::vector<std::string>{"results.csv", "summary.csv", "kernels.csv", "ops.csv", "results.json"});
     CHECK(read(d / "results.csv") == results_csv(whole, s));
+    CHECK(read(d / "ops.csv") == ops_csv(whole));
     CHECK(read(d / "summary.csv") == summary_csv(whole, s));
     CHECK(read(d / "kernels.csv") == kernels_csv(whole));
     CHECK(read(d / "results.json") == results_json(whole, info));
@@ -202,9 +203,9 @@ TEST_CASE("a result set is committed whole: stale rsim files go, a person's file
   REQUIRE(code_of({"run", scen.string(), "--out", out.string(), "-q", "--no-plots", "--hw-dir", src("hardware")}) == 0);
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(out)) files.insert(e.path().filename().string());
-  CHECK(files == std::set<std::string>{".rsim-files", "kernels.csv", "notes.txt", "results.csv", "results.json", "summary.csv"});
+  CHECK(files == std::set<std::string>{".rsim-files", "kernels.csv", "notes.txt", "ops.csv", "results.csv", "results.json", "summary.csv"});
   CHECK(read(out / "notes.txt") == "mine");
-  CHECK(read(out / ".rsim-files") == "results.csv\nsummary.csv\nkernels.csv\nresults.json\n");
+  CHECK(read(out / ".rsim-files") == "results.csv\nsummary.csv\nkernels.csv\nops.csv\nresults.json\n");
   CHECK(entries_with(dir, ".out.rsim-staging-").empty());
   // a failed run leaves the set as it was
   auto before = snapshot(out);

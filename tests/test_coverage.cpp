@@ -210,7 +210,7 @@ TEST_CASE("the terminal tables: one row per layer and per network, numbers with 
       " 0  box       n        151.1 M  2.425 MB    62.3        3  151.7 µs      151.7 µs  996.7 GFLOP/s              2/1  compute 100 %\n"
       "\n";
   CHECK(o.out.substr(0, expected.size()) == expected);
-  CHECK(o.out.substr(expected.size()).rfind("wrote " + (dir / "out").string() + "/: results.csv, summary.csv, kernels.csv, results.json", 0) == 0);
+  CHECK(o.out.substr(expected.size()).rfind("wrote " + (dir / "out").string() + "/: results.csv, summary.csv, kernels.csv, ops.csv, results.json", 0) == 0);
   fs::remove_all(dir);
 }
 
