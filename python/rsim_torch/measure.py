@@ -157,7 +157,7 @@ def measure(plan, dev, modes, reps, outdir, log=sys.stderr, layers=True, network
             for L in net["layers"]:
                 try:
                     built.append(ops.build(L, dev))
-                except (Unsupported, RuntimeError, KeyError, ValueError, TypeError) as e:
+                except Exception as e:
                     built.append(None)
                     why = why or "layer %s (%s): %s" % (L["name"], L["op"], e)
             # each layer alone (layers doing the same work are timed once)
@@ -181,15 +181,15 @@ def measure(plan, dev, modes, reps, outdir, log=sys.stderr, layers=True, network
                             vocab = next((int(L["attrs"].get("vocab", 2)) for L in net["layers"] if L["op"] == "embedding"), 2)
                             inputs[i["name"]] = torch.randint(0, vocab, tuple(i["shape"]), device=dev)
                         else:
-                            inputs[i["name"]] = layout(torch.randn(*i["shape"], device=dev).to(ops.torch_dtype(i["dtype"])), dev)
+                            inputs[i["name"]] = layout(torch.randn(tuple(i["shape"]), device=dev).to(ops.torch_dtype(i["dtype"])), dev)
                     fwd = forward_fn(net, built, inputs)
                     with torch.no_grad():
                         times = time_graph(dev, fwd, reps) if mode == "graph" else time_calls(dev, fwd, reps)
                     note = ("the plan's layers as one forward pass in one CUDA graph, replayed" if mode == "graph" else
                             "the plan's layers as one forward pass, eager")
                     net_rows.append((pt, net, mode, times, note))
-                except (Unsupported, RuntimeError) as e:
-                    net_rows.append((pt, net, mode, None, "not run: %s" % str(e).splitlines()[0]))
+                except Exception as e:  # (any failure of one network is its row's note, never the end of the run)
+                    net_rows.append((pt, net, mode, None, "not run: %s" % (str(e).splitlines() or [type(e).__name__])[0]))
                 print("rsim_torch: %s %s: %s" % (net["name"], mode, "%.4g ms (median)" % (statistics.median(net_rows[-1][3]) * 1e3)
                                                   if net_rows[-1][3] else net_rows[-1][4]), file=log)
                 synchronize(dev)
@@ -214,8 +214,8 @@ def time_layer(L, b, dev, mode, reps):
             fn = lambda: b.fn(inputs)  # noqa: E731
             times = time_graph(dev, fn, reps) if mode == "graph" else time_calls(dev, fn, reps)
         return times, note
-    except (Unsupported, RuntimeError) as e:
-        return None, "not run: %s" % str(e).splitlines()[0]
+    except Exception as e:  # (a layer torch cannot build or run is a measured_note, never the end of the run)
+        return None, "not run: %s" % (str(e).splitlines() or [type(e).__name__])[0]
 
 
 def _sweep_header(var_names, columns):

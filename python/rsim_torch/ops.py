@@ -46,7 +46,7 @@ def _padding(v, kernel, dilation, stride, in_hw):
 
 
 def _weight(shape, dtype, dev, fan_in):
-    w = torch.randn(*shape, device=dev, dtype=torch.float32) / math.sqrt(max(fan_in, 1))
+    w = torch.randn(tuple(shape), device=dev, dtype=torch.float32) / math.sqrt(max(fan_in, 1))  # (a tuple: a 0-d shape too)
     return layout(w.to(dtype), dev)
 
 
@@ -76,7 +76,7 @@ def input_tensors(layer, dev):
             out.append(torch.randint(0, vocab, tuple(shape), device=dev, dtype=torch.int64))
         else:
             dt = torch_dtype(layer["kv_dtype"]) if layer["op"] == "attention" and i > 0 else _act_dtype(layer)
-            out.append(layout(torch.randn(*shape, device=dev, dtype=torch.float32).to(dt), dev))
+            out.append(layout(torch.randn(tuple(shape), device=dev, dtype=torch.float32).to(dt), dev))  # (a 0-d shape: a scalar)
     return out
 
 

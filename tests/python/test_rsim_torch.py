@@ -186,6 +186,30 @@ class ResNet18(unittest.TestCase):
             self.assertEqual(sum(1 for L in layers if L["measured_time_s"]), 68)
 
 
+class ScalarInputs(unittest.TestCase):
+    def test_an_exported_attention_s_scalar_div_is_built_and_timed(self):
+        """torchvision's ViT-B/16 exported to ONNX scales its attention scores by a 0-d tensor (a Div
+        by a scalar): rsim_torch builds it with torch.randn(()) and times the layer (a 0-d input
+        used to end the run); a layer it cannot build or run is a row with a measured_note."""
+        with tempfile.TemporaryDirectory() as d:
+            s = os.path.join(d, "vit.yaml")
+            with open(s, "w") as f:
+                f.write("name: vit\nsettings: {dtype: fp32}\nplatforms: [h200]\nnetworks:\n  - {onnx: %s}\n" % os.path.join(SRC, "tests", "data", "onnx", "vit_b_16_op17.onnx"))
+            r = run([RSIM, "plan", s, "-o", os.path.join(d, "plan.json")])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run([PY, "-m", "rsim_torch", "measure", os.path.join(d, "plan.json"), "--device", "cpu", "--reps", "2", "--what", "layers",
+                     "-o", os.path.join(d, "m")])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            layers = {L["layer"]: L for L in rows(os.path.join(d, "m", "measured.csv"))}
+            div = layers["/encoder/layers/encoder_layer_0/self_attention/Div_1"]
+            self.assertEqual(div["input_shape"], "12x197x64;scalar")
+            self.assertGreater(float(div["measured_time_s"]), 0, div["measured_note"])
+            # every layer has a row: a time, or a note saying why not
+            for L in layers.values():
+                self.assertTrue(L["measured_time_s"] or L["measured_note"], L["layer"])
+
+
 class Probe(unittest.TestCase):
     def test_probe_cpu_writes_a_platform_rsim_reads(self):
         with tempfile.TemporaryDirectory() as d:
