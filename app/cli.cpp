@@ -92,7 +92,9 @@ const Command kCommands[] = {
     {"probe", "probe [--quick] [--threads N] [-o PLATFORM.yaml] [--json FILE] [--out DIR] [--backend native|torch] [--device D]",
      "measure this CPU's roofs: FMA peaks per ISA and precision, clock, bandwidth per memory level (--backend torch: any device through PyTorch)", cmd_probe},
     {"measure", "measure FILE [--platform PLATFORM(.yaml|name)] [--backend onednn|torch] [--device D] [--execution eager,graph] [--reps N] [--cache warm|cold] [--out DIR] [--set NAME=VALUE]...",
-     "run every layer for real (oneDNN on this CPU, or PyTorch on any device) beside its roofline prediction: measured.csv and a figure", cmd_measure},
+     "run every layer for real beside its roofline prediction: with oneDNN on this CPU, measured.csv, a figure and findings.txt; with "
+     "--backend torch on any device, plan.json, measured.csv and measured_networks.csv (each network as a forward pass)",
+     cmd_measure},
     {"plan", "plan FILE [-o PLAN.json] [--set NAME=VALUE]... [--hw-dir DIR]",
      "write every point × network × layer (operator, attributes, inputs, shapes, dtypes, predictions) as JSON for rsim_torch to measure where rsim is not built",
      cmd_plan},
@@ -105,10 +107,10 @@ const Command kCommands[] = {
 
 std::string usage_text() {
   std::string s = "usage: rsim COMMAND [ARGS]\n\nA roofline simulator: per-layer FLOPs, bytes, intensity and bound time from YAML scenarios.\n\ncommands:\n";
-  for (const auto& c : kCommands) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "  %-10s %s\n", c.name, c.help);
-    s += buf;
+  for (const auto& c : kCommands) {  // (a help line of any length)
+    std::string name = c.name;
+    name.resize(std::max<size_t>(name.size(), 10), ' ');
+    s += "  " + name + " " + c.help + "\n";
   }
   s += "\noptions:\n  --help     show this help (or `rsim COMMAND --help`)\n  --version  print the version\n";
   s += "\nexit status: 0 ok, 1 scenario or configuration error, 2 usage error\n";
