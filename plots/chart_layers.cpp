@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "engine/names.hpp"
 #include "engine/output.hpp"
@@ -12,6 +14,49 @@ namespace rsim::plots {
 using namespace chart;
 
 // ---------------------------------------------------------------- per-layer bars
+
+namespace {
+// A long layer name shortened in the middle, keeping where it starts and what it is:
+// "/features/features.2/features.2.0/block/block.0/Conv" → "/features/…/block.0/Conv"
+std::string middle_short(const std::string& name, size_t most = 36) {
+  if (name.size() <= most) return name;
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t sep = name.find('/', at);
+    parts.push_back(name.substr(at, sep == std::string::npos ? std::string::npos : sep - at));
+    if (sep == std::string::npos) break;
+    at = sep + 1;
+  }
+  {  // an exporter's scope names repeat their prefix ("features/features.2/features.2.0"): keep the last of each run
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (parts[i].empty() || i + 1 >= parts.size() || parts[i + 1].rfind(parts[i] + ".", 0) != 0) kept.push_back(parts[i]);
+    if (kept.size() < parts.size()) {
+      std::string joined;
+      for (size_t i = 0; i < kept.size(); ++i) joined += (i ? "/" : "") + kept[i];
+      if (joined.size() <= most) return joined;
+      parts = kept;
+    }
+  }
+  if (parts.size() >= 4) {  // the first component (after a leading '/'), then as many last ones as fit
+    const size_t head = parts[0].empty() ? 2 : 1;
+    std::string start;
+    for (size_t i = 0; i < head; ++i) start += parts[i] + "/";
+    std::string tail = parts.back();
+    for (size_t i = parts.size() - 1; i-- > head;) {
+      if (start.size() + 4 + parts[i].size() + 1 + tail.size() > most) break;
+      tail = parts[i] + "/" + tail;
+    }
+    const std::string out = start + "…/" + tail;
+    if (out.size() < name.size() && out.size() <= most + 8) return out;
+  }
+  // no path, or its parts too long: its first and last characters (whole UTF-8 sequences)
+  size_t a = most / 2, b = name.size() - (most - most / 2 - 1);
+  while (a > 0 && (static_cast<unsigned char>(name[a]) & 0xC0) == 0x80) --a;
+  while (b < name.size() && (static_cast<unsigned char>(name[b]) & 0xC0) == 0x80) ++b;
+  return name.substr(0, a) + "…" + name.substr(b);
+}
+}  // namespace
 
 BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::string& platform) {
   BuiltFigure out;
@@ -51,7 +96,7 @@ BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenar
   der.legend = "derated roofs";
   der.hatched = true;
   for (const Row* row : rows) {
-    f.y.categories.push_back(row->layer);
+    f.y.categories.push_back(middle_short(row->layer));  // (the plot data keeps whole names)
     if (time) {
       theo.values.push_back(row->theoretical.time_s);
       theo.colors.push_back(bound_color(bound_name(row->theoretical.bound)));
@@ -118,6 +163,22 @@ BuiltFigure chart::layers(const PlotSpec& spec, const RunResult& r, const Scenar
                    if (sm.network == net) return std::string(dtype_name(sm.dtype));
                  return std::string(dtype_name(pr.settings.dtype));
                }() + " · " + conventions(pr.settings);
+  {  // what the run holds that this figure does not draw, so that nothing is left out unsaid
+    std::vector<std::string> nets, plats;
+    for (const SummaryRow& sm : pr.summary) {
+      if (spec.networks.empty() && sm.network != net && std::find(nets.begin(), nets.end(), sm.network) == nets.end()) nets.push_back(sm.network);
+      if (spec.platforms.empty() && sm.platform != platform && std::find(plats.begin(), plats.end(), sm.platform) == plats.end()) plats.push_back(sm.platform);
+    }
+    auto list = [](const std::vector<std::string>& v) {
+      std::string t;
+      for (size_t i = 0; i < v.size() && i < 3; ++i) t += (i ? ", " : "") + v[i];
+      return v.size() > 3 ? t + " and " + std::to_string(v.size() - 3) + " more" : t;
+    };
+    std::string left;
+    if (!nets.empty()) left += (nets.size() == 1 ? "network " : "networks ") + list(nets) + " (network: picks one)";
+    if (!plats.empty()) left += (left.empty() ? "" : "; ") + std::string(plats.size() == 1 ? "platform " : "platforms ") + list(plats) + " (platforms: picks them)";
+    if (!left.empty()) f.subtitle += " · not drawn: " + left;
+  }
   out.data_csv = csv_line({"layer", "op", spec.metric, "bound", time ? "derated_time_s" : "", time ? "derated_bound" : ""});
   for (const Row* row : all_rows)
     out.data_csv += csv_line({row->layer, row->op, format_number(time ? row->theoretical.time_s : row_value(*row, spec.metric)), bound_name(row->theoretical.bound),

@@ -158,3 +158,22 @@ TEST_CASE("newcomer: rsim estimate answers for a zoo model, an ONNX file and a c
   bad({"estimate", test::src("tests/data/hf/README.md") + ".json", "--platform", "h100_sxm"}, "no such file");
   CHECK(test::cli({"estimate", "resnet18"}).code == 2);  // (no --platform: a usage error)
 }
+
+TEST_CASE("newcomer: the layers chart shortens exporters' scope names and says what it does not draw", "[newcomer][plots]") {
+  // ONNX names repeat each scope's prefix: /features/features.2/features.2.0/block/block.0/block.0.2/Sigmoid
+  // keeps the last of each run, /features.2.0/block.0.2/Sigmoid (whole names stay in the plot data)
+  const std::string y = "name: lay\nsettings: {dtype: fp16}\nplatforms: [h100_sxm, a100_sxm_80gb]\nnetworks:\n  - {onnx: " +
+                        test::src("tests/data/onnx/efficientnet_b0_op13.onnx") + ", name: effnet_b0}\n  - {model: resnet18}\nplots:\n  - {kind: layers}\n";
+  Scenario s = parse_scenario(y, test::src("scenarios/lay.yaml"));
+  RunResult r = test::run(s);
+  Diags d;
+  const auto specs = plots::parse_plot_specs(s.plots, sweep_names(s.sweep), d);
+  REQUIRE(specs.size() == 1);
+  const auto figs = plots::build_figures(specs[0], r, s);
+  REQUIRE(figs.size() == 1);
+  const auto& cats = figs[0].figure.y.categories;
+  CHECK(std::find(cats.begin(), cats.end(), "/features.2.0/block.0.2/Sigmoid") != cats.end());
+  for (const auto& c : cats) CHECK(c.size() <= 44);  // (36 characters, a few more for a kept path)
+  CHECK(figs[0].data_csv.find("/features/features.2/features.2.0/block/block.0/block.0.2/Sigmoid") != std::string::npos);
+  CHECK(figs[0].figure.subtitle.find("not drawn: network resnet18 (network: picks one); platform a100_sxm_80gb (platforms: picks them)") != std::string::npos);
+}
