@@ -417,3 +417,39 @@ TEST_CASE("ops.csv: a row per op type with its share, and the overhead a row of 
   CHECK(report.find("| p | n | relu 75.5 % · overhead 24.5 % |") != std::string::npos);  // 37 / 49, 12 / 49
   fs::remove_all(dir);
 }
+
+TEST_CASE("basis: every figure of every catalog platform says what it rests on", "[breakdown][platforms]") {
+  Catalog cat(test::src("hardware"));
+  PlatformCache cache(cat);
+  size_t figures = 0;
+  auto stated = [&](Basis b) {
+    CHECK(b != Basis::Unstated);
+    ++figures;
+  };
+  for (const auto& name : cat.names()) {
+    INFO(name);
+    Diags d;
+    const Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
+    REQUIRE(d.empty());
+    for (const auto& r : p.compute) {
+      INFO(r.name);
+      stated(r.basis);
+      if (r.derated_flops_per_s != r.peak_flops_per_s) stated(r.derate_basis);
+    }
+    for (const auto& m : p.memory) {
+      INFO(m.name);
+      stated(m.basis);
+      if (m.derated_bandwidth_bytes_per_s != m.bandwidth_bytes_per_s) stated(m.derate_basis);
+      if (m.size_bytes > 0) stated(m.size_basis);
+    }
+    for (const auto& l : p.interconnect) stated(l.basis), stated(l.latency_basis);
+    if (p.runtime.launch_overhead_s > 0) stated(p.runtime.launch_basis);
+    if (p.runtime.has_graph_gap()) stated(p.runtime.gap_basis);
+    if (p.runtime.has_host_overhead()) stated(p.runtime.host_basis);
+  }
+  CHECK(figures > 150);
+  // the catalog's launch overhead is an assumption on every GPU that states one (hardware/README.md)
+  Diags d;
+  CHECK(resolve_platform(CNode::make_scalar("h100_sxm"), cache, d).runtime.launch_basis == Basis::Assumption);
+  CHECK(resolve_platform(CNode::make_scalar("h200"), cache, d).runtime.gap_basis == Basis::Measured);
+}
