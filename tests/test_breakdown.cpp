@@ -132,7 +132,8 @@ TEST_CASE("breakdown: execution ideal needs no runtime, and a runtime is no erro
   // the catalog's H100 has a runtime: ideal runs without it all the same
   const std::string h100 = "name: t\nsettings: {execution: ideal}\nplatforms: [h100_sxm]\nnetworks:\n  - name: n\n    inputs: {a: [625]}\n"
                            "    layers:\n      - {name: k0, op: relu, inputs: [a]}\n";
-  const SummaryRow& s = test::summary_of(test::run_text(h100), 0, "h100_sxm");
+  const RunResult hr = test::run_text(h100);
+  const SummaryRow& s = test::summary_of(hr, 0, "h100_sxm");
   CHECK(s.parts.overhead() == 0);
   // 5,000 bytes at 3.35 TB/s
   CHECK(s.time_s == Approx(5000 / 3.35e12));
