@@ -240,4 +240,11 @@ bool place_legend(Pass& p, Plan& plan, int pass);
 // Returns whether a label found no spot (and a numbered key would hold it).
 bool place_point_labels(Pass& p, const Plan& plan);
 
+// The numbered key's heading: "key", and what a "(+N)" after a label means when one has it
+inline std::string key_title(const std::vector<std::string>& lines) {
+  for (const auto& l : lines)
+    if (l.find(" (+") != std::string::npos) return "key · (+N): N more here";
+  return "key";
+}
+
 }  // namespace rsim::plots::layout

@@ -69,6 +69,7 @@ bool layout_key(Pass& p, Plan& plan, int pass) {
   for (size_t i = 0; i < f.points.size(); ++i)
     if (plan.number[i] > 0) p.key_lines.push_back(std::to_string(plan.number[i]) + "  " + truncate(f.points[i].label, 40));
   for (const auto& k : p.key_lines) key_w = std::max(key_w, p.r.measure(k, p.Z.label, false).width);
+  key_w = std::max(key_w, p.r.measure(key_title(p.key_lines), p.Z.label, true).width);  // (its heading too)
   // lines below the "key" heading, from the plot's top to the canvas's bottom; more go to further columns
   const double step = p.Z.label * 1.375;
   const size_t rows = static_cast<size_t>(std::max(1.0, std::floor((f.height - 8 - (p.top + 8) - step) / step)));

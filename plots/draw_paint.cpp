@@ -162,7 +162,7 @@ void paint_key(Pass& p, const Plan& plan) {
   // (a legend under the plot takes no room beside it)
   double kx = p.plot.x + p.plot.w + 14 + p.key_gap + p.cbar_w + (plan.legend_outside && !p.legend_below ? p.legend_w + 12 : 0);
   const double ky = p.plot.y + 8;
-  p.text({kx, ky}, "key", kLabel, kMuted, 0, Anchor::Left, true);
+  p.text({kx, ky}, key_title(p.key_lines), kLabel, kMuted, 0, Anchor::Left, true);
   const size_t rows = std::max<size_t>(1, p.key_rows);
   int drawn = 0;
   for (size_t i = 0; i < p.key_lines.size(); ++i) {
