@@ -577,7 +577,7 @@ T& next_slot(std::vector<T>& v, size_t& used) {
 }  // namespace
 
 void Row::clear() {
-  static_assert(sizeof(Row) == 776, "a field added to Row: reset it in Row::clear, then update this size");
+  static_assert(sizeof(Row) == 784, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
   platform.clear(), network.clear(), layer.clear(), op.clear();
   dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
@@ -1414,8 +1414,14 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
-            const CollectiveTime ct =
-                link ? all_reduce_time(cost.comm_bytes - cost.all_to_all_bytes, par.tensor, link->bandwidth_bytes_per_s, link->latency_s) : CollectiveTime{};
+            // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
+            auto tp_time = [&](double latency) {
+              const double reduced = cost.comm_bytes - cost.all_to_all_bytes - cost.all_gather_bytes;
+              CollectiveTime c = all_reduce_time(reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
+              c.time_s += all_gather_time(cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
+              return c;
+            };
+            const CollectiveTime ct = link ? tp_time(link->latency_s) : CollectiveTime{};
             // the dispatch of the routed tokens and their combine: two all-to-alls of half the payload
             const double a2a = expert_link && cost.all_to_all_bytes > 0
                                    ? 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s)
@@ -1433,12 +1439,14 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
               const double t = tp ? ct.time_s : a2a;
               if (lk->basis == Basis::Assumption) extra.acomm += t;
               else if (lk->latency_basis == Basis::Assumption && t > 0)
-                extra.acomm += t - (tp ? all_reduce_time(cost.comm_bytes - cost.all_to_all_bytes, par.tensor, lk->bandwidth_bytes_per_s, 0).time_s
+                extra.acomm += t - (tp ? tp_time(0).time_s
                                        : 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
               if (link == expert_link) break;
             }
             if (full_rows) {
-              if (ct.time_s > 0) r.collective = std::string("all-reduce ") + (ct.tree ? "tree " : "ring ") + std::to_string(par.tensor) + " × " + link->name;
+              if (ct.time_s > 0)
+                r.collective = (cost.all_gather_bytes > 0 ? std::string("all-gather ring ") : std::string("all-reduce ") + (ct.tree ? "tree " : "ring ")) +
+                               std::to_string(par.tensor) + " × " + link->name;
               if (a2a > 0) r.collective += (r.collective.empty() ? "" : " + ") + std::string("all-to-all ") + std::to_string(par.expert) + " × " + expert_link->name;
             }
           }

@@ -315,12 +315,16 @@ class Builder {
     if (const CNode* sh = item.find("shard")) {
       static const std::pair<const char*, Layer::Shard> modes[] = {
           {"column", Layer::Shard::Column}, {"row", Layer::Shard::Row},         {"mlp", Layer::Shard::Mlp}, {"none", Layer::Shard::None},
-          {"partial", Layer::Shard::Partial}, {"reduce", Layer::Shard::Reduce}, {"auto", Layer::Shard::Auto}};
+          {"partial", Layer::Shard::Partial}, {"reduce", Layer::Shard::Reduce}, {"auto", Layer::Shard::Auto},
+          {"vocab", Layer::Shard::Vocab}};
       const std::string v = sh->is_scalar() ? sh->scalar : "";
       bool known = false;
       for (const auto& [name, mode] : modes)
         if (v == name) L.shard = mode, known = true;
-      if (!known) d_.error(sh->loc, "unknown shard '" + v + "'", {Note{{}, "shard is column, row, mlp, partial, reduce, none or auto"}});
+      if (!known) d_.error(sh->loc, "unknown shard '" + v + "'", {Note{{}, "shard is column, row, mlp, partial, reduce, vocab, none or auto"}});
+      else if (L.shard == Layer::Shard::Vocab && op->name != "embedding" && op->name != "linear")
+        d_.error(sh->loc, "shard: vocab splits a vocabulary table: an embedding or the LM head (a linear), not a " + op->name,
+                 {Note{{}, "use column, row or none here"}});
     }
     if (const CNode* su = item.find("shard_units")) {
       auto v = to_integer(*su, d_, "shard_units");
@@ -796,8 +800,8 @@ void expert_attr(const Network& net, Layer& L) {
 
 void assign_cost(OpCost& to, const OpCost& from) {
   // every field: a field added to OpCost must be added here (the size check catches it)
-  static_assert(sizeof(OpCost) == 18 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
-  to.shard = from.shard, to.comm_bytes = from.comm_bytes, to.all_to_all_bytes = from.all_to_all_bytes;
+  static_assert(sizeof(OpCost) == 19 * sizeof(double) + 2 * sizeof(std::vector<double>), "assign_cost copies every field of OpCost");
+  to.shard = from.shard, to.comm_bytes = from.comm_bytes, to.all_to_all_bytes = from.all_to_all_bytes, to.all_gather_bytes = from.all_gather_bytes;
   to.quantized_weight_bytes = from.quantized_weight_bytes;
   to.macs = from.macs, to.flops = from.flops, to.macs_executed = from.macs_executed, to.flops_executed = from.flops_executed;
   to.params = from.params, to.weight_bytes = from.weight_bytes;
@@ -1502,6 +1506,13 @@ void tensor_share(const Network& net, Layer& L) {
     case Layer::Shard::Reduce: reduce = true; break;  // sums partial sums: all-reduces its output
     case Layer::Shard::None: break;
     case Layer::Shard::Auto: work = out = first_split; break;
+    case Layer::Shard::Vocab: {  // ceil(vocab / T) rows of the table per GPU; the output whole after its collective
+      const char* rows = L.op->name == "embedding" ? "vocab" : "out_features";
+      const long long units = L.shard_units > 0 ? L.shard_units : L.attrs.has(rows) ? L.attrs.i(rows) : 0;
+      work = units > 0 ? std::ceil(static_cast<double>(units) / static_cast<double>(t)) / static_cast<double>(units) : whole;
+      reduce = L.op->name == "embedding";  // the rows a GPU lacks are zeros in its output: summed
+      break;
+    }
   }
   if (work == 1 && !reduce) return;  // replicated: every GPU does all of it
   // a layer split by its input holds all of its constants (RoPE's tables); a split layer 1/T
@@ -1509,6 +1520,8 @@ void tensor_share(const Network& net, Layer& L) {
   OpCost& c = L.cost;
   const double scratch_held = c.activation_bytes - (c.input_total() - c.kv_read_bytes) - (c.output_total() - c.kv_write_bytes);
   if (reduce) c.comm_bytes = c.output_total();  // the whole output, summed over the GPUs
+  const bool gather = L.shard == Layer::Shard::Vocab && !reduce;
+  if (gather) c.comm_bytes = c.all_gather_bytes = c.output_total();  // the whole output, gathered from the shards
   for (double* f : {&c.macs, &c.flops, &c.macs_executed, &c.flops_executed, &c.scratch_bytes, &c.kv_cache_bytes}) *f *= work;
   for (double* f : {&c.weight_bytes, &c.scale_bytes, &c.resident_weight_bytes, &c.quantized_weight_bytes}) *f *= weights;
   c.shard = weights;
@@ -1519,7 +1532,7 @@ void tensor_share(const Network& net, Layer& L) {
     if (kv >> k & 1u) kv_read += c.input_bytes[k];
   }
   c.kv_read_bytes = kv_read;
-  for (double& b : c.output_bytes) b *= out;
+  for (double& b : c.output_bytes) b *= gather ? work : out;  // (an LM head writes its shard of the logits)
   c.kv_write_bytes *= out;
   c.activation_bytes = (c.input_total() - c.kv_read_bytes) + (c.output_total() - c.kv_write_bytes) + scratch_held * work;
   L.out_share = out;

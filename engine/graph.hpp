@@ -52,8 +52,8 @@ struct Layer {
   // partial: split like row but its output stays a partial sum (no all-reduce); reduce: an
   // elementwise layer that sums partial sums and all-reduces its output (Falcon's parallel block:
   // attention and MLP outputs added, then one all-reduce)
-  enum class Shard : char { Auto, Column, Row, Mlp, None, Partial, Reduce } shard = Shard::Auto;
-  long long shard_units = 0;  // a column split of this many heads: ceil(units / T) per GPU (0: 1/T)
+  enum class Shard : char { Auto, Column, Row, Mlp, None, Partial, Reduce, Vocab } shard = Shard::Auto;
+  long long shard_units = 0;  // a column or vocabulary split of this many heads or tokens: ceil(units / T) per GPU (0: 1/T)
   double out_share = 1;
   bool dtype_from_file = false;  // its dtype is the model file's (a layer's or network's file_dtype)
 };
@@ -84,7 +84,9 @@ void read_parallel(const CNode& node, Parallelism& p, Diags& d);
 // Tensor parallelism: scales a layer's cost (just computed for the whole layer) to one GPU's share
 // over net.parallel.tensor GPUs, from its `shard:` and the shares of its inputs (earlier layers'
 // out_share): column and row layers hold 1/T of their weights and work, a layer reading a split
-// tensor works on its share; row and mlp layers all-reduce their whole output (comm_bytes).
+// tensor works on its share; row and mlp layers all-reduce their whole output (comm_bytes). A vocab
+// layer holds ceil(vocab / T) rows of its table: an embedding all-reduces its output (Megatron's and
+// vLLM's VocabParallelEmbedding), the LM head all-gathers its logits (ParallelLMHead).
 void shard_cost(const Network& net, Layer& L);
 
 // Reads the precision keys (weights_dtype, kv_dtype, compute_dtype, quant_group) of a settings,

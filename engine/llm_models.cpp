@@ -28,7 +28,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
   // sizes beyond any published model are refused here, before a network of them is built (an HF
   // config with 10^9 layers took 11–25 s and 1.4 GB to be refused)
   static const std::pair<const char*, long long> kMax[] = {{"layers", 10000},    {"heads", 100000},   {"kv_heads", 100000}, {"hidden", 10000000},
-                                                           {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40},
+                                                           {"vocab", 100000000}, {"experts", 100000}, {"window", 1LL << 40}, {"rope_positions", 1LL << 40},
                                                            {"kv_lora", 10000000}, {"q_lora", 10000000}, {"qk_nope_dim", 100000}, {"qk_rope_dim", 100000},
                                                            {"v_head_dim", 100000}, {"embed_dim", 10000000}};
   auto integer = [&](const char* arg, std::initializer_list<const char*> names, bool required) -> bool {
@@ -280,6 +280,7 @@ CNode hf_transformer_args(const CNode& config, Diags& d) {
     integer("positions", {"n_positions", "max_position_embeddings"}, true);
   } else {
     put_text("norm", "rmsnorm");
+    integer("rope_positions", {"max_position_embeddings"}, false);  // RoPE's table
     const CNode* act = field(config, {"hidden_act", "hidden_activation"});
     std::string a = act ? act->scalar : "silu";
     put_text("mlp", a.rfind("gelu", 0) == 0 ? "geglu" : "swiglu");

@@ -150,10 +150,11 @@ struct OpCost {
   double activation_bytes = 0;  // activations live while the layer runs (inputs, outputs, scratch; not the KV cache)
   // Tensor parallelism: the share of the layer's parameters one GPU holds (1: all of them,
   // replicated or alone; expert parallelism holds a mixture's experts in part too), and the payload
-  // of its collectives: the all-reduce of its output (a row-parallel layer's) and an all-to-all.
+  // of its collectives: the all-reduce of its output (a row-parallel layer's), an all-gather, an all-to-all.
   double shard = 1;
   double comm_bytes = 0;
   double all_to_all_bytes = 0;  // part of comm_bytes: expert parallelism's dispatch and combine of the routed tokens
+  double all_gather_bytes = 0;  // part of comm_bytes: an output gathered whole from its shards (a vocabulary-split LM head's logits)
   double input_total() const;
   double output_total() const;
   // Every field back to zero, keeping the byte lists' storage (a cost written over, point by point)

@@ -277,9 +277,12 @@ void add_norm_and_position(OpRegistry& r) {
   p.formula =
       "y = x·cos + rotate_half(x)·sin per rotated element: FLOPs = 3 per element × rotary_dim / hd; MACs = 0; params = 0\n"
       "weights read = the cos and sin rows of the S positions: S · rotary_dim elements (rotary_dim/2 each);\n"
+      "weights held = the model's one cos/sin table, table_positions · rotary_dim elements, on the layer that\n"
+      "  states table_positions (the other rope layers share it: 0 held), whatever S is;\n"
       "bytes: the whole input read and written (rotated and pass-through features alike)";
   p.attrs = {{"head_dim", AttrType::Int, "", "features per head hd (even)", {}},
-             {"rotary_dim", AttrType::Int, "~", "features rotated in each head, the last ones (MLA's q: qk_rope_dim of N + R); default hd", {}}};
+             {"rotary_dim", AttrType::Int, "~", "features rotated in each head, the last ones (MLA's q: qk_rope_dim of N + R); default hd", {}},
+             {"table_positions", AttrType::Int, "~", "rows of the cos/sin table this layer holds in memory (the model's max positions, on one rope layer of the model; default 0: it shares another's)", {}}};
   p.infer = [](const OpArgs& x) -> std::vector<Shape> {
     const Shape& s = x.in[0];
     need_rank3(s, "rope", "its input");
@@ -297,6 +300,7 @@ void add_norm_and_position(OpRegistry& r) {
     const double hd = d(x.attrs.i("head_dim")), rd = x.attrs.has("rotary_dim") ? d(x.attrs.i("rotary_dim")) : hd;
     w.other_flops = 3 * elements(out[0]) * rd / hd;
     w.weight_elems = d(x.in[0][1]) * rd;
+    w.resident_elems = (x.attrs.has("table_positions") ? d(x.attrs.i("table_positions")) : 0) * rd;
     return w;
   };
   r.add(p);

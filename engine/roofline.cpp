@@ -30,6 +30,11 @@ double all_to_all_time(double bytes, long long n, double bandwidth, double laten
   return (nn - 1) / nn * bytes / bandwidth + (nn - 1) * latency;
 }
 
+double all_gather_time(double bytes, long long n, double bandwidth, double latency) {
+  // a ring: each GPU receives the n − 1 shards it lacks, one step per shard
+  return all_to_all_time(bytes, n, bandwidth, latency);
+}
+
 RoofPoint roofline(double flops, double bytes, double peak, double bw) {
   RoofPoint r;
   r.peak_flops_per_s = peak;

@@ -30,6 +30,9 @@ CollectiveTime all_reduce_time(double bytes, long long n, double bandwidth, doub
 // An all-to-all among n GPUs of `bytes` from each (pairwise exchange: it keeps 1/n and sends n − 1
 // messages): (n − 1)/n · bytes / bandwidth + (n − 1) · latency.
 double all_to_all_time(double bytes, long long n, double bandwidth, double latency);
+// A ring all-gather of a tensor of `bytes` (whole) from n GPUs holding 1/n each: every GPU receives
+// the n − 1 shards it lacks, (n − 1)/n · bytes / bandwidth + (n − 1) · latency.
+double all_gather_time(double bytes, long long n, double bandwidth, double latency);
 
 // I = F/B, P = min(π, β·I), t = max(F/π, B/β). Never NaN for F, B ≥ 0 and π, β > 0.
 RoofPoint roofline(double flops, double bytes, double peak_flops_per_s, double bandwidth_bytes_per_s);

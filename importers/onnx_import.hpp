@@ -68,7 +68,10 @@ struct OnnxImport {
   std::vector<std::string> symbols;               // symbolic input dimensions, in order of appearance
   long long opset = 0;
   size_t nodes = 0, initializers = 0;
-  double weight_elements = 0;  // elements of float initializers that are parameters (BatchNorm statistics excluded)
+  // parameters as `rsim run` counts them: the elements of the initializers the layers hold as
+  // weights, each once (float, or integer weights a DequantizeLinear reads); BatchNorm statistics,
+  // quantization scales and zero points, integer constants and initializers no layer reads left out
+  double weight_elements = 0;
   std::map<std::string, Shape> tensor_shapes;  // with record_shapes: every node output's shape as rsim inferred it, by ONNX name
   std::map<std::string, int> tensor_elems;     // with record_shapes: every node output's ONNX element type, by name
 };

@@ -27,6 +27,7 @@ struct RoofPt {
   bool over = false;  // a network point whose memory footprint exceeds the platform's memory
   double launch_share = -1;  // a network point under execution: fused: its kernels' launch overhead over its time (-1: none)
   std::string limit = "";    // a network point: the part of its time that limits it (SummaryRow's parts)
+  std::string phase = "";    // an LLM network's phase (prefill, decode), when its name does not say it
 };
 
 
@@ -36,6 +37,12 @@ struct RoofSet {
   std::vector<const ComputeRoof*> roofs;
   size_t identity = 0;  // platform_identity: its colour in every figure of the run
 };
+
+// A network as a key entry names it: "llama3_8b · decode" when its phase is not in its name
+std::string network_key(const RoofPt& p) { return p.phase.empty() ? p.network : p.network + " · " + p.phase; }
+std::string phase_unless_named(const std::string& network, const std::string& phase) {
+  return phase.empty() || network.find(phase) != std::string::npos ? std::string() : phase;
+}
 
 std::set<DType> dtypes_on(const RunResult& r, const std::vector<std::string>& plats) {
   std::set<DType> used;
@@ -70,7 +77,8 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
         if (link && !(sm.comm_bytes > 0)) continue;  // (nothing over the links)
         double x = link ? sm.flops / sm.comm_bytes : sm.intensity, y = on_derated ? sm.derated_achieved_flops_per_s : sm.achieved_flops_per_s;
         if (!drawable(x, y)) continue;
-        std::string label = sm.network + (npoints > 1 ? " · " + point_text(r, pi) : "");
+        const std::string phase = phase_unless_named(sm.network, sm.phase);
+        std::string label = sm.network + (phase.empty() ? "" : " · " + phase) + (npoints > 1 ? " · " + point_text(r, pi) : "");
         // a network whose time is mostly not the roofs' (launches, the host, communication, a
         // bubble) says so on its label: it sits under every roof for that reason
         const auto [limit, limit_share] = time_limit(on_derated ? sm.dparts : sm.parts);
@@ -94,6 +102,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
           }
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
         pts.back().limit = lim;
+        pts.back().phase = phase;
         // what of its time the launches are (why a network sits under every roof at small batch)
         for (const auto& pl : pr.platforms)
           if (pl->name == sm.platform && pr.settings.execution == Execution::Fused && pl->runtime.launch_overhead_s > 0) {
@@ -123,6 +132,11 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
       if (npoints > 1 && !(plats.size() > 1 && !label.empty())) label += (label.empty() ? "" : " · ") + point_text(r, pi);
       if (plats.size() > 1 && label.empty()) label = row.platform;
       pts.push_back({x, y, label, bound, row.op, row.network, row.platform, pi});
+      for (const auto& sm : pr.summary)  // (the network's phase: its summary row's)
+        if (sm.network == row.network) {
+          pts.back().phase = phase_unless_named(sm.network, sm.phase);
+          break;
+        }
     }
   }
   return pts;
@@ -372,8 +386,8 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
   std::vector<std::string> marker_keys, color_keys;
   // network points have no op: their shape tells the network apart
   auto key_of = [&](const RoofPt& p, const std::string& by) {
-    if (by == "op") return networks ? p.network : p.op;
-    if (by == "network") return p.network;
+    if (by == "op") return networks ? network_key(p) : p.op;
+    if (by == "network") return network_key(p);
     if (by == "point") return point_text(r, p.point);
     if (by == "platform") return p.platform;
     return p.bound;
@@ -503,6 +517,13 @@ BuiltFigure chart::roofline(const PlotSpec& spec, const RunResult& r, const Scen
   // network, unless the plot says `color:`; bound is in the plot data CSV
   PlotSpec mspec = spec;
   if (networks && overlay && !given(spec, "color")) mspec.color = "platform";
+  // layers of several networks (or phases): marker = network, so that the key tells them apart
+  // (each layer's op is in its label and the plot data), unless the plot says `marker:`
+  if (!networks && !given(spec, "marker")) {
+    std::set<std::string> nets;
+    for (const RoofPt& p : all_pts) nets.insert(network_key(p));
+    if (nets.size() > 1) mspec.marker = "network";
+  }
   add_roofline_markers(f, mspec, r, merge_coincident(all_pts), coinciding, overlay);
   if (any_derating && show_theo && show_der) {
     f.legend.push_back(LegendEntry{"theoretical roof", true, LineStyle{rgb(0x333333), 1.1, Dash::Dashed}, false, {}, {}});

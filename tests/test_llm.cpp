@@ -468,9 +468,11 @@ TEST_CASE("Llama-2-7B decode at batch 1 with 4,096 cached tokens (fp16)", "[llm]
   CHECK(llm_totals(s).tokens_per_s == 1 / s.time_s);
   CHECK(llm_totals(s).tpot_s == s.time_s);
   CHECK(std::isnan(llm_totals(s).ttft_s));
-  // memory footprint: all weights (fp16) and the RoPE cos/sin rows of the position (128 per q and
-  // k rope, 32 layers) + the cache of 4,097 tokens + the largest layer's activations
-  const double rope = 32 * 2 * 128 * 2.0;
+  // memory footprint: all weights (fp16) and RoPE's cos/sin table, once per model and whatever the
+  // step's positions (max_position_embeddings 4,096 × rotary_dim 128 × 2 B = 1,048,576 B, as vLLM's
+  // cos_sin_cache) + the cache of 4,097 tokens + the largest layer's activations
+  const double rope = 4096 * 128 * 2.0;
+  CHECK(rope == 1048576);
   CHECK(s.weight_footprint_bytes == 2 * 6738415616.0 + rope);
   CHECK(s.kv_cache_bytes == 2.0 * 32 * 4097 * 4096 * 2);
   CHECK(s.memory_footprint_bytes == s.weight_footprint_bytes + s.kv_cache_bytes + s.activation_bytes);
@@ -518,11 +520,15 @@ TEST_CASE("memory footprint is checked against the platform's memory, int4 weigh
   const std::string net = "{model: mixtral_8x7b, args: {phase: decode, context: 4096}}";
   RunResult fp16 = run_net(net);
   const SummaryRow& s = summary_of(fp16, 0, "h100_sxm");
-  const double rope = 32 * 2 * 128 * 2.0;  // cos/sin rows of one position, fp16 (see the Llama-2 case)
+  // RoPE's table once: max_position_embeddings 32,768 × 128 × 2 B (see the Llama-2 case)
+  const double rope = 32768 * 128 * 2.0;
   CHECK(s.weight_footprint_bytes == 2 * 46702792704.0 + rope);
   CHECK(s.memory_footprint_bytes > s.memory_size_bytes);
+  // weights 93,405,585,408 + 8,388,608 B, the cache 2 · 32 · 4,097 · 1,024 · 2 = 537,001,984 B,
+  // activations 131,072 B: 93,951,107,072 B = 87.4988 GiB
+  CHECK(2 * 46702792704.0 + rope + 2.0 * 32 * 4097 * 1024 * 2 + 131072 == 93951107072.0);
   REQUIRE(fp16.results[0].warnings.size() == 1);
-  CHECK(format_diagnostic(fp16.results[0].warnings[0]).find("warning: network 'mixtral_8x7b' needs 87.49 GiB of memory, more than the 80.00 GiB of platform 'h100_sxm' (HBM3)") !=
+  CHECK(format_diagnostic(fp16.results[0].warnings[0]).find("warning: network 'mixtral_8x7b' needs 87.50 GiB of memory, more than the 80.00 GiB of platform 'h100_sxm' (HBM3)") !=
         std::string::npos);
   // int4 matrix weights with a fp16 scale per 128: norms and routers stay fp16
   RunResult q = run_net(net, "{dtype: fp16, weights_dtype: int4, quant_group: 128}");

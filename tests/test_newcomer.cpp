@@ -75,21 +75,23 @@ TEST_CASE("newcomer: LLM capacity — KV bytes per token, the largest batch and 
   //   KV per token: 2 (K, V) · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B (65,536 per GPU at TP 2);
   //   a sequence holds 4,097 tokens (the context and the new one): 4,097 · 131,072 = 537,001,984 B,
   //   and the largest layer's activations, the LM head's: 4,096 · 2 B in + 128,256 · 2 B out = 264,704 B;
-  //   weights 8,030,261,248 · 2 B + 16,384 B of rotary tables = 16,060,538,880 B.
-  //   max batch: (85,899,345,920 − 16,060,538,880) / (537,001,984 + 264,704) = 129.99 → 129;
-  //   max context at batch 1: (85,899,345,920 − 16,060,538,880 − 264,704) / 131,072 = 532,825.8 →
-  //   532,825 tokens in the cache, less the step's new one: 532,824.
+  //   weights 8,030,261,248 · 2 B + RoPE's table once (max_position_embeddings 8,192 × 128 × 2 B =
+  //   2,097,152 B) = 16,062,619,648 B.
+  //   max batch: (85,899,345,920 − 16,062,619,648) / (537,001,984 + 264,704) = 129.985 → 129;
+  //   max context at batch 1: (85,899,345,920 − 16,062,619,648 − 264,704) / 131,072 = 532,809.2 →
+  //   532,809 tokens in the cache, less the step's new one: 532,808.
   const std::string y =
       "name: cap\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, batch: 1, context: 4096}}\n"
       "  - {model: llama3_8b, name: tp2, parallel: {tensor: 2}, args: {phase: decode, batch: 1, context: 4096}}\n";
   RunResult r = test::run(parse_scenario(y, test::src("scenarios/cap.yaml")));
   const auto rows = test::csv_rows(summary_csv(r, Scenario{}));
   REQUIRE(rows.size() == 3);
-  CHECK(test::cell(rows, 1, "weight_footprint_bytes") == "16060538880");
+  CHECK(8030261248.0 * 2 + 8192 * 128 * 2 == 16062619648.0);
+  CHECK(test::cell(rows, 1, "weight_footprint_bytes") == "16062619648");
   CHECK(test::cell(rows, 1, "activation_bytes") == "264704");
   CHECK(test::cell(rows, 1, "kv_bytes_per_token") == "131072");
   CHECK(test::cell(rows, 1, "max_batch_in_memory") == "129");
-  CHECK(test::cell(rows, 1, "max_context_in_memory") == "532824");
+  CHECK(test::cell(rows, 1, "max_context_in_memory") == "532808");
   CHECK(test::cell(rows, 2, "kv_bytes_per_token") == "65536");
   // a platform of no stated memory size: empty; weights that do not fit: 0
   const std::string small =

@@ -682,3 +682,37 @@ TEST_CASE("ONNX NonZero: refused as data-dependent unless dims binds NODE.count"
   CHECK(rows[0]->cost.flops == 24);
   CHECK(error_of([&] { with(", dims: {nz.count: 30}"); }).find("nz.count = 30 must be 1 to the input's 24 elements") != std::string::npos);
 }
+
+TEST_CASE("rsim import --summary and rsim run count a file's parameters alike", "[onnx][newcomer]") {
+  // x [2, 8] → MatMul(W) → MatMul(DequantizeLinear(Wq, sc, zp)) → Mul(half) → y, and an initializer
+  // U [5] no node reads. The file's weight initializers hold W 64 + U 5 + half 1 (fp32) + Wq 64
+  // (int8) = 134 elements. The parameters, as the layers hold them: W 64 + Wq 64 + half 1 = 129
+  // (U is read by no layer; sc and zp are a quantization scale and zero point). Before, the
+  // summary said 134 and the YAML header 71 (the float initializers, sc included, Wq not).
+  OnnxModelSpec s;
+  s.inputs = {{"x", {"2", "8"}, 1, {}}};
+  s.outputs = {{"y", {"2", "8"}, 1, {}}};
+  s.initializers = {{"W", {"8", "8"}, 1, {}}, {"U", {"5"}, 1, {}}, {"Wq", {"8", "8"}, 3, {}}, {"sc", {}, 1, {}}, {"zp", {}, 3, {}}, {"half", {}, 1, {}}};
+  s.nodes = {{"MatMul", "m1", {"x", "W"}, {"a"}, {}},
+             {"DequantizeLinear", "dq", {"Wq", "sc", "zp"}, {"Wd"}, {}},
+             {"MatMul", "m2", {"a", "Wd"}, {"b"}, {}},
+             {"Mul", "mul", {"b", "half"}, {"y"}, {}}};
+  CHECK(64 + 5 + 1 + 64 == 134);
+  CHECK(64 + 64 + 1 == 129);
+  RunResult r = run_model("params_agree", s);
+  CHECK(summary_of(r, 0, "box").params == 129);
+  fs::path dir = scratch_dir("params_agree_summary");
+  std::ofstream(dir / "m.onnx", std::ios::binary) << build_onnx_model(s);
+  CliOut o = cli({"import", (dir / "m.onnx").string(), "--summary"});
+  INFO(o.out << o.err);
+  CHECK(o.code == 0);
+  CHECK(o.out.find("134 weight elements\n") != std::string::npos);  // the file's initializers
+  CHECK(o.out.find("  parameters: 129, as rsim run counts them (") != std::string::npos);
+  CliOut y = cli({"import", (dir / "m.onnx").string(), "-o", (dir / "m.yaml").string()});
+  CHECK(y.code == 0);
+  std::ifstream in(dir / "m.yaml");
+  std::string head;
+  std::getline(in, head);
+  CHECK(head.find("; 129 parameters, as rsim run counts them).") != std::string::npos);
+  fs::remove_all(dir);
+}

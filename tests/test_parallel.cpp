@@ -34,22 +34,30 @@ constexpr double kNvlink = 450e9, kLatency = 1e-6;
 TEST_CASE("tensor parallelism: Llama-3.1-70B prefill over 8 H100s all-reduces 2 × 80 activations", "[parallel][llm]") {
   RunResult r = run_tp(kLlama70b + "seq: 2048}}", "{parallel: {tensor: 8}}");
   const SummaryRow& s = summary_of(r, 0, "h100_sxm");
-  // two all-reduces per layer (after o_proj and after the MLP), each of 2048 tokens × 8192 × 2 B
-  CHECK(s.comm_bytes == 2.0 * 80 * 2048 * 8192 * 2);
-  CHECK(s.comm_bytes == 5368709120);
+  // two all-reduces per layer (after o_proj and after the MLP), each of 2048 tokens × 8192 × 2 B, one
+  // more of the same size after the vocabulary-split embedding, and the all-gather of the last
+  // token's logits from the vocabulary-split LM head: 128,256 × 2 B
+  CHECK(s.comm_bytes == 2.0 * 80 * 2048 * 8192 * 2 + 2048 * 8192 * 2 + 128256 * 2);
+  CHECK(s.comm_bytes == 5368709120.0 + 33554432 + 256512);
   CHECK(s.tensor_parallel == 8);
-  // params stays the model's; one GPU holds 1/8 of every projection and MLP, all the norms, the
-  // embedding and the LM head (replicated): per layer (2 · 8192² + 2 · 8192 · 1024 + 3 · 8192 · 28672) / 8
-  // + 2 · 8192, plus 2 · 128256 · 8192 + 8192
+  // params stays the model's; one GPU holds 1/8 of every projection and MLP, all the norms, and
+  // 128,256 / 8 = 16,032 rows of the embedding and of the LM head (split by vocabulary, as vLLM's
+  // VocabParallelEmbedding and ParallelLMHead): per layer
+  // (2 · 8192² + 2 · 8192 · 1024 + 3 · 8192 · 28672) / 8 + 2 · 8192, plus 2 · 16032 · 8192 + 8192
   const double layer = (2 * 8192.0 * 8192 + 2 * 8192.0 * 1024 + 3 * 8192.0 * 28672) / 8 + 2 * 8192.0;
   CHECK(s.params == 70553706496);
-  CHECK(s.params_per_gpu == 80 * layer + 2 * 128256.0 * 8192 + 8192);
+  CHECK(s.params_per_gpu == 80 * layer + 2 * 16032.0 * 8192 + 8192);
   // each all-reduce: a ring of 8 is cheaper than a tree at 32 MiB:
   // 2 · 7/8 · 33,554,432 B / 450 GB/s + 2 · 7 · 1 µs = 130.49 µs + 14 µs
   const double bytes = 2048 * 8192 * 2.0;
   const double ring = 2 * 7.0 / 8 * bytes / kNvlink + 2 * 7 * kLatency;
   CHECK(ring < 2 * bytes / kNvlink + 2 * 3 * kLatency);  // the tree: 2 · B / bw + 2 · log2(8) · latency
-  CHECK(s.comm_time_s == Approx(160 * ring).epsilon(1e-12));
+  // the embedding's all-reduce is one more of these; the all-gather a ring of 7 steps:
+  // 7/8 · 256,512 B / 450 GB/s + 7 · 1 µs
+  const double gather = 7.0 / 8 * 128256 * 2 / kNvlink + 7 * kLatency;
+  CHECK(s.comm_time_s == Approx(161 * ring + gather).epsilon(1e-12));
+  CHECK(row_named(r, "lm_head").collective == "all-gather ring 8 × NVLink 4");
+  CHECK(row_named(r, "lm_head").theoretical.comm_time_s == Approx(gather).epsilon(1e-12));
   const Row& o = row_named(r, "layer.0.o_proj");
   CHECK(o.cost.comm_bytes == bytes);
   CHECK(o.theoretical.comm_time_s == Approx(ring).epsilon(1e-12));
@@ -62,11 +70,11 @@ TEST_CASE("tensor parallelism: Llama-3.1-70B prefill over 8 H100s all-reduces 2 
   CHECK(row_named(r, "layer.0.q_proj").cost.macs == 2048 * 8192.0 * 8192 / 8);
   CHECK(row_named(r, "layer.0.k_proj").cost.macs == 2048 * 8192.0 * 1024 / 8);
   CHECK(row_named(r, "layer.0.q_proj").cost.comm_bytes == 0);  // column-parallel: no collective
-  // the embedding and the LM head are replicated: no collective, all of their work
-  CHECK(row_named(r, "lm_head").cost.macs == 8192.0 * 128256);  // the last token's logits
-  // memory per GPU: bf16 weights 2 · params_per_gpu, and the RoPE tables of q and k in every layer,
-  // whole on each GPU (2048 positions × 128, bf16); it fits 80 GiB on 8 GPUs and not on one
-  const double rope_tables = 80 * 2 * 2048 * 128 * 2.0;
+  // the LM head computes its 16,032 of the last token's logits
+  CHECK(row_named(r, "lm_head").cost.macs == 8192.0 * 16032);
+  // memory per GPU: bf16 weights 2 · params_per_gpu, and RoPE's one table whole on each GPU
+  // (max_position_embeddings 131,072 × 128, bf16); it fits 80 GiB on 8 GPUs and not on one
+  const double rope_tables = 131072 * 128 * 2.0;
   CHECK(s.weight_footprint_bytes == 2 * s.params_per_gpu + rope_tables);
   CHECK(s.memory_footprint_bytes <= s.memory_size_bytes);
   const SummaryRow one = summary_of(run_tp(kLlama70b + "seq: 2048}}", "{}"), 0, "h100_sxm");
@@ -267,10 +275,55 @@ TEST_CASE("data parallelism: replicas multiply the tokens, not the time or one G
 
 TEST_CASE("tensor parallelism: Falcon's parallel block all-reduces once per layer, after the sum of attention and MLP", "[parallel][llm]") {
   RunResult r = run_tp("{model: hf, args: {config: ../tests/data/hf/falcon_7b.json, phase: decode, context: 99}}", "{parallel: {tensor: 2}}");
-  // hidden 4544, bf16, one token: 4544 · 2 = 9,088 B per all-reduce, one per layer, 32 layers
-  CHECK(summary_of(r, 0, "h100_sxm").comm_bytes == 32 * 4544 * 2.0);
+  // hidden 4544, bf16, one token: 4544 · 2 = 9,088 B per all-reduce, one per layer, 32 layers, and
+  // one after the vocabulary-split embedding; the LM head all-gathers 65,024 · 2 B of logits
+  CHECK(summary_of(r, 0, "h100_sxm").comm_bytes == 32 * 4544 * 2.0 + 4544 * 2 + 65024 * 2);
   CHECK(row_named(r, "layer.0.o_proj").cost.comm_bytes == 0);
   CHECK(row_named(r, "layer.0.down").cost.comm_bytes == 0);
   CHECK(row_named(r, "layer.0.residual2").cost.comm_bytes == 4544 * 2.0);
   CHECK(row_named(r, "layer.0.residual2").collective == "all-reduce ring 2 × NVLink 4");
+}
+
+TEST_CASE("tensor parallelism: Llama-3-8B at TP 2 splits the embedding and the LM head by vocabulary", "[parallel][llm]") {
+  // Failing case first (before the split): the embedding and the LM head replicated gave
+  // 6,979,584,000 / 2 + ... = 4,540,600,320 per GPU. Now, per GPU:
+  //   each layer's q, k, v, o and SwiGLU halved: (218,112,000 − 8,192 norms) / 2 + 8,192 = 109,060,096, × 32 = 3,489,923,072;
+  //   128,256 / 2 = 64,128 rows of the embedding and of the LM head: 2 · 64,128 · 4,096 = 525,336,576;
+  //   the final norm 4,096: 3,489,923,072 + 525,336,576 + 4,096 = 4,015,263,744.
+  CHECK((218112000.0 - 8192) / 2 + 8192 == 109060096);
+  CHECK(32 * 109060096.0 + 2 * 64128.0 * 4096 + 4096 == 4015263744);
+  RunResult r = run_tp("{model: llama3_8b, args: {phase: decode, batch: 8, context: 4096}}", "{parallel: {tensor: 2}}");
+  const SummaryRow& s = summary_of(r, 0, "h100_sxm");
+  CHECK(s.params == 8030261248);
+  CHECK(s.params_per_gpu == 4015263744);
+  // the embedding: each GPU looks up the ids in its half of the table (zeros for the others) and
+  // the outputs are all-reduced: 8 tokens · 4,096 · 2 B = 65,536 B; ring 2 · 1/2 · 65,536 / 450 GB/s + 2 · 1 µs
+  const Row& e = row_named(r, "embed");
+  CHECK(e.cost.comm_bytes == 65536);
+  CHECK(e.theoretical.comm_time_s == Approx(65536.0 / kNvlink + 2 * kLatency).epsilon(1e-12));
+  CHECK(e.collective == "all-reduce ring 2 × NVLink 4");
+  // the LM head: 4,096 × 64,128 MACs per token, and an all-gather of the 8 × 128,256 bf16 logits:
+  // 1/2 · 2,052,096 B / 450 GB/s + 1 µs
+  const Row& h = row_named(r, "lm_head");
+  CHECK(h.cost.macs == 8 * 4096.0 * 64128);
+  CHECK(h.cost.comm_bytes == 8 * 128256 * 2.0);
+  CHECK(h.theoretical.comm_time_s == Approx(0.5 * 2052096 / kNvlink + kLatency).epsilon(1e-12));
+  CHECK(h.collective == "all-gather ring 2 × NVLink 4");
+  // weights per GPU: bf16 parameters and RoPE's one table (8,192 positions × 128 × 2 B), the same
+  // in prefill as in decode
+  CHECK(s.weight_footprint_bytes == 2 * 4015263744.0 + 8192 * 128 * 2);
+  RunResult p = run_tp("{model: llama3_8b, args: {phase: prefill, batch: 1, seq: 512}}", "{parallel: {tensor: 2}}");
+  CHECK(summary_of(p, 0, "h100_sxm").weight_footprint_bytes == s.weight_footprint_bytes);
+}
+
+TEST_CASE("shard: vocab is for an embedding or a linear", "[parallel]") {
+  const std::string y = "name: t\nplatforms: [h100_sxm]\nnetworks:\n  - name: n\n    input: [1, 8, 64]\n    layers:\n      - {name: r, op: relu, shard: vocab}\n";
+  try {
+    run(parse_scenario(y, "t.yaml"));
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("t.yaml:7:") != std::string::npos);
+    CHECK(m.find("shard: vocab splits a vocabulary table: an embedding or the LM head (a linear), not a relu") != std::string::npos);
+  }
 }

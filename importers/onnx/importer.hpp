@@ -267,9 +267,9 @@ class Importer {
   const onnx::NodeProto* cur_ = nullptr;
   std::string cur_name_;
   std::set<std::string> bn_stats_;  // BatchNorm running statistics: not parameters
-  // Float initializers whose elements a layer already counts as parameters: a weight that feeds
-  // two nodes (tied or shared) is counted once.
-  std::set<std::string> counted_;
+  // Initializers whose elements a layer already counts as parameters, with their elements: a
+  // weight that feeds two nodes (tied or shared) is counted once. Their sum is weight_elements.
+  std::map<std::string, double> counted_;
   std::unordered_map<std::string, Shape> ref_shapes_;
   int inline_depth_ = 0;  // Ifs inlined inside each other
 

@@ -97,7 +97,7 @@ std::string Importer::ref(int i) {
   layer.entries.push_back(CEntry{"inputs", {}, no_inputs});
   layer.entries.push_back(CEntry{"shape", {}, ints_node(std::vector<long long>(v.shape.begin(), v.shape.end()))});
   if (const std::string ft = float_dtype(v.elem); !ft.empty()) layer.entries.push_back(CEntry{"file_dtype", {}, scalar(ft)});
-  if (v.param && counted_.insert(v.const_name).second) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
+  if (v.param && counted_.emplace(v.const_name, count(v.shape)).second) layer.entries.push_back(CEntry{"params", {}, bool_node(true)});
   layers_.push_back(std::move(layer));
   v.ref = name;
   return v.ref;
@@ -168,7 +168,7 @@ std::vector<Shape> Importer::emit(LayerSpec spec, int n_outputs) {
     const Val& v = it->second;
     if (!v.ref.empty() && std::find(spec.inputs.begin(), spec.inputs.end(), v.ref) != spec.inputs.end()) continue;  // a constant layer counts it
     if (!here.insert(v.const_name).second) continue;
-    if (counted_.insert(v.const_name).second) any_new = true;
+    if (counted_.emplace(v.const_name, count(v.shape)).second) any_new = true;
     else shared += count(v.shape);
   }
   if (shared > 0) {

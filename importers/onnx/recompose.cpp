@@ -275,7 +275,7 @@ void Importer::recompose(const Chain& c) {
     l.set("bias", bool_node(true));
   }
   emit(l, 1);
-  for (const auto& w : c.weights) counted_.insert(w);  // (γ, β, a bias: counted by the layer; after emit, which reads the head's own)
+  for (const auto& w : c.weights) counted_.emplace(w, count(val(w).shape));  // (γ, β, a bias: counted by the layer; after emit, which reads the head's own)
   Val out = vals_[head.output(0)];
   vals_[c.output] = out;
   ++res_.recomposed[c.kind == "masked_softmax" ? "softmax" : c.kind];

@@ -95,7 +95,6 @@ OnnxImport Importer::run() {
     Val v = tensor_val(t);
     v.param = is_float_type(t.data_type());
     v.const_name = t.name();
-    if (v.param && !bn_stats.count(t.name())) res_.weight_elements += count(v.shape);
     vals_[t.name()] = std::move(v);
   }
   read_inputs(g);
@@ -159,6 +158,7 @@ OnnxImport Importer::run() {
     net.entries.push_back(CEntry{"ignored", {}, ig});
   }
   res_.network = std::move(net);
+  for (const auto& [name, elements] : counted_) res_.weight_elements += elements;  // (as the layers count them: each once)
   return std::move(res_);
 }
 
@@ -292,7 +292,6 @@ void Importer::inline_graph(const onnx::GraphProto& branch) {
     Val v = tensor_val(t);
     v.param = is_float_type(t.data_type());
     v.const_name = t.name();
-    if (v.param) res_.weight_elements += count(v.shape);
     vals_[t.name()] = std::move(v);
   }
   for (int i = 0; i < branch.node_size(); ++i) node(branch.node(i), i);
@@ -330,7 +329,6 @@ void Importer::unroll_loop(const onnx::GraphProto& body, long long trips, bool c
       Val v = tensor_val(t);
       v.param = is_float_type(t.data_type());
       v.const_name = t.name();
-      if (v.param && it == 0) res_.weight_elements += count(v.shape);
       vals_[t.name()] = std::move(v);
     }
     vals_[body.input(0).name()] = const_val({}, {static_cast<double>(it)}, true);

@@ -406,7 +406,7 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
   std::ostringstream y;
   std::string file = std::filesystem::path(m.path).filename().string();
   y << "# Imported from " << file << " by `rsim import` (ONNX opset " << r0.opset << ", " << r0.nodes << " nodes, "
-    << r0.initializers << " initializers; " << format_number(r0.weight_elements) << " weight elements, BatchNorm statistics excluded).\n";
+    << r0.initializers << " initializers; " << format_number(r0.weight_elements) << " parameters, as rsim run counts them).\n";
   y << "# Shape computations were folded into the attributes; layer names are the node names.\n";
   if (!syms.empty()) {
     std::string list;
@@ -566,6 +566,10 @@ std::string onnx_summary(const OnnxModel& m, const OnnxImportOptions& opt) {
       for (const auto& [k, v] : r.folded) folded += static_cast<size_t>(v);
       const size_t n = r.network.find("layers")->items.size();
       s << "  imported: " << n << (n == 1 ? " layer (" : " layers (") << folded << (folded == 1 ? " node" : " nodes") << " folded into constants)\n";
+      // the count `rsim run` gives (summary.csv's params), from the same import
+      s << "  parameters: " << format_number(r.weight_elements)
+        << ", as rsim run counts them (the initializers its layers hold as weights, each once; BatchNorm statistics, quantization scales and zero points, "
+           "integer constants and initializers no layer reads left out)\n";
       if (!r.recomposed.empty()) {  // chains of nodes that became one layer each
         s << "  recomposed:";
         for (const auto& [k, v] : r.recomposed) s << " " << k << " × " << v;
