@@ -2,6 +2,7 @@
 // the file formats by their magic bytes, and determinism.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 
 #include "helpers.hpp"
 #include "plots/charts.hpp"
@@ -425,4 +426,29 @@ TEST_CASE("heatmap numbers: 3 or 2 significant digits with a k/M/G prefix as on 
   CHECK(heat_number(0.0012345, 3) == "0.0012");  // under 0.01: two digits
   CHECK(heat_number(2.5e9, 3) == "2.5 G");
   CHECK(heat_number(0, 3) == "0");
+}
+
+TEST_CASE("roofline: the layers of several networks are told apart by marker, the key naming network · phase", "[plots][newcomer]") {
+  // Failing case first: both networks' layers were drawn with the op's marker and one colour per
+  // bound, and nothing said which network a point belongs to. Now the marker is the network's, and
+  // the key's entries are "llama3_8b · decode" (its phase, which its name does not say) and "resnet50".
+  const std::string y =
+      "name: two\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, args: {phase: decode, context: 512}}\n  - {model: resnet50}\n";
+  Scenario s = parse_scenario(y, src("scenarios/two.yaml"));
+  RunResult r = run(s);
+  auto d = draw_first(roofline_spec(), r, s);
+  std::vector<std::string> keys;
+  for (const LegendEntry& e : d->fig.figure.legend)
+    if (e.has_marker && e.fill.r == e.fill.g) keys.push_back(e.text);  // (the grey shape samples)
+  CHECK(keys == std::vector<std::string>{"llama3_8b · decode", "resnet50"});
+  // two shapes on the chart: one per network
+  std::set<int> shapes;
+  for (const plots::Point& p : d->fig.figure.points)
+    if (p.marker != Marker::Diamond) shapes.insert(static_cast<int>(p.marker));
+  CHECK(shapes.size() == 2);
+  // networks as points: each labelled with its phase too
+  PlotSpec nets = roofline_spec();
+  nets.points = "networks";
+  auto n = draw_first(nets, r, s);
+  CHECK(has_text(n->rec, "llama3_8b · decode"));
 }
