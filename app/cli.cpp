@@ -215,7 +215,13 @@ namespace {
 
 // Diagnostics in file order: by file (first seen first), line and column.
 ConfigError in_file_order(const Diags& found) {
-  std::vector<Diagnostic> list = found.list();
+  std::vector<Diagnostic> list;
+  for (const Diagnostic& dg : found.list()) {  // once each (the settings' errors: when loaded, and again at each evaluated point)
+    const bool seen = std::any_of(list.begin(), list.end(), [&](const Diagnostic& o) {
+      return o.loc.file.get() == dg.loc.file.get() && o.loc.line == dg.loc.line && o.loc.col == dg.loc.col && o.message == dg.message && o.warning == dg.warning;
+    });
+    if (!seen) list.push_back(dg);
+  }
   std::vector<const SourceFile*> files;
   for (const auto& dg : list)
     if (std::find(files.begin(), files.end(), dg.loc.file.get()) == files.end()) files.push_back(dg.loc.file.get());
@@ -229,10 +235,10 @@ ConfigError in_file_order(const Diags& found) {
 // A scenario that loaded with unknown top-level keys (`unknown`): the errors its plots and an
 // evaluation of a sample of its points find too, thrown together in file order, so that one run
 // reports every error of the file (an unknown key does not hide an unknown platform).
-[[noreturn]] void throw_with_evaluation_errors(const Scenario& s, const Catalog& catalog, const Diags& unknown) {
+[[noreturn]] void throw_with_evaluation_errors(const Scenario& s, const Catalog& catalog, const Diags& unknown, bool plots_read = false) {
   Diags found = unknown;
   try {
-    load_plot_specs(s);
+    if (!plots_read) load_plot_specs(s);
   } catch (const ConfigError& e) {
     found.add(e);
   }
@@ -326,7 +332,14 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     apply_overrides(s, sets);
     Catalog catalog(hw);
     if (!unknown.empty()) throw_with_evaluation_errors(s, catalog, unknown);
-    std::vector<plots::PlotSpec> specs = load_plot_specs(s);
+    std::vector<plots::PlotSpec> specs;
+    try {
+      specs = load_plot_specs(s);
+    } catch (const ConfigError& e) {  // with the errors of the rest of the file
+      Diags plot_errors;
+      plot_errors.add(e);
+      throw_with_evaluation_errors(s, catalog, plot_errors, true);
+    }
     restyle(specs);
     if (!vm.count("quiet"))
       for (const Diagnostic& w : s.load_warnings) err << format_diagnostic(w);

@@ -552,8 +552,12 @@ Scenario parse_scenario(const std::string& text, const std::string& path, Diags*
     for (const auto& e : s.settings.entries) dynamic = dynamic || (e.key != "figures" && dynamic_tree(e.value, dynamic_tree));
     if (!dynamic) read_settings(s.settings, d);
   }
-  if (unknown_keys && d.empty()) {
+  // a caller collecting every error of the file (rsim run, validate) gets the settings' errors with
+  // the unknown keys, and the scenario: its networks, platforms and plots are checked too (an
+  // unknown dtype does not hide an unknown model)
+  if (unknown_keys && before_settings == 0) {
     unknown_keys->merge(unknown);
+    unknown_keys->merge(d);
     return s;
   }
   if (d.empty() && unknown.empty()) return s;

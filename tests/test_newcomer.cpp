@@ -179,3 +179,39 @@ TEST_CASE("newcomer: the layers chart shortens exporters' scope names and says w
   CHECK(figs[0].data_csv.find("/features/features.2/features.2.0/block/block.0/block.0.2/Sigmoid") != std::string::npos);
   CHECK(figs[0].figure.subtitle.find("not drawn: network resnet18 (network: picks one); platform a100_sxm_80gb (platforms: picks them)") != std::string::npos);
 }
+
+TEST_CASE("newcomer: every configuration error of a file at once, across settings, platforms, networks and plots", "[newcomer][errors]") {
+  // Failing case first: `rsim run` stopped at the unknown dtype in settings (or, with settings
+  // right, at the plot's unknown kind) and hid the unknown platform and model. Now one run and one
+  // validate name all four, in file order, each once, and write nothing.
+  const std::filesystem::path dir = test::scratch_dir("all_errors");
+  const std::string f = (dir / "bad.yaml").string();
+  std::ofstream(f) << "name: bad\n"
+                      "settings: {dtype: fp17}\n"
+                      "platforms: [h100_sxm, a100x]\n"
+                      "networks:\n"
+                      "  - {model: llama3_8c, args: {phase: decode}}\n"
+                      "  - {model: resnet50}\n"
+                      "plots:\n"
+                      "  - {kind: rooflinex}\n";
+  for (const char* command : {"run", "validate"}) {
+    INFO(command);
+    std::vector<std::string> args = {command, f};
+    if (std::string(command) == "run") args.push_back("--out"), args.push_back((dir / "out").string());
+    const test::CliOut o = test::cli(args);
+    CHECK(o.code == 1);
+    const std::vector<std::string> wanted = {f + ":2:19: error: unknown dtype 'fp17'", f + ":3:23: error: unknown platform 'a100x'",
+                                             f + ":5:13: error: unknown model 'llama3_8c'", f + ":8:12: error: unknown plot kind 'rooflinex'"};
+    size_t at = 0;
+    for (const auto& w : wanted) {
+      INFO(w << "\n" << o.err);
+      const size_t found = o.err.find(w);
+      CHECK(found != std::string::npos);
+      CHECK(found >= at);  // in file order
+      CHECK(o.err.find(w, found + 1) == std::string::npos);  // once
+      if (found != std::string::npos) at = found;
+    }
+    CHECK_FALSE(std::filesystem::exists(dir / "out"));
+  }
+  std::filesystem::remove_all(dir);
+}
