@@ -497,7 +497,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
         }
         for (auto spec : specs) {
           try {  // each plot's error, not only the first
-            if (spec.kind == plots::Kind::Layers) {
+            if (spec.kind == plots::Kind::Layers || spec.kind == plots::Kind::Compare) {
               if (spec.point < 0 || static_cast<size_t>(spec.point) >= total)
                 throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(total) + " points");
               spec.point = 0;

@@ -64,12 +64,22 @@ Type one_or_list(Type item) {
 
 const std::vector<std::string> kScales = {"auto", "linear", "log"};
 
+}  // namespace
+
+const std::vector<std::string>& plot_kinds() {
+  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare"};
+  return k;
+}
+
+namespace {
+
 std::vector<MapDef> build() {
   std::vector<Key> plot_common = {
-      {"kind", choice({"roofline", "trend", "layers", "heatmap"}), true, "The chart: roofline, trend (a column against a sweep variable), layers (one bar per layer) or heatmap (two sweep variables)."},
+      {"kind", choice(plot_kinds()), true,
+       "The chart: roofline, trend (a column against a sweep variable), layers (one bar per layer), heatmap (two sweep variables) or compare (each network's time per platform, in its parts)."},
       {"name", str(), false, "File name of the figure (without extension); default from the kind."},
       {"title", str(), false, "Title drawn above the chart."},
-      {"network", one_or_list(str()), false, "Only these networks (default: every network; layers and heatmap: the first), a name or a list; layers and heatmap draw a figure each."},
+      {"network", one_or_list(str()), false, "Only these networks (default: every network; layers and heatmap: the first), a name or a list; layers, heatmap and compare draw a figure each."},
       {"platforms", one_or_list(str()), false, "Only these platforms (default: every platform of the scenario); the base name of a what-if entry selects its variants."},
       {"formats", one_or_list(choice({"png", "svg", "pdf"})), false, "Figure formats (default: those of `rsim run --format`)."},
       {"style", choice({"screen", "paper", "paper-wide", "slides"}), false, "Print style: screen (9 x 6 in, default), paper (88 x 66 mm), paper-wide (180 x 80 mm), slides (16:9)."},
@@ -393,6 +403,12 @@ std::vector<MapDef> build() {
                {"metric", choice({"time_s", "flops", "macs", "bytes", "intensity", "params"}), false, "The bar length."},
                {"xscale", choice(kScales), false, "Axis scale."},
                {"point", integer(0, 0), false, "The sweep point shown."},
+           }),
+      plot("compare", "Each network's time per platform (or what-if variant) as a bar of its parts: work by bound, overhead, exposed communication, bubble",
+           {
+               {"baseline", str(), false, "A platform of the figure: every network's times over its time there, the speedup (baseline time / time) written after each bar."},
+               {"point", integer(0, 0), false, "The sweep point shown (default 0)."},
+               {"roofs", choice({"derated", "theoretical"}), false, "The times on the derated roofs (default) or the theoretical ones."},
            }),
       plot("heatmap", "A column over two sweep variables",
            {

@@ -57,5 +57,7 @@ struct MapDef {
 const MapDef& map(std::string_view name);
 // Every table, in the order the schema lists them.
 const std::vector<MapDef>& all();
+// The plot kinds, in the order the docs list them (each has a table "plot.KIND")
+const std::vector<std::string>& plot_kinds();
 
 }  // namespace rsim::keys

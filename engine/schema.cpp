@@ -313,11 +313,11 @@ class Gen {
     d.set("layer_item", J::obj().set("if", J::obj().set("required", J::arr({J("block")}))).set("then", jref("block_use")).set("else", jref("layer")));
     J kinds = J::arr();
     J branches = J::arr();
-    for (const char* k : {"roofline", "trend", "layers", "heatmap"}) {
+    for (const std::string& k : keys::plot_kinds()) {
       kinds.push(J(k));
       branches.push(J::obj()
-                        .set("if", J::obj().set("properties", J::obj().set("kind", J::obj().set("const", k))).set("required", J::arr({J("kind")})))
-                        .set("then", jref(std::string("plot.") + k)));
+                        .set("if", J::obj().set("properties", J::obj().set("kind", J::obj().set("const", J(k)))).set("required", J::arr({J("kind")})))
+                        .set("then", jref("plot." + k)));
     }
     d.set("plot", J::obj()
                       .set("type", "object")

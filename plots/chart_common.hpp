@@ -74,5 +74,8 @@ BuiltFigure roofline(const PlotSpec& spec, const RunResult& r, const Scenario& s
 BuiltFigure trend(const PlotSpec& spec, const RunResult& r, const Scenario& s);
 BuiltFigure layers(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::string& platform);
 BuiltFigure heatmap(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::string& platform);
+// A network's time per platform as stacked bars of its parts (work by bound, overhead,
+// communication, bubble); with spec.baseline, over the baseline's time, speedups after the bars.
+BuiltFigure compare(const PlotSpec& spec, const RunResult& r, const Scenario& s, const std::vector<std::string>& plats);
 
 }  // namespace rsim::plots::chart

@@ -90,11 +90,11 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
       throw ConfigError(at, "plot names network '" + n + "', which this run does not evaluate", {Note{{}, hint.empty() ? "networks here: " + list : hint}});
     }
   }
-  if (spec.kind == Kind::Layers && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
+  if ((spec.kind == Kind::Layers || spec.kind == Kind::Compare) && (spec.point < 0 || static_cast<size_t>(spec.point) >= r.points.size()))
     throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(r.points.size()) + " points");
   auto named = [&](BuiltFigure b, const std::string& def) {
     const bool several = plats.size() > 1 || (spec.networks.size() > 1 && (spec.kind == Kind::Layers || spec.kind == Kind::Heatmap));
-    b.name = sanitize(spec.name.empty() ? def : spec.name + (several && !spec.overlay && spec.kind != Kind::Trend ? "_" + def.substr(def.find('_') + 1) : ""));
+    b.name = sanitize(spec.name.empty() ? def : spec.name + (several && !spec.overlay && spec.kind != Kind::Trend && spec.kind != Kind::Compare ? "_" + def.substr(def.find('_') + 1) : ""));
     b.spec = &spec;
     return b;
   };
@@ -146,6 +146,20 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
           out.push_back(named(layers(one, r, s, p), "layers_" + p + (spec.networks.size() > 1 ? "_" + spec.networks[ni] : "")));
         }
       break;
+    case Kind::Compare: {  // every platform (or what-if variant) on one figure, a figure per network
+      std::vector<std::string> shown;
+      for (const auto& n : network_names(r))
+        if (shows_network(spec, n)) shown.push_back(n);
+      for (const auto& n : shown) {
+        PlotSpec one = spec;
+        one.networks = {n};
+        BuiltFigure b = compare(one, r, s, plats);
+        b.name = sanitize((spec.name.empty() ? "compare" : spec.name) + (shown.size() > 1 ? "_" + n : ""));
+        b.spec = &spec;
+        out.push_back(std::move(b));
+      }
+      break;
+    }
     case Kind::Heatmap:
       for (const auto& p : spec.platforms.empty() ? std::vector<std::string>{r.results.front().platforms.front()->name} : plats) {
         std::string shown = slot_name(r, s, platform_slot(r, p));
@@ -358,7 +372,7 @@ void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, 
 std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d) {
   std::vector<PlotSpec> specs;
   if (!node.is_seq()) {
-    d.error(node.loc, "plots must be a list of charts (kind: roofline, trend, layers or heatmap)");
+    d.error(node.loc, "plots must be a list of charts (kind: roofline, trend, layers, heatmap or compare)");
     return specs;
   }
   for (const CNode& item : node.items) {
@@ -368,14 +382,16 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     if (!m.ok()) continue;
     std::string kind;
     if (const CNode* k = m.require("kind")) kind = to_string(*k, d, "kind").value_or("");
-    if (kind == "roofline" || kind == "trend" || kind == "layers" || kind == "heatmap") m.use(keys::map("plot." + kind));
+    const std::vector<std::string>& kinds = keys::plot_kinds();
+    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) m.use(keys::map("plot." + kind));
     if (kind == "roofline") p.kind = Kind::Roofline;
     else if (kind == "trend") p.kind = Kind::Trend;
     else if (kind == "layers") p.kind = Kind::Layers;
     else if (kind == "heatmap") p.kind = Kind::Heatmap;
+    else if (kind == "compare") p.kind = Kind::Compare;
     else if (!kind.empty()) {
-      std::string hint = did_you_mean(kind, {"roofline", "trend", "layers", "heatmap"});
-      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap" : hint}});
+      std::string hint = did_you_mean(kind, kinds);
+      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap, compare" : hint}});
       continue;
     } else {
       continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
@@ -494,6 +510,12 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         str("metric", p.metric, table_choices("metric"));
         str("xscale", p.xscale, table_choices("xscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        break;
+      case Kind::Compare:
+        if (const CNode* v = m.get("baseline")) p.baseline = to_string(*v, d, "baseline").value_or(""), p.baseline_loc = v->loc;
+        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        p.roofs = "derated";
+        str("roofs", p.roofs, table_choices("roofs"));
         break;
       case Kind::Heatmap:
         if (m.require("x")) {

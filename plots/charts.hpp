@@ -11,7 +11,7 @@
 
 namespace rsim::plots {
 
-enum class Kind { Roofline, Trend, Layers, Heatmap };
+enum class Kind { Roofline, Trend, Layers, Heatmap, Compare };
 
 struct PlotSpec {
   Kind kind = Kind::Roofline;
@@ -23,7 +23,7 @@ struct PlotSpec {
   std::string color = "bound";         // roofline: bound | network | point | op
   std::string marker = "op";           // roofline: op | network | point
   std::string labels = "auto";         // roofline: auto | all | none
-  std::string roofs = "both";          // roofline: theoretical | derated | both
+  std::string roofs = "both";          // roofline: theoretical | derated | both; compare: theoretical | derated (the default, "both" read so)
   std::string intensity = "memory";    // roofline: memory (FLOPs per byte of memory) | interconnect (FLOPs per byte over the GPUs' links)
   std::string x;                       // trend: a sweep variable, or layer | output_size | out_channels | in_channels
   std::string y = "intensity";         // trend: a result column
@@ -32,7 +32,9 @@ struct PlotSpec {
   std::string op;                      // trend with x = layer: only layers of this op
   std::string xscale = "auto", yscale = "auto";  // auto | linear | log
   std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
-  long long point = 0;                 // layers: which sweep point
+  long long point = 0;                 // layers, compare: which sweep point
+  std::string baseline;                // compare: the platform the times are divided by (speedups on the bars); "": times
+  SourceLoc baseline_loc;
   std::string value = "derated_time_s";  // heatmap: a summary column
   std::vector<std::string> networks;   // which networks ([] = the first for layers/heatmap, every one for roofline/trend); layers/heatmap: a figure each
   std::string subtitle = "full";       // full | short | none

@@ -70,6 +70,7 @@ DrawReport draw(const Figure& figure, Renderer& r) {
     if (p.has_heat) paint_heatmap(r, rep, *f.heatmap, heat, p.plot, f.height, Z);
     paint_bars(p);
     paint_lines(p);
+    paint_bar_labels(p);
     paint_axes(p);
     place_line_labels(p);
     if (!place_reference_labels(p, plan) && pass < 3) {

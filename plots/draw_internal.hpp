@@ -205,6 +205,7 @@ void paint_grid(Pass& p);
 
 // Horizontal bars, one slot per category, series side by side; hatched bars are the derated ones.
 void paint_bars(Pass& p);
+void paint_bar_labels(Pass& p);  // the texts after stacked bars (Figure::bar_labels), over the lines
 
 // Reference lines and data lines, clipped to the plot.
 void paint_lines(Pass& p);

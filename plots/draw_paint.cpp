@@ -20,6 +20,31 @@ void paint_grid(Pass& p) {
     for (double v : p.yt) p.r.polyline({{plot.x, T.ty(v)}, {plot.x + plot.w, T.ty(v)}}, LineStyle{kGrid, 0.7});
 }
 
+namespace {
+// Where a stacked bar's label starts: after the bar's end (`end`, in data units), at its middle.
+P bar_label_at(Pass& p, size_t c, double end) {
+  return P{std::min(p.T.tx(end), p.plot.x + p.plot.w) + 4, p.T.ty(static_cast<double>(c)) + p.r.measure("0", p.Z.label, false).ascent / 2};
+}
+}  // namespace
+
+// The labels after stacked bars, over the lines (a reference line through a label is cut by the
+// label's white ground)
+void paint_bar_labels(Pass& p) {
+  const Figure& f = p.f;
+  if (!f.stacked) return;
+  for (size_t c = 0; c < f.y.categories.size() && c < f.bar_labels.size(); ++c) {
+    if (f.bar_labels[c].empty()) continue;
+    double end = std::max(0.0, f.x.min);
+    for (const BarSeries& b : f.bars)
+      if (c < b.values.size() && b.values[c] > 0) end += b.values[c];
+    const P at = bar_label_at(p, c, end);
+    Rect box = text_rect(p.r, at, f.bar_labels[c], p.Z.label, 0, Anchor::Left, false);
+    box.x -= 1.5, box.w += 3;
+    p.r.rect(box, rgb(0xFFFFFF), nullptr);
+    p.text(at, f.bar_labels[c], p.Z.label, kText, 0, Anchor::Left, false);
+  }
+}
+
 // Horizontal bars, one slot per category, series side by side; hatched bars are the derated ones.
 void paint_bars(Pass& p) {
   const Figure& f = p.f;
@@ -29,6 +54,25 @@ void paint_bars(Pass& p) {
   const Rect& plot = p.plot;
   size_t ncat = f.y.categories.size();
   double slot = plot.h / static_cast<double>(std::max<size_t>(ncat, 1));
+  if (f.stacked) {  // the series end to end, one bar per category (its label: paint_bar_labels)
+    const double bh = std::min(20.0, slot * 0.72);
+    for (size_t c = 0; c < ncat; ++c) {
+      const double cy = T.ty(static_cast<double>(c));
+      double acc = std::max(0.0, f.x.min);
+      for (const BarSeries& b : f.bars) {
+        if (c >= b.values.size() || !(b.values[c] > 0)) continue;
+        const double x0 = T.tx(acc), x1 = std::min(T.tx(acc + b.values[c]), plot.x + plot.w);
+        acc += b.values[c];
+        if (x1 <= x0) continue;
+        const Rect br{x0, cy - bh / 2, std::max(0.5, x1 - x0), bh};
+        p.obs.boxes.push_back(br);
+        r.rect(br, c < b.colors.size() ? b.colors[c] : b.color, nullptr);
+      }
+      if (c < f.bar_labels.size() && !f.bar_labels[c].empty())  // (room kept for it: the legend avoids it)
+        p.obs.boxes.push_back(text_rect(r, bar_label_at(p, c, acc), f.bar_labels[c], p.Z.label, 0, Anchor::Left, false));
+    }
+    return;
+  }
   double nser = static_cast<double>(f.bars.size());
   double bh = std::min(14.0, slot * 0.8 / nser);
   for (size_t c = 0; c < ncat; ++c) {
@@ -116,7 +160,13 @@ void paint_axes(Pass& p) {
   for (double v : minor_ticks(f.y)) r.polyline({{plot.x - 2, T.ty(v)}, {plot.x, T.ty(v)}}, frame);
   p.rep.xticks = p.xt;
   p.rep.yticks = p.yt;
-  if (!f.x.title.empty()) p.text({plot.x + plot.w / 2, f.height - 10 - p.below_h}, f.x.title, kAxisTitle, kText, 0, Anchor::Center, false);
+  if (!f.x.title.empty()) {  // under the plot's middle, moved (or shrunk) to stay on the canvas when wider than the plot
+    std::string t = f.x.title;
+    const Rect& cv = p.rep.canvas;
+    const double size = fit_axis_title(r, t, kAxisTitle, cv.w - 8), half = r.measure(t, size, false).width / 2;
+    const double cx = std::clamp(plot.x + plot.w / 2, cv.x + 4 + half, std::max(cv.x + 4 + half, cv.x + cv.w - 4 - half));
+    p.text({cx, f.height - 10 - p.below_h}, t, size, kText, 0, Anchor::Center, false);
+  }
   if (!f.y.title.empty()) {
     // beside the plot, from its top to the canvas bottom (never up into the title): a longer
     // title shrinks, then shortens before its unit

@@ -117,6 +117,10 @@ struct Figure {
   std::vector<Reference> refs;
   std::vector<Point> points;
   std::vector<BarSeries> bars;
+  // Bars: the series end to end in one bar per category (the parts of a total), not side by side;
+  // and a text after each category's bar end (its total, a speedup), one per category ("": none)
+  bool stacked = false;
+  std::vector<std::string> bar_labels;
   std::optional<Heatmap> heatmap;
   std::vector<LegendEntry> legend;
   bool grid = true;

@@ -2,8 +2,11 @@
 // the file formats by their magic bytes, and determinism.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 #include "plots/charts.hpp"
 #include "plots/draw.hpp"
@@ -451,4 +454,56 @@ TEST_CASE("roofline: the layers of several networks are told apart by marker, th
   nets.points = "networks";
   auto n = draw_first(nets, r, s);
   CHECK(has_text(n->rec, "llama3_8b · decode"));
+}
+
+TEST_CASE("compare: each platform's time in its parts, over a baseline's, the speedup after each bar", "[plots][newcomer]") {
+  // A ReLU over 1,000,000 fp32 elements: 4 MB read + 4 MB written = 8,000,000 B, 1,000,000 FLOPs
+  // (1 µs at 1 TFLOP/s: memory bound on both). slow: 8e6 B / 100 GB/s = 80 µs + 1 µs launch = 81 µs;
+  // fast: 8e6 / 200 GB/s = 40 µs + 1 µs = 41 µs. Over slow: fast's memory part 40/81, its launch 1/81,
+  // the speedup 81 / 41 = 1.9756 → "1.98×"; slow 1 → "1.00× (baseline)".
+  const std::string y =
+      "name: cmp\nplatforms:\n"
+      "  - {name: slow, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}], memory: [{name: dram, bandwidth: 100 GB/s}], runtime: {launch_overhead: 1 us}}\n"
+      "  - {name: fast, compute: [{name: vec, dtypes: [fp32], peak: 1 TFLOP/s}], memory: [{name: dram, bandwidth: 200 GB/s}], runtime: {launch_overhead: 1 us}}\n"
+      "networks:\n  - name: n\n    inputs: {x: [1, 1000000]}\n    layers: [{name: r, op: relu, inputs: [x]}]\n";
+  Scenario s = parse_scenario(y, "cmp.yaml");
+  RunResult r = run(s);
+  PlotSpec spec;
+  spec.kind = Kind::Compare;
+  spec.baseline = "slow";
+  auto d = draw_first(spec, r, s);
+  const Figure& f = d->fig.figure;
+  CHECK(f.stacked);
+  // the first platform on top: the axis runs bottom to top, so the categories are reversed
+  CHECK(f.y.categories == std::vector<std::string>{"fast", "slow"});
+  CHECK(f.bar_labels == std::vector<std::string>{"1.98×", "1.00× (baseline)"});
+  REQUIRE(f.bars.size() == 2);  // the parts that occur: memory-bound work, launches
+  CHECK(f.bars[0].legend == "work: memory-bound kernels");
+  CHECK(f.bars[0].values[0] == Approx(40.0 / 81).epsilon(1e-12));
+  CHECK(f.bars[0].values[1] == Approx(80.0 / 81).epsilon(1e-12));
+  CHECK(f.bars[1].legend == "overhead: kernel launches");
+  CHECK(f.bars[1].values[0] == Approx(1.0 / 81).epsilon(1e-12));
+  CHECK(f.x.title == "Time relative to slow (= 1)");
+  CHECK(f.title == "Speedup over slow — n");
+  CHECK(d->fig.data_csv.find("n,fast,4.1e-05,0,4e-05,1e-06,0,0,0,memory,1.9756097560975") != std::string::npos);
+  check_layout(*d);
+  // without a baseline: the times in seconds
+  PlotSpec times;
+  times.kind = Kind::Compare;
+  auto t = draw_first(times, r, s);
+  CHECK(t->fig.figure.bar_labels == std::vector<std::string>{"41 µs", "81 µs"});
+  CHECK(t->fig.figure.bars[0].values[1] == Approx(80e-6).epsilon(1e-12));
+  check_layout(*t);
+}
+
+TEST_CASE("compare: a baseline that is not a platform of the figure is a located error with a suggestion", "[plots][errors]") {
+  const std::filesystem::path dir = scratch_dir("compare_baseline");
+  const std::string f = (dir / "c.yaml").string();
+  std::ofstream(f) << "name: c\nplatforms: [h100_sxm, h200]\nnetworks:\n  - {model: resnet50}\nplots:\n  - {kind: compare, baseline: h100}\n";
+  const CliOut o = cli({"run", f, "--out", (dir / "out").string()});
+  CHECK(o.code == 1);
+  CHECK(o.err.find(f + ":6:31: error: baseline 'h100' is not a platform of this figure") != std::string::npos);
+  CHECK(o.err.find("h100_sxm") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "out"));
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,105 @@
+// A discrete-event simulation of an LLM inference engine serving requests: each iteration the
+// scheduler forms a batch (decoding sequences, then prefill chunks within the token budget,
+// admissions while KV-cache blocks last, preemptions when they run out), a cost function prices
+// that exact batch, and time moves on by its cost. The scheduler is vLLM v1's (continuous
+// batching, FCFS, chunked prefill, paged KV cache with prefix caching, recompute preemption), or a
+// static batch for comparison. Times in seconds from the first arrival.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "serving/workload.hpp"
+
+namespace rsim::serving {
+
+struct EngineConfig {
+  enum class Scheduler { Vllm, Static } scheduler = Scheduler::Vllm;
+  long long max_num_seqs = 256;
+  long long max_num_batched_tokens = 2048;  // the token budget of one iteration (vllm)
+  bool chunked_prefill = true;
+  long long block_size = 16;
+  long long kv_blocks = 0;  // the paged KV cache's blocks; 0: unbounded
+  bool prefix_caching = false;
+  long long concurrency = 0;  // > 0: a closed loop, at most this many requests in flight
+  long long max_context = 0;  // the model's context length (prompt + output); 0: no limit
+  // an arrival rate the engine cannot keep up with: the simulation ends this long after the last
+  // arrival (requests still queued are noted, not timed)
+  double drain_s = 3600;
+};
+
+// One sequence's part of an iteration: `tokens` new tokens computed after `context` tokens
+// already in its KV cache (a prefill chunk: its prompt's next tokens; a decode: 1 token)
+struct Work {
+  size_t request = 0;
+  long long tokens = 0;
+  long long context = 0;
+};
+
+// The price of one iteration, in seconds: its prefill chunks and its decodes, run as one batch
+using StepCost = std::function<double(const std::vector<Work>& prefill, const std::vector<Work>& decode)>;
+
+struct Step {
+  double start_s = 0, time_s = 0;
+  std::vector<Work> prefill, decode;
+  long long running = 0, waiting = 0, kv_blocks_used = 0;
+};
+
+struct Outcome {
+  double arrival_s = 0;
+  long long prompt = 0, output = 0;
+  double scheduled_s = std::numeric_limits<double>::quiet_NaN();  // first scheduled
+  double first_token_s = std::numeric_limits<double>::quiet_NaN();
+  double finish_s = std::numeric_limits<double>::quiet_NaN();
+  long long cached_tokens = 0;  // prompt tokens read from the prefix cache (at its first scheduling)
+  long long preemptions = 0;
+  std::string note;  // why it has no times (it can never be scheduled; the run ended first)
+  bool done() const { return finish_s == finish_s; }
+};
+
+// Once a second of simulated time: the engine's state and the tokens of the second before
+struct Sample {
+  double t = 0;
+  long long running = 0, waiting = 0;
+  double kv_usage = 0;  // used blocks over kv_blocks (0 when unbounded)
+  double prompt_tokens = 0, output_tokens = 0;
+};
+
+struct Simulation {
+  std::vector<Outcome> requests;
+  std::vector<Step> steps;     // every iteration (when asked for)
+  std::vector<float> itl_s;    // every gap between two tokens of a request, pooled
+  std::vector<Sample> timeline;
+  double end_s = 0;            // the last iteration's end
+  double running_time = 0, kv_time = 0;  // ∫ running dt, ∫ kv usage dt (the means' numerators)
+  long long max_running = 0, iterations = 0, preemptions = 0;
+  bool queue_unbounded = false;  // the run ended with requests still waiting (the drain bound)
+};
+
+// Serves `requests` (arrivals in order; a closed loop sends them as earlier ones finish).
+Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false);
+
+// Linear interpolation between order statistics (numpy's default): q in [0, 1]; NaN when empty.
+double percentile(std::vector<double> v, double q);
+
+struct Slo {
+  double ttft_s = 0, tpot_s = 0;  // 0: no target
+};
+
+// serving.csv's figures of one simulation
+struct Summary {
+  long long requests = 0, finished = 0;
+  double duration_s = 0, requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0;
+  double ttft[4] = {}, tpot[4] = {}, itl[4] = {}, e2e[4] = {};  // mean, p50, p90, p99
+  double goodput_requests_per_s = 0, slo_attainment = 0;
+  double mean_running = 0, mean_kv_usage = 0, prefix_hit_rate = 0;
+  long long max_running = 0, preemptions = 0;
+};
+Summary summarize(const Simulation& s, const Slo& slo);
+
+// The time per output token of one request: (finish − first token) / (output − 1); NaN for one token
+double tpot_of(const Outcome& o);
+
+}  // namespace rsim::serving

@@ -1,0 +1,203 @@
+// Serving: the request-level simulation of an inference engine (serving/). Each expected time is
+// derived by hand from a step cost written in the test, iteration by iteration.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_helpers.hpp"
+#include "serving/simulate.hpp"
+#include "serving/workload.hpp"
+
+using rsim::ConfigError;
+using rsim::SourceLoc;
+using namespace rsim::serving;
+
+namespace {
+
+Request req(double arrival, long long prompt, long long output) {
+  Request r;
+  r.arrival_s = arrival, r.prompt = prompt, r.output = output;
+  return r;
+}
+
+// 10 ms an iteration, 0.1 ms a prefill token, 1 ms a decoding sequence
+double linear_cost(const std::vector<Work>& prefill, const std::vector<Work>& decode) {
+  double tokens = 0;
+  for (const Work& w : prefill) tokens += static_cast<double>(w.tokens);
+  return 0.010 + 0.0001 * tokens + 0.001 * static_cast<double>(decode.size());
+}
+
+}  // namespace
+
+TEST_CASE("serving: three requests under vLLM scheduling, each TTFT, TPOT and E2E by hand", "[serving]") {
+  // A at 0 (100 prompt tokens, 3 out), B at 5 ms (200, 2), C at 50 ms (50, 2); budget 2048.
+  //   step 1 at 0:      A's prefill 100                    10 + 10 = 20 ms    → 0.020: A's 1st token
+  //   step 2 at 0.020:  A decodes; B (arrived) prefills 200 10 + 20 + 1 = 31 ms → 0.051: A's 2nd, B's 1st
+  //   step 3 at 0.051:  A, B decode; C (arrived at 0.050)  10 + 5 + 2 = 17 ms  → 0.068: A's 3rd (done), B's 2nd (done), C's 1st
+  //   step 4 at 0.068:  C decodes                          10 + 1 = 11 ms      → 0.079: C done
+  // A: TTFT 0.020, TPOT (0.068 − 0.020) / 2 = 0.024, E2E 0.068; B: TTFT 0.046, TPOT 0.017, E2E 0.063;
+  // C: TTFT 0.018, TPOT 0.011, E2E 0.029.
+  const std::vector<Request> rs = {req(0, 100, 3), req(0.005, 200, 2), req(0.050, 50, 2)};
+  EngineConfig cfg;
+  const Simulation s = simulate(rs, cfg, linear_cost, true);
+  REQUIRE(s.steps.size() == 4);
+  CHECK(s.steps[1].prefill.size() == 1);
+  CHECK(s.steps[1].decode.size() == 1);
+  const double ttft[] = {0.020, 0.046, 0.018}, tpot[] = {0.024, 0.017, 0.011}, e2e[] = {0.068, 0.063, 0.029};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("request " << i);
+    CHECK(s.requests[i].first_token_s - s.requests[i].arrival_s == Approx(ttft[i]).epsilon(1e-9));
+    CHECK(tpot_of(s.requests[i]) == Approx(tpot[i]).epsilon(1e-9));
+    CHECK(s.requests[i].finish_s - s.requests[i].arrival_s == Approx(e2e[i]).epsilon(1e-9));
+  }
+  const Summary m = summarize(s, {});
+  CHECK(m.ttft[0] == Approx((0.020 + 0.046 + 0.018) / 3).epsilon(1e-9));
+  CHECK(m.duration_s == Approx(0.079).epsilon(1e-9));  // first arrival to last finish
+  // ITL pooled: A 0.031, 0.017; B 0.017; C 0.011 → mean 0.076 / 4
+  CHECK(m.itl[0] == Approx(0.076 / 4).epsilon(1e-6));
+}
+
+TEST_CASE("serving: chunked prefill splits a prompt over iterations within the token budget", "[serving]") {
+  // The same requests with max_num_batched_tokens 128:
+  //   step 1 at 0:       A's prefill 100                        20 ms          → 0.020: A's 1st
+  //   step 2 at 0.020:   A decodes (1), B's first chunk 127     10 + 12.7 + 1  → 0.0437: A's 2nd
+  //   step 3 at 0.0437:  A decodes, B's last 73 (C not here)    10 + 7.3 + 1   → 0.062: A done, B's 1st
+  //   step 4 at 0.062:   B decodes, C prefills 50               10 + 5 + 1     → 0.078: B done, C's 1st
+  //   step 5 at 0.078:   C decodes                              11 ms          → 0.089: C done
+  const std::vector<Request> rs = {req(0, 100, 3), req(0.005, 200, 2), req(0.050, 50, 2)};
+  EngineConfig cfg;
+  cfg.max_num_batched_tokens = 128;
+  const Simulation s = simulate(rs, cfg, linear_cost, true);
+  REQUIRE(s.steps.size() == 5);
+  CHECK(s.steps[1].prefill.at(0).tokens == 127);
+  CHECK(s.steps[2].prefill.at(0).tokens == 73);
+  CHECK(s.steps[2].prefill.at(0).context == 127);
+  CHECK(s.requests[0].finish_s == Approx(0.062).epsilon(1e-9));
+  CHECK(s.requests[1].first_token_s == Approx(0.062).epsilon(1e-9));
+  CHECK(s.requests[1].finish_s == Approx(0.078).epsilon(1e-9));
+  CHECK(s.requests[2].first_token_s - 0.050 == Approx(0.028).epsilon(1e-9));
+  CHECK(s.requests[2].finish_s == Approx(0.089).epsilon(1e-9));
+  // without chunking, a prompt over the budget can never be scheduled: a note, no times, no hang
+  cfg.chunked_prefill = false;
+  const Simulation n = simulate(rs, cfg, linear_cost);
+  CHECK_FALSE(n.requests[1].done());
+  CHECK(n.requests[1].note == "a prompt of 200 tokens, over max_num_batched_tokens 128 without chunked prefill");
+  CHECK(n.requests[0].done());
+  CHECK(n.requests[2].done());
+}
+
+TEST_CASE("serving: a KV cache too small for two requests preempts the later one once", "[serving]") {
+  // Two requests at 0, 16 prompt tokens and 40 out each, blocks of 16, 6 blocks, 10 ms a step.
+  // Step 1 prefills both (1 block each). Step j ≥ 2 decodes each from 16 + (j − 2) cached tokens,
+  // needing ceil((j + 15) / 16) blocks: 3 each from step 18 (6 in all), 4 from step 34, when A's
+  // 4th block is not free: B (the later admitted) is preempted, its 3 blocks freed, after 33 of its
+  // tokens. A finishes at step 40 (0.40 s); B is admitted again at step 41 and recomputes its 16 + 33
+  // = 49 tokens (4 blocks) in one prefill, which gives its 34th token, then decodes to 40 at step 47.
+  const std::vector<Request> rs = {req(0, 16, 40), req(0, 16, 40)};
+  EngineConfig cfg;
+  cfg.kv_blocks = 6;
+  const Simulation s = simulate(rs, cfg, [](const std::vector<Work>&, const std::vector<Work>&) { return 0.01; }, true);
+  CHECK(s.preemptions == 1);
+  CHECK(s.requests[0].preemptions == 0);
+  CHECK(s.requests[1].preemptions == 1);
+  REQUIRE(s.steps.size() == 47);
+  CHECK(s.steps[33].decode.size() == 1);  // step 34: A alone
+  CHECK(s.steps[33].kv_blocks_used == 4);
+  CHECK(s.steps[40].prefill.at(0).tokens == 49);  // step 41: B's recompute
+  CHECK(s.requests[0].finish_s == Approx(0.40).epsilon(1e-9));
+  CHECK(s.requests[1].first_token_s == Approx(0.01).epsilon(1e-9));
+  CHECK(s.requests[1].finish_s == Approx(0.47).epsilon(1e-9));
+}
+
+TEST_CASE("serving: a prefix-cache hit on a shared system prompt saves its prefill tokens", "[serving]") {
+  // Two prompts of 40 tokens whose first 32 are the same ids, blocks of 16: A (at 0) computes all
+  // 40, and its 2 full blocks of the shared tokens join the cache; B (at 1 s) reads them and
+  // prefills its last 8 tokens (the third block is not full: never cached). Cost 10 ms + 0.1 ms a
+  // prefill token: A's TTFT 14 ms, B's 10.8 ms; prefix hit rate 32 / 80 = 0.4.
+  std::vector<long long> a(40), b(40);
+  for (long long i = 0; i < 40; ++i) a[static_cast<size_t>(i)] = i, b[static_cast<size_t>(i)] = i < 32 ? i : 1000 + i;
+  Request ra = req(0, 40, 1), rb = req(1.0, 40, 1);
+  ra.block_hashes = block_hashes(a, 16), rb.block_hashes = block_hashes(b, 16);
+  CHECK(ra.block_hashes.size() == 2);
+  CHECK(ra.block_hashes[1] == rb.block_hashes[1]);  // the chain of the same 32 tokens
+  EngineConfig cfg;
+  cfg.prefix_caching = true;
+  cfg.kv_blocks = 100;
+  const Simulation s = simulate({ra, rb}, cfg, linear_cost, true);
+  CHECK(s.requests[0].cached_tokens == 0);
+  CHECK(s.requests[1].cached_tokens == 32);
+  CHECK(s.steps.back().prefill.at(0).tokens == 8);
+  CHECK(s.requests[0].first_token_s - 0 == Approx(0.014).epsilon(1e-9));
+  CHECK(s.requests[1].first_token_s - 1.0 == Approx(0.0108).epsilon(1e-9));
+  CHECK(summarize(s, {}).prefix_hit_rate == Approx(0.4).epsilon(1e-12));
+  // without prefix caching B computes all 40
+  cfg.prefix_caching = false;
+  CHECK(simulate({ra, rb}, cfg, linear_cost).requests[1].cached_tokens == 0);
+}
+
+TEST_CASE("serving: percentiles interpolate between order statistics (numpy's default)", "[serving]") {
+  // [1, 2, 3, 4]: p90 at position 0.9 · 3 = 2.7, between 3 and 4: 3.7; p50 2.5; p99 3.97
+  CHECK(percentile({4, 1, 3, 2}, 0.9) == Approx(3.7).epsilon(1e-12));
+  CHECK(percentile({4, 1, 3, 2}, 0.5) == Approx(2.5).epsilon(1e-12));
+  CHECK(percentile({4, 1, 3, 2}, 0.99) == Approx(3.97).epsilon(1e-12));
+  CHECK(percentile({7}, 0.99) == 7);
+  CHECK(std::isnan(percentile({}, 0.5)));
+}
+
+TEST_CASE("serving: Poisson arrivals keep their rate, a closed loop keeps its concurrency", "[serving]") {
+  // 100,000 exponential gaps of mean 0.1 s: the mean rate 10/s within 1 % (the mean gap's standard
+  // error is 0.1 / √100000 = 0.03 %)
+  Synthetic w;
+  w.requests = 100000;
+  w.arrivals = {Process::Poisson, 10, 1};
+  const auto rs = generate(w, 16);
+  const double rate = static_cast<double>(rs.size() - 1) / rs.back().arrival_s;
+  CHECK(std::fabs(rate / 10 - 1) < 0.01);
+  // the same seed, the same requests
+  CHECK(generate(w, 16).back().arrival_s == rs.back().arrival_s);
+  // a closed loop of 4 over 20 equal requests: every iteration holds exactly 4 (they run in
+  // lockstep: 4 finish together and 4 are sent), and 5 rounds of 1 prefill + 2 decodes
+  Synthetic c;
+  c.requests = 20, c.concurrency = 4;
+  c.prompt = {Lengths::Dist::Fixed, 64, 1, 1, 1LL << 40};
+  c.output = {Lengths::Dist::Fixed, 3, 1, 1, 1LL << 40};
+  EngineConfig loop;
+  loop.concurrency = c.concurrency;
+  const Simulation s = simulate(generate(c, 16), loop, linear_cost, true);
+  REQUIRE(s.steps.size() == 15);
+  for (const Step& st : s.steps) CHECK(st.running + st.waiting == 4);
+  CHECK(s.requests[4].arrival_s == Approx(s.requests[0].finish_s).epsilon(1e-12));
+}
+
+TEST_CASE("serving: traces in JSONL and CSV, and a bad line located", "[serving][errors]") {
+  const std::filesystem::path dir = rsim::test::scratch_dir("serving_trace");
+  const std::string j = (dir / "t.jsonl").string();
+  std::ofstream(j) << "{\"arrival_time_ns\": 1000000000, \"input_toks\": 40, \"output_toks\": 3, \"input_tok_ids\": [" << [] {
+    std::string ids;
+    for (int i = 0; i < 40; ++i) ids += (i ? "," : "") + std::to_string(i);
+    return ids;
+  }() << "]}\n{\"arrival_time_ns\": 1500000000, \"input_toks\": 10, \"output_toks\": 2}\n";
+  const auto rs = read_trace(j, 16, SourceLoc{});
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].arrival_s == 0);  // shifted to the first arrival
+  CHECK(rs[1].arrival_s == Approx(0.5).epsilon(1e-12));
+  CHECK(rs[0].block_hashes.size() == 2);  // 40 ids: 2 full blocks of 16
+  const std::string c = (dir / "t.csv").string();
+  std::ofstream(c) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.25,50,5\n0.1,20,2\n";
+  try {
+    read_trace(c, 16, SourceLoc{});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("t.csv:4:1: error: arrivals must not decrease") != std::string::npos);
+  }
+  std::ofstream(c) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,0\n";
+  try {
+    read_trace(c, 16, SourceLoc{});
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("t.csv:2:1: error: the output's token count is not a whole number from 1 to 1e9") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
