@@ -1601,6 +1601,34 @@ void CollectSink::consume(PointResult&& pr, const Point& p) {
   r_.results.back().text.clear();
 }
 
+struct PointEvaluator::State {
+  PlatformCache cache;
+  ModelLibrary models;
+  std::unique_ptr<ExprEvaluator> ev;
+  std::unique_ptr<ScriptHooks> hooks;
+  std::unique_ptr<EvalContext> ctx;
+  PointResult out;
+  State(const Catalog& c, std::vector<std::string> dirs) : cache(c), models(std::move(dirs)) {}
+};
+
+PointEvaluator::PointEvaluator(const Catalog& catalog, const RunOptions& opt, const std::string& scenario_path) {
+  std::vector<std::string> dirs = {(std::filesystem::path(scenario_path).parent_path() / "models").string()};
+  dirs.insert(dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
+  st_ = std::make_unique<State>(catalog, std::move(dirs));
+  st_->ev = opt.make_evaluator();
+  if (opt.make_hooks) st_->hooks = opt.make_hooks();
+  st_->ctx = std::make_unique<EvalContext>(EvalContext{opt.ops ? *opt.ops : builtin_ops(), st_->cache, *st_->ev, st_->hooks.get(), &st_->models, opt.importer.get()});
+  st_->ctx->rows = true;
+  st_->ctx->should_stop = opt.should_stop;
+}
+
+PointEvaluator::~PointEvaluator() = default;
+
+const PointResult& PointEvaluator::evaluate(const Scenario& s, const Point& p) {
+  evaluate_point(s, p, *st_->ctx, st_->out);
+  return st_->out;
+}
+
 RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
   RunResult rr;
   CollectSink sink(rr);

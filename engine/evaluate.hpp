@@ -367,6 +367,24 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
 // first error (lowest point index among those evaluated) is thrown after the workers stop.
 void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink);
 
+// One worker's evaluation on the calling thread, kept from call to call: scenarios evaluated at
+// points the caller chooses, each network entry built once and re-bound at later points (what a
+// caller that prices many configurations of one network needs: serving's batches). The
+// scenarios handed to it must outlive it (its networks are cached by their entries' addresses).
+// Not thread-safe: one per thread.
+class PointEvaluator {
+ public:
+  // `opt` as for run_scenario (make_evaluator at least); `scenario_path` places the zoo's search
+  PointEvaluator(const Catalog& catalog, const RunOptions& opt, const std::string& scenario_path);
+  ~PointEvaluator();
+  // The point's result (valid until the next call); throws ConfigError
+  const PointResult& evaluate(const Scenario& s, const Point& p);
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
 std::string bindings_text(const Env& b);  // "groups=4, k=3"
 // The warning of a footprint excess at point p: "network 'N' needs X GiB of memory, more than …"
 Diagnostic footprint_warning(const FootprintExcess& x, const Point& p);

@@ -175,7 +175,7 @@ bool Engine::admit(size_t i, long long budget, std::vector<Work>& prefill) {
     sim_.requests[i].scheduled_s = now_;
     sim_.requests[i].cached_tokens = start;
   }
-  prefill.push_back(Work{i, n, start});
+  prefill.push_back(Work{i, n, start, start + n == s.prompt + s.generated});
   return true;
 }
 
@@ -204,7 +204,7 @@ bool Engine::schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode
     if (self) break;
     pool_.alloc(blocks);
     s.blocks += blocks;
-    (s.generated > 0 && need == 1 ? decode : prefill).push_back(Work{i, n, s.computed});
+    (s.generated > 0 && need == 1 ? decode : prefill).push_back(Work{i, n, s.computed, n == need});
     budget -= n;
     ++k;
   }
@@ -232,13 +232,13 @@ void Engine::schedule_static(std::vector<Work>& prefill, std::vector<Work>& deco
       pool_.alloc(blocks);
       s.blocks = blocks, s.scheduled = true;
       sim_.requests[i].scheduled_s = now_;
-      prefill.push_back(Work{i, s.prompt, 0});
+      prefill.push_back(Work{i, s.prompt, 0, true});
       waiting_.pop_front();
       running_.push_back(i);
     }
     return;
   }
-  for (size_t i : running_) decode.push_back(Work{i, 1, seqs_[i].computed});
+  for (size_t i : running_) decode.push_back(Work{i, 1, seqs_[i].computed, true});
 }
 
 // The iteration done: its tokens computed, a token for each sequence whose known tokens are all

@@ -36,6 +36,7 @@ struct Work {
   size_t request = 0;
   long long tokens = 0;
   long long context = 0;
+  bool last = true;  // its tokens end what the sequence knows: it samples a token (false: a prompt's chunk before its last)
 };
 
 // The price of one iteration, in seconds: its prefill chunks and its decodes, run as one batch

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "cli_helpers.hpp"
+#include "helpers.hpp"
+#include "serving/pricer.hpp"
 #include "serving/simulate.hpp"
 #include "serving/workload.hpp"
 
@@ -200,4 +202,42 @@ TEST_CASE("serving: traces in JSONL and CSV, and a bad line located", "[serving]
     CHECK(std::string(e.what()).find("t.csv:2:1: error: the output's token count is not a whole number from 1 to 1e9") != std::string::npos);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("serving: a static batch priced by the engine reproduces today's static request", "[serving][llm]") {
+  // B = 4 requests of Llama-3-8B at 0 on an H100, 512 prompt tokens; rsim's `request: {prompt: 512,
+  // generate: 16}` runs a prefill of 4 × 512 tokens and 16 decode steps at contexts 512 … 527. The
+  // static scheduler with 17 output tokens (the prefill's token and 16 decodes) runs the same
+  // iterations: its TTFT is the prefill's and its finish the request's derated time, but for RoPE:
+  // a served batch reads the cos/sin rows of each token's position (a ragged batch's sequences sit
+  // at different positions), where the uniform batch of 4 reads its 512 positions' rows once.
+  // The extra: 64 rope layers × (2,048 − 512) rows × 128 × 2 B = 25,165,824 B at the derated
+  // 3.35 TB/s × 0.85 = 8.84 µs in the prefill, less the last-token slice's 3 rows of 4,096 × 2 B
+  // (24,576 B) that the one-sequence prefill does not write; a decode-only batch is priced as the
+  // decode step it is, with no difference.
+  const std::string y =
+      "name: s\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, name: r, args: {batch: 4}, request: {prompt: 512, generate: 16}}\n";
+  rsim::Scenario s = rsim::parse_scenario(y, rsim::test::src("scenarios/s.yaml"));
+  rsim::RunResult r = rsim::test::run(s);
+  const rsim::SummaryRow& want = r.results.at(0).summary.at(0);
+  const std::string served = "name: s\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b, name: r}\n";
+  rsim::Scenario base = rsim::parse_scenario(served, rsim::test::src("scenarios/s.yaml"));
+  rsim::ScriptSetup setup = rsim::setup_scripts(base);
+  rsim::Catalog cat(rsim::test::src("hardware"));
+  rsim::RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_evaluator = rsim::make_lua_evaluator;
+  rsim::PointEvaluator ev(cat, opt, base.path);
+  BatchPricer pricer(ev, base, rsim::Point{}, base.networks.at(0), base.platforms.at(0), "", "");
+  std::vector<Request> rs(4, req(0, 512, 17));
+  EngineConfig cfg;
+  cfg.scheduler = EngineConfig::Scheduler::Static;
+  const Simulation sim = simulate(rs, cfg, pricer.step_cost(), true);
+  REQUIRE(sim.steps.size() == 17);
+
+  const double bw = 3.35e12 * 0.85;
+  CHECK(sim.requests[0].first_token_s - want.derated_ttft_s == Approx((25165824 - 24576) / bw).epsilon(1e-6));
+  CHECK(sim.requests[3].finish_s - want.derated_time_s == Approx((25165824 - 24576) / bw).epsilon(1e-6));
+  // one GPU's KV bytes per token: 2 · 32 layers · 8 KV heads · 128 · 2 B (bf16)
+  CHECK(pricer.kv_bytes_per_token() == 131072);
 }

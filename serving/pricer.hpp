@@ -1,0 +1,84 @@
+// The price of one iteration of a served LLM: rsim's own cost of that exact batch on the platform
+// (its prefill chunks and decodes), from the engine's evaluation of the network — not a fitted
+// curve. A batch of T tokens is split as an inference engine runs it:
+//   - the token-wise layers (projections, MLPs, norms, embedding, their all-reduces) run once over
+//     all T tokens: the network's prefill of T tokens on one sequence, less its attention and LM head;
+//   - attention (and the KV cache's append) runs per sequence: q new tokens after k cached ones,
+//     its compute and memory times summed over the batch's sequences layer by layer (one varlen
+//     kernel per layer), the larger of the two taken;
+//   - the LM head runs on one token per sequence that samples (a decode, a prompt's last chunk);
+//   - the execution mode's overhead (launches, graph gaps, the host) once per iteration: the
+//     prefill network's in the prefill mode when the batch holds prefill tokens, else the decode
+//     network's (a decode-only batch is priced as the decode step of that many sequences).
+// Each part is priced from a few engine evaluations and kept: the token-wise layers' compute,
+// memory and communication times are affine in T (two evaluations per mode); attention's are
+// affine in k for a given q (two evaluations per q); the LM head one evaluation per batch size.
+// What is not affine (a mixture's experts touched, a calibrated efficiency curve, a sliding window
+// that caps k) is priced at the affine model's two ends: the docs name it.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/evaluate.hpp"
+#include "serving/simulate.hpp"
+
+namespace rsim::serving {
+
+class BatchPricer {
+ public:
+  // `network` and `platform` are entries of `base` (the scenario being served), `point` its sweep
+  // point; the modes are execution names ("" = the scenario's). Throws ConfigError.
+  BatchPricer(PointEvaluator& ev, const Scenario& base, const Point& point, const CNode& network, const CNode& platform, const std::string& prefill_execution,
+              const std::string& decode_execution);
+  double cost(const std::vector<Work>& prefill, const std::vector<Work>& decode);
+  StepCost step_cost() {
+    return [this](const std::vector<Work>& p, const std::vector<Work>& d) { return cost(p, d); };
+  }
+
+  // One GPU's figures for the KV cache's size (from a one-token decode and a prefill of
+  // `workspace_tokens` tokens): weights, KV bytes per token, memory size, activations
+  double weights_bytes() const { return weights_; }
+  double kv_bytes_per_token() const { return kv_per_token_; }
+  double memory_bytes() const { return memory_; }  // 0: the platform states no memory size
+  double activation_bytes(long long tokens);
+  double gpus() const { return gpus_; }
+  const std::string& network_name() const { return network_name_; }
+  const std::string& platform_name() const { return platform_name_; }
+  long long evaluations() const { return evaluations_; }
+
+ private:
+  // A group of identical rows: each one's compute, memory and other time at two x, as x0, x1
+  struct Affine {
+    double c0 = 0, c1 = 0, m0 = 0, m1 = 0, o0 = 0, o1 = 0;  // at x0 and x1: compute, memory, the rest (communication)
+    double count = 1;
+  };
+  struct Model {  // Σ over rows of max(compute, memory) + other, each affine in x between x0 and x1
+    double x0 = 0, x1 = 1;
+    std::vector<Affine> rows;
+    double base0 = 0, base1 = 0;  // what is not a row's (the mode's overhead), at x0 and x1
+    double at(double x) const;
+  };
+  PointEvaluator& ev_;
+  Point point_;
+  std::unique_ptr<Scenario> sc_[2];  // the served network alone: a prefill in prefill_execution, a decode step in decode_execution
+  Model tokens_[2];
+  bool tokens_ready_[2] = {false, false};
+  std::map<long long, Model> attention_;  // by q
+  std::map<long long, double> lm_head_;   // by sequences sampling
+  std::map<long long, double> activations_;
+  double weights_ = 0, kv_per_token_ = 0, memory_ = 0, gpus_ = 1;
+  std::string network_name_, platform_name_;
+  long long evaluations_ = 0;
+
+  const PointResult& run(int mode, long long batch, long long seq, long long context);
+  const Model& token_model(int mode);
+  const Model& attention_model(long long q);
+  double lm_head(long long n);
+};
+
+// Whether a row is priced per sequence (attention and the KV cache), not over the batch's tokens
+bool per_sequence_op(const std::string& op);
+
+}  // namespace rsim::serving
