@@ -38,6 +38,7 @@
 #include "plots/collect.hpp"
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
+#include "serving/serve.hpp"
 #include "scripting/lua_host.hpp"
 
 namespace po = boost::program_options;
@@ -389,8 +390,18 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
     size_t n_figures = 0;
     std::vector<std::string> failures;
+    std::string served;  // the serving runs' lines for the terminal
     try {
       std::vector<std::string> written = writer.finish();
+      if (!s.serving.is_null()) {  // the request-level simulation, its tables beside the run's
+        serving::ServingTables st = serving::serve_scenario(s, catalog, opt);
+        for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"requests.csv", &st.requests_csv}, {"serving.csv", &st.serving_csv},
+                                         {"timeline.csv", &st.timeline_csv}}) {
+          write_file_atomic((fs::path(set->staging()) / name).string(), *text);
+          written.push_back(name);
+        }
+        served = st.text;
+      }
       if (want_plots) {
         if (specs.empty()) {
           specs = plots::default_plot_specs(collected, s);
@@ -434,9 +445,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         out << "network totals (time = the kernels' work plus what the execution mode adds; mem/comp = memory- and compute-bound layers, theoretical roofs; "
                "limit = the part with the largest share of the derated time):\n";
       out << terminal_summary(r, rows, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
+      if (!served.empty()) out << "serving (docs/serving.md; requests.csv, serving.csv, timeline.csv):\n" << served << "\n";
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
       out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, ops.csv, results.json" : "summary.csv, results.json (network totals)");
+      if (!served.empty()) out << ", requests.csv, serving.csv, timeline.csv";
       if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }

@@ -520,6 +520,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path, Diags*
       s.scripts.push_back(Script{path, std::string(static_cast<size_t>(std::max(0, first - 1)), '\n') + v->scalar, v->loc});
     }
   }
+  if (const CNode* v = m.get("serving")) s.serving = *v;  // read per point by serving/ (it may hold ${…})
   if (const CNode* v = m.get("limits")) {
     MapReader lm(*v, keys::map("limits"), "limits", d);
     if (const CNode* n = lm.get("instructions")) {

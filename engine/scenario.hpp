@@ -100,6 +100,7 @@ struct Scenario {
   ScriptLimits limits;
   SourceLoc platforms_loc;
   std::vector<Request> requests;
+  CNode serving;  // `serving:` (null: none): read, substituted per point, by serving/
   // Warnings found while loading (the run goes on), e.g. a request's execution mode that
   // settings.execution: ideal overrides
   std::vector<Diagnostic> load_warnings;

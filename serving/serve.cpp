@@ -1,0 +1,283 @@
+#include "serving/serve.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "engine/config.hpp"
+#include "engine/expr.hpp"
+#include "engine/keys.hpp"
+#include "engine/units.hpp"
+#include "serving/pricer.hpp"
+
+namespace rsim::serving {
+
+namespace {
+
+// "10", "10/s", "0.5 /s": requests per second
+std::optional<double> read_rate(const CNode& n, Diags& d) {
+  std::string t = n.is_scalar() ? n.scalar : "";
+  const size_t slash = t.find('/');
+  std::string unit = slash == std::string::npos ? "" : t.substr(slash);
+  if (slash != std::string::npos) t = t.substr(0, slash);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  while (end && *end == ' ') ++end;
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  if (t.empty() || (end && *end) || !(unit.empty() || unit == "/s")) {
+    d.error(n.loc, "rate must be requests per second, e.g. 10 or '10/s'");
+    return std::nullopt;
+  }
+  if (!(v > 0) || !std::isfinite(v)) {
+    d.error(n.loc, "rate must be above 0 requests per second", {Note{{}, "for every request at once, use process: burst"}});
+    return std::nullopt;
+  }
+  return v;
+}
+
+void read_lengths(const CNode& node, Lengths& l, Diags& d, const char* what) {
+  MapReader m(node, keys::map("serving.lengths"), what, d);
+  if (!m.ok()) return;
+  if (const CNode* v = m.get("dist")) {
+    const std::string s = to_string(*v, d, "dist").value_or("fixed");
+    l.dist = s == "uniform" ? Lengths::Dist::Uniform : s == "normal" ? Lengths::Dist::Normal : s == "lognormal" ? Lengths::Dist::Lognormal : Lengths::Dist::Fixed;
+  }
+  if (const CNode* v = m.get("mean")) l.mean = to_number(*v, d, "mean").value_or(l.mean);
+  if (const CNode* v = m.get("cv")) l.cv = to_number(*v, d, "cv").value_or(l.cv);
+  if (const CNode* v = m.get("min")) l.min = to_integer(*v, d, "min").value_or(l.min);
+  if (const CNode* v = m.get("max")) l.max = to_integer(*v, d, "max").value_or(l.max);
+  if (l.min > l.max) d.error(node.loc, std::string(what) + ": min " + std::to_string(l.min) + " is above max " + std::to_string(l.max));
+  if (l.dist == Lengths::Dist::Uniform && !node.find("max")) d.error(node.loc, std::string(what) + ": a uniform length needs max (and min, default 1)");
+  m.finish();
+}
+
+void read_workload(const CNode& node, const std::string& scenario_path, ServingSpec& sp, Diags& d) {
+  MapReader m(node, keys::map("serving.workload"), "workload", d);
+  if (!m.ok()) return;
+  Synthetic& w = sp.synthetic;
+  const CNode* trace = m.get("trace");
+  const CNode* requests = m.get("requests");
+  if (trace && requests) d.error(requests->loc, "a workload is a trace or synthetic requests, not both", {Note{trace->loc, "the trace"}});
+  if (trace) {
+    const std::string t = to_string(*trace, d, "trace").value_or("");
+    std::filesystem::path p(t);
+    if (p.is_relative()) p = std::filesystem::path(scenario_path).parent_path() / p;
+    sp.trace = p.string(), sp.trace_loc = trace->loc;
+    for (const char* k : {"arrivals", "prompt", "output", "shared_prefix"})
+      if (const CNode* v = m.get(k)) d.error(v->loc, std::string(k) + " describes synthetic requests; a trace gives its own", {Note{trace->loc, "the trace"}});
+  } else if (!requests) {
+    d.error(node.loc, "a workload needs `trace:` or `requests:`", {Note{{}, "e.g. {requests: 1000, arrivals: {process: poisson, rate: 10/s}, prompt: {mean: 512}, output: {mean: 128}}"}});
+  }
+  if (requests) w.requests = to_integer(*requests, d, "requests").value_or(w.requests);
+  if (const CNode* v = m.get("arrivals")) {
+    MapReader a(*v, keys::map("serving.arrivals"), "arrivals", d);
+    if (a.ok()) {
+      if (const CNode* x = a.get("process")) {
+        const std::string s = to_string(*x, d, "process").value_or("poisson");
+        w.arrivals.process = s == "gamma" ? Process::Gamma : s == "constant" ? Process::Constant : s == "burst" ? Process::Burst : Process::Poisson;
+      }
+      if (const CNode* x = a.get("rate")) w.arrivals.rate = read_rate(*x, d).value_or(w.arrivals.rate);
+      else if (w.arrivals.process != Process::Burst) d.error(v->loc, "arrivals need a rate (requests per second), or process: burst");
+      if (const CNode* x = a.get("cv")) w.arrivals.cv = to_number(*x, d, "cv").value_or(1);
+      a.finish();
+    }
+  }
+  if (const CNode* v = m.get("prompt")) read_lengths(*v, w.prompt, d, "prompt");
+  if (const CNode* v = m.get("output")) read_lengths(*v, w.output, d, "output");
+  if (const CNode* v = m.get("concurrency")) {
+    w.concurrency = to_integer(*v, d, "concurrency").value_or(0);
+    if (requests && w.concurrency > w.requests)
+      d.error(v->loc, "concurrency " + std::to_string(w.concurrency) + " is above the " + std::to_string(w.requests) + " requests", {Note{{}, "a closed loop holds at most `requests` in flight"}});
+    if (node.find("arrivals")) d.error(v->loc, "a closed loop sends each request when one finishes: give concurrency or arrivals, not both");
+  }
+  if (const CNode* v = m.get("shared_prefix")) {
+    MapReader sp2(*v, keys::map("serving.shared_prefix"), "shared_prefix", d);
+    if (sp2.ok()) {
+      if (const CNode* x = sp2.require("tokens")) w.shared_prefix_tokens = to_integer(*x, d, "tokens").value_or(0);
+      if (const CNode* x = sp2.get("groups")) w.shared_prefix_groups = to_integer(*x, d, "groups").value_or(1);
+      sp2.finish();
+    }
+  }
+  if (const CNode* v = m.get("seed")) w.seed = static_cast<uint64_t>(to_integer(*v, d, "seed").value_or(1));
+  m.finish();
+}
+
+void read_engine(const CNode& node, ServingSpec& sp, Diags& d) {
+  MapReader m(node, keys::map("serving.engine"), "engine", d);
+  if (!m.ok()) return;
+  EngineConfig& e = sp.engine;
+  sp.engine_loc = node.loc;
+  if (const CNode* v = m.get("scheduler")) e.scheduler = to_string(*v, d, "scheduler").value_or("vllm") == "static" ? EngineConfig::Scheduler::Static : EngineConfig::Scheduler::Vllm;
+  if (const CNode* v = m.get("max_num_seqs")) e.max_num_seqs = to_integer(*v, d, "max_num_seqs").value_or(e.max_num_seqs);
+  if (const CNode* v = m.get("max_num_batched_tokens")) {
+    e.max_num_batched_tokens = to_integer(*v, d, "max_num_batched_tokens").value_or(e.max_num_batched_tokens);
+    sp.batched_tokens_loc = v->loc;
+  }
+  if (const CNode* v = m.get("chunked_prefill")) e.chunked_prefill = to_bool(*v, d, "chunked_prefill").value_or(true);
+  if (const CNode* v = m.get("block_size")) e.block_size = to_integer(*v, d, "block_size").value_or(e.block_size);
+  if (const CNode* v = m.get("kv_blocks")) e.kv_blocks = to_integer(*v, d, "kv_blocks").value_or(0);
+  if (const CNode* v = m.get("gpu_memory_utilization")) {
+    sp.gpu_memory_utilization = to_number(*v, d, "gpu_memory_utilization").value_or(0.9);
+    if (!(sp.gpu_memory_utilization > 0) || sp.gpu_memory_utilization > 1) d.error(v->loc, "gpu_memory_utilization must be in (0, 1]");
+    if (node.find("kv_blocks")) d.error(v->loc, "give kv_blocks or gpu_memory_utilization, not both");
+  }
+  if (const CNode* v = m.get("prefix_caching")) e.prefix_caching = to_bool(*v, d, "prefix_caching").value_or(false);
+  m.get("preemption");  // (recompute, the only one)
+  if (const CNode* v = m.get("prefill_execution")) sp.prefill_execution = to_string(*v, d, "prefill_execution").value_or("");
+  if (const CNode* v = m.get("decode_execution")) sp.decode_execution = to_string(*v, d, "decode_execution").value_or("graph");
+  m.finish();
+}
+
+std::string cell(double v) { return std::isfinite(v) ? format_number(v) : ""; }
+
+std::string csv_text(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// KV blocks from memory: ⌊(utilization × memory − weights − a full batch's activations) / (block × KV bytes a token)⌋
+long long derive_blocks(const ServingSpec& sp, BatchPricer& pricer, const CNode& network) {
+  const double mem = pricer.memory_bytes(), per_block = static_cast<double>(sp.engine.block_size) * pricer.kv_bytes_per_token();
+  if (!(mem > 0))
+    throw ConfigError(network.loc, "platform '" + pricer.platform_name() + "' states no memory size: the KV cache's blocks cannot be derived",
+                      {Note{{}, "give serving.engine.kv_blocks, or a memory level's size"}});
+  const double act = pricer.activation_bytes(sp.engine.max_num_batched_tokens);
+  const double room = sp.gpu_memory_utilization * mem - pricer.weights_bytes() - act;
+  if (!(room >= per_block)) {
+    char b[320];
+    std::snprintf(b, sizeof b, "network '%s' cannot be served on '%s': %.2f GiB of weights and %.2f GiB of activations per GPU leave no KV cache in %.0f %% of %.2f GiB",
+                  pricer.network_name().c_str(), pricer.platform_name().c_str(), pricer.weights_bytes() / 1073741824.0, act / 1073741824.0,
+                  100 * sp.gpu_memory_utilization, mem / 1073741824.0);
+    throw ConfigError(network.loc, b, {Note{{}, "split it over more GPUs (parallel: {tensor: T}), quantize its weights, or raise gpu_memory_utilization"}});
+  }
+  return static_cast<long long>(std::floor(room / per_block));
+}
+
+// A network entry that can be served: a language model used from the zoo or a config
+void check_served(const CNode& entry, Diags& d) {
+  if (!entry.is_map() || !entry.find("model")) {
+    d.error(entry.loc, "serving: serves language models; this network is not one", {Note{{}, "use a zoo transformer (llama3_8b) or {model: hf, args: {config: config.json}}"}});
+    return;
+  }
+  if (const CNode* a = entry.find("args"); a && a->is_map())
+    for (const char* k : {"phase", "batch", "seq", "context"})
+      if (const CNode* v = a->find(k))
+        d.error(v->loc, std::string("a served network takes no `") + k + "`: serving: forms its batches", {Note{{}, "leave the step's shape to the simulation (serving.workload, serving.engine)"}});
+  if (entry.find("request")) d.error(entry.find("request")->loc, "a served network takes no request: (serving: sends the requests)");
+}
+
+}  // namespace
+
+ServingSpec read_serving(const CNode& node, const std::string& scenario_path, Diags& d) {
+  ServingSpec sp;
+  MapReader m(node, keys::map("serving"), "serving", d);
+  if (!m.ok()) return sp;
+  if (const CNode* v = m.require("workload")) read_workload(*v, scenario_path, sp, d);
+  if (const CNode* v = m.get("engine")) read_engine(*v, sp, d);
+  if (const CNode* v = m.get("slo")) {
+    MapReader sl(*v, keys::map("serving.slo"), "slo", d);
+    auto time = [&](const char* k, double& dst) {
+      if (const CNode* x = sl.get(k)) {
+        QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::Time) : QuantityResult{std::nullopt, "a time such as '2 s'"};
+        if (!q.value || !(*q.value > 0)) d.error(x->loc, std::string(k) + ": " + (q.value ? "must be above 0" : q.error));
+        else dst = *q.value;
+      }
+    };
+    if (sl.ok()) time("ttft", sp.slo.ttft_s), time("tpot", sp.slo.tpot_s), sl.finish();
+  }
+  m.finish();
+  sp.engine.concurrency = sp.trace.empty() ? sp.synthetic.concurrency : 0;
+  return sp;
+}
+
+ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
+  ServingTables out;
+  {
+    Diags d;
+    if (!s.requests.empty()) d.error(s.serving.loc, "serving: and a network's request: do not go together: serving: sends the requests");
+    for (const CNode& n : s.networks) check_served(n, d);
+    d.throw_if_any();
+  }
+  std::unique_ptr<ExprEvaluator> ev = opt.make_evaluator();
+  PointEvaluator engine(catalog, opt, s.path);
+  const std::vector<std::string> vars = sweep_names(s.sweep);
+  std::string head = "point";
+  for (const auto& v : vars) head += "," + v;
+  out.requests_csv = "point,platform,network,request,arrival_s,prompt_tokens,output_tokens,cached_tokens,scheduled_s,first_token_s,finish_s,ttft_s,tpot_s,e2e_s,preemptions,replica,note\n";
+  out.serving_csv = head +
+                    ",platform,network,requests,duration_s,requests_per_s,input_tokens_per_s,output_tokens_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,"
+                    "tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,itl_mean_s,itl_p50_s,itl_p90_s,itl_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,"
+                    "goodput_requests_per_s,slo_attainment,mean_running,max_running,mean_kv_usage,preemptions,prefix_hit_rate,gpus,kv_blocks,finished,queue_unbounded\n";
+  out.timeline_csv = "point,platform,network,t,running,waiting,kv_usage,prompt_tokens_per_s,output_tokens_per_s\n";
+  const size_t n = static_cast<size_t>(point_count(s.sweep));
+  for (size_t pi = 0; pi < n; ++pi) {
+    Point p = sweep_point(s.sweep, pi);
+    Env env = p.bindings;
+    for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, *ev, node.loc));
+    Diags d;
+    const CNode node = substitute_tree(s.serving, env, *ev, d);
+    ServingSpec sp = read_serving(node, s.path, d);
+    d.throw_if_any();
+    const std::vector<Request> requests = sp.trace.empty() ? generate(sp.synthetic, sp.engine.block_size) : read_trace(sp.trace, sp.engine.block_size, sp.trace_loc);
+    if (!sp.engine.chunked_prefill && sp.engine.scheduler == EngineConfig::Scheduler::Vllm)
+      for (const Request& r : requests)
+        if (r.prompt > sp.engine.max_num_batched_tokens)
+          throw ConfigError(sp.batched_tokens_loc.known() ? sp.batched_tokens_loc : sp.engine_loc,
+                            "max_num_batched_tokens " + std::to_string(sp.engine.max_num_batched_tokens) + " is below a prompt of " + std::to_string(r.prompt) +
+                                " tokens, which without chunked prefill can never be scheduled",
+                            {Note{{}, "raise max_num_batched_tokens, or set chunked_prefill: true"}});
+    for (const CNode& plat : s.platforms)
+      for (const CNode& net : s.networks) {
+        BatchPricer pricer(engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);
+        if (!(pricer.kv_bytes_per_token() > 0))
+          throw ConfigError(net.loc, "network '" + pricer.network_name() + "' holds no KV cache: serving: serves language models");
+        EngineConfig cfg = sp.engine;
+        if (cfg.kv_blocks <= 0) cfg.kv_blocks = derive_blocks(sp, pricer, net);
+        ServedRun run;
+        run.point = pi, run.bindings = p.bindings, run.platform = pricer.platform_name(), run.network = pricer.network_name();
+        run.kv_blocks = cfg.kv_blocks, run.gpus = pricer.gpus();
+        run.sim = simulate(requests, cfg, pricer.step_cost());
+        run.summary = summarize(run.sim, sp.slo);
+        out.runs.push_back(std::move(run));
+      }
+  }
+  for (const ServedRun& r : out.runs) {
+    const std::string key = std::to_string(r.point) + "," + csv_text(r.platform) + "," + csv_text(r.network);
+    for (size_t i = 0; i < r.sim.requests.size(); ++i) {
+      const Outcome& o = r.sim.requests[i];
+      out.requests_csv += key + "," + std::to_string(i) + "," + cell(o.arrival_s) + "," + std::to_string(o.prompt) + "," + std::to_string(o.output) + "," +
+                          std::to_string(o.cached_tokens) + "," + cell(o.scheduled_s) + "," + cell(o.first_token_s) + "," + cell(o.finish_s) + "," +
+                          cell(o.first_token_s - o.arrival_s) + "," + cell(tpot_of(o)) + "," + cell(o.finish_s - o.arrival_s) + "," +
+                          std::to_string(o.preemptions) + ",0," + csv_text(o.note) + "\n";
+    }
+    const Summary& m = r.summary;
+    std::string row = std::to_string(r.point);
+    for (const auto& [k, v] : r.bindings) row += "," + csv_text(v);
+    row += "," + csv_text(r.platform) + "," + csv_text(r.network) + "," + std::to_string(m.requests) + "," + cell(m.duration_s) + "," + cell(m.requests_per_s) +
+           "," + cell(m.input_tokens_per_s) + "," + cell(m.output_tokens_per_s);
+    for (const double* q : {m.ttft, m.tpot, m.itl, m.e2e})
+      for (int k = 0; k < 4; ++k) row += "," + cell(q[k]);
+    row += "," + cell(m.goodput_requests_per_s) + "," + cell(m.slo_attainment) + "," + cell(m.mean_running) + "," + std::to_string(m.max_running) + "," +
+           cell(m.mean_kv_usage) + "," + std::to_string(m.preemptions) + "," + cell(m.prefix_hit_rate) + "," + cell(r.gpus) + "," + std::to_string(r.kv_blocks) +
+           "," + std::to_string(m.finished) + "," + (r.sim.queue_unbounded ? "true" : "false") + "\n";
+    out.serving_csv += row;
+    for (const Sample& x : r.sim.timeline) {
+      if (x.t == 0) continue;
+      out.timeline_csv += key + "," + cell(x.t) + "," + std::to_string(x.running) + "," + std::to_string(x.waiting) + "," + cell(x.kv_usage) + "," +
+                          cell(x.prompt_tokens) + "," + cell(x.output_tokens) + "\n";
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%s on %s%s: %lld of %lld requests in %.3g s; TTFT p50 %s, p99 %s; TPOT p50 %s; E2E p50 %s; %lld KV blocks%s\n", r.network.c_str(),
+                  r.platform.c_str(), r.bindings.empty() ? "" : (" (" + bindings_text(r.bindings) + ")").c_str(), m.finished, m.requests, m.duration_s,
+                  si(m.ttft[1], "s", 3).c_str(), si(m.ttft[3], "s", 3).c_str(), si(m.tpot[1], "s", 3).c_str(), si(m.e2e[1], "s", 3).c_str(), r.kv_blocks,
+                  r.sim.queue_unbounded ? "; the queue grew without bound (the run was cut)" : "");
+    out.text += line;
+  }
+  return out;
+}
+
+}  // namespace rsim::serving

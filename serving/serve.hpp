@@ -1,0 +1,50 @@
+// A scenario's `serving:` section, read (per point: it may hold ${…}) and run: every language
+// model of the scenario served on every platform at every sweep point, each batch priced by the
+// engine (serving/pricer.hpp), and the tables written beside the run's (requests.csv,
+// serving.csv, timeline.csv). Metric definitions: docs/serving.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/evaluate.hpp"
+#include "serving/simulate.hpp"
+#include "serving/workload.hpp"
+
+namespace rsim::serving {
+
+struct ServingSpec {
+  std::string trace;  // a trace file (resolved against the scenario), else synthetic
+  SourceLoc trace_loc;
+  Synthetic synthetic;
+  EngineConfig engine;
+  SourceLoc engine_loc, batched_tokens_loc;
+  double gpu_memory_utilization = 0.9;
+  std::string prefill_execution, decode_execution = "graph";
+  Slo slo;
+};
+
+// The substituted `serving:` node; errors into `d` (located). `scenario_path` places a trace.
+ServingSpec read_serving(const CNode& node, const std::string& scenario_path, Diags& d);
+
+// One point × platform × network served
+struct ServedRun {
+  size_t point = 0;
+  Env bindings;
+  std::string platform, network;
+  long long kv_blocks = 0;
+  double gpus = 1;
+  Simulation sim;
+  Summary summary;
+};
+
+struct ServingTables {
+  std::vector<ServedRun> runs;
+  std::string requests_csv, serving_csv, timeline_csv;
+  // the terminal's lines, one a run: "llama3_8b on rtx4090: 300 requests, TTFT p50 …"
+  std::string text;
+};
+
+// Serves the scenario (s.serving not null) at every sweep point. Throws ConfigError.
+ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
+
+}  // namespace rsim::serving
