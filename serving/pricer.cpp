@@ -1,7 +1,9 @@
 #include "serving/pricer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <tuple>
 
 namespace rsim::serving {
 
@@ -113,29 +115,58 @@ const BatchPricer::Model& BatchPricer::token_model(int mode) {
     a.c1 = q.derated.compute_time_s, a.m1 = q.derated.memory_time_s, a.o1 = q.derated.time_s - std::max(a.c1, a.m1);
     m.rows.push_back(a);
   }
+  // identical rows (a decoder layer's copies) as one with a count
+  std::sort(m.rows.begin(), m.rows.end(), [](const Affine& x, const Affine& y) {
+    return std::tie(x.c0, x.c1, x.m0, x.m1, x.o0, x.o1) < std::tie(y.c0, y.c1, y.m0, y.m1, y.o0, y.o1);
+  });
+  std::vector<Affine> merged;
+  for (const Affine& a : m.rows) {
+    if (!merged.empty()) {
+      Affine& b = merged.back();
+      if (b.c0 == a.c0 && b.c1 == a.c1 && b.m0 == a.m0 && b.m1 == a.m1 && b.o0 == a.o0 && b.o1 == a.o1) {
+        b.count += 1;
+        continue;
+      }
+    }
+    merged.push_back(a);
+  }
+  m.rows = std::move(merged);
   tokens_ready_[mode] = true;
   return m;
 }
 
-const BatchPricer::Model& BatchPricer::attention_model(long long q) {
-  auto found = attention_.find(q);
-  if (found != attention_.end()) return found->second;
-  Model m;
-  m.x0 = 0, m.x1 = kContextRef;
-  std::vector<Row> r0;
-  for (const Row& r : run(0, 1, q, 0).rows)
-    if (per_sequence_op(r.op)) r0.push_back(r);
-  std::vector<const Row*> r1;
-  const PointResult& b = run(0, 1, q, static_cast<long long>(kContextRef));
-  for (const Row& r : b.rows)
-    if (per_sequence_op(r.op)) r1.push_back(&r);
-  for (size_t i = 0; i < r0.size() && i < r1.size(); ++i) {
-    Affine a;
-    a.c0 = r0[i].derated.compute_time_s, a.m0 = r0[i].derated.memory_time_s, a.o0 = r0[i].derated.time_s - std::max(a.c0, a.m0);
-    a.c1 = r1[i]->derated.compute_time_s, a.m1 = r1[i]->derated.memory_time_s, a.o1 = r1[i]->derated.time_s - std::max(a.c1, a.m1);
-    m.rows.push_back(a);
-  }
-  return attention_.emplace(q, std::move(m)).first->second;
+// Five evaluations of one sequence's attention rows: q = 1, 512, 2048 at k = 0 give each row's
+// quadratic in q; q = 1 and 512 at k = kContextRef its terms in k
+void BatchPricer::attention_model() {
+  if (attention_ready_) return;
+  auto rows = [&](long long q, long long k) {
+    std::vector<std::array<double, 3>> out;  // compute, memory, other of each attention row
+    for (const Row& r : run(0, 1, q, k).rows)
+      if (per_sequence_op(r.op)) {
+        const double c = r.derated.compute_time_s, m = r.derated.memory_time_s;
+        out.push_back({c, m, r.derated.time_s - std::max(c, m)});
+      }
+    return out;
+  };
+  const double q1 = 1, q2 = 512, q3 = 2048, K = kContextRef;
+  const auto f1 = rows(1, 0), f2 = rows(512, 0), f3 = rows(2048, 0), g1 = rows(1, static_cast<long long>(K)), g2 = rows(512, static_cast<long long>(K));
+  const size_t n = std::min({f1.size(), f2.size(), f3.size(), g1.size(), g2.size()});
+  attention_.assign(n, {});
+  for (size_t i = 0; i < n; ++i)
+    for (int j = 0; j < 3; ++j) {
+      Poly& p = j == 0 ? attention_[i].c : j == 1 ? attention_[i].m : attention_[i].o;
+      // f(q, 0) = β q² + γ q + ε through the three points (Newton's divided differences)
+      const double y1 = f1[i][static_cast<size_t>(j)], y2 = f2[i][static_cast<size_t>(j)], y3 = f3[i][static_cast<size_t>(j)];
+      const double d12 = (y2 - y1) / (q2 - q1), d23 = (y3 - y2) / (q3 - q2);
+      p.b = (d23 - d12) / (q3 - q1);
+      p.g = d12 - p.b * (q1 + q2);
+      p.e = y1 - p.b * q1 * q1 - p.g * q1;
+      // f(q, K) − f(q, 0) = (α q + δ) K
+      const double s1 = (g1[i][static_cast<size_t>(j)] - y1) / K, s2 = (g2[i][static_cast<size_t>(j)] - y2) / K;
+      p.a = (s2 - s1) / (q2 - q1);
+      p.d = s1 - p.a * q1;
+    }
+  attention_ready_ = true;
 }
 
 double BatchPricer::lm_head(long long n) {
@@ -161,21 +192,15 @@ double BatchPricer::cost(const std::vector<Work>& prefill, const std::vector<Wor
   tokens += static_cast<double>(decode.size());
   if (!(tokens > 0)) return 0;
   double t = token_model(prefill.empty() ? 1 : 0).at(tokens) + lm_head(sampling);
-  // attention: per layer, the batch's sequences' compute and memory times summed, then the larger
-  thread_local std::vector<double> c, m, o;
-  c.clear(), m.clear(), o.clear();
-  auto add = [&](long long q, long long k) {
-    const Model& a = attention_model(q);
-    if (c.size() < a.rows.size()) c.resize(a.rows.size()), m.resize(a.rows.size()), o.resize(a.rows.size());
-    const double x = static_cast<double>(k);
-    for (size_t i = 0; i < a.rows.size(); ++i) {
-      const Affine& r = a.rows[i];
-      c[i] += lerp(r.c0, r.c1, a.x0, a.x1, x), m[i] += lerp(r.m0, r.m1, a.x0, a.x1, x), o[i] += lerp(r.o0, r.o1, a.x0, a.x1, x);
-    }
-  };
-  for (const Work& w : prefill) add(w.tokens, w.context);
-  for (const Work& w : decode) add(1, w.context);
-  for (size_t i = 0; i < c.size(); ++i) t += std::max(c[i], m[i]) + o[i];
+  // attention: per layer, the batch's sequences' compute and memory times summed, then the larger.
+  // Each sum is the polynomial at the batch's sums: Σ q·k, Σ q², Σ q, Σ k and the count
+  attention_model();
+  double sqk = 0, sqq = 0, sq = 0, sk = 0, n = 0;
+  auto add = [&](double q, double k) { sqk += q * k, sqq += q * q, sq += q, sk += k, n += 1; };
+  for (const Work& w : prefill) add(static_cast<double>(w.tokens), static_cast<double>(w.context));
+  for (const Work& w : decode) add(1, static_cast<double>(w.context));
+  auto sum = [&](const Poly& p) { return p.a * sqk + p.b * sqq + p.g * sq + p.d * sk + p.e * n; };
+  for (const AttentionRow& r : attention_) t += std::max(sum(r.c), sum(r.m)) + sum(r.o);
   return t;
 }
 

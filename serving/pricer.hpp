@@ -11,8 +11,8 @@
 //     prefill network's in the prefill mode when the batch holds prefill tokens, else the decode
 //     network's (a decode-only batch is priced as the decode step of that many sequences).
 // Each part is priced from a few engine evaluations and kept: the token-wise layers' compute,
-// memory and communication times are affine in T (two evaluations per mode); attention's are
-// affine in k for a given q (two evaluations per q); the LM head one evaluation per batch size.
+// memory and communication times are affine in T (two evaluations per mode); attention's are of
+// the form α·q·k + β·q² + γ·q + δ·k + ε (five evaluations); the LM head one per batch size.
 // What is not affine (a mixture's experts touched, a calibrated efficiency curve, a sliding window
 // that caps k) is priced at the affine model's two ends: the docs name it.
 #pragma once
@@ -65,7 +65,17 @@ class BatchPricer {
   std::unique_ptr<Scenario> sc_[2];  // the served network alone: a prefill in prefill_execution, a decode step in decode_execution
   Model tokens_[2];
   bool tokens_ready_[2] = {false, false};
-  std::map<long long, Model> attention_;  // by q
+  // attention's rows: each one's compute, memory and other time as α·q·k + β·q² + γ·q + δ·k + ε
+  // (q new tokens after k cached: causal scores q·k + q(q+1)/2, reads and writes linear in both)
+  struct Poly {
+    double a = 0, b = 0, g = 0, d = 0, e = 0;
+    double at(double q, double k) const { return a * q * k + b * q * q + g * q + d * k + e; }
+  };
+  struct AttentionRow {
+    Poly c, m, o;
+  };
+  std::vector<AttentionRow> attention_;
+  bool attention_ready_ = false;
   std::map<long long, double> lm_head_;   // by sequences sampling
   std::map<long long, double> activations_;
   double weights_ = 0, kv_per_token_ = 0, memory_ = 0, gpus_ = 1;
@@ -74,7 +84,7 @@ class BatchPricer {
 
   const PointResult& run(int mode, long long batch, long long seq, long long context);
   const Model& token_model(int mode);
-  const Model& attention_model(long long q);
+  void attention_model();
   double lm_head(long long n);
 };
 
