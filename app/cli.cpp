@@ -249,6 +249,7 @@ ConfigError in_file_order(const Diags& found) {
     opt.jobs = 1;
     opt.points = validation_points(s.sweep);
     run_scenario(s, catalog, opt);
+    serving::validate_serving(s, opt, opt.points, found);
   } catch (const ConfigError& e) {
     found.add(e);
   }
@@ -350,6 +351,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     ScriptSetup scripts = setup_scripts(s);  // plugins' operators, efficiency model, metrics
     RunOptions opt = scenario_run_options(scripts);
     opt.jobs = jobs;
+    {  // the serving section's errors before anything is evaluated
+      Diags sd;
+      serving::validate_serving(s, opt, validation_points(s.sweep), sd);
+      if (!sd.empty()) throw in_file_order(sd);
+    }
     opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
 
@@ -500,6 +506,7 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
       } catch (const ConfigError& e) {
         found.add(e);
       }
+      serving::validate_serving(s, opt, opt.points, found);
       if (found.empty()) {
         // the figures' names (variables, metrics, platforms) checked on the evaluated points,
         // numbered 0, 1, … as the charts expect; a plot's point is checked against the whole sweep

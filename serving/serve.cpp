@@ -194,6 +194,36 @@ ServingSpec read_serving(const CNode& node, const std::string& scenario_path, Di
   return sp;
 }
 
+void validate_serving(const Scenario& s, const RunOptions& opt, const std::vector<Point>& points, Diags& d) {
+  if (s.serving.is_null()) return;
+  if (!s.requests.empty()) d.error(s.serving.loc, "serving: and a network's request: do not go together: serving: sends the requests");
+  for (const CNode& n : s.networks) check_served(n, d);
+  std::unique_ptr<ExprEvaluator> ev = opt.make_evaluator();
+  std::vector<Point> at = points;
+  if (at.empty())
+    for (size_t i = 0; i < static_cast<size_t>(point_count(s.sweep)); ++i) at.push_back(sweep_point(s.sweep, i));
+  std::vector<std::string> traces_read;
+  for (const Point& p : at) {
+    Diags pd;
+    try {
+      Env env = p.bindings;
+      for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, *ev, node.loc));
+      const CNode node = substitute_tree(s.serving, env, *ev, pd);
+      const ServingSpec sp = read_serving(node, s.path, pd);
+      if (pd.empty() && !sp.trace.empty() && std::find(traces_read.begin(), traces_read.end(), sp.trace) == traces_read.end()) {
+        traces_read.push_back(sp.trace);
+        read_trace(sp.trace, sp.engine.block_size, sp.trace_loc);
+      }
+    } catch (const ConfigError& e) {
+      pd.add(e);
+    }
+    for (const Diagnostic& g : pd.list()) {  // each error once, however many points repeat it
+      const bool seen = std::any_of(d.list().begin(), d.list().end(), [&](const Diagnostic& o) { return o.message == g.message && o.loc.line == g.loc.line; });
+      if (!seen) d.error(g.loc, g.message, g.notes);
+    }
+  }
+}
+
 ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt) {
   ServingTables out;
   {
@@ -232,7 +262,17 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
                             {Note{{}, "raise max_num_batched_tokens, or set chunked_prefill: true"}});
     for (const CNode& plat : s.platforms)
       for (const CNode& net : s.networks) {
-        BatchPricer pricer(engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);
+        std::unique_ptr<BatchPricer> made;
+        try {
+          made = std::make_unique<BatchPricer>(engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);
+        } catch (const ConfigError& e) {  // a model without a language model's phase, batch, seq, context
+          for (const Diagnostic& g : e.diagnostics())
+            if (g.message.find("has no parameter '") != std::string::npos)
+              throw ConfigError(net.loc, "this network is not a language model: serving: serves language models",
+                                {Note{{}, g.message + " (a language model takes phase, batch, seq and context)"}});
+          throw;
+        }
+        BatchPricer& pricer = *made;
         if (!(pricer.kv_bytes_per_token() > 0))
           throw ConfigError(net.loc, "network '" + pricer.network_name() + "' holds no KV cache: serving: serves language models");
         EngineConfig cfg = sp.engine;

@@ -44,6 +44,10 @@ struct ServingTables {
   std::string text;
 };
 
+// The section's errors at `points` (every point when empty) without serving anything: its keys,
+// the served networks, the trace's lines; into `d`.
+void validate_serving(const Scenario& s, const RunOptions& opt, const std::vector<Point>& points, Diags& d);
+
 // Serves the scenario (s.serving not null) at every sweep point. Throws ConfigError.
 ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
 

@@ -322,3 +322,36 @@ TEST_CASE("serving: the shared vLLM run on an RTX 4090 replayed: TTFT, TPOT, E2E
     if (x.t > 0) running += static_cast<double>(x.running), ++seconds;
   near(running / static_cast<double>(seconds), measured_running, 0.20);
 }
+
+TEST_CASE("serving: bad input is a located error before anything is served, every one at once", "[serving][errors]") {
+  const std::filesystem::path dir = rsim::test::scratch_dir("serving_bad");
+  const std::string f = (dir / "s.yaml").string();
+  std::ofstream(f) << "name: s\n"
+                      "platforms: [h100_sxm]\n"
+                      "networks:\n"
+                      "  - {model: llama3_8b, args: {phase: decode}}\n"
+                      "  - {model: resnet50}\n"
+                      "serving:\n"
+                      "  workload: {requests: 10, concurrency: 20, arrivals: {rate: 0}}\n"
+                      "  engine: {gpu_memory_utilization: 1.5}\n";
+  for (const char* command : {"run", "validate"}) {
+    INFO(command);
+    std::vector<std::string> args = {command, f};
+    if (std::string(command) == "run") args.push_back("--out"), args.push_back((dir / "out").string());
+    const rsim::test::CliOut o = rsim::test::cli(args);
+    INFO(o.err);
+    CHECK(o.code == 1);
+    CHECK(o.err.find(f + ":4:38: error: a served network takes no `phase`: serving: forms its batches") != std::string::npos);
+    CHECK(o.err.find(f + ":7:41: error: concurrency 20 is above the 10 requests") != std::string::npos);
+    CHECK(o.err.find(f + ":7:62: error: rate must be above 0 requests per second") != std::string::npos);
+    CHECK(o.err.find(f + ":8:36: error: gpu_memory_utilization must be in (0, 1]") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir / "out"));
+  }
+  // a network that is not a language model, found when it is priced
+  std::ofstream(f) << "name: s\nplatforms: [h100_sxm]\nnetworks:\n  - {model: resnet50}\nserving:\n  workload: {requests: 4, prompt: {mean: 10}, output: {mean: 2}, concurrency: 2}\n";
+  const rsim::test::CliOut o = rsim::test::cli({"run", f, "--out", (dir / "out").string()});
+  CHECK(o.code == 1);
+  CHECK(o.err.find(f + ":4:5: error: this network is not a language model: serving: serves language models") != std::string::npos);
+  CHECK(o.err.find("note: model 'resnet50' has no parameter") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
