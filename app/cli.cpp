@@ -397,6 +397,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     size_t n_figures = 0;
     std::vector<std::string> failures;
     std::string served;  // the serving runs' lines for the terminal
+    std::string serving_report;  // report.md's serving section
     try {
       std::vector<std::string> written = writer.finish();
       if (!s.serving.is_null()) {  // the request-level simulation, its tables beside the run's
@@ -407,6 +408,17 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           written.push_back(name);
         }
         served = st.text;
+        // results.json gains the serving rows (its last '}' closes the document)
+        const std::string json_path = (fs::path(set->staging()) / "results.json").string();
+        if (std::ifstream in(json_path, std::ios::binary); in) {
+          std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+          const size_t end = doc.find_last_of('}');
+          if (end != std::string::npos) {
+            doc.insert(end, ",\"serving\":" + serving::serving_json(st));
+            write_file_atomic(json_path, doc);
+          }
+        }
+        serving_report = serving::serving_markdown(st);
       }
       if (want_plots) {
         if (specs.empty()) {
@@ -418,7 +430,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         }
         std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
         std::vector<plots::OutputFile> files = plots::render_figures(collected, s, specs, ropt, figures, &failures);
-        files.push_back({"report.md", plots::report_markdown(collected, s, figures)});
+        files.push_back({"report.md", plots::report_markdown(collected, s, figures) + serving_report});
         for (const auto& f : files) {
           write_file_atomic((fs::path(set->staging()) / f.name).string(), f.bytes);
           written.push_back(f.name);

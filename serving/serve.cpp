@@ -320,4 +320,69 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
   return out;
 }
 
+namespace {
+
+std::string json_text(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else o += c;
+  }
+  return o + "\"";
+}
+std::string json_number(double v) { return std::isfinite(v) ? format_number(v) : "null"; }
+
+}  // namespace
+
+std::string serving_json(const ServingTables& t) {
+  std::string o = "{\"definitions\":{"
+                  "\"ttft_s\":\"first token - arrival (queueing included)\","
+                  "\"tpot_s\":\"(finish - first token) / (output tokens - 1), per request\","
+                  "\"itl_s\":\"the gaps between a request's consecutive tokens, pooled over requests\","
+                  "\"e2e_s\":\"finish - arrival\","
+                  "\"percentiles\":\"linear interpolation between order statistics (numpy's default)\","
+                  "\"goodput_requests_per_s\":\"requests meeting both SLOs per second of the run (first arrival to last finish)\"},\"rows\":[";
+  for (size_t i = 0; i < t.runs.size(); ++i) {
+    const ServedRun& r = t.runs[i];
+    const Summary& m = r.summary;
+    o += i ? ",{" : "{";
+    o += "\"point\":" + std::to_string(r.point) + ",\"bindings\":{";
+    for (size_t k = 0; k < r.bindings.size(); ++k) o += (k ? "," : "") + json_text(r.bindings[k].first) + ":" + json_text(r.bindings[k].second);
+    o += "},\"platform\":" + json_text(r.platform) + ",\"network\":" + json_text(r.network) + ",\"requests\":" + std::to_string(m.requests) +
+         ",\"finished\":" + std::to_string(m.finished) + ",\"duration_s\":" + json_number(m.duration_s) + ",\"requests_per_s\":" + json_number(m.requests_per_s) +
+         ",\"input_tokens_per_s\":" + json_number(m.input_tokens_per_s) + ",\"output_tokens_per_s\":" + json_number(m.output_tokens_per_s);
+    const char* names[4] = {"mean", "p50", "p90", "p99"};
+    for (const auto& [metric, q] : {std::pair<const char*, const double*>{"ttft", m.ttft}, {"tpot", m.tpot}, {"itl", m.itl}, {"e2e", m.e2e}})
+      for (int k = 0; k < 4; ++k) o += ",\"" + std::string(metric) + "_" + names[k] + "_s\":" + json_number(q[k]);
+    o += ",\"goodput_requests_per_s\":" + json_number(m.goodput_requests_per_s) + ",\"slo_attainment\":" + json_number(m.slo_attainment) +
+         ",\"mean_running\":" + json_number(m.mean_running) + ",\"max_running\":" + std::to_string(m.max_running) + ",\"mean_kv_usage\":" +
+         json_number(m.mean_kv_usage) + ",\"preemptions\":" + std::to_string(m.preemptions) + ",\"prefix_hit_rate\":" + json_number(m.prefix_hit_rate) +
+         ",\"gpus\":" + json_number(r.gpus) + ",\"kv_blocks\":" + std::to_string(r.kv_blocks) + ",\"queue_unbounded\":" + (r.sim.queue_unbounded ? "true" : "false") + "}";
+  }
+  return o + "]}";
+}
+
+std::string serving_markdown(const ServingTables& t) {
+  std::string o = "\n## Serving under load\n\n"
+                  "Each language model served by the simulated engine (docs/serving.md): TTFT = first token − arrival (queueing included), "
+                  "TPOT = (finish − first token) / (output tokens − 1), E2E = finish − arrival; percentiles interpolate between order statistics. "
+                  "Every request is in requests.csv, the engine's state second by second in timeline.csv.\n\n"
+                  "| point | platform | network | requests | TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | E2E p50 | goodput | KV blocks | preemptions |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ServedRun& r : t.runs) {
+    const Summary& m = r.summary;
+    char b[64];
+    std::snprintf(b, sizeof b, "%.3g/s", m.goodput_requests_per_s);
+    o += "| " + std::to_string(r.point) + (r.bindings.empty() ? "" : " (" + bindings_text(r.bindings) + ")") + " | " + r.platform + " | " + r.network + " | " +
+         std::to_string(m.finished) + " of " + std::to_string(m.requests) + " | " + si(m.ttft[1], "s", 3) + " | " + si(m.ttft[3], "s", 3) + " | " +
+         si(m.tpot[1], "s", 3) + " | " + si(m.tpot[3], "s", 3) + " | " + si(m.e2e[1], "s", 3) + " | " + b + " | " + std::to_string(r.kv_blocks) + " | " +
+         std::to_string(m.preemptions) + (r.sim.queue_unbounded ? " (queue unbounded: cut)" : "") + " |\n";
+  }
+  return o;
+}
+
 }  // namespace rsim::serving

@@ -51,4 +51,9 @@ void validate_serving(const Scenario& s, const RunOptions& opt, const std::vecto
 // Serves the scenario (s.serving not null) at every sweep point. Throws ConfigError.
 ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
 
+// results.json's "serving": the metrics' definitions and serving.csv's rows, as a JSON object
+std::string serving_json(const ServingTables& t);
+// report.md's section: a table of each run's percentiles and what they mean
+std::string serving_markdown(const ServingTables& t);
+
 }  // namespace rsim::serving

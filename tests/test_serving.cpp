@@ -2,9 +2,12 @@
 // derived by hand from a step cost written in the test, iteration by iteration.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
 #include "helpers.hpp"
@@ -353,5 +356,34 @@ TEST_CASE("serving: bad input is a located error before anything is served, ever
   CHECK(o.code == 1);
   CHECK(o.err.find(f + ":4:5: error: this network is not a language model: serving: serves language models") != std::string::npos);
   CHECK(o.err.find("note: model 'resnet50' has no parameter") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("serving: rsim run writes requests.csv, serving.csv, timeline.csv and results.json's rows, the same with --jobs", "[serving][cli]") {
+  // 2 points (rate 2 and 4 /s) × 1 platform × 1 network, 20 requests each: serving.csv has 2 rows,
+  // requests.csv 40; results.json's "serving" the same 2 rows; --jobs 2 writes the same bytes
+  const std::filesystem::path dir = rsim::test::scratch_dir("serving_cli");
+  const std::string f = (dir / "s.yaml").string();
+  std::ofstream(f) << "name: s\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nsweep: {grid: {rate: [2, 4]}}\n"
+                      "serving:\n  workload: {requests: 20, arrivals: {rate: \"${rate}\"}, prompt: {mean: 100}, output: {mean: 10}}\n";
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto lines = [](const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); };
+  const rsim::test::CliOut one = rsim::test::cli({"run", f, "--out", (dir / "a").string(), "--quiet"});
+  REQUIRE(one.code == 0);
+  const rsim::test::CliOut two = rsim::test::cli({"run", f, "--out", (dir / "b").string(), "--quiet", "--jobs", "2"});
+  REQUIRE(two.code == 0);
+  CHECK(lines(read(dir / "a" / "serving.csv")) == 1 + 2);
+  CHECK(lines(read(dir / "a" / "requests.csv")) == 1 + 40);
+  CHECK(read(dir / "a" / "timeline.csv").rfind("point,platform,network,t,running,waiting,kv_usage", 0) == 0);
+  for (const char* t : {"serving.csv", "requests.csv", "timeline.csv"}) CHECK(read(dir / "a" / t) == read(dir / "b" / t));
+  const auto j = nlohmann::json::parse(read(dir / "a" / "results.json"));
+  REQUIRE(j.contains("serving"));
+  CHECK(j["serving"]["rows"].size() == 2);
+  CHECK(j["serving"]["rows"][1]["bindings"]["rate"] == "4");
+  CHECK(j["serving"]["rows"][0]["requests"] == 20);
+  CHECK(read(dir / "a" / "report.md").find("## Serving under load") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
