@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -397,6 +398,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     size_t n_figures = 0;
     std::vector<std::string> failures;
     std::string served;  // the serving runs' lines for the terminal
+    std::optional<serving::ServingTables> served_tables;
     std::string serving_report;  // report.md's serving section
     try {
       std::vector<std::string> written = writer.finish();
@@ -419,6 +421,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           }
         }
         serving_report = serving::serving_markdown(st);
+        served_tables = std::move(st);
       }
       if (want_plots) {
         if (specs.empty()) {
@@ -429,7 +432,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           restyle(specs);
         }
         std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
-        std::vector<plots::OutputFile> files = plots::render_figures(collected, s, specs, ropt, figures, &failures);
+        std::vector<plots::OutputFile> files =
+            plots::render_figures(collected, s, specs, ropt, figures, &failures, served_tables ? &*served_tables : nullptr);
         files.push_back({"report.md", plots::report_markdown(collected, s, figures) + serving_report});
         for (const auto& f : files) {
           write_file_atomic((fs::path(set->staging()) / f.name).string(), f.bytes);

@@ -67,7 +67,7 @@ const std::vector<std::string> kScales = {"auto", "linear", "log"};
 }  // namespace
 
 const std::vector<std::string>& plot_kinds() {
-  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare"};
+  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare", "serving_curve"};
   return k;
 }
 
@@ -466,6 +466,16 @@ std::vector<MapDef> build() {
                {"baseline", str(), false, "A platform of the figure: every network's times over its time there, the speedup (baseline time / time) written after each bar."},
                {"point", integer(0, 0), false, "The sweep point shown (default 0)."},
                {"roofs", choice({"derated", "theoretical"}), false, "The times on the derated roofs (default) or the theoretical ones."},
+           }),
+      plot("serving_curve", "A serving.csv column (a latency percentile, goodput) against a swept variable (the arrival rate): a line per platform, the SLO dashed",
+           {
+               {"x", str(), true, "A sweep variable, e.g. the arrival rate."},
+               {"y", choice({"requests_per_s", "input_tokens_per_s", "output_tokens_per_s", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_mean_s",
+                             "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s", "e2e_mean_s", "e2e_p50_s", "e2e_p90_s",
+                             "e2e_p99_s", "goodput_requests_per_s", "slo_attainment", "mean_running", "max_running", "mean_kv_usage", "preemptions", "prefix_hit_rate"}),
+                false, "A serving.csv column (default ttft_p99_s)."},
+               {"xscale", choice(kScales), false, "Axis scale."},
+               {"yscale", choice(kScales), false, "Axis scale."},
            }),
       plot("heatmap", "A column over two sweep variables",
            {

@@ -38,6 +38,11 @@ std::string subtitle_as(const std::string& mode, const std::string& full) {
 
 std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResult& r, const Scenario& s) {
   std::vector<BuiltFigure> out = build_figures_as_given(resolved(given_spec), r, s);
+  apply_style(given_spec, out);
+  return out;
+}
+
+void apply_style(const PlotSpec& given_spec, std::vector<BuiltFigure>& out) {
   StylePreset st = style_preset(given_spec.style);
   for (BuiltFigure& b : out) {
     b.spec = &given_spec;
@@ -49,7 +54,6 @@ std::vector<BuiltFigure> build_figures(const PlotSpec& given_spec, const RunResu
     if (!st.title && given_spec.title.empty()) f.title.clear();  // a paper figure's title is its caption
     f.subtitle = subtitle_as(given_spec.subtitle, f.subtitle);
   }
-  return out;
 }
 
 namespace {
@@ -145,6 +149,10 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
           if (spec.networks.size() > 1) one.networks = {spec.networks[ni]};
           out.push_back(named(layers(one, r, s, p), "layers_" + p + (spec.networks.size() > 1 ? "_" + spec.networks[ni] : "")));
         }
+      break;
+    case Kind::ServingCurve:  // drawn from the serving runs (plots/chart_serving.hpp), once they are served
+      if (s.serving.is_null())
+        throw ConfigError(spec.loc, "a serving_curve draws the serving: section's runs; this scenario has none", {Note{{}, "add serving: (docs/serving.md)"}});
       break;
     case Kind::Compare: {  // every platform (or what-if variant) on one figure, a figure per network
       std::vector<std::string> shown;
@@ -389,9 +397,10 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     else if (kind == "layers") p.kind = Kind::Layers;
     else if (kind == "heatmap") p.kind = Kind::Heatmap;
     else if (kind == "compare") p.kind = Kind::Compare;
+    else if (kind == "serving_curve") p.kind = Kind::ServingCurve;
     else if (!kind.empty()) {
       std::string hint = did_you_mean(kind, kinds);
-      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap, compare" : hint}});
+      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap, compare, serving_curve" : hint}});
       continue;
     } else {
       continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
@@ -510,6 +519,16 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
         str("metric", p.metric, table_choices("metric"));
         str("xscale", p.xscale, table_choices("xscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        break;
+      case Kind::ServingCurve:
+        p.y = "ttft_p99_s";
+        if (m.require("x")) {
+          str("x", p.x);
+          check_var("x", p.x, {});
+        }
+        str("y", p.y, table_choices("y"));
+        str("xscale", p.xscale, table_choices("xscale"));
+        str("yscale", p.yscale, table_choices("yscale"));
         break;
       case Kind::Compare:
         if (const CNode* v = m.get("baseline")) p.baseline = to_string(*v, d, "baseline").value_or(""), p.baseline_loc = v->loc;

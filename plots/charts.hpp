@@ -11,7 +11,7 @@
 
 namespace rsim::plots {
 
-enum class Kind { Roofline, Trend, Layers, Heatmap, Compare };
+enum class Kind { Roofline, Trend, Layers, Heatmap, Compare, ServingCurve };
 
 struct PlotSpec {
   Kind kind = Kind::Roofline;
@@ -83,6 +83,9 @@ struct BuiltFigure {
 // One spec can give several figures (a roofline per platform). Throws ConfigError for a spec that
 // names something the results lack (an unknown column, platform or variable).
 std::vector<BuiltFigure> build_figures(const PlotSpec& spec, const RunResult& r, const Scenario& s);
+// The spec's style on figures built from resolved(spec): fonts, line and marker scales, a printed
+// size kept, a paper figure's title left to its caption, the subtitle as asked
+void apply_style(const PlotSpec& spec, std::vector<BuiltFigure>& figures);
 
 // A line of more points than the plot has pixel columns, in x order: per column (of `columns`
 // across the x axis, on its scale) the first, lowest, highest and last point, which draw the same

@@ -1,5 +1,7 @@
 #include "plots/report.hpp"
 
+#include "plots/chart_serving.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -11,13 +13,20 @@
 namespace rsim::plots {
 
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
-                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures, std::vector<std::string>* failures) {
+                                       std::vector<std::pair<std::string, std::vector<Format>>>& figures, std::vector<std::string>* failures,
+                                       const serving::ServingTables* serving) {
   std::vector<OutputFile> files;
   std::vector<std::pair<std::string, const PlotSpec*>> names;  // each figure's files are its own
   for (const PlotSpec& spec : specs) {
     std::vector<BuiltFigure> built;
     try {
-      built = build_figures(spec, r, s);
+      if (spec.kind == Kind::ServingCurve) {
+        if (!serving) continue;
+        built = serving_figures(resolved(spec), *serving, s);
+        apply_style(spec, built);
+      } else {
+        built = build_figures(spec, r, s);
+      }
     } catch (const ConfigError&) {
       throw;  // a scenario error, not a drawing failure
     } catch (const std::exception& e) {

@@ -5,6 +5,10 @@
 
 #include "plots/charts.hpp"
 
+namespace rsim::serving {
+struct ServingTables;
+}
+
 namespace rsim::plots {
 
 struct OutputFile {
@@ -21,9 +25,10 @@ struct RenderOptions {
 // `figures` receives the file stems in order (for the report).
 // With `failures`, a figure that cannot be built or drawn (a surface too large, a font missing) is
 // left out and its plot's name and the reason are added to `failures`; without it, it throws.
+// `serving`: the scenario's served runs, which its serving_curve plots draw (none drawn without).
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
                                        std::vector<std::pair<std::string, std::vector<Format>>>& figures,
-                                       std::vector<std::string>* failures = nullptr);
+                                       std::vector<std::string>* failures = nullptr, const serving::ServingTables* serving = nullptr);
 
 // report.md: scenario, conventions, network totals per platform, every figure embedded.
 std::string report_markdown(const RunResult& r, const Scenario& s, const std::vector<std::pair<std::string, std::vector<Format>>>& figures);

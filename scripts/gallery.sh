@@ -22,6 +22,7 @@ roofline (platform overlay)|study_platforms|roofline_networks|five platforms on 
 heatmap|study_avx512_16core_grid|heatmap_avx512_16core|heatmap over a two-variable what-if grid: values in one format, the colour bar's unit in its title
 heatmap (LLM decode)|llm_decode|tokens_h100_fp16|decode throughput over context × batch (cell values at screen size, where they fit: 1.53k)
 compare|study_compare|speedup_resnet50_b32|a bar per GPU of ResNet-50's time at batch 32 in its parts (work by bound, launch overhead), over the A100's, with the speedup after each bar
+serving curve|serving_llama3_h100|serving_ttft_p99_s_vs_rate|a served LLM's p99 time to first token against the Poisson arrival rate (a request-level simulation), the SLO dashed
 trend (memory footprint)|llm_footprint|footprint|memory footprint against context (binary ticks: 1 Ki … 128 Ki), each GPU's memory size as a labelled reference
 LIST
 

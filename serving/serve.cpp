@@ -279,7 +279,7 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
         if (cfg.kv_blocks <= 0) cfg.kv_blocks = derive_blocks(sp, pricer, net);
         ServedRun run;
         run.point = pi, run.bindings = p.bindings, run.platform = pricer.platform_name(), run.network = pricer.network_name();
-        run.kv_blocks = cfg.kv_blocks, run.gpus = pricer.gpus();
+        run.kv_blocks = cfg.kv_blocks, run.gpus = pricer.gpus(), run.slo = sp.slo;
         run.sim = simulate(requests, cfg, pricer.step_cost());
         run.summary = summarize(run.sim, sp.slo);
         out.runs.push_back(std::move(run));
@@ -383,6 +383,36 @@ std::string serving_markdown(const ServingTables& t) {
          std::to_string(m.preemptions) + (r.sim.queue_unbounded ? " (queue unbounded: cut)" : "") + " |\n";
   }
   return o;
+}
+
+const std::vector<std::string>& serving_columns() {
+  static const std::vector<std::string> c = [] {
+    std::vector<std::string> v = {"requests_per_s", "input_tokens_per_s", "output_tokens_per_s"};
+    for (const char* m : {"ttft", "tpot", "itl", "e2e"})
+      for (const char* q : {"mean", "p50", "p90", "p99"}) v.push_back(std::string(m) + "_" + q + "_s");
+    for (const char* k : {"goodput_requests_per_s", "slo_attainment", "mean_running", "max_running", "mean_kv_usage", "preemptions", "prefix_hit_rate"}) v.push_back(k);
+    return v;
+  }();
+  return c;
+}
+
+double serving_value(const ServedRun& r, const std::string& column) {
+  const Summary& m = r.summary;
+  if (column == "requests_per_s") return m.requests_per_s;
+  if (column == "input_tokens_per_s") return m.input_tokens_per_s;
+  if (column == "output_tokens_per_s") return m.output_tokens_per_s;
+  if (column == "goodput_requests_per_s") return m.goodput_requests_per_s;
+  if (column == "slo_attainment") return m.slo_attainment;
+  if (column == "mean_running") return m.mean_running;
+  if (column == "max_running") return static_cast<double>(m.max_running);
+  if (column == "mean_kv_usage") return m.mean_kv_usage;
+  if (column == "preemptions") return static_cast<double>(m.preemptions);
+  if (column == "prefix_hit_rate") return m.prefix_hit_rate;
+  const char* qs[4] = {"mean", "p50", "p90", "p99"};
+  for (const auto& [name, q] : {std::pair<const char*, const double*>{"ttft", m.ttft}, {"tpot", m.tpot}, {"itl", m.itl}, {"e2e", m.e2e}})
+    for (int k = 0; k < 4; ++k)
+      if (column == std::string(name) + "_" + qs[k] + "_s") return q[k];
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace rsim::serving

@@ -33,6 +33,7 @@ struct ServedRun {
   std::string platform, network;
   long long kv_blocks = 0;
   double gpus = 1;
+  Slo slo;  // the point's targets
   Simulation sim;
   Summary summary;
 };
@@ -50,6 +51,11 @@ void validate_serving(const Scenario& s, const RunOptions& opt, const std::vecto
 
 // Serves the scenario (s.serving not null) at every sweep point. Throws ConfigError.
 ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt);
+
+// A serving.csv column of a run (ttft_p99_s, goodput_requests_per_s, …); NaN when unknown
+double serving_value(const ServedRun& r, const std::string& column);
+// The columns serving_value knows, in serving.csv's order
+const std::vector<std::string>& serving_columns();
 
 // results.json's "serving": the metrics' definitions and serving.csv's rows, as a JSON object
 std::string serving_json(const ServingTables& t);

@@ -8,6 +8,7 @@
 
 #include "cli_helpers.hpp"
 #include "helpers.hpp"
+#include "plots/chart_serving.hpp"
 #include "plots/charts.hpp"
 #include "plots/draw.hpp"
 #include "plots/draw_internal.hpp"
@@ -506,4 +507,36 @@ TEST_CASE("compare: a baseline that is not a platform of the figure is a located
   CHECK(o.err.find("h100_sxm") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "out"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("serving_curve: a serving.csv column against the swept rate, a line per platform, the SLO dashed", "[plots][serving]") {
+  // two runs (rate 5 and 10) on one platform with TTFT p99 0.2 s and 1.5 s, a TTFT target of 1 s:
+  // one line through (5, 0.2) and (10, 1.5), the rates as the ticks, a dashed reference at 1 s
+  rsim::serving::ServingTables t;
+  for (const auto& [rate, p99] : std::vector<std::pair<std::string, double>>{{"5", 0.2}, {"10", 1.5}}) {
+    rsim::serving::ServedRun r;
+    r.bindings = {{"rate", rate}}, r.platform = "h100_sxm", r.network = "llama3_8b";
+    r.summary.ttft[3] = p99;
+    r.slo.ttft_s = 1;
+    t.runs.push_back(r);
+  }
+  Scenario s = parse_scenario("name: sv\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nsweep: {grid: {rate: [5, 10]}}\n", src("scenarios/sv.yaml"));
+  PlotSpec spec;
+  spec.kind = Kind::ServingCurve, spec.x = "rate", spec.y = "ttft_p99_s";
+  const auto figs = serving_figures(spec, t, s);
+  REQUIRE(figs.size() == 1);
+  const Figure& f = figs[0].figure;
+  REQUIRE(f.lines.size() == 1);
+  CHECK(f.lines[0].pts.size() == 2);
+  CHECK(f.lines[0].pts[1].x == 10);
+  CHECK(f.lines[0].pts[1].y == 1.5);
+  CHECK(f.x.ticks == std::vector<double>{5, 10});
+  REQUIRE(f.refs.size() == 1);
+  CHECK_FALSE(f.refs[0].vertical);
+  CHECK(f.refs[0].value == 1);
+  CHECK(f.y.title == "TTFT p99 [s]");
+  CHECK(figs[0].name == "serving_ttft_p99_s_vs_rate");
+  RecordingRenderer rec;
+  const DrawReport rep = draw(f, rec);
+  for (const Rect& r : rep.texts) CHECK(r.inside(rep.canvas));
 }

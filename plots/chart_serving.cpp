@@ -1,0 +1,113 @@
+#include "plots/chart_serving.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "engine/units.hpp"
+#include "plots/chart_common.hpp"
+#include "plots/draw.hpp"
+
+namespace rsim::plots {
+using namespace chart;
+
+namespace {
+
+// "ttft_p99_s" → "TTFT p99 [s]", "goodput_requests_per_s" → "Goodput [requests/s]"
+std::string column_title(const std::string& c, std::string& unit) {
+  unit = "";
+  for (const char* m : {"ttft", "tpot", "itl", "e2e"})
+    if (c.rfind(std::string(m) + "_", 0) == 0) {
+      std::string up = m;
+      for (char& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      unit = "s";
+      return up + " " + c.substr(up.size() + 1, c.size() - up.size() - 3) + " [s]";
+    }
+  if (c == "goodput_requests_per_s") return "Goodput [requests/s]";
+  if (c == "requests_per_s") return "Throughput [requests/s]";
+  if (c == "input_tokens_per_s") return "Prompt tokens [tokens/s]";
+  if (c == "output_tokens_per_s") return "Output tokens [tokens/s]";
+  if (c == "slo_attainment") return "Requests meeting the SLOs [share]";
+  if (c == "mean_kv_usage") return "KV cache in use [share, mean]";
+  if (c == "mean_running") return "Running requests [mean]";
+  if (c == "max_running") return "Running requests [max]";
+  if (c == "prefix_hit_rate") return "Prompt tokens from the prefix cache [share]";
+  return c;
+}
+
+}  // namespace
+
+std::vector<BuiltFigure> serving_figures(const PlotSpec& spec, const serving::ServingTables& t, const Scenario& s) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  // one line per platform × network (the plot's `platforms:` and `network:` pick them)
+  struct Series {
+    std::string name;
+    std::vector<P> pts;
+  };
+  std::vector<Series> series;
+  std::set<std::string> nets;
+  for (const auto& r : t.runs) nets.insert(r.network);
+  std::vector<double> xs, ys;
+  out.data_csv = csv_line({"platform", "network", spec.x, spec.y});
+  double slo = 0;
+  for (const auto& r : t.runs) {
+    if (!shows_network(spec, r.network)) continue;
+    if (!spec.platforms.empty() && std::find(spec.platforms.begin(), spec.platforms.end(), r.platform) == spec.platforms.end()) continue;
+    double x = NAN;
+    for (const auto& [k, v] : r.bindings)
+      if (k == spec.x) x = std::strtod(v.c_str(), nullptr);
+    const double y = serving::serving_value(r, spec.y);
+    out.data_csv += csv_line({r.platform, r.network, format_number(x), std::isfinite(y) ? format_number(y) : ""});
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    const std::string name = nets.size() > 1 ? r.network + " · " + r.platform : r.platform;
+    auto it = std::find_if(series.begin(), series.end(), [&](const Series& q) { return q.name == name; });
+    if (it == series.end()) series.push_back({name, {}}), it = series.end() - 1;
+    it->pts.push_back({x, y});
+    xs.push_back(x), ys.push_back(y);
+    if (spec.y.rfind("ttft_", 0) == 0) slo = std::max(slo, r.slo.ttft_s);
+    if (spec.y.rfind("tpot_", 0) == 0 || spec.y.rfind("itl_", 0) == 0) slo = std::max(slo, r.slo.tpot_s);
+  }
+  if (slo > 0) ys.push_back(slo);
+  auto_range(f.x, xs, spec.xscale == "auto" ? "auto" : spec.xscale, false);
+  {  // the swept values as the ticks
+    std::vector<double> ticks = xs;
+    std::sort(ticks.begin(), ticks.end());
+    ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
+    if (ticks.size() <= 12) f.x.ticks = ticks;
+  }
+  auto_range(f.y, ys, spec.yscale == "auto" ? "auto" : spec.yscale, true);
+  std::string unit;
+  f.y.title = column_title(spec.y, unit);
+  f.y.unit = unit;
+  f.x.title = spec.x;  // the sweep variable's label and unit, when it gives them
+  for (const auto* list : {&s.sweep.zip, &s.sweep.grid})
+    for (const SweepVar& v : *list)
+      if (v.name == spec.x && !v.label.empty()) f.x.title = v.label + (v.unit.empty() ? "" : " [" + v.unit + "]");
+  for (size_t i = 0; i < series.size(); ++i) {
+    std::sort(series[i].pts.begin(), series[i].pts.end(), [](const P& a, const P& b) { return a.x < b.x; });
+    Line L;
+    L.pts = series[i].pts;
+    L.style = LineStyle{palette(i), 1.6, dash_cycle(i)};
+    f.lines.push_back(L);
+    for (const P& p : series[i].pts) {
+      Point q;
+      q.at = p, q.marker = marker_cycle(i), q.fill = palette(i), q.size = 6.5;
+      f.points.push_back(q);
+    }
+    f.legend.push_back(LegendEntry{series[i].name, true, L.style, true, marker_cycle(i), palette(i)});
+  }
+  if (slo > 0) {
+    f.refs.push_back(Reference{false, slo, LineStyle{rgb(0xD55E00), 1.0, Dash::Dashed}, "SLO " + si(slo, "s", 3)});
+  }
+  const std::string what = f.y.title.substr(0, f.y.title.find(" ["));
+  f.title = spec.title.empty() ? what + " vs " + f.x.title.substr(0, f.x.title.find(" [")) : spec.title;
+  f.subtitle = s.name + " · served under load (docs/serving.md)" + (slo > 0 ? " · dashed: the SLO" : "");
+  out.name = spec.name.empty() ? "serving_" + spec.y + "_vs_" + spec.x : spec.name;
+  out.spec = &spec;
+  return {out};
+}
+
+}  // namespace rsim::plots
