@@ -67,7 +67,7 @@ const std::vector<std::string> kScales = {"auto", "linear", "log"};
 }  // namespace
 
 const std::vector<std::string>& plot_kinds() {
-  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare", "serving_curve"};
+  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare", "serving_curve", "timeline"};
   return k;
 }
 
@@ -476,6 +476,11 @@ std::vector<MapDef> build() {
                 false, "A serving.csv column (default ttft_p99_s)."},
                {"xscale", choice(kScales), false, "Axis scale."},
                {"yscale", choice(kScales), false, "Axis scale."},
+           }),
+      plot("timeline", "A served run second by second: running and waiting requests, or the KV cache's use (timeline.csv)",
+           {
+               {"y", choice({"requests", "kv_usage", "tokens"}), false, "requests (default: running and waiting), kv_usage (the share of the blocks in use) or tokens (prompt and output tokens a second)."},
+               {"point", integer(0, 0), false, "The sweep point shown (default 0)."},
            }),
       plot("heatmap", "A column over two sweep variables",
            {

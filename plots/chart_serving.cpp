@@ -38,7 +38,64 @@ std::string column_title(const std::string& c, std::string& unit) {
 
 }  // namespace
 
+namespace {
+
+// A served run second by second: a figure per platform × network at the plot's point
+std::vector<BuiltFigure> timeline_figures(const PlotSpec& spec, const serving::ServingTables& t, const Scenario& s) {
+  std::vector<BuiltFigure> figs;
+  for (const auto& r : t.runs) {
+    if (r.point != static_cast<size_t>(spec.point) || !shows_network(spec, r.network)) continue;
+    if (!spec.platforms.empty() && std::find(spec.platforms.begin(), spec.platforms.end(), r.platform) == spec.platforms.end()) continue;
+    BuiltFigure out;
+    Figure& f = out.figure;
+    f.width = spec.width, f.height = spec.height;
+    struct Curve {
+      const char* name;
+      std::vector<P> pts;
+    };
+    std::vector<Curve> curves;
+    if (spec.y == "kv_usage") curves = {{"KV cache in use", {}}};
+    else if (spec.y == "tokens") curves = {{"prompt tokens", {}}, {"output tokens", {}}};
+    else curves = {{"running", {}}, {"waiting", {}}};
+    out.data_csv = csv_line({"t", "running", "waiting", "kv_usage", "prompt_tokens_per_s", "output_tokens_per_s"});
+    std::vector<double> ts, ys;
+    for (const serving::Sample& x : r.sim.timeline) {
+      if (x.t == 0) continue;
+      out.data_csv += csv_line({format_number(x.t), std::to_string(x.running), std::to_string(x.waiting), format_number(x.kv_usage), format_number(x.prompt_tokens),
+                                format_number(x.output_tokens)});
+      const double v[2] = {spec.y == "kv_usage" ? 100 * x.kv_usage : spec.y == "tokens" ? x.prompt_tokens : static_cast<double>(x.running),
+                           spec.y == "tokens" ? x.output_tokens : static_cast<double>(x.waiting)};
+      for (size_t c = 0; c < curves.size(); ++c) curves[c].pts.push_back({x.t, v[c]}), ys.push_back(v[c]);
+      ts.push_back(x.t);
+    }
+    auto_range(f.x, ts, "linear", true);
+    auto_range(f.y, ys, "linear", true);
+    f.x.title = "Time since the first arrival [s]";
+    f.y.title = spec.y == "kv_usage" ? "KV cache in use [%]" : spec.y == "tokens" ? "Tokens [tokens/s]" : "Requests";
+    for (size_t c = 0; c < curves.size(); ++c) {
+      Line L;
+      L.pts = thin_line(curves[c].pts, f.x, f.width);
+      L.style = LineStyle{palette(c), 1.4, c ? Dash::Dashed : Dash::Solid};
+      f.lines.push_back(L);
+      f.legend.push_back(LegendEntry{curves[c].name, true, L.style, false, {}, {}});
+    }
+    f.title = spec.title.empty() ? std::string(spec.y == "kv_usage" ? "KV cache in use" : spec.y == "tokens" ? "Tokens a second" : "Running and waiting requests") + " — " +
+                                       r.network + " on " + r.platform
+                                 : spec.title;
+    f.subtitle = s.name + (r.bindings.empty() ? "" : " · " + bindings_text(r.bindings)) + " · served under load (docs/serving.md) · " + std::to_string(r.kv_blocks) +
+                 " KV blocks, mean use " + std::to_string(static_cast<int>(std::lround(100 * r.summary.mean_kv_usage))) + " %";
+    const bool several = std::count_if(t.runs.begin(), t.runs.end(), [&](const serving::ServedRun& o) { return o.point == r.point; }) > 1;
+    out.name = (spec.name.empty() ? "timeline_" + spec.y : spec.name) + (several ? "_" + r.platform + "_" + r.network : "");
+    out.spec = &spec;
+    figs.push_back(std::move(out));
+  }
+  return figs;
+}
+
+}  // namespace
+
 std::vector<BuiltFigure> serving_figures(const PlotSpec& spec, const serving::ServingTables& t, const Scenario& s) {
+  if (spec.kind == Kind::Timeline) return timeline_figures(spec, t, s);
   BuiltFigure out;
   Figure& f = out.figure;
   f.width = spec.width, f.height = spec.height;

@@ -11,7 +11,7 @@
 
 namespace rsim::plots {
 
-enum class Kind { Roofline, Trend, Layers, Heatmap, Compare, ServingCurve };
+enum class Kind { Roofline, Trend, Layers, Heatmap, Compare, ServingCurve, Timeline };
 
 struct PlotSpec {
   Kind kind = Kind::Roofline;

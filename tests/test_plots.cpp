@@ -540,3 +540,28 @@ TEST_CASE("serving_curve: a serving.csv column against the swept rate, a line pe
   const DrawReport rep = draw(f, rec);
   for (const Rect& r : rep.texts) CHECK(r.inside(rep.canvas));
 }
+
+TEST_CASE("timeline: a served run's running and waiting requests second by second", "[plots][serving]") {
+  // samples at t = 1 and 2 s: running 3 then 5, waiting 7 then 0: two lines through those points
+  rsim::serving::ServingTables t;
+  rsim::serving::ServedRun r;
+  r.platform = "rtx4090", r.network = "llama3_8b", r.kv_blocks = 100;
+  r.sim.timeline.resize(3);
+  for (int k = 0; k < 3; ++k) r.sim.timeline[static_cast<size_t>(k)].t = k;
+  r.sim.timeline[1].running = 3, r.sim.timeline[1].waiting = 7;
+  r.sim.timeline[2].running = 5, r.sim.timeline[2].waiting = 0;
+  t.runs.push_back(r);
+  Scenario s = parse_scenario("name: tl\nplatforms: [rtx4090]\nnetworks:\n  - {model: llama3_8b}\n", src("scenarios/tl.yaml"));
+  PlotSpec spec;
+  spec.kind = Kind::Timeline, spec.y = "requests";
+  const auto figs = serving_figures(spec, t, s);
+  REQUIRE(figs.size() == 1);
+  const Figure& f = figs[0].figure;
+  REQUIRE(f.lines.size() == 2);
+  CHECK(f.lines[0].pts.size() == 2);  // (the sample at 0 is the run's start: not drawn)
+  CHECK(f.lines[0].pts[1].y == 5);
+  CHECK(f.lines[1].pts[0].y == 7);
+  CHECK(f.legend.at(0).text == "running");
+  CHECK(figs[0].name == "timeline_requests");
+  CHECK(figs[0].data_csv.find("2,5,0,") != std::string::npos);
+}
