@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-gpu clean
+.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu clean
 
 deps:
 	./scripts/install-deps.sh
@@ -110,5 +110,8 @@ clean:
 # (Debian's interpreter, where apt installs matplotlib, when there is one)
 GPU_VALIDATION_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 TORCH_PYTHON ?= $(GPU_VALIDATION_PYTHON)
+validation-serving: build
+	python3 scripts/validation_serving.py $(BUILD)/rsim
+
 validation-gpu: build
 	$(GPU_VALIDATION_PYTHON) scripts/validation_gpu.py --rsim $(BUILD)/rsim

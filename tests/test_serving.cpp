@@ -192,19 +192,10 @@ TEST_CASE("serving: traces in JSONL and CSV, and a bad line located", "[serving]
   CHECK(rs[0].block_hashes.size() == 2);  // 40 ids: 2 full blocks of 16
   const std::string c = (dir / "t.csv").string();
   std::ofstream(c) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.25,50,5\n0.1,20,2\n";
-  try {
-    read_trace(c, 16, SourceLoc{});
-    FAIL("no error");
-  } catch (const ConfigError& e) {
-    CHECK(std::string(e.what()).find("t.csv:4:1: error: arrivals must not decrease") != std::string::npos);
-  }
+  CHECK(rsim::test::error_of([&] { read_trace(c, 16, SourceLoc{}); }).find("t.csv:4:1: error: arrivals must not decrease") != std::string::npos);
   std::ofstream(c) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,0\n";
-  try {
-    read_trace(c, 16, SourceLoc{});
-    FAIL("no error");
-  } catch (const ConfigError& e) {
-    CHECK(std::string(e.what()).find("t.csv:2:1: error: the output's token count is not a whole number from 1 to 1e9") != std::string::npos);
-  }
+  CHECK(rsim::test::error_of([&] { read_trace(c, 16, SourceLoc{}); }).find("t.csv:2:1: error: the output's token count is not a whole number from 1 to 1e9") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
