@@ -233,7 +233,6 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
     d.throw_if_any();
   }
   std::unique_ptr<ExprEvaluator> ev = opt.make_evaluator();
-  PointEvaluator engine(catalog, opt, s.path);
   const std::vector<std::string> vars = sweep_names(s.sweep);
   std::string head = "point";
   for (const auto& v : vars) head += "," + v;
@@ -262,6 +261,9 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
                             {Note{{}, "raise max_num_batched_tokens, or set chunked_prefill: true"}});
     for (const CNode& plat : s.platforms)
       for (const CNode& net : s.networks) {
+        // an evaluator of its own: its caches are keyed by the addresses of the pricer's entries,
+        // which a later pricer's may take once this one is gone
+        PointEvaluator engine(catalog, opt, s.path);
         std::unique_ptr<BatchPricer> made;
         try {
           made = std::make_unique<BatchPricer>(engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);

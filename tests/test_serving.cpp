@@ -378,3 +378,23 @@ TEST_CASE("serving: rsim run writes requests.csv, serving.csv, timeline.csv and 
   CHECK(read(dir / "a" / "report.md").find("## Serving under load") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("serving: two platforms in one scenario are each priced on their own roofs", "[serving]") {
+  // the same closed loop on the H100 (3.35 TB/s) and the RTX 4090 (1.008 TB/s): decode steps are
+  // memory bound, so the 4090's TPOT is the larger, by at most the bandwidth ratio 3.35 / 1.008 = 3.3
+  const std::string y = "name: two\nplatforms: [h100_sxm, rtx4090]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
+                        "  workload: {requests: 16, concurrency: 4, prompt: {mean: 64}, output: {mean: 32}}\n  engine: {kv_blocks: 1000}\n";
+  rsim::Scenario s = rsim::parse_scenario(y, rsim::test::src("scenarios/two.yaml"));
+  rsim::ScriptSetup setup = rsim::setup_scripts(s);
+  rsim::Catalog cat(rsim::test::src("hardware"));
+  rsim::RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_evaluator = rsim::make_lua_evaluator;
+  const ServingTables t = serve_scenario(s, cat, opt);
+  REQUIRE(t.runs.size() == 2);
+  CHECK(t.runs[0].platform == "h100_sxm");
+  CHECK(t.runs[1].platform == "rtx4090");
+  const double ratio = t.runs[1].summary.tpot[0] / t.runs[0].summary.tpot[0];
+  CHECK(ratio > 1.5);
+  CHECK(ratio < 3.35 / 1.008 + 1e-9);
+}
