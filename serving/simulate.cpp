@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace rsim::serving {
@@ -319,6 +320,7 @@ Simulation Engine::run() {
       break;
     }
     const double start = now_, t = std::max(0.0, cost_(prefill, decode));
+    if (!std::isfinite(t)) throw std::runtime_error("an iteration's cost is not a finite time (" + std::to_string(t) + " s): the platform's roofs cannot price it");
     const double kv = pool_.bounded() ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
     sim_.running_time += t * static_cast<double>(running_.size());
     sim_.kv_time += t * kv;
