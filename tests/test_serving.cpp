@@ -35,6 +35,17 @@ double linear_cost(const std::vector<Work>& prefill, const std::vector<Work>& de
   return 0.010 + 0.0001 * tokens + 0.001 * static_cast<double>(decode.size());
 }
 
+// The scenario text served as `rsim run` serves it (a path inside scenarios/ finds the zoo)
+ServingTables serve_text(const std::string& yaml, const std::string& where) {
+  const rsim::Scenario s = rsim::parse_scenario(yaml, rsim::test::src(where));
+  rsim::ScriptSetup setup = rsim::setup_scripts(s);
+  rsim::Catalog cat(rsim::test::src("hardware"));
+  rsim::RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_evaluator = rsim::make_lua_evaluator;
+  return serve_scenario(s, cat, opt);
+}
+
 }  // namespace
 
 TEST_CASE("serving: three requests under vLLM scheduling, each TTFT, TPOT and E2E by hand", "[serving]") {
@@ -290,13 +301,7 @@ TEST_CASE("serving: the shared vLLM run on an RTX 4090 replayed: TTFT, TPOT, E2E
   const std::string y = "name: replay\nplatforms: [rtx4090]\nnetworks:\n  - {model: llama3_8b}\nserving:\n  workload: {trace: " + dir +
                         "/sharegpt-llama-3.1-8b-300-sps10.jsonl.gz}\n"
                         "  engine: {max_num_seqs: 256, max_num_batched_tokens: 2048, chunked_prefill: true, block_size: 16, kv_blocks: 2588, prefix_caching: true}\n";
-  rsim::Scenario s = rsim::parse_scenario(y, rsim::test::src("scenarios/replay.yaml"));
-  rsim::ScriptSetup setup = rsim::setup_scripts(s);
-  rsim::Catalog cat(rsim::test::src("hardware"));
-  rsim::RunOptions opt;
-  opt.ops = &setup.ops;
-  opt.make_evaluator = rsim::make_lua_evaluator;
-  const ServingTables t = serve_scenario(s, cat, opt);
+  const ServingTables t = serve_text(y, "scenarios/replay.yaml");
   REQUIRE(t.runs.size() == 1);
   const Summary& m = t.runs[0].summary;
   CHECK(m.finished == 300);
@@ -384,13 +389,7 @@ TEST_CASE("serving: two platforms in one scenario are each priced on their own r
   // memory bound, so the 4090's TPOT is the larger, by at most the bandwidth ratio 3.35 / 1.008 = 3.3
   const std::string y = "name: two\nplatforms: [h100_sxm, rtx4090]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
                         "  workload: {requests: 16, concurrency: 4, prompt: {mean: 64}, output: {mean: 32}}\n  engine: {kv_blocks: 1000}\n";
-  rsim::Scenario s = rsim::parse_scenario(y, rsim::test::src("scenarios/two.yaml"));
-  rsim::ScriptSetup setup = rsim::setup_scripts(s);
-  rsim::Catalog cat(rsim::test::src("hardware"));
-  rsim::RunOptions opt;
-  opt.ops = &setup.ops;
-  opt.make_evaluator = rsim::make_lua_evaluator;
-  const ServingTables t = serve_scenario(s, cat, opt);
+  const ServingTables t = serve_text(y, "scenarios/two.yaml");
   REQUIRE(t.runs.size() == 2);
   CHECK(t.runs[0].platform == "h100_sxm");
   CHECK(t.runs[1].platform == "rtx4090");
