@@ -67,7 +67,7 @@ const std::vector<std::string> kScales = {"auto", "linear", "log"};
 }  // namespace
 
 const std::vector<std::string>& plot_kinds() {
-  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare", "serving_curve", "timeline"};
+  static const std::vector<std::string> k = {"roofline", "trend", "layers", "heatmap", "compare", "serving_curve", "timeline", "latency_cdf"};
   return k;
 }
 
@@ -121,6 +121,25 @@ std::vector<MapDef> build() {
            {"workload", map_of("serving.workload"), true, "The requests: a trace file, or synthetic arrivals and lengths (an open loop at a rate, or a closed loop at a concurrency)."},
            {"engine", map_of("serving.engine"), false, "The engine's scheduler, limits and KV cache (vLLM's defaults)."},
            {"slo", map_of("serving.slo"), false, "Latency targets: goodput counts the requests that meet both."},
+           {"deployment", map_of("serving.deployment"), false, "Engines behind a router (data-parallel replicas), or disaggregated prefill and decode pools with the KV cache moved between them."},
+       }},
+      {"serving.deployment", "The engines a workload is spread over",
+       {
+           {"replicas", integer(1, 1e5), false, "Data-parallel copies of the engine (default 1), each with the network's own parallel: GPUs."},
+           {"router", choice({"least_loaded", "round_robin"}), false, "Which engine a request goes to: least_loaded (default: the fewest unfinished requests, the lowest index on a tie) or round_robin (in arrival order)."},
+           {"disaggregated", map_of("serving.disaggregated"), false, "Prefill and decode on separate engines: a prefill engine computes the prompt, its KV cache moves to a decode engine, which computes the prompt's last token again and decodes (vLLM's KV connectors). Replaces replicas."},
+       }},
+      {"serving.disaggregated", "Disaggregated prefill and decode",
+       {
+           {"prefill", map_of("serving.pool"), false, "The prefill pool (default 1 engine)."},
+           {"decode", map_of("serving.pool"), false, "The decode pool (default 1 engine)."},
+           {"link", str(), false, "The platform's interconnect level the KV cache moves over, by name (default: its last level, between nodes)."},
+           {"bandwidth", qty(Dim::ByteRate), false, "The KV transfer's bandwidth per GPU instead of a link's (e.g. '50 GB/s')."},
+           {"latency", qty(Dim::Time), false, "The KV transfer's latency per request instead of a link's (e.g. '5 us')."},
+       }},
+      {"serving.pool", "A pool of engines",
+       {
+           {"replicas", integer(1, 1e5), false, "Engines in the pool (default 1)."},
        }},
       {"serving.workload", "The requests an engine is sent",
        {
@@ -476,6 +495,12 @@ std::vector<MapDef> build() {
                 false, "A serving.csv column (default ttft_p99_s)."},
                {"xscale", choice(kScales), false, "Axis scale."},
                {"yscale", choice(kScales), false, "Axis scale."},
+           }),
+      plot("latency_cdf", "The distribution of a served latency: the share of requests (token gaps, for itl) at or below each time, a line per served run, the SLO dashed",
+           {
+               {"y", choice({"ttft", "tpot", "e2e", "itl"}), false, "ttft (default), tpot, e2e (per request) or itl (every gap between tokens)."},
+               {"point", integer(0, 0), false, "Only this sweep point (default: every point, a line each)."},
+               {"xscale", choice(kScales), false, "The latency axis' scale (default auto: log when the times span more than 20×)."},
            }),
       plot("timeline", "A served run second by second: running and waiting requests, or the KV cache's use (timeline.csv)",
            {

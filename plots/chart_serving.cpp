@@ -92,10 +92,88 @@ std::vector<BuiltFigure> timeline_figures(const PlotSpec& spec, const serving::S
   return figs;
 }
 
+// A served latency's distribution: the share of requests (gaps, for itl) at or below each time, a
+// line per run (point × platform × network), the SLO dashed, p50/p90/p99 dotted
+std::vector<BuiltFigure> cdf_figure(const PlotSpec& spec, const serving::ServingTables& t, const Scenario& s) {
+  BuiltFigure out;
+  Figure& f = out.figure;
+  f.width = spec.width, f.height = spec.height;
+  std::set<std::string> nets, plats;
+  std::set<size_t> points;
+  for (const auto& r : t.runs) nets.insert(r.network), plats.insert(r.platform), points.insert(r.point);
+  const std::string metric = spec.y;
+  std::string upper = metric;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  out.data_csv = csv_line({"point", "platform", "network", "share", metric + "_s"});
+  std::vector<double> xs;
+  double slo = 0;
+  size_t shown = 0;
+  for (const auto& r : t.runs) {
+    if (spec.point >= 0 && r.point != static_cast<size_t>(spec.point)) continue;
+    if (!shows_network(spec, r.network)) continue;
+    if (!spec.platforms.empty() && std::find(spec.platforms.begin(), spec.platforms.end(), r.platform) == spec.platforms.end()) continue;
+    std::vector<double> v;
+    if (metric == "itl") {
+      v.assign(r.sim.itl_s.begin(), r.sim.itl_s.end());
+    } else {
+      for (const serving::Outcome& o : r.sim.requests) {
+        if (!o.done()) continue;
+        const double x = metric == "ttft" ? o.first_token_s - o.arrival_s : metric == "e2e" ? o.finish_s - o.arrival_s : serving::tpot_of(o);
+        if (std::isfinite(x)) v.push_back(x);
+      }
+    }
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    // the empirical distribution as steps, at most ~2,000 order statistics (the ends kept)
+    const size_t n = v.size(), stride = std::max<size_t>(1, n / 2000);
+    std::vector<P> pts;
+    for (size_t i = 0; i < n; i += stride) {
+      const size_t j = std::min(n - 1, i + stride - 1);
+      pts.push_back({v[i], static_cast<double>(i) / static_cast<double>(n)});
+      pts.push_back({v[j], static_cast<double>(j + 1) / static_cast<double>(n)});
+    }
+    for (const P& q : pts) out.data_csv += csv_line({std::to_string(r.point), r.platform, r.network, format_number(q.y), format_number(q.x)});
+    xs.push_back(v.front()), xs.push_back(v.back());
+    std::string name;
+    if (points.size() > 1 && spec.point < 0) name = r.bindings.empty() ? "point " + std::to_string(r.point) : bindings_text(r.bindings);
+    if (plats.size() > 1) name += (name.empty() ? "" : " · ") + r.platform;
+    if (nets.size() > 1) name += (name.empty() ? "" : " · ") + r.network;
+    if (name.empty()) name = r.network + " on " + r.platform;
+    Line L;
+    L.pts = pts;
+    L.style = LineStyle{palette(shown), 1.5, dash_cycle(shown)};
+    f.lines.push_back(L);
+    f.legend.push_back(LegendEntry{name, true, L.style, false, {}, {}});
+    ++shown;
+    if (metric == "ttft") slo = std::max(slo, r.slo.ttft_s);
+    if (metric == "tpot" || metric == "itl") slo = std::max(slo, r.slo.tpot_s);
+  }
+  if (slo > 0) xs.push_back(slo);
+  auto_range(f.x, xs, spec.xscale == "auto" ? "auto" : spec.xscale, false);
+  linear_range(f.y, 0, 1, true);
+  f.x.title = upper + " [s]";
+  f.x.unit = "s";
+  f.y.title = metric == "itl" ? "Share of token gaps at or below" : "Share of requests at or below";
+  for (double q : {0.5, 0.9, 0.99}) {
+    char b[16];
+    std::snprintf(b, sizeof b, "p%g", 100 * q);
+    f.refs.push_back(Reference{false, q, LineStyle{rgb(0x999999), 0.6, Dash::Dotted}, b});
+  }
+  if (slo > 0) f.refs.push_back(Reference{true, slo, LineStyle{rgb(0x222222), 1.0, Dash::Dashed}, "SLO " + si(slo, "s", 3)});
+  const char* what = metric == "ttft" ? "Time to first token" : metric == "tpot" ? "Time per output token" : metric == "e2e" ? "End-to-end latency" : "Inter-token latency";
+  f.title = spec.title.empty() ? std::string(what) + " distribution" + (nets.size() == 1 ? " — " + *nets.begin() : "") : spec.title;
+  f.subtitle = s.name + (spec.point >= 0 && !t.runs.empty() ? " · point " + std::to_string(spec.point) : "") + " · served under load (docs/serving.md)" +
+               (metric == "itl" ? " · every gap between tokens, pooled" : " · finished requests") + (slo > 0 ? " · dashed: the SLO" : "");
+  out.name = spec.name.empty() ? "cdf_" + metric : spec.name;
+  out.spec = &spec;
+  return {out};
+}
+
 }  // namespace
 
 std::vector<BuiltFigure> serving_figures(const PlotSpec& spec, const serving::ServingTables& t, const Scenario& s) {
   if (spec.kind == Kind::Timeline) return timeline_figures(spec, t, s);
+  if (spec.kind == Kind::LatencyCdf) return cdf_figure(spec, t, s);
   BuiltFigure out;
   Figure& f = out.figure;
   f.width = spec.width, f.height = spec.height;

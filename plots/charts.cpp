@@ -152,10 +152,14 @@ std::vector<BuiltFigure> build_figures_as_given(const PlotSpec& spec, const RunR
       break;
     case Kind::ServingCurve:  // drawn from the serving runs (plots/chart_serving.hpp), once they are served
     case Kind::Timeline:
+    case Kind::LatencyCdf:
       if (s.serving.is_null())
-        throw ConfigError(spec.loc, std::string("a ") + (spec.kind == Kind::Timeline ? "timeline" : "serving_curve") + " draws the serving: section's runs; this scenario has none",
+        throw ConfigError(spec.loc,
+                          std::string("a ") + (spec.kind == Kind::Timeline ? "timeline" : spec.kind == Kind::LatencyCdf ? "latency_cdf" : "serving_curve") +
+                              " draws the serving: section's runs; this scenario has none",
                           {Note{{}, "add serving: (docs/serving.md)"}});
-      if (spec.kind == Kind::Timeline && (spec.point < 0 || static_cast<size_t>(spec.point) >= static_cast<size_t>(point_count(s.sweep))))
+      if ((spec.kind == Kind::Timeline || (spec.kind == Kind::LatencyCdf && spec.point >= 0)) &&
+          (spec.point < 0 || static_cast<size_t>(spec.point) >= static_cast<size_t>(point_count(s.sweep))))
         throw ConfigError(spec.loc, "plot point " + std::to_string(spec.point) + " is out of range: the run has " + std::to_string(static_cast<size_t>(point_count(s.sweep))) + " points");
       break;
     case Kind::Compare: {  // every platform (or what-if variant) on one figure, a figure per network
@@ -403,9 +407,11 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     else if (kind == "compare") p.kind = Kind::Compare;
     else if (kind == "serving_curve") p.kind = Kind::ServingCurve;
     else if (kind == "timeline") p.kind = Kind::Timeline;
+    else if (kind == "latency_cdf") p.kind = Kind::LatencyCdf;
     else if (!kind.empty()) {
-      std::string hint = did_you_mean(kind, kinds);
-      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: roofline, trend, layers, heatmap, compare, serving_curve, timeline" : hint}});
+      std::string hint = did_you_mean(kind, kinds), all;
+      for (const std::string& k : kinds) all += (all.empty() ? "" : ", ") + k;
+      d.error(item.find("kind")->loc, "unknown plot kind '" + kind + "'", {Note{{}, hint.empty() ? "kinds: " + all : hint}});
       continue;
     } else {
       continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
@@ -528,6 +534,12 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
       case Kind::Timeline:
         p.y = "requests";
         str("y", p.y, table_choices("y"));
+        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+        break;
+      case Kind::LatencyCdf:
+        p.y = "ttft", p.point = -1;
+        str("y", p.y, table_choices("y"));
+        str("xscale", p.xscale, table_choices("xscale"));
         if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
         break;
       case Kind::ServingCurve:

@@ -11,7 +11,7 @@
 
 namespace rsim::plots {
 
-enum class Kind { Roofline, Trend, Layers, Heatmap, Compare, ServingCurve, Timeline };
+enum class Kind { Roofline, Trend, Layers, Heatmap, Compare, ServingCurve, Timeline, LatencyCdf };
 
 struct PlotSpec {
   Kind kind = Kind::Roofline;
@@ -32,7 +32,7 @@ struct PlotSpec {
   std::string op;                      // trend with x = layer: only layers of this op
   std::string xscale = "auto", yscale = "auto";  // auto | linear | log
   std::string metric = "time_s";       // layers: time_s | flops | bytes | intensity
-  long long point = 0;                 // layers, compare: which sweep point
+  long long point = 0;                 // layers, compare, timeline: which sweep point (latency_cdf: −1, every point)
   std::string baseline;                // compare: the platform the times are divided by (speedups on the bars); "": times
   SourceLoc baseline_loc;
   std::string value = "derated_time_s";  // heatmap: a summary column

@@ -20,7 +20,7 @@ std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, co
   for (const PlotSpec& spec : specs) {
     std::vector<BuiltFigure> built;
     try {
-      if (spec.kind == Kind::ServingCurve || spec.kind == Kind::Timeline) {
+      if (spec.kind == Kind::ServingCurve || spec.kind == Kind::Timeline || spec.kind == Kind::LatencyCdf) {
         if (!serving) continue;
         built = serving_figures(resolved(spec), *serving, s);
         apply_style(spec, built);

@@ -23,6 +23,7 @@ heatmap|study_avx512_16core_grid|heatmap_avx512_16core|heatmap over a two-variab
 heatmap (LLM decode)|llm_decode|tokens_h100_fp16|decode throughput over context × batch (cell values at screen size, where they fit: 1.53k)
 compare|study_compare|speedup_resnet50_b32|a bar per GPU of ResNet-50's time at batch 32 in its parts (work by bound, launch overhead), over the A100's, with the speedup after each bar
 serving curve|serving_llama3_h100|serving_ttft_p99_s_vs_rate|a served LLM's p99 time to first token against the Poisson arrival rate (a request-level simulation), the SLO dashed
+latency CDF|serving_replicas_h100|cdf_ttft|the distribution of time to first token at 60 requests/s on 1, 2 and 4 H100 engines behind a least-loaded router (a request-level simulation), p50/p90/p99 dotted, the SLO dashed
 trend (memory footprint)|llm_footprint|footprint|memory footprint against context (binary ticks: 1 Ki … 128 Ki), each GPU's memory size as a labelled reference
 LIST
 

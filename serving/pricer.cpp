@@ -71,7 +71,9 @@ BatchPricer::BatchPricer(PointEvaluator& ev, const Scenario& base, const Point& 
     sc_[m] = std::move(sc);
   }
   // one GPU's capacity figures, from a one-token step
-  const SummaryRow& s = run(1, 1, 1, 0).summary.at(0);
+  const PointResult& one = run(1, 1, 1, 0);
+  const SummaryRow& s = one.summary.at(0);
+  if (!one.platforms.empty() && one.platforms[0]) links_ = one.platforms[0]->interconnect;
   weights_ = s.weight_footprint_bytes, kv_per_token_ = s.kv_bytes_per_token, memory_ = s.memory_size_bytes, gpus_ = s.gpus;
   network_name_ = s.network, platform_name_ = s.platform;
 }

@@ -44,6 +44,8 @@ class BatchPricer {
   double memory_bytes() const { return memory_; }  // 0: the platform states no memory size
   double activation_bytes(long long tokens);
   double gpus() const { return gpus_; }
+  // the platform's interconnect levels, fastest first (a disaggregated deployment's KV transfer)
+  const std::vector<InterconnectLevel>& links() const { return links_; }
   const std::string& network_name() const { return network_name_; }
   const std::string& platform_name() const { return platform_name_; }
   long long evaluations() const { return evaluations_; }
@@ -79,6 +81,7 @@ class BatchPricer {
   std::map<long long, double> lm_head_;   // by sequences sampling
   std::map<long long, double> activations_;
   double weights_ = 0, kv_per_token_ = 0, memory_ = 0, gpus_ = 1;
+  std::vector<InterconnectLevel> links_;
   std::string network_name_, platform_name_;
   long long evaluations_ = 0;
 

@@ -130,6 +130,84 @@ void read_engine(const CNode& node, ServingSpec& sp, Diags& d) {
   m.finish();
 }
 
+void read_deployment(const CNode& node, ServingSpec& sp, Diags& d) {
+  MapReader m(node, keys::map("serving.deployment"), "deployment", d);
+  if (!m.ok()) return;
+  Deployment& dep = sp.deployment;
+  sp.deployment_loc = node.loc;
+  if (const CNode* v = m.get("replicas")) dep.replicas = to_integer(*v, d, "replicas").value_or(1);
+  if (const CNode* v = m.get("router"))
+    dep.router = to_string(*v, d, "router").value_or("least_loaded") == "round_robin" ? Deployment::Router::RoundRobin : Deployment::Router::LeastLoaded;
+  if (const CNode* v = m.get("disaggregated")) {
+    dep.disaggregated = true;
+    if (const CNode* r = node.find("replicas"))
+      d.error(r->loc, "replicas and disaggregated: do not go together", {Note{v->loc, "give each pool its engines: disaggregated: {prefill: {replicas: P}, decode: {replicas: D}}"}});
+    MapReader g(*v, keys::map("serving.disaggregated"), "disaggregated", d);
+    if (g.ok()) {
+      auto pool = [&](const char* k, long long& dst) {
+        if (const CNode* x = g.get(k)) {
+          MapReader pm(*x, keys::map("serving.pool"), k, d);
+          if (!pm.ok()) return;
+          if (const CNode* r = pm.get("replicas")) dst = to_integer(*r, d, "replicas").value_or(1);
+          pm.finish();
+        }
+      };
+      pool("prefill", dep.prefill_replicas), pool("decode", dep.decode_replicas);
+      if (const CNode* x = g.get("link")) sp.link = to_string(*x, d, "link").value_or(""), sp.link_loc = x->loc;
+      if (const CNode* x = g.get("bandwidth")) {
+        const QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::ByteRate) : QuantityResult{std::nullopt, "a bandwidth such as '50 GB/s'"};
+        if (!q.value || !(*q.value > 0)) d.error(x->loc, "bandwidth: " + (q.value ? std::string("must be above 0") : q.error));
+        else sp.link_bandwidth = *q.value;
+        if (sp.link_loc.known()) d.error(x->loc, "give link or bandwidth (and latency), not both", {Note{sp.link_loc, "the link"}});
+      }
+      if (const CNode* x = g.get("latency")) {
+        const QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::Time) : QuantityResult{std::nullopt, "a time such as '5 us'"};
+        if (!q.value || !(*q.value >= 0)) d.error(x->loc, "latency: " + (q.value ? std::string("must be 0 or more") : q.error));
+        else sp.link_latency_s = *q.value;
+        if (sp.link_loc.known()) d.error(x->loc, "give link or latency (and bandwidth), not both", {Note{sp.link_loc, "the link"}});
+      }
+      g.finish();
+    }
+  }
+  m.finish();
+}
+
+// A disaggregated deployment's KV transfer: the KV bytes a token per GPU, over the named level
+// (default the platform's last, between nodes) or the given bandwidth and latency
+void set_transfer(const ServingSpec& sp, const BatchPricer& pricer, Deployment& dep) {
+  if (!dep.disaggregated) return;
+  dep.kv_bytes_per_token = pricer.kv_bytes_per_token();
+  if (sp.link_bandwidth > 0) {
+    dep.link_bandwidth_bytes_per_s = sp.link_bandwidth, dep.link_latency_s = std::max(0.0, sp.link_latency_s), dep.link_name = "given";
+    return;
+  }
+  const std::vector<InterconnectLevel>& links = pricer.links();
+  const InterconnectLevel* l = links.empty() ? nullptr : &links.back();
+  if (!sp.link.empty()) {
+    l = nullptr;
+    std::string names;
+    for (const InterconnectLevel& x : links) {
+      names += (names.empty() ? "" : ", ") + x.name;
+      if (x.name == sp.link) l = &x;
+    }
+    if (!l)
+      throw ConfigError(sp.link_loc, "platform '" + pricer.platform_name() + "' has no interconnect level '" + sp.link + "'",
+                        {Note{{}, names.empty() ? std::string("it states no interconnect: give bandwidth and latency") : "its levels: " + names}});
+  }
+  if (!l)
+    throw ConfigError(sp.deployment_loc, "platform '" + pricer.platform_name() + "' states no interconnect for the KV cache's transfer",
+                      {Note{{}, "give disaggregated: {bandwidth: '50 GB/s', latency: '5 us'}, or an interconnect: level on the platform"}});
+  dep.link_bandwidth_bytes_per_s = l->bandwidth_bytes_per_s, dep.link_latency_s = sp.link_latency_s >= 0 ? sp.link_latency_s : l->latency_s, dep.link_name = l->name;
+}
+
+// " × 2 engines (least loaded)", " (1 prefill + 2 decode engines, KV over NVLink 4)"; "" for one engine
+std::string deployment_text(const Deployment& d) {
+  if (d.disaggregated)
+    return " (" + std::to_string(d.prefill_replicas) + " prefill + " + std::to_string(d.decode_replicas) + " decode engines, KV over " + d.link_name + ")";
+  if (d.replicas > 1) return " × " + std::to_string(d.replicas) + " engines (" + (d.router == Deployment::Router::RoundRobin ? "round robin" : "least loaded") + ")";
+  return "";
+}
+
 std::string cell(double v) { return std::isfinite(v) ? format_number(v) : ""; }
 
 std::string csv_text(const std::string& s) {
@@ -178,6 +256,7 @@ ServingSpec read_serving(const CNode& node, const std::string& scenario_path, Di
   if (!m.ok()) return sp;
   if (const CNode* v = m.require("workload")) read_workload(*v, scenario_path, sp, d);
   if (const CNode* v = m.get("engine")) read_engine(*v, sp, d);
+  if (const CNode* v = m.get("deployment")) read_deployment(*v, sp, d);
   if (const CNode* v = m.get("slo")) {
     MapReader sl(*v, keys::map("serving.slo"), "slo", d);
     auto time = [&](const char* k, double& dst) {
@@ -236,7 +315,7 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
   const std::vector<std::string> vars = sweep_names(s.sweep);
   std::string head = "point";
   for (const auto& v : vars) head += "," + v;
-  out.requests_csv = "point,platform,network,request,arrival_s,prompt_tokens,output_tokens,cached_tokens,scheduled_s,first_token_s,finish_s,ttft_s,tpot_s,e2e_s,preemptions,replica,note\n";
+  out.requests_csv = "point,platform,network,request,arrival_s,prompt_tokens,output_tokens,cached_tokens,scheduled_s,first_token_s,finish_s,ttft_s,tpot_s,e2e_s,preemptions,replica,decode_replica,kv_transfer_s,note\n";
   out.serving_csv = head +
                     ",platform,network,requests,duration_s,requests_per_s,input_tokens_per_s,output_tokens_per_s,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,"
                     "tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,itl_mean_s,itl_p50_s,itl_p90_s,itl_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,"
@@ -281,8 +360,10 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
         if (cfg.kv_blocks <= 0) cfg.kv_blocks = derive_blocks(sp, pricer, net);
         ServedRun run;
         run.point = pi, run.bindings = p.bindings, run.platform = pricer.platform_name(), run.network = pricer.network_name();
-        run.kv_blocks = cfg.kv_blocks, run.gpus = pricer.gpus(), run.slo = sp.slo;
-        run.sim = simulate(requests, cfg, pricer.step_cost());
+        Deployment dep = sp.deployment;
+        set_transfer(sp, pricer, dep);
+        run.kv_blocks = cfg.kv_blocks, run.gpus = pricer.gpus() * static_cast<double>(dep.engines()), run.slo = sp.slo, run.deployment = dep;
+        run.sim = simulate(requests, cfg, pricer.step_cost(), false, dep);
         run.summary = summarize(run.sim, sp.slo);
         out.runs.push_back(std::move(run));
       }
@@ -294,7 +375,8 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
       out.requests_csv += key + "," + std::to_string(i) + "," + cell(o.arrival_s) + "," + std::to_string(o.prompt) + "," + std::to_string(o.output) + "," +
                           std::to_string(o.cached_tokens) + "," + cell(o.scheduled_s) + "," + cell(o.first_token_s) + "," + cell(o.finish_s) + "," +
                           cell(o.first_token_s - o.arrival_s) + "," + cell(tpot_of(o)) + "," + cell(o.finish_s - o.arrival_s) + "," +
-                          std::to_string(o.preemptions) + ",0," + csv_text(o.note) + "\n";
+                          std::to_string(o.preemptions) + "," + std::to_string(o.replica) + "," + (o.decode_replica >= 0 ? std::to_string(o.decode_replica) : "") + "," +
+                          cell(o.kv_transfer_s) + "," + csv_text(o.note) + "\n";
     }
     const Summary& m = r.summary;
     std::string row = std::to_string(r.point);
@@ -312,9 +394,9 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
       out.timeline_csv += key + "," + cell(x.t) + "," + std::to_string(x.running) + "," + std::to_string(x.waiting) + "," + cell(x.kv_usage) + "," +
                           cell(x.prompt_tokens) + "," + cell(x.output_tokens) + "\n";
     }
-    char line[512];
-    std::snprintf(line, sizeof line, "%s on %s%s: %lld of %lld requests in %.3g s; TTFT p50 %s, p99 %s; TPOT p50 %s; E2E p50 %s; %lld KV blocks%s\n", r.network.c_str(),
-                  r.platform.c_str(), r.bindings.empty() ? "" : (" (" + bindings_text(r.bindings) + ")").c_str(), m.finished, m.requests, m.duration_s,
+    char line[640];
+    std::snprintf(line, sizeof line, "%s on %s%s%s: %lld of %lld requests in %.3g s; TTFT p50 %s, p99 %s; TPOT p50 %s; E2E p50 %s; %lld KV blocks%s\n", r.network.c_str(),
+                  r.platform.c_str(), deployment_text(r.deployment).c_str(), r.bindings.empty() ? "" : (" (" + bindings_text(r.bindings) + ")").c_str(), m.finished, m.requests, m.duration_s,
                   si(m.ttft[1], "s", 3).c_str(), si(m.ttft[3], "s", 3).c_str(), si(m.tpot[1], "s", 3).c_str(), si(m.e2e[1], "s", 3).c_str(), r.kv_blocks,
                   r.sim.queue_unbounded ? "; the queue grew without bound (the run was cut)" : "");
     out.text += line;
@@ -363,7 +445,7 @@ std::string serving_json(const ServingTables& t) {
     o += ",\"goodput_requests_per_s\":" + json_number(m.goodput_requests_per_s) + ",\"slo_attainment\":" + json_number(m.slo_attainment) +
          ",\"mean_running\":" + json_number(m.mean_running) + ",\"max_running\":" + std::to_string(m.max_running) + ",\"mean_kv_usage\":" +
          json_number(m.mean_kv_usage) + ",\"preemptions\":" + std::to_string(m.preemptions) + ",\"prefix_hit_rate\":" + json_number(m.prefix_hit_rate) +
-         ",\"gpus\":" + json_number(r.gpus) + ",\"kv_blocks\":" + std::to_string(r.kv_blocks) + ",\"queue_unbounded\":" + (r.sim.queue_unbounded ? "true" : "false") + "}";
+         ",\"gpus\":" + json_number(r.gpus) + ",\"engines\":" + std::to_string(r.deployment.engines()) + ",\"kv_blocks\":" + std::to_string(r.kv_blocks) + ",\"queue_unbounded\":" + (r.sim.queue_unbounded ? "true" : "false") + "}";
   }
   return o + "]}";
 }

@@ -21,6 +21,10 @@ struct ServingSpec {
   double gpu_memory_utilization = 0.9;
   std::string prefill_execution, decode_execution = "graph";
   Slo slo;
+  Deployment deployment;  // its KV transfer's figures come from the pricer and the platform
+  std::string link;       // disaggregated: the interconnect level by name ("" = the last)
+  SourceLoc link_loc, deployment_loc;
+  double link_bandwidth = 0, link_latency_s = -1;  // given instead of a link's (0, −1: not given)
 };
 
 // The substituted `serving:` node; errors into `d` (located). `scenario_path` places a trace.
@@ -32,8 +36,9 @@ struct ServedRun {
   Env bindings;
   std::string platform, network;
   long long kv_blocks = 0;
-  double gpus = 1;
+  double gpus = 1;  // of the whole deployment
   Slo slo;  // the point's targets
+  Deployment deployment;
   Simulation sim;
   Summary summary;
 };

@@ -80,107 +80,123 @@ struct Seq {
   long long blocks = 0, shared = 0;  // blocks held; of them, the leading ones from the cache
   double last_token_s = 0;
   bool scheduled = false;
+  bool transferred = false;  // its prompt's KV cache came from a prefill engine (until a preemption)
+};
+
+// What the engines of a deployment share: the requests, their state and their outcomes
+struct Shared {
+  const std::vector<Request>& req;
+  const EngineConfig& cfg;
+  const StepCost& cost;
+  bool keep;
+  std::vector<Seq> seqs;
+  Simulation sim;
 };
 
 class Engine {
  public:
-  Engine(const std::vector<Request>& reqs, const EngineConfig& cfg, const StepCost& cost, bool keep)
-      : req_(reqs), cfg_(cfg), cost_(cost), keep_(keep), pool_(cfg.kv_blocks), seqs_(reqs.size()) {
-    sim_.requests.resize(reqs.size());
-    size_t gaps = 0;
-    for (const Request& r : reqs) gaps += static_cast<size_t>(std::max(0LL, r.output - 1));
-    sim_.itl_s.reserve(gaps);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      Outcome& o = sim_.requests[i];
-      o.arrival_s = reqs[i].arrival_s, o.prompt = reqs[i].prompt, o.output = reqs[i].output;
-      seqs_[i].prompt = reqs[i].prompt, seqs_[i].output = reqs[i].output;
-    }
+  enum class Role { Both, Prefill, Decode };
+  Engine(Shared& sh, long long id, Role role) : sh_(sh), cfg_(sh.cfg), id_(id), role_(role), pool_(sh.cfg.kv_blocks) {}
+  // a request routed here at t (the engine, idle, wakes at t)
+  void enqueue(size_t i, double t) {
+    if (!active()) now_ = std::max(now_, t);
+    stalled_ = false;
+    waiting_.push_back(i);
   }
-  Simulation run();
+  bool active() const { return !stalled_ && (!waiting_.empty() || !running_.empty()); }
+  double now() const { return now_; }
+  long long load() const { return static_cast<long long>(waiting_.size() + running_.size()); }
+  long long running() const { return static_cast<long long>(running_.size()); }
+  long long step_running() const { return step_running_; }  // running during the last step
+  Role role() const { return role_; }
+  // One iteration from now(): the requests it ends (finished; a prefill engine's: prefilled) into
+  // `done`. False when nothing could be scheduled (the engine stalls until a request comes).
+  bool step(std::vector<size_t>& done);
+  // a request no schedule can serve: its note
+  static bool never_fits(Shared& sh, size_t i, long long total_blocks);
+  std::vector<Sample> timeline;
+  double running_time = 0, kv_time = 0;
+  long long iterations = 0;
 
  private:
-  const std::vector<Request>& req_;
+  Shared& sh_;
   const EngineConfig& cfg_;
-  const StepCost& cost_;
-  bool keep_;
+  long long id_;
+  Role role_;
   BlockPool pool_;
-  std::vector<Seq> seqs_;
-  Simulation sim_;
   std::deque<size_t> waiting_;
   std::vector<size_t> running_;
-  size_t next_ = 0;  // the next request not yet arrived (or, in a closed loop, not yet sent)
-  long long in_flight_ = 0;
   double now_ = 0;
+  bool stalled_ = false;
+  long long step_running_ = 0;
 
-  bool never_fits(size_t i);
-  void arrive();
+  void release(size_t i);
   void preempt(size_t i);
   bool schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode);
   void schedule_static(std::vector<Work>& prefill, std::vector<Work>& decode);
-  bool admit(size_t i, long long budget, std::vector<Work>& prefill);
-  void finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start);
+  long long admit(size_t i, long long budget, std::vector<Work>& prefill, std::vector<Work>& decode);
+  void finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start, std::vector<size_t>& done);
   void sample(double start, double end);
 };
 
 // A request that no schedule can serve gets a note and no times
-bool Engine::never_fits(size_t i) {
-  const Seq& s = seqs_[i];
-  std::string& note = sim_.requests[i].note;
-  if (cfg_.max_context > 0 && s.prompt + s.output > cfg_.max_context)
-    note = "prompt + output = " + std::to_string(s.prompt + s.output) + " tokens, over the model's context of " + std::to_string(cfg_.max_context);
-  else if (pool_.bounded() && ceil_div(s.prompt + s.output, cfg_.block_size) > pool_.total())
-    note = "needs " + std::to_string(ceil_div(s.prompt + s.output, cfg_.block_size)) + " KV blocks; the cache holds " + std::to_string(pool_.total());
-  else if (cfg_.scheduler == EngineConfig::Scheduler::Vllm && !cfg_.chunked_prefill && s.prompt > cfg_.max_num_batched_tokens)
-    note = "a prompt of " + std::to_string(s.prompt) + " tokens, over max_num_batched_tokens " + std::to_string(cfg_.max_num_batched_tokens) + " without chunked prefill";
+bool Engine::never_fits(Shared& sh, size_t i, long long total_blocks) {
+  const EngineConfig& cfg = sh.cfg;
+  const Seq& s = sh.seqs[i];
+  std::string& note = sh.sim.requests[i].note;
+  if (cfg.max_context > 0 && s.prompt + s.output > cfg.max_context)
+    note = "prompt + output = " + std::to_string(s.prompt + s.output) + " tokens, over the model's context of " + std::to_string(cfg.max_context);
+  else if (total_blocks > 0 && ceil_div(s.prompt + s.output, cfg.block_size) > total_blocks)
+    note = "needs " + std::to_string(ceil_div(s.prompt + s.output, cfg.block_size)) + " KV blocks; the cache holds " + std::to_string(total_blocks);
+  else if (cfg.scheduler == EngineConfig::Scheduler::Vllm && !cfg.chunked_prefill && s.prompt > cfg.max_num_batched_tokens)
+    note = "a prompt of " + std::to_string(s.prompt) + " tokens, over max_num_batched_tokens " + std::to_string(cfg.max_num_batched_tokens) + " without chunked prefill";
   return !note.empty();
 }
 
-void Engine::arrive() {
-  const bool closed = cfg_.concurrency > 0;
-  while (next_ < req_.size()) {
-    if (closed ? in_flight_ >= cfg_.concurrency : req_[next_].arrival_s > now_) break;
-    const size_t i = next_++;
-    if (closed) sim_.requests[i].arrival_s = now_;
-    if (never_fits(i)) continue;
-    waiting_.push_back(i);
-    ++in_flight_;
-  }
+// its blocks back to the pool (cached ones released, private ones freed)
+void Engine::release(size_t i) {
+  Seq& s = sh_.seqs[i];
+  for (long long b = 0; b < s.shared; ++b) pool_.release(sh_.req[i].block_hashes[static_cast<size_t>(b)]);
+  pool_.free_private(s.blocks - s.shared);
+  s.blocks = s.shared = 0;
 }
 
 // Recompute preemption: its blocks back to the pool, to the front of the queue, computed again
 void Engine::preempt(size_t i) {
-  Seq& s = seqs_[i];
-  for (long long b = 0; b < s.shared; ++b) pool_.release(req_[i].block_hashes[static_cast<size_t>(b)]);
-  pool_.free_private(s.blocks - s.shared);
-  s.blocks = s.shared = s.computed = 0;
-  ++sim_.requests[i].preemptions;
-  ++sim_.preemptions;
+  release(i);
+  Seq& s = sh_.seqs[i];
+  s.computed = 0, s.transferred = false;
+  ++sh_.sim.requests[i].preemptions;
+  ++sh_.sim.preemptions;
   waiting_.push_front(i);
 }
 
-// A waiting request into the batch, with the prompt blocks the cache holds; false when its next
-// tokens do not fit the budget (without chunked prefill) or the free blocks
-bool Engine::admit(size_t i, long long budget, std::vector<Work>& prefill) {
-  Seq& s = seqs_[i];
-  const std::vector<uint64_t>& h = req_[i].block_hashes;
-  long long hits = 0, evictable = 0;
-  if (cfg_.prefix_caching && s.computed == 0)  // at least one token computed: the last is never read from the cache
-    hits = pool_.lookup(h, (s.prompt + s.generated - 1) / cfg_.block_size, evictable);
-  const long long start = hits * cfg_.block_size, need = s.prompt + s.generated - start;
+// A waiting request into the batch, with the prompt blocks the cache holds (or, transferred, its
+// prompt's KV cache but the last token); false when its next tokens do not fit the budget (without
+// chunked prefill) or the free blocks (0 tokens)
+long long Engine::admit(size_t i, long long budget, std::vector<Work>& prefill, std::vector<Work>& decode) {
+  Seq& s = sh_.seqs[i];
+  const std::vector<uint64_t>& h = sh_.req[i].block_hashes;
+  long long hits = 0, evictable = 0, start = 0;
+  if (s.transferred) start = s.prompt - 1;
+  else if (cfg_.prefix_caching && s.computed == 0)  // at least one token computed: the last is never read from the cache
+    hits = pool_.lookup(h, (s.prompt + s.generated - 1) / cfg_.block_size, evictable), start = hits * cfg_.block_size;
+  const long long need = s.prompt + s.generated - start;
   const long long n = cfg_.chunked_prefill ? std::min(need, budget) : need;
-  if (n > budget) return false;
+  if (n > budget) return 0;
   const long long blocks = ceil_div(start + n, cfg_.block_size) - hits;
-  if (blocks + evictable > pool_.available()) return false;
+  if (blocks + evictable > pool_.available()) return 0;
   for (long long b = 0; b < hits; ++b) pool_.acquire(h[static_cast<size_t>(b)]);
   pool_.alloc(blocks);
   s.shared = hits, s.blocks = hits + blocks, s.computed = start;
+  Outcome& o = sh_.sim.requests[i];
   if (!s.scheduled) {
     s.scheduled = true;
-    sim_.requests[i].scheduled_s = now_;
-    sim_.requests[i].cached_tokens = start;
+    o.scheduled_s = now_;
+    o.cached_tokens = start;
   }
-  prefill.push_back(Work{i, n, start, start + n == s.prompt + s.generated});
-  return true;
+  (s.transferred && n == 1 ? decode : prefill).push_back(Work{i, n, start, start + n == s.prompt + s.generated});
+  return n;
 }
 
 // vLLM v1: the running sequences first (a decode, or their prompt's next chunk), preempting the
@@ -191,7 +207,7 @@ bool Engine::schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode
   bool preempted = false;
   for (size_t k = 0; k < running_.size() && budget > 0;) {
     const size_t i = running_[k];
-    Seq& s = seqs_[i];
+    Seq& s = sh_.seqs[i];
     const long long need = s.prompt + s.generated - s.computed, n = std::min(need, budget);
     const long long blocks = ceil_div(s.computed + n, cfg_.block_size) - s.blocks;
     bool self = false;
@@ -215,8 +231,9 @@ bool Engine::schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode
   if (!preempted)
     while (!waiting_.empty() && budget > 0 && static_cast<long long>(running_.size()) < cfg_.max_num_seqs) {
       const size_t i = waiting_.front();
-      if (!admit(i, budget, prefill)) break;
-      budget -= prefill.back().tokens;
+      const long long n = admit(i, budget, prefill, decode);
+      if (n == 0) break;
+      budget -= n;
       waiting_.pop_front();
       running_.push_back(i);
     }
@@ -230,56 +247,57 @@ void Engine::schedule_static(std::vector<Work>& prefill, std::vector<Work>& deco
   if (running_.empty()) {
     while (!waiting_.empty() && static_cast<long long>(running_.size()) < cfg_.max_num_seqs) {
       const size_t i = waiting_.front();
-      Seq& s = seqs_[i];
+      Seq& s = sh_.seqs[i];
       const long long blocks = ceil_div(s.prompt + s.output, cfg_.block_size);
       if (blocks > pool_.available()) break;
       pool_.alloc(blocks);
-      s.blocks = blocks, s.scheduled = true;
-      sim_.requests[i].scheduled_s = now_;
-      prefill.push_back(Work{i, s.prompt, 0, true});
+      const long long start = s.transferred ? s.prompt - 1 : 0;
+      s.blocks = blocks, s.scheduled = true, s.computed = start;
+      if (!(sh_.sim.requests[i].scheduled_s == sh_.sim.requests[i].scheduled_s)) sh_.sim.requests[i].scheduled_s = now_;
+      prefill.push_back(Work{i, s.prompt - start, start, true});
       waiting_.pop_front();
       running_.push_back(i);
     }
     return;
   }
-  for (size_t i : running_) decode.push_back(Work{i, 1, seqs_[i].computed, true});
+  for (size_t i : running_) decode.push_back(Work{i, 1, sh_.seqs[i].computed, true});
 }
 
 // The iteration done: its tokens computed, a token for each sequence whose known tokens are all
-// computed, the finished ones out
-void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start) {
+// computed, the finished ones out (a prefill engine's once their prompt is computed: the KV
+// cache leaves for a decode engine, the token it sampled is not sent)
+void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start, std::vector<size_t>& done) {
   sample(start, now_);  // (the state during the step)
   double prompt_tokens = 0, output_tokens = 0;
-  std::vector<size_t> finished;
   for (const auto* list : {&prefill, &decode})
     for (const Work& w : *list) {
-      Seq& s = seqs_[w.request];
-      Outcome& o = sim_.requests[w.request];
-      if (s.generated == 0) prompt_tokens += static_cast<double>(w.tokens);
+      Seq& s = sh_.seqs[w.request];
+      Outcome& o = sh_.sim.requests[w.request];
+      if (s.generated == 0 && !s.transferred) prompt_tokens += static_cast<double>(w.tokens);
       s.computed += w.tokens;
       // prompt blocks now full join the prefix cache, in order
+      const std::vector<uint64_t>& h = sh_.req[w.request].block_hashes;
       if (cfg_.prefix_caching)
-        while (s.shared < static_cast<long long>(req_[w.request].block_hashes.size()) && (s.shared + 1) * cfg_.block_size <= std::min(s.computed, s.prompt) &&
-               s.shared < s.blocks)
-          pool_.publish(req_[w.request].block_hashes[static_cast<size_t>(s.shared++)]);
+        while (s.shared < static_cast<long long>(h.size()) && (s.shared + 1) * cfg_.block_size <= std::min(s.computed, s.prompt) && s.shared < s.blocks)
+          pool_.publish(h[static_cast<size_t>(s.shared++)]);
       if (s.computed < s.prompt + s.generated) continue;  // a prefill chunk before the last
+      if (role_ == Role::Prefill) {
+        done.push_back(w.request);
+        continue;
+      }
       ++s.generated;
       output_tokens += 1;
       if (s.generated == 1) o.first_token_s = now_;
-      else sim_.itl_s.push_back(static_cast<float>(now_ - s.last_token_s));
+      else sh_.sim.itl_s.push_back(static_cast<float>(now_ - s.last_token_s));
       s.last_token_s = now_;
-      if (s.generated >= s.output) finished.push_back(w.request);
+      if (s.generated >= s.output) done.push_back(w.request);
     }
-  for (size_t i : finished) {
-    Seq& s = seqs_[i];
-    sim_.requests[i].finish_s = now_;
-    for (long long b = 0; b < s.shared; ++b) pool_.release(req_[i].block_hashes[static_cast<size_t>(b)]);
-    pool_.free_private(s.blocks - s.shared);
-    s.blocks = s.shared = 0;
+  for (size_t i : done) {
+    if (role_ != Role::Prefill) sh_.sim.requests[i].finish_s = now_;
+    release(i);
     running_.erase(std::find(running_.begin(), running_.end(), i));
-    --in_flight_;
   }
-  Sample& at = sim_.timeline[static_cast<size_t>(std::ceil(now_))];
+  Sample& at = timeline[static_cast<size_t>(std::ceil(now_))];
   at.prompt_tokens += prompt_tokens, at.output_tokens += output_tokens;
 }
 
@@ -287,54 +305,193 @@ void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Wor
 // the second it ends in)
 void Engine::sample(double start, double end) {
   const size_t last = static_cast<size_t>(std::ceil(end));
-  if (sim_.timeline.size() < last + 1) {
-    const size_t from = sim_.timeline.size();
-    sim_.timeline.resize(last + 1);
-    for (size_t k = from; k <= last; ++k) sim_.timeline[k].t = static_cast<double>(k);
+  if (timeline.size() < last + 1) {
+    const size_t from = timeline.size();
+    timeline.resize(last + 1);
+    for (size_t k = from; k <= last; ++k) timeline[k].t = static_cast<double>(k);
   }
   const double kv = pool_.bounded() ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
   for (size_t k = static_cast<size_t>(std::max(0.0, std::ceil(start))); k <= last; ++k) {
     if (static_cast<double>(k) < start || static_cast<double>(k) > end) continue;
-    Sample& x = sim_.timeline[k];
+    Sample& x = timeline[k];
     x.running = static_cast<long long>(running_.size()), x.waiting = static_cast<long long>(waiting_.size()), x.kv_usage = kv;
   }
 }
 
-Simulation Engine::run() {
-  const double last_arrival = cfg_.concurrency > 0 || req_.empty() ? 0 : req_.back().arrival_s;
+bool Engine::step(std::vector<size_t>& done) {
   std::vector<Work> prefill, decode;
-  for (;;) {
-    arrive();
-    prefill.clear(), decode.clear();
-    const bool any = cfg_.scheduler == EngineConfig::Scheduler::Static ? (schedule_static(prefill, decode), !prefill.empty() || !decode.empty())
-                                                                      : schedule_vllm(prefill, decode);
-    if (!any) {
-      if (next_ < req_.size() && cfg_.concurrency <= 0) {  // idle until the next arrival
-        now_ = std::max(now_, req_[next_].arrival_s);
-        continue;
-      }
-      break;  // (nothing waits that can run: every request done or noted)
+  const bool any = cfg_.scheduler == EngineConfig::Scheduler::Static ? (schedule_static(prefill, decode), !prefill.empty() || !decode.empty())
+                                                                    : schedule_vllm(prefill, decode);
+  if (!any) {
+    stalled_ = true;
+    return false;
+  }
+  const double start = now_, t = std::max(0.0, sh_.cost(prefill, decode));
+  if (!std::isfinite(t)) throw std::runtime_error("an iteration's cost is not a finite time (" + std::to_string(t) + " s): the platform's roofs cannot price it");
+  const double kv = pool_.bounded() ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
+  step_running_ = static_cast<long long>(running_.size());
+  running_time += t * static_cast<double>(running_.size());
+  kv_time += t * kv;
+  ++iterations;
+  if (sh_.keep)
+    sh_.sim.steps.push_back(Step{id_, start, t, prefill, decode, static_cast<long long>(running_.size()), static_cast<long long>(waiting_.size()), pool_.used()});
+  now_ = start + t;
+  finish_step(prefill, decode, start, done);
+  return true;
+}
+
+// The deployment: arrivals (and a closed loop's sends, and KV transfers) delivered in time order,
+// each to an engine the router picks; the engine that is earliest steps next. An arrival at an
+// engine's step start joins that step.
+class Cluster {
+ public:
+  Cluster(const std::vector<Request>& reqs, const EngineConfig& cfg, const StepCost& cost, bool keep, const Deployment& dep)
+      : sh_{reqs, cfg, cost, keep, std::vector<Seq>(reqs.size()), Simulation{}}, dep_(dep) {
+    sh_.sim.requests.resize(reqs.size());
+    size_t gaps = 0;
+    for (const Request& r : reqs) gaps += static_cast<size_t>(std::max(0LL, r.output - 1));
+    sh_.sim.itl_s.reserve(gaps);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      Outcome& o = sh_.sim.requests[i];
+      o.arrival_s = reqs[i].arrival_s, o.prompt = reqs[i].prompt, o.output = reqs[i].output;
+      sh_.seqs[i].prompt = reqs[i].prompt, sh_.seqs[i].output = reqs[i].output;
     }
-    if (cfg_.concurrency <= 0 && now_ > last_arrival + cfg_.drain_s) {
-      sim_.queue_unbounded = true;
+    const long long front = dep.disaggregated ? dep.prefill_replicas : dep.replicas, back = dep.disaggregated ? dep.decode_replicas : 0;
+    for (long long k = 0; k < front; ++k) engines_.emplace_back(sh_, k, dep.disaggregated ? Engine::Role::Prefill : Engine::Role::Both);
+    for (long long k = 0; k < back; ++k) engines_.emplace_back(sh_, front + k, Engine::Role::Decode);
+    pools_[0] = {0, static_cast<size_t>(front)}, pools_[1] = {static_cast<size_t>(front), static_cast<size_t>(front + back)};
+  }
+  Simulation run();
+
+ private:
+  struct Event {
+    double t;
+    uint64_t order;
+    size_t request;  // a transfer's; a closed loop's send takes the next request when delivered
+    bool transfer;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
+  };
+  Shared sh_;
+  const Deployment& dep_;
+  std::deque<Engine> engines_;
+  std::pair<size_t, size_t> pools_[2];  // the engines a new request, a transferred one, goes to
+  size_t rr_[2] = {0, 0};
+  std::vector<Event> events_;  // a min-heap
+  uint64_t order_ = 0;
+  size_t next_ = 0;
+  long long in_flight_ = 0;
+
+  void push(double t, size_t request, bool transfer) {
+    events_.push_back(Event{t, order_++, request, transfer});
+    std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  }
+  size_t route(int pool) {
+    const auto [lo, hi] = pools_[pool];
+    if (dep_.router == Deployment::Router::RoundRobin) return lo + rr_[pool]++ % (hi - lo);
+    size_t best = lo;
+    for (size_t k = lo + 1; k < hi; ++k)
+      if (engines_[k].load() < engines_[best].load()) best = k;
+    return best;
+  }
+  void deliver_new(size_t i, double t);
+  void merge();
+};
+
+void Cluster::deliver_new(size_t i, double t) {
+  const bool closed = sh_.cfg.concurrency > 0;
+  Outcome& o = sh_.sim.requests[i];
+  if (closed) o.arrival_s = t;
+  if (Engine::never_fits(sh_, i, sh_.cfg.kv_blocks)) {
+    if (closed) push(t, 0, false);  // its slot goes to the next
+    return;
+  }
+  ++in_flight_;
+  const size_t e = route(0);
+  o.replica = static_cast<long long>(e);
+  engines_[e].enqueue(i, t);
+}
+
+Simulation Cluster::run() {
+  const bool closed = sh_.cfg.concurrency > 0;
+  const std::vector<Request>& req = sh_.req;
+  const double last_arrival = closed || req.empty() ? 0 : req.back().arrival_s;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (closed)
+    for (long long k = 0; k < sh_.cfg.concurrency; ++k) push(0, 0, false);
+  std::vector<size_t> done;
+  long long running_sum = 0;
+  for (;;) {
+    const double t_new = !closed && next_ < req.size() ? req[next_].arrival_s : inf;
+    const double t_event = events_.empty() ? inf : events_.front().t;
+    Engine* e = nullptr;
+    for (Engine& x : engines_)
+      if (x.active() && (!e || x.now() < e->now())) e = &x;
+    const double t_engine = e ? e->now() : inf;
+    if (t_new == inf && t_event == inf && !e) break;
+    if (std::min(t_new, t_event) <= t_engine) {
+      if (t_event <= t_new) {
+        const Event ev = events_.front();
+        std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+        events_.pop_back();
+        if (ev.transfer) {
+          const size_t d = route(1);
+          sh_.sim.requests[ev.request].decode_replica = static_cast<long long>(d - pools_[1].first);
+          sh_.seqs[ev.request].transferred = true;
+          engines_[d].enqueue(ev.request, ev.t);
+        } else if (next_ < req.size()) {
+          deliver_new(next_++, ev.t);
+        }
+      } else {
+        deliver_new(next_++, t_new);
+      }
+      continue;
+    }
+    if (!closed && t_engine > last_arrival + sh_.cfg.drain_s) {
+      sh_.sim.queue_unbounded = true;
       break;
     }
-    const double start = now_, t = std::max(0.0, cost_(prefill, decode));
-    if (!std::isfinite(t)) throw std::runtime_error("an iteration's cost is not a finite time (" + std::to_string(t) + " s): the platform's roofs cannot price it");
-    const double kv = pool_.bounded() ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
-    sim_.running_time += t * static_cast<double>(running_.size());
-    sim_.kv_time += t * kv;
-    sim_.max_running = std::max(sim_.max_running, static_cast<long long>(running_.size()));
-    ++sim_.iterations;
-    if (keep_)
-      sim_.steps.push_back(Step{start, t, prefill, decode, static_cast<long long>(running_.size()), static_cast<long long>(waiting_.size()), pool_.used()});
-    now_ = start + t;
-    finish_step(prefill, decode, start);
+    done.clear();
+    if (!e->step(done)) continue;
+    running_sum = 0;
+    for (const Engine& x : engines_) running_sum += &x == e ? x.step_running() : x.running();
+    sh_.sim.max_running = std::max(sh_.sim.max_running, running_sum);
+    for (size_t i : done) {
+      if (e->role() == Engine::Role::Prefill) {
+        const double x = dep_.transfer_s(req[i].prompt);
+        sh_.sim.requests[i].kv_transfer_s = x;
+        push(e->now() + x, i, true);
+        continue;
+      }
+      --in_flight_;
+      if (closed) push(e->now(), 0, false);
+    }
   }
-  for (auto& o : sim_.requests)
-    if (!o.done() && o.note.empty()) o.note = "not finished: the run ended " + std::to_string(cfg_.drain_s) + " s after the last arrival with the queue still growing";
-  sim_.end_s = now_;
-  return std::move(sim_);
+  merge();
+  for (auto& o : sh_.sim.requests)
+    if (!o.done() && o.note.empty()) o.note = "not finished: the run ended " + std::to_string(sh_.cfg.drain_s) + " s after the last arrival with the queue still growing";
+  return std::move(sh_.sim);
+}
+
+// The engines' figures into the simulation's: running and waiting summed, KV use their mean
+void Cluster::merge() {
+  Simulation& sim = sh_.sim;
+  size_t n = 0;
+  for (const Engine& x : engines_) {
+    n = std::max(n, x.timeline.size());
+    sim.end_s = std::max(sim.end_s, x.now());
+    sim.running_time += x.running_time;
+    sim.kv_time += x.kv_time / static_cast<double>(engines_.size());
+    sim.iterations += x.iterations;
+  }
+  sim.timeline.resize(n);
+  for (size_t k = 0; k < n; ++k) sim.timeline[k].t = static_cast<double>(k);
+  for (const Engine& x : engines_)
+    for (size_t k = 0; k < x.timeline.size(); ++k) {
+      Sample& a = sim.timeline[k];
+      const Sample& b = x.timeline[k];
+      a.running += b.running, a.waiting += b.waiting, a.kv_usage += b.kv_usage / static_cast<double>(engines_.size());
+      a.prompt_tokens += b.prompt_tokens, a.output_tokens += b.output_tokens;
+    }
 }
 
 // a sorted list's quantile, interpolated between order statistics
@@ -370,8 +527,10 @@ void four(double out[4], std::vector<T>& v) {
 
 }  // namespace
 
-Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps) {
-  return Engine(requests, cfg, cost, keep_steps).run();
+Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps, const Deployment& dep) {
+  if (dep.engines() < 1 || (dep.disaggregated && (dep.prefill_replicas < 1 || dep.decode_replicas < 1)))
+    throw std::invalid_argument("a deployment needs at least one engine in each pool");
+  return Cluster(requests, cfg, cost, keep_steps, dep).run();
 }
 
 double percentile(std::vector<double> v, double q) {

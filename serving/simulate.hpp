@@ -30,6 +30,25 @@ struct EngineConfig {
   double drain_s = 3600;
 };
 
+// Engines behind a router: `replicas` data-parallel copies of the engine, each request sent to one
+// (round_robin in arrival order, or least_loaded: the fewest unfinished requests, the lowest index on
+// a tie); or, disaggregated, a prefill pool and a decode pool: a prefill engine computes the prompt,
+// its KV cache moves to a decode engine (transfer_s), which computes the prompt's last token again
+// to sample the first (as vLLM's KV connectors do) and decodes the rest.
+struct Deployment {
+  enum class Router { RoundRobin, LeastLoaded } router = Router::LeastLoaded;
+  long long replicas = 1;
+  bool disaggregated = false;
+  long long prefill_replicas = 1, decode_replicas = 1;
+  // the KV transfer: KV bytes a token per GPU (each GPU sends its share at once) over a link
+  double kv_bytes_per_token = 0, link_bandwidth_bytes_per_s = 0, link_latency_s = 0;
+  std::string link_name;
+  double transfer_s(long long tokens) const {
+    return link_bandwidth_bytes_per_s > 0 ? static_cast<double>(tokens) * kv_bytes_per_token / link_bandwidth_bytes_per_s + link_latency_s : link_latency_s;
+  }
+  long long engines() const { return disaggregated ? prefill_replicas + decode_replicas : replicas; }
+};
+
 // One sequence's part of an iteration: `tokens` new tokens computed after `context` tokens
 // already in its KV cache (a prefill chunk: its prompt's next tokens; a decode: 1 token)
 struct Work {
@@ -43,6 +62,7 @@ struct Work {
 using StepCost = std::function<double(const std::vector<Work>& prefill, const std::vector<Work>& decode)>;
 
 struct Step {
+  long long engine = 0;  // which engine of the deployment (disaggregated: the prefill pool's first)
   double start_s = 0, time_s = 0;
   std::vector<Work> prefill, decode;
   long long running = 0, waiting = 0, kv_blocks_used = 0;
@@ -56,6 +76,9 @@ struct Outcome {
   double finish_s = std::numeric_limits<double>::quiet_NaN();
   long long cached_tokens = 0;  // prompt tokens read from the prefix cache (at its first scheduling)
   long long preemptions = 0;
+  long long replica = 0;          // the engine that served it (disaggregated: its prefill engine)
+  long long decode_replica = -1;  // disaggregated: its decode engine
+  double kv_transfer_s = std::numeric_limits<double>::quiet_NaN();  // disaggregated: the KV cache's move
   std::string note;  // why it has no times (it can never be scheduled; the run ended first)
   bool done() const { return finish_s == finish_s; }
 };
@@ -74,13 +97,14 @@ struct Simulation {
   std::vector<float> itl_s;    // every gap between two tokens of a request, pooled
   std::vector<Sample> timeline;
   double end_s = 0;            // the last iteration's end
-  double running_time = 0, kv_time = 0;  // ∫ running dt, ∫ kv usage dt (the means' numerators)
+  double running_time = 0, kv_time = 0;  // ∫ running dt (all engines), ∫ kv usage dt (the engines' mean)
   long long max_running = 0, iterations = 0, preemptions = 0;
   bool queue_unbounded = false;  // the run ended with requests still waiting (the drain bound)
 };
 
-// Serves `requests` (arrivals in order; a closed loop sends them as earlier ones finish).
-Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false);
+// Serves `requests` (arrivals in order; a closed loop sends them as earlier ones finish) on the
+// deployment's engines, all with `cfg` and `cost`. A closed loop's concurrency is the deployment's.
+Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false, const Deployment& dep = {});
 
 // Linear interpolation between order statistics (numpy's default): q in [0, 1]; NaN when empty.
 double percentile(std::vector<double> v, double q);

@@ -565,3 +565,42 @@ TEST_CASE("timeline: a served run's running and waiting requests second by secon
   CHECK(figs[0].name == "timeline_requests");
   CHECK(figs[0].data_csv.find("2,5,0,") != std::string::npos);
 }
+
+TEST_CASE("latency_cdf: the share of requests at or below each TTFT, a line per run, percentiles dotted, the SLO dashed", "[plots][serving]") {
+  // four finished requests with TTFTs 1, 2, 3 and 4 s (arrivals at 0) and one unfinished: the
+  // empirical distribution steps 0 → 1/4 at 1 s, → 2/4 at 2 s, → 3/4 at 3 s, → 1 at 4 s; the SLO of 2.5 s
+  // a vertical dashed line; p50, p90, p99 horizontal.
+  rsim::serving::ServingTables t;
+  rsim::serving::ServedRun r;
+  r.platform = "rtx4090", r.network = "llama3_8b";
+  r.slo.ttft_s = 2.5;
+  for (int k = 1; k <= 4; ++k) {
+    rsim::serving::Outcome o;
+    o.arrival_s = 0, o.first_token_s = k, o.finish_s = k + 1, o.output = 2;
+    r.sim.requests.push_back(o);
+  }
+  r.sim.requests.push_back(rsim::serving::Outcome{});  // no times: not counted
+  t.runs.push_back(r);
+  Scenario s = parse_scenario("name: cdf\nplatforms: [rtx4090]\nnetworks:\n  - {model: llama3_8b}\n", src("scenarios/cdf.yaml"));
+  PlotSpec spec;
+  spec.kind = Kind::LatencyCdf, spec.y = "ttft", spec.point = -1;
+  const auto figs = serving_figures(spec, t, s);
+  REQUIRE(figs.size() == 1);
+  const Figure& f = figs[0].figure;
+  REQUIRE(f.lines.size() == 1);
+  const std::vector<P>& pts = f.lines[0].pts;
+  REQUIRE(pts.size() == 8);  // each order statistic: the step's foot and its top
+  const double expect[8][2] = {{1, 0}, {1, 0.25}, {2, 0.25}, {2, 0.5}, {3, 0.5}, {3, 0.75}, {4, 0.75}, {4, 1}};
+  for (size_t i = 0; i < 8; ++i) {
+    CHECK(pts[i].x == expect[i][0]);
+    CHECK(pts[i].y == expect[i][1]);
+  }
+  REQUIRE(f.refs.size() == 4);
+  CHECK(f.refs[3].vertical);
+  CHECK(f.refs[3].value == 2.5);
+  CHECK(f.refs[0].value == 0.5);
+  CHECK(f.legend.at(0).text == "llama3_8b on rtx4090");
+  CHECK(figs[0].name == "cdf_ttft");
+  CHECK(f.title == "Time to first token distribution — llama3_8b");
+  CHECK(figs[0].data_csv.find("0,rtx4090,llama3_8b,0.5,2\n") != std::string::npos);
+}

@@ -397,3 +397,105 @@ TEST_CASE("serving: two platforms in one scenario are each priced on their own r
   CHECK(ratio > 1.5);
   CHECK(ratio < 3.35 / 1.008 + 1e-9);
 }
+
+TEST_CASE("serving: replicas behind a router, round robin and least loaded, each request's engine and times by hand", "[serving]") {
+  // linear_cost: 10 ms a step, 0.1 ms a prefill token, 1 ms a decoding sequence. Two engines.
+  // A at 0 (100 prompt, 10 out), B at 1 ms (50, 2), C at 50 ms (50, 2), D at 60 ms (50, 2).
+  // Round robin, in arrival order: A, B, C, D → engines 0, 1, 0, 1.
+  // Least loaded (unfinished requests, the lower index on a tie): A → 0 (0 vs 0); B → 1 (1 vs 0);
+  //   engine 1: B's prefill 1 → 16 ms (10 + 5), decode 16 → 27 ms: done, so at 50 ms C → 1 (1 vs 0):
+  //   C's prefill 50 → 65 ms (TTFT 15 ms), decode → 76 ms (E2E 26 ms).
+  //   engine 0: A's prefill 0 → 20 ms, then decodes of 11 ms ending 31, 42, 53, 64 ms; D (60 ms) sees
+  //   engine 0 with A (1) and engine 1 with C (1): a tie → 0, joining the step at 64 ms: A's decode
+  //   and D's prefill 10 + 5 + 1 = 16 ms → 80 ms (D's TTFT 20 ms); A and D decode 12 ms → 92 ms: D
+  //   done (E2E 32 ms), A's 7th token; A alone 11 ms × 3 → 125 ms: A done.
+  const std::vector<Request> rs = {req(0, 100, 10), req(0.001, 50, 2), req(0.050, 50, 2), req(0.060, 50, 2)};
+  EngineConfig cfg;
+  Deployment dep;
+  dep.replicas = 2;
+  dep.router = Deployment::Router::RoundRobin;
+  const Simulation rr = simulate(rs, cfg, linear_cost, false, dep);
+  const long long rr_engine[] = {0, 1, 0, 1};
+  for (size_t i = 0; i < 4; ++i) CHECK(rr.requests[i].replica == rr_engine[i]);
+  dep.router = Deployment::Router::LeastLoaded;
+  const Simulation ll = simulate(rs, cfg, linear_cost, true, dep);
+  const long long ll_engine[] = {0, 1, 1, 0};
+  for (size_t i = 0; i < 4; ++i) CHECK(ll.requests[i].replica == ll_engine[i]);
+  CHECK(ll.requests[2].first_token_s - 0.050 == Approx(0.015).epsilon(1e-9));
+  CHECK(ll.requests[2].finish_s - 0.050 == Approx(0.026).epsilon(1e-9));
+  CHECK(ll.requests[3].first_token_s - 0.060 == Approx(0.020).epsilon(1e-9));
+  CHECK(ll.requests[3].finish_s - 0.060 == Approx(0.032).epsilon(1e-9));
+  CHECK(ll.requests[0].finish_s == Approx(0.125).epsilon(1e-9));
+  CHECK(ll.end_s == Approx(0.125).epsilon(1e-9));
+  // engine 0's steps: A's prefill, 4 decodes, A + D, A + D, 3 decodes = 10; engine 1's: 2 for B, 2 for C
+  CHECK(std::count_if(ll.steps.begin(), ll.steps.end(), [](const Step& s) { return s.engine == 0; }) == 10);
+  CHECK(std::count_if(ll.steps.begin(), ll.steps.end(), [](const Step& s) { return s.engine == 1; }) == 4);
+  // at 64 ms engine 0 runs A and D while C runs on engine 1 (50 to 76 ms): 3 at once
+  CHECK(ll.max_running == 3);
+}
+
+TEST_CASE("serving: disaggregated prefill and decode move the KV cache, bytes over bandwidth plus latency", "[serving]") {
+  // 1,000 KV bytes a token over 1 MB/s with 1 ms latency: a prompt of 100 tokens moves in
+  // 100 × 1000 / 1e6 + 0.001 = 0.101 s, one of 200 in 0.201 s.
+  Deployment dep;
+  dep.disaggregated = true;
+  dep.kv_bytes_per_token = 1000, dep.link_bandwidth_bytes_per_s = 1e6, dep.link_latency_s = 0.001;
+  CHECK(dep.transfer_s(100) == Approx(0.101).epsilon(1e-12));
+  CHECK(dep.engines() == 2);
+  // A at 0 (100 prompt, 3 out), B at 1 ms (200, 2); linear_cost.
+  //   prefill engine: A 0 → 20 ms (10 + 10); B 20 → 50 ms (10 + 20): neither samples a token there.
+  //   A's KV arrives at 0.020 + 0.101 = 0.121: the decode engine computes its 100th token again after
+  //   99 cached (a decode, 11 ms) → first token 0.132, then 0.143, 0.154: done. TTFT 0.132, TPOT 0.011.
+  //   B's KV arrives at 0.050 + 0.201 = 0.251 (the decode engine idle since 0.154): 0.262, 0.273.
+  const std::vector<Request> rs = {req(0, 100, 3), req(0.001, 200, 2)};
+  EngineConfig cfg;
+  const Simulation s = simulate(rs, cfg, linear_cost, true, dep);
+  CHECK(s.requests[0].kv_transfer_s == Approx(0.101).epsilon(1e-12));
+  CHECK(s.requests[1].kv_transfer_s == Approx(0.201).epsilon(1e-12));
+  CHECK(s.requests[0].first_token_s == Approx(0.132).epsilon(1e-9));
+  CHECK(tpot_of(s.requests[0]) == Approx(0.011).epsilon(1e-9));
+  CHECK(s.requests[0].finish_s == Approx(0.154).epsilon(1e-9));
+  CHECK(s.requests[1].first_token_s - 0.001 == Approx(0.261).epsilon(1e-9));
+  CHECK(s.requests[1].finish_s == Approx(0.273).epsilon(1e-9));
+  CHECK(s.requests[0].replica == 0);
+  CHECK(s.requests[0].decode_replica == 0);
+  REQUIRE(s.steps.size() == 2 + 3 + 2);
+  CHECK(s.steps[0].engine == 0);
+  CHECK(s.steps[0].prefill.at(0).tokens == 100);
+  // the decode engine's first step for A: one token after 99, a decode
+  const auto first_decode = std::find_if(s.steps.begin(), s.steps.end(), [](const Step& x) { return x.engine == 1; });
+  REQUIRE(first_decode != s.steps.end());
+  CHECK(first_decode->prefill.empty());
+  CHECK(first_decode->decode.at(0).tokens == 1);
+  CHECK(first_decode->decode.at(0).context == 99);
+  CHECK(first_decode->start_s == Approx(0.121).epsilon(1e-9));
+}
+
+TEST_CASE("serving: a disaggregated deployment in a scenario moves Llama-3-8B's KV cache over the named link", "[serving]") {
+  // Llama-3-8B in bf16 keeps 32 layers × 2 (K, V) × 8 KV heads × 128 × 2 B = 131,072 B a token; a
+  // prompt of 512 tokens over NVLink 4 (450 GB/s each way, 1 µs: the h100_sxm catalog entry) moves
+  // in 512 × 131,072 / 450e9 + 1e-6 = 1.4913e-4 + 1e-6 = 1.5013e-4 s. Two engines of one GPU: 2 GPUs.
+  const std::string y = "name: pd\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
+                        "  workload: {requests: 8, concurrency: 4, prompt: {mean: 512}, output: {mean: 16}}\n  engine: {kv_blocks: 2000}\n"
+                        "  deployment: {disaggregated: {prefill: {replicas: 1}, decode: {replicas: 1}, link: NVLink 4}}\n";
+  const ServingTables t = serve_text(y, "scenarios/pd.yaml");
+  REQUIRE(t.runs.size() == 1);
+  CHECK(t.runs[0].gpus == 2);
+  const double expect = 512.0 * 131072.0 / 450e9 + 1e-6;
+  for (const Outcome& o : t.runs[0].sim.requests) {
+    CHECK(o.kv_transfer_s == Approx(expect).epsilon(1e-9));
+    CHECK(o.first_token_s - o.scheduled_s > expect);  // the first token comes after the move
+  }
+  CHECK(t.requests_csv.find("replica,decode_replica,kv_transfer_s,note") != std::string::npos);
+  // a link the platform does not have, and replicas beside disaggregated: located errors
+  const std::string bad = "name: pd\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
+                          "  workload: {requests: 8, concurrency: 4, prompt: {mean: 512}, output: {mean: 16}}\n  engine: {kv_blocks: 2000}\n"
+                          "  deployment: {disaggregated: {link: PCIe 9}}\n";
+  const std::string e = rsim::test::error_of([&] { serve_text(bad, "scenarios/pd.yaml"); });
+  CHECK(e.find("has no interconnect level 'PCIe 9'") != std::string::npos);
+  CHECK(e.find("NVLink 4") != std::string::npos);
+  const std::string both = "name: pd\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
+                           "  workload: {requests: 8, concurrency: 4, prompt: {mean: 512}, output: {mean: 16}}\n"
+                           "  deployment: {replicas: 2, disaggregated: {}}\n";
+  CHECK(rsim::test::error_of([&] { serve_text(both, "scenarios/pd.yaml"); }).find("replicas and disaggregated: do not go together") != std::string::npos);
+}
