@@ -77,6 +77,7 @@ check-install: $(STAMP)
 bench: build
 	./$(BUILD)/bench/rsim_bench
 	./$(BUILD)/bench/rsim_bench_onnx
+	./$(BUILD)/bench/rsim_bench_serving
 
 # `rsim probe` beside reference kernels (STREAM Copy/Triad, a hand-written FMA chain): about 2 minutes
 # (add ARGS=--quick for the quick probe only).

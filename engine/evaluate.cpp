@@ -424,18 +424,6 @@ static bool same_tree(const CNode& a, const CNode& b) {
   return true;
 }
 
-// Whether any scalar of a tree has a `${…}` (keys are never substituted).
-static bool tree_has_expr(const CNode& n) {
-  switch (n.kind) {
-    case CNode::Kind::Scalar: return has_expr(n.scalar);
-    case CNode::Kind::Seq:
-      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
-    case CNode::Kind::Map:
-      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
-    case CNode::Kind::Null: break;
-  }
-  return false;
-}
 
 // 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most); to_chars
 // with a precision prints what printf's %.2f prints, without printf's cost (a sweep past a

@@ -22,6 +22,19 @@ std::vector<std::string> env_names(const Env& env) {
 
 bool has_expr(const std::string& text) { return text.find("${") != std::string::npos; }
 
+bool tree_has_expr(const CNode& n) {
+  switch (n.kind) {
+    case CNode::Kind::Scalar: return has_expr(n.scalar);
+    case CNode::Kind::Seq:
+      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
+    case CNode::Kind::Map:
+      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
+    case CNode::Kind::Null: break;
+  }
+  return false;
+}
+
+
 static bool is_keyword(std::string_view w) {
   static constexpr std::string_view kKeywords[] = {"and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
                                                    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"};

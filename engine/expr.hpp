@@ -30,6 +30,8 @@ class ExprEvaluator {
 };
 
 bool has_expr(const std::string& text);
+// Whether any scalar of a tree has a `${…}` (keys are never substituted).
+bool tree_has_expr(const CNode& n);
 // Replaces every `${expr}` in `text`. Errors point into the scalar at `loc`.
 std::string substitute(const std::string& text, const Env& env, ExprEvaluator& ev, const SourceLoc& loc);
 // Substitutes every scalar of a tree (keys are left alone). Errors are collected in `d`.

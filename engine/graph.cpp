@@ -24,19 +24,6 @@ std::optional<DType> read_dtype(const CNode& v, Diags& d, const std::string& key
   return std::nullopt;
 }
 
-// Whether any scalar of a tree has a `${…}` (keys are never substituted).
-bool tree_has_expr(const CNode& n) {
-  switch (n.kind) {
-    case CNode::Kind::Scalar: return has_expr(n.scalar);
-    case CNode::Kind::Seq:
-      return std::any_of(n.items.begin(), n.items.end(), [](const CNode& i) { return tree_has_expr(i); });
-    case CNode::Kind::Map:
-      return std::any_of(n.entries.begin(), n.entries.end(), [](const CEntry& e) { return tree_has_expr(e.value); });
-    case CNode::Kind::Null: break;
-  }
-  return false;
-}
-
 // A substituted node as one text (a scalar: itself), to compare a slot's values between points.
 void flatten(const CNode& n, std::string& out) {
   switch (n.kind) {

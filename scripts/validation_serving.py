@@ -2,7 +2,9 @@
 """Writes docs/validation-serving.md: rsim's serving simulation against measurements nobody here
 wrote. (1) The vLLM 0.19 run on an RTX 4090 (tests/data/vllm_rtx4090) replayed request by request;
 (2) the H100 SXM rows of TensorRT-LLM serving Llama-3.1-8B (../shared/external/e2e_silicon, or
---e2e FILE), each run as a closed loop at its concurrency.
+--e2e FILE), each run as a closed loop at its concurrency; (3) vLLM serving Llama-2-7B on an H100 SXM
+under constant-rate stages of shared-prefix chat (../shared/external/blis_h100), each stage run as
+its own open loop.
 Usage: scripts/validation_serving.py [path/to/rsim] [--e2e FILE]"""
 import csv
 import json
@@ -15,6 +17,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RSIM = next((a for a in sys.argv[1:] if not a.startswith("--") and not a.endswith(".csv")), os.path.join(ROOT, "build", "rsim"))
 E2E = os.path.join(ROOT, "..", "shared", "external", "e2e_silicon", "h100_sxm_dense.csv")
+BLIS = os.path.join(ROOT, "..", "shared", "external", "blis_h100")
 if "--e2e" in sys.argv:
     E2E = sys.argv[sys.argv.index("--e2e") + 1]
 
@@ -107,6 +110,60 @@ def e2e_rows():
             f"| TTFT (bound 30 %) | {ttft_ok} of {n} ({100 * ttft_ok / n:.0f} %) | {pct(ttft_r, 0.5):.2f} | {pct(ttft_r, 0.1):.2f}–{pct(ttft_r, 0.9):.2f} |", ""]
 
 
+def blis_stages():
+    if not os.path.isdir(BLIS):
+        return ["(`" + BLIS + "` not found: the BLIS check was skipped.)", ""]
+    out = ["| workload, stage | rate | requests | TTFT mean (measured / rsim) | TTFT p90 | E2E mean | E2E p90 | "
+           "(E2E − TTFT) per token, median |", "|---|---|---|---|---|---|---|---|"]
+    ratios = {"ttft": [], "e2e": []}
+    for exp in sorted(os.listdir(BLIS)):
+        res = os.path.join(BLIS, exp, "results")
+        if not os.path.isdir(res):
+            continue
+        cfg = dict(l.split(": ", 1) for l in open(os.path.join(BLIS, exp, "exp-config.yaml")).read().splitlines() if ": " in l)
+        prof = json.load(open(os.path.join(BLIS, exp, "profile.yaml")))
+        sp = prof["data"]["shared_prefix"]
+        for k, stage in enumerate(prof["load"]["stages"]):
+            path = os.path.join(res, f"stage_{k}_lifecycle_metrics.json")
+            if not os.path.exists(path):
+                continue
+            m = json.load(open(path))["successes"]
+            lat = m["latency"]
+            prompt = round(m["prompt_len"]["mean"])  # system prompt, question and the chat template
+            n = int(stage["rate"] * stage["duration"])
+            y = ("name: blis\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama2_7b}\nserving:\n"
+                 f"  workload: {{requests: {n}, arrivals: {{process: constant, rate: {stage['rate']}}}, "
+                 f"prompt: {{mean: {prompt - sp['system_prompt_len']}}}, output: {{mean: {sp['output_len']}}}, "
+                 f"shared_prefix: {{tokens: {sp['system_prompt_len']}, groups: {sp['num_unique_system_prompts']}}}}}\n"
+                 f"  engine: {{max_num_seqs: {cfg['max_num_seqs'].strip()}, max_num_batched_tokens: {cfg['max_num_batched_tokens'].strip()}, "
+                 "chunked_prefill: true, prefix_caching: true}\n")
+            d = run(y, "blis")
+            rows = [r for r in csv.DictReader(open(os.path.join(d, "requests.csv"))) if r["e2e_s"]]
+            ttft = [float(r["ttft_s"]) for r in rows]
+            e2e = [float(r["e2e_s"]) for r in rows]
+            per_tok = [(float(r["e2e_s"]) - float(r["ttft_s"])) / (int(r["output_tokens"]) - 1) for r in rows]
+            meas_tok = (lat["request_latency"]["median"] - lat["time_to_first_token"]["median"]) / (m["output_len"]["median"] - 1)
+            cells = []
+            for key, mine in (("time_to_first_token", ttft), ("request_latency", e2e)):
+                for q, f in (("mean", statistics.mean), ("p90", lambda v: pct(v, 0.9))):
+                    meas, got = lat[key][q], f(mine)
+                    cells.append(f"{meas:.3g} s / {got:.3g} s ({100 * (got / meas - 1):+.0f} %)")
+                    if q == "mean":
+                        ratios["ttft" if key == "time_to_first_token" else "e2e"].append(got / meas)
+            name = exp.split("-tp1-")[-1]
+            out.append(f"| {name}, stage {k} | {stage['rate']}/s | {n} | " + " | ".join(cells) +
+                       f" | {1e3 * meas_tok:.2f} ms / {1e3 * pct(per_tok, 0.5):.2f} ms |")
+    out += ["", f"TTFT mean: rsim / measured {min(ratios['ttft']):.2f}–{max(ratios['ttft']):.2f}; E2E mean "
+            f"{min(ratios['e2e']):.2f}–{max(ratios['e2e']):.2f} over the {len(ratios['e2e'])} stages.", "",
+            "Each stage is simulated from an empty engine with constant arrivals at its rate, fixed prompts of the "
+            "stage's mean length (a system prompt of the profile's length shared by its groups, prefix caching on, as "
+            "vLLM's default) and the profile's output length (`ignore_eos`); the client's own multi-turn history is "
+            "not modelled. The measured `time_per_output_token` of inference-perf is not vLLM's TPOT (it is about half "
+            "of (E2E − TTFT) / tokens in these files), so the last column compares (E2E − TTFT) / (output − 1) of the "
+            "medians instead.", ""]
+    return out
+
+
 def main():
     doc = ["# Serving: validation against measured runs", "",
            "Generated by `scripts/validation_serving.py` (rsim's serving simulation, `docs/serving.md`, against "
@@ -119,6 +176,11 @@ def main():
     doc += replay()
     doc += ["## TensorRT-LLM on an H100 SXM: the e2e_silicon rows of Llama-3.1-8B", ""]
     doc += e2e_rows()
+    doc += ["## vLLM on an H100 SXM: the BLIS constant-rate stages of Llama-2-7B", "",
+            "Shared-prefix chat workloads (general, codegen, roleplay, reasoning) from BLIS's training data "
+            "(`../shared/external/blis_h100`, inference-sim @ f90a1e3, Apache-2.0), vLLM with max_num_seqs 128, "
+            "max_num_batched_tokens 2048, TP 1; measured = inference-perf's client-side figures per stage.", ""]
+    doc += blis_stages()
     doc += ["## Where it misses, and why", "",
             "- The KV cache's size: vLLM reserves more than rsim's rule (a profile run's peak, the sampler, CUDA graphs), "
             "so from memory alone rsim holds 29 % more blocks on the 4090 and runs more requests at once; with the "

@@ -171,14 +171,24 @@ void BatchPricer::attention_model() {
   attention_ready_ = true;
 }
 
+// The LM head on n sampling sequences: its compute, memory and other times are affine in n (a GEMM
+// of n rows: FLOPs ∝ n, bytes = weights + n · (in + out)), from two evaluations, n = 1 and 256
 double BatchPricer::lm_head(long long n) {
   if (n <= 0) return 0;
-  auto found = lm_head_.find(n);
-  if (found != lm_head_.end()) return found->second;
-  double t = 0;
-  for (const Row& r : run(0, n, 1, 0).rows)
-    if (r.layer == "lm_head") t += r.derated.time_s;
-  return lm_head_.emplace(n, t).first->second;
+  if (!lm_ready_) {
+    const double at[2] = {1, 256};
+    double c[2] = {0, 0}, m[2] = {0, 0}, o[2] = {0, 0};
+    for (int k = 0; k < 2; ++k)
+      for (const Row& r : run(0, static_cast<long long>(at[k]), 1, 0).rows)
+        if (r.layer == "lm_head") {
+          c[k] += r.derated.compute_time_s, m[k] += r.derated.memory_time_s;
+          o[k] += r.derated.time_s - std::max(r.derated.compute_time_s, r.derated.memory_time_s);
+        }
+    lm_ = Affine{c[0], c[1], m[0], m[1], o[0], o[1], 1};
+    lm_ready_ = true;
+  }
+  const double x = static_cast<double>(n);
+  return std::max(lerp(lm_.c0, lm_.c1, 1, 256, x), lerp(lm_.m0, lm_.m1, 1, 256, x)) + lerp(lm_.o0, lm_.o1, 1, 256, x);
 }
 
 double BatchPricer::activation_bytes(long long tokens) {

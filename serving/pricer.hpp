@@ -12,7 +12,7 @@
 //     network's (a decode-only batch is priced as the decode step of that many sequences).
 // Each part is priced from a few engine evaluations and kept: the token-wise layers' compute,
 // memory and communication times are affine in T (two evaluations per mode); attention's are of
-// the form α·q·k + β·q² + γ·q + δ·k + ε (five evaluations); the LM head one per batch size.
+// the form α·q·k + β·q² + γ·q + δ·k + ε (five evaluations); the LM head affine in the sequences sampling (two evaluations).
 // What is not affine (a mixture's experts touched, a calibrated efficiency curve, a sliding window
 // that caps k) is priced at the affine model's two ends: the docs name it.
 #pragma once
@@ -78,7 +78,8 @@ class BatchPricer {
   };
   std::vector<AttentionRow> attention_;
   bool attention_ready_ = false;
-  std::map<long long, double> lm_head_;   // by sequences sampling
+  Affine lm_;  // the LM head's times at 1 and 256 sampling sequences
+  bool lm_ready_ = false;
   std::map<long long, double> activations_;
   double weights_ = 0, kv_per_token_ = 0, memory_ = 0, gpus_ = 1;
   std::vector<InterconnectLevel> links_;

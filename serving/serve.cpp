@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "engine/config.hpp"
@@ -321,6 +322,11 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
                     "tpot_mean_s,tpot_p50_s,tpot_p90_s,tpot_p99_s,itl_mean_s,itl_p50_s,itl_p90_s,itl_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,"
                     "goodput_requests_per_s,slo_attainment,mean_running,max_running,mean_kv_usage,preemptions,prefix_hit_rate,gpus,kv_blocks,finished,queue_unbounded\n";
   out.timeline_csv = "point,platform,network,t,running,waiting,kv_usage,prompt_tokens_per_s,output_tokens_per_s\n";
+  struct Priced {
+    std::unique_ptr<PointEvaluator> engine;
+    std::unique_ptr<BatchPricer> pricer;
+  };
+  std::map<std::string, Priced> pricers;
   const size_t n = static_cast<size_t>(point_count(s.sweep));
   for (size_t pi = 0; pi < n; ++pi) {
     Point p = sweep_point(s.sweep, pi);
@@ -330,7 +336,9 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
     const CNode node = substitute_tree(s.serving, env, *ev, d);
     ServingSpec sp = read_serving(node, s.path, d);
     d.throw_if_any();
-    const std::vector<Request> requests = sp.trace.empty() ? generate(sp.synthetic, sp.engine.block_size) : read_trace(sp.trace, sp.engine.block_size, sp.trace_loc);
+    // (prompt blocks' content hashes only for prefix caching: 8 B a block of every request)
+    const long long hash_block = sp.engine.prefix_caching ? sp.engine.block_size : 0;
+    const std::vector<Request> requests = sp.trace.empty() ? generate(sp.synthetic, hash_block) : read_trace(sp.trace, hash_block, sp.trace_loc);
     if (!sp.engine.chunked_prefill && sp.engine.scheduler == EngineConfig::Scheduler::Vllm)
       for (const Request& r : requests)
         if (r.prompt > sp.engine.max_num_batched_tokens)
@@ -338,22 +346,33 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
                             "max_num_batched_tokens " + std::to_string(sp.engine.max_num_batched_tokens) + " is below a prompt of " + std::to_string(r.prompt) +
                                 " tokens, which without chunked prefill can never be scheduled",
                             {Note{{}, "raise max_num_batched_tokens, or set chunked_prefill: true"}});
-    for (const CNode& plat : s.platforms)
-      for (const CNode& net : s.networks) {
-        // an evaluator of its own: its caches are keyed by the addresses of the pricer's entries,
-        // which a later pricer's may take once this one is gone
-        PointEvaluator engine(catalog, opt, s.path);
-        std::unique_ptr<BatchPricer> made;
-        try {
-          made = std::make_unique<BatchPricer>(engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);
-        } catch (const ConfigError& e) {  // a model without a language model's phase, batch, seq, context
-          for (const Diagnostic& g : e.diagnostics())
-            if (g.message.find("has no parameter '") != std::string::npos)
-              throw ConfigError(net.loc, "this network is not a language model: serving: serves language models",
-                                {Note{{}, g.message + " (a language model takes phase, batch, seq and context)"}});
-          throw;
+    for (size_t pj = 0; pj < s.platforms.size(); ++pj)
+      for (size_t nj = 0; nj < s.networks.size(); ++nj) {
+        const CNode& plat = s.platforms[pj];
+        const CNode& net = s.networks[nj];
+        // A pricer (and its evaluator: its caches are keyed by the addresses of the pricer's
+        // entries, which a later pricer's could take once this one is gone) is kept for the
+        // points that price alike: a network, platform and settings no `${…}` changes, the same
+        // execution modes
+        const bool fixed = !tree_has_expr(plat) && !tree_has_expr(net) && !tree_has_expr(s.settings);
+        const std::string key = std::to_string(pj) + "/" + std::to_string(nj) + "/" + sp.prefill_execution + "/" + sp.decode_execution;
+        auto kept = fixed ? pricers.find(key) : pricers.end();
+        if (kept == pricers.end()) {
+          Priced made;
+          made.engine = std::make_unique<PointEvaluator>(catalog, opt, s.path);
+          try {
+            made.pricer = std::make_unique<BatchPricer>(*made.engine, s, p, net, plat, sp.prefill_execution, sp.decode_execution);
+          } catch (const ConfigError& e) {  // a model without a language model's phase, batch, seq, context
+            for (const Diagnostic& g : e.diagnostics())
+              if (g.message.find("has no parameter '") != std::string::npos)
+                throw ConfigError(net.loc, "this network is not a language model: serving: serves language models",
+                                  {Note{{}, g.message + " (a language model takes phase, batch, seq and context)"}});
+            throw;
+          }
+          if (!fixed) pricers.erase("(this point)");
+          kept = pricers.emplace(fixed ? key : "(this point)", std::move(made)).first;
         }
-        BatchPricer& pricer = *made;
+        BatchPricer& pricer = *kept->second.pricer;
         if (!(pricer.kv_bytes_per_token() > 0))
           throw ConfigError(net.loc, "network '" + pricer.network_name() + "' holds no KV cache: serving: serves language models");
         EngineConfig cfg = sp.engine;

@@ -129,6 +129,7 @@ class Engine {
   double now_ = 0;
   bool stalled_ = false;
   long long step_running_ = 0;
+  std::vector<Work> prefill_, decode_;
 
   void release(size_t i);
   void preempt(size_t i);
@@ -269,6 +270,7 @@ void Engine::schedule_static(std::vector<Work>& prefill, std::vector<Work>& deco
 void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start, std::vector<size_t>& done) {
   sample(start, now_);  // (the state during the step)
   double prompt_tokens = 0, output_tokens = 0;
+  long long whole_gaps = 0;
   for (const auto* list : {&prefill, &decode})
     for (const Work& w : *list) {
       Seq& s = sh_.seqs[w.request];
@@ -288,10 +290,12 @@ void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Wor
       ++s.generated;
       output_tokens += 1;
       if (s.generated == 1) o.first_token_s = now_;
-      else sh_.sim.itl_s.push_back(static_cast<float>(now_ - s.last_token_s));
+      else if (s.last_token_s == start) ++whole_gaps;  // one whole iteration since its last token
+      else sh_.sim.itl_other_s.push_back(now_ - s.last_token_s);
       s.last_token_s = now_;
       if (s.generated >= s.output) done.push_back(w.request);
     }
+  if (whole_gaps > 0) sh_.sim.itl_steps.emplace_back(now_ - start, whole_gaps);
   for (size_t i : done) {
     if (role_ != Role::Prefill) sh_.sim.requests[i].finish_s = now_;
     release(i);
@@ -319,7 +323,9 @@ void Engine::sample(double start, double end) {
 }
 
 bool Engine::step(std::vector<size_t>& done) {
-  std::vector<Work> prefill, decode;
+  std::vector<Work>& prefill = prefill_;  // (kept between steps: no allocation a step)
+  std::vector<Work>& decode = decode_;
+  prefill.clear(), decode.clear();
   const bool any = cfg_.scheduler == EngineConfig::Scheduler::Static ? (schedule_static(prefill, decode), !prefill.empty() || !decode.empty())
                                                                     : schedule_vllm(prefill, decode);
   if (!any) {
@@ -348,9 +354,6 @@ class Cluster {
   Cluster(const std::vector<Request>& reqs, const EngineConfig& cfg, const StepCost& cost, bool keep, const Deployment& dep)
       : sh_{reqs, cfg, cost, keep, std::vector<Seq>(reqs.size()), Simulation{}}, dep_(dep) {
     sh_.sim.requests.resize(reqs.size());
-    size_t gaps = 0;
-    for (const Request& r : reqs) gaps += static_cast<size_t>(std::max(0LL, r.output - 1));
-    sh_.sim.itl_s.reserve(gaps);
     for (size_t i = 0; i < reqs.size(); ++i) {
       Outcome& o = sh_.sim.requests[i];
       o.arrival_s = reqs[i].arrival_s, o.prompt = reqs[i].prompt, o.output = reqs[i].output;
@@ -533,6 +536,25 @@ Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cf
   return Cluster(requests, cfg, cost, keep_steps, dep).run();
 }
 
+long long Simulation::itl_count() const {
+  long long n = static_cast<long long>(itl_other_s.size());
+  for (const auto& x : itl_steps) n += x.second;
+  return n;
+}
+
+std::vector<std::pair<double, long long>> pooled_itl(const Simulation& s) {
+  std::vector<std::pair<double, long long>> v = s.itl_steps;
+  for (double x : s.itl_other_s) v.emplace_back(x, 1);
+  std::sort(v.begin(), v.end());
+  size_t w = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (w > 0 && v[w - 1].first == v[i].first) v[w - 1].second += v[i].second;
+    else v[w++] = v[i];
+  }
+  v.resize(w);
+  return v;
+}
+
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return quantile_sorted(v, q);
@@ -545,7 +567,7 @@ double tpot_of(const Outcome& o) {
 Summary summarize(const Simulation& s, const Slo& slo) {
   Summary m;
   std::vector<double> ttft, tpot, e2e;
-  std::vector<float> itl = s.itl_s;
+
   double first = std::numeric_limits<double>::infinity(), last = 0, in_tokens = 0, out_tokens = 0, prompt = 0, cached = 0;
   long long good = 0;
   for (const Outcome& o : s.requests) {
@@ -567,7 +589,32 @@ Summary summarize(const Simulation& s, const Slo& slo) {
   const double d = m.duration_s > 0 ? m.duration_s : std::numeric_limits<double>::quiet_NaN();
   m.requests_per_s = static_cast<double>(m.finished) / d;
   m.input_tokens_per_s = in_tokens / d, m.output_tokens_per_s = out_tokens / d;
-  four(m.ttft, ttft), four(m.tpot, tpot), four(m.itl, itl), four(m.e2e, e2e);
+  four(m.ttft, ttft), four(m.tpot, tpot), four(m.e2e, e2e);
+  {  // the pooled gaps: a mean, and each quantile's two order statistics from the cumulative counts
+    const std::vector<std::pair<double, long long>> itl = pooled_itl(s);
+    long long total = 0;
+    double sum = 0;
+    for (const auto& [v, c] : itl) total += c, sum += v * static_cast<double>(c);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    m.itl[0] = total > 0 ? sum / static_cast<double>(total) : nan;
+    const double qs[3] = {0.5, 0.9, 0.99};
+    for (int k = 0; k < 3; ++k) {
+      if (total == 0) {
+        m.itl[k + 1] = nan;
+        continue;
+      }
+      const double pos = qs[k] * static_cast<double>(total - 1);
+      const long long lo = static_cast<long long>(std::floor(pos));
+      auto at = [&](long long rank) {  // the rank-th smallest gap (from 0)
+        long long seen = 0;
+        for (const auto& [v, c] : itl)
+          if ((seen += c) > rank) return v;
+        return itl.back().first;
+      };
+      const double a = at(lo), b = lo + 1 < total ? at(lo + 1) : a;
+      m.itl[k + 1] = a + (b - a) * (pos - static_cast<double>(lo));
+    }
+  }
   m.goodput_requests_per_s = static_cast<double>(good) / d;
   m.slo_attainment = m.requests > 0 ? static_cast<double>(good) / static_cast<double>(m.requests) : 0;
   m.mean_running = s.end_s > 0 ? s.running_time / s.end_s : 0;

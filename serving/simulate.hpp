@@ -94,7 +94,12 @@ struct Sample {
 struct Simulation {
   std::vector<Outcome> requests;
   std::vector<Step> steps;     // every iteration (when asked for)
-  std::vector<float> itl_s;    // every gap between two tokens of a request, pooled
+  // Every gap between two tokens of a request, pooled, kept compactly: a gap that is one whole
+  // iteration (the token of the step before, then this step's) is counted with that iteration's
+  // time; any other gap (a preemption, a chunked prefill between) is kept on its own
+  std::vector<std::pair<double, long long>> itl_steps;  // (an iteration's time, the gaps it ends)
+  std::vector<double> itl_other_s;
+  long long itl_count() const;
   std::vector<Sample> timeline;
   double end_s = 0;            // the last iteration's end
   double running_time = 0, kv_time = 0;  // ∫ running dt (all engines), ∫ kv usage dt (the engines' mean)
@@ -105,6 +110,9 @@ struct Simulation {
 // Serves `requests` (arrivals in order; a closed loop sends them as earlier ones finish) on the
 // deployment's engines, all with `cfg` and `cost`. A closed loop's concurrency is the deployment's.
 Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false, const Deployment& dep = {});
+
+// The pooled token gaps as (time, how many), sorted by time, equal times merged
+std::vector<std::pair<double, long long>> pooled_itl(const Simulation& s);
 
 // Linear interpolation between order statistics (numpy's default): q in [0, 1]; NaN when empty.
 double percentile(std::vector<double> v, double q);
