@@ -38,6 +38,21 @@ std::optional<double> read_rate(const CNode& n, Diags& d) {
   return v;
 }
 
+// A quantity (`key: '50 GB/s'`) above 0 (or, with `zero_ok`, at least 0) into dst; else a located error
+void read_quantity(const CNode& x, const char* key, Dim dim, const char* example, bool zero_ok, double& dst, Diags& d) {
+  const QuantityResult q = x.is_scalar() ? parse_quantity(x.scalar, dim) : QuantityResult{std::nullopt, std::string("a quantity such as '") + example + "'"};
+  if (!q.value || !(zero_ok ? *q.value >= 0 : *q.value > 0))
+    d.error(x.loc, std::string(key) + ": " + (q.value ? std::string(zero_ok ? "must be 0 or more" : "must be above 0") : q.error));
+  else dst = *q.value;
+}
+
+// `replicas:` of a deployment or a pool: at least one engine
+long long read_replicas(const CNode& x, Diags& d) {
+  const long long n = to_integer(x, d, "replicas").value_or(1);
+  if (n < 1) d.error(x.loc, "replicas must be at least 1 (an engine)");
+  return std::max(1LL, n);
+}
+
 void read_lengths(const CNode& node, Lengths& l, Diags& d, const char* what) {
   MapReader m(node, keys::map("serving.lengths"), what, d);
   if (!m.ok()) return;
@@ -136,7 +151,7 @@ void read_deployment(const CNode& node, ServingSpec& sp, Diags& d) {
   if (!m.ok()) return;
   Deployment& dep = sp.deployment;
   sp.deployment_loc = node.loc;
-  if (const CNode* v = m.get("replicas")) dep.replicas = to_integer(*v, d, "replicas").value_or(1);
+  if (const CNode* v = m.get("replicas")) dep.replicas = read_replicas(*v, d);
   if (const CNode* v = m.get("router"))
     dep.router = to_string(*v, d, "router").value_or("least_loaded") == "round_robin" ? Deployment::Router::RoundRobin : Deployment::Router::LeastLoaded;
   if (const CNode* v = m.get("disaggregated")) {
@@ -149,24 +164,18 @@ void read_deployment(const CNode& node, ServingSpec& sp, Diags& d) {
         if (const CNode* x = g.get(k)) {
           MapReader pm(*x, keys::map("serving.pool"), k, d);
           if (!pm.ok()) return;
-          if (const CNode* r = pm.get("replicas")) dst = to_integer(*r, d, "replicas").value_or(1);
+          if (const CNode* r = pm.get("replicas")) dst = read_replicas(*r, d);
           pm.finish();
         }
       };
       pool("prefill", dep.prefill_replicas), pool("decode", dep.decode_replicas);
       if (const CNode* x = g.get("link")) sp.link = to_string(*x, d, "link").value_or(""), sp.link_loc = x->loc;
-      if (const CNode* x = g.get("bandwidth")) {
-        const QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::ByteRate) : QuantityResult{std::nullopt, "a bandwidth such as '50 GB/s'"};
-        if (!q.value || !(*q.value > 0)) d.error(x->loc, "bandwidth: " + (q.value ? std::string("must be above 0") : q.error));
-        else sp.link_bandwidth = *q.value;
-        if (sp.link_loc.known()) d.error(x->loc, "give link or bandwidth (and latency), not both", {Note{sp.link_loc, "the link"}});
-      }
-      if (const CNode* x = g.get("latency")) {
-        const QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::Time) : QuantityResult{std::nullopt, "a time such as '5 us'"};
-        if (!q.value || !(*q.value >= 0)) d.error(x->loc, "latency: " + (q.value ? std::string("must be 0 or more") : q.error));
-        else sp.link_latency_s = *q.value;
-        if (sp.link_loc.known()) d.error(x->loc, "give link or latency (and bandwidth), not both", {Note{sp.link_loc, "the link"}});
-      }
+      for (const char* k : {"bandwidth", "latency"})
+        if (const CNode* x = g.get(k)) {
+          const bool bw = k[0] == 'b';
+          read_quantity(*x, k, bw ? Dim::ByteRate : Dim::Time, bw ? "50 GB/s" : "5 us", !bw, bw ? sp.link_bandwidth : sp.link_latency_s, d);
+          if (sp.link_loc.known()) d.error(x->loc, std::string("give link or ") + k + " (and " + (bw ? "latency" : "bandwidth") + "), not both", {Note{sp.link_loc, "the link"}});
+        }
       g.finish();
     }
   }
@@ -261,11 +270,7 @@ ServingSpec read_serving(const CNode& node, const std::string& scenario_path, Di
   if (const CNode* v = m.get("slo")) {
     MapReader sl(*v, keys::map("serving.slo"), "slo", d);
     auto time = [&](const char* k, double& dst) {
-      if (const CNode* x = sl.get(k)) {
-        QuantityResult q = x->is_scalar() ? parse_quantity(x->scalar, Dim::Time) : QuantityResult{std::nullopt, "a time such as '2 s'"};
-        if (!q.value || !(*q.value > 0)) d.error(x->loc, std::string(k) + ": " + (q.value ? "must be above 0" : q.error));
-        else dst = *q.value;
-      }
+      if (const CNode* x = sl.get(k)) read_quantity(*x, k, Dim::Time, "2 s", false, dst, d);
     };
     if (sl.ok()) time("ttft", sp.slo.ttft_s), time("tpot", sp.slo.tpot_s), sl.finish();
   }

@@ -499,3 +499,16 @@ TEST_CASE("serving: a disaggregated deployment in a scenario moves Llama-3-8B's 
                            "  deployment: {replicas: 2, disaggregated: {}}\n";
   CHECK(rsim::test::error_of([&] { serve_text(both, "scenarios/pd.yaml"); }).find("replicas and disaggregated: do not go together") != std::string::npos);
 }
+
+TEST_CASE("serving: a deployment without engines or with an unreadable link is a located error", "[serving][errors]") {
+  const std::string head = "name: pd\nplatforms: [h100_sxm]\nnetworks:\n  - {model: llama3_8b}\nserving:\n"
+                           "  workload: {requests: 8, concurrency: 4, prompt: {mean: 512}, output: {mean: 16}}\n  engine: {kv_blocks: 2000}\n";
+  const std::string none = rsim::test::error_of([&] { serve_text(head + "  deployment: {replicas: 0}\n", "scenarios/pd.yaml"); });
+  // line 8 is "  deployment: {replicas: 0}": the 0 after 2 + 13 ("deployment: {") + 10 ("replicas: ") = 25 columns
+  CHECK(none.find("pd.yaml:8:26: error: replicas must be at least 1") != std::string::npos);
+  const std::string pool = rsim::test::error_of([&] { serve_text(head + "  deployment: {disaggregated: {decode: {replicas: 0}}}\n", "scenarios/pd.yaml"); });
+  CHECK(pool.find("replicas must be at least 1") != std::string::npos);
+  const std::string bw = rsim::test::error_of([&] { serve_text(head + "  deployment: {disaggregated: {bandwidth: fast, latency: -1 us}}\n", "scenarios/pd.yaml"); });
+  CHECK(bw.find("bandwidth: ") != std::string::npos);
+  CHECK(bw.find("latency: must be 0 or more") != std::string::npos);
+}
