@@ -75,6 +75,13 @@ class BlockPool {
   std::set<std::pair<uint64_t, uint64_t>> evictable_;
 };
 
+// A batch entry written in place (a Work built on the stack and copied is read back wider than it
+// was written: a store-forwarding stall on every entry of the hot loop)
+inline void add_work(std::vector<Work>& v, size_t request, long long tokens, long long context, bool last) {
+  Work& w = v.emplace_back();
+  w.request = request, w.tokens = tokens, w.context = context, w.last = last;
+}
+
 struct Seq {
   long long prompt = 0, output = 0, generated = 0, computed = 0;
   long long blocks = 0, shared = 0;  // blocks held; of them, the leading ones from the cache
@@ -196,7 +203,7 @@ long long Engine::admit(size_t i, long long budget, std::vector<Work>& prefill, 
     o.scheduled_s = now_;
     o.cached_tokens = start;
   }
-  (s.transferred && n == 1 ? decode : prefill).push_back(Work{i, n, start, start + n == s.prompt + s.generated});
+  add_work(s.transferred && n == 1 ? decode : prefill, i, n, start, start + n == s.prompt + s.generated);
   return n;
 }
 
@@ -210,9 +217,10 @@ bool Engine::schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode
     const size_t i = running_[k];
     Seq& s = sh_.seqs[i];
     const long long need = s.prompt + s.generated - s.computed, n = std::min(need, budget);
-    const long long blocks = ceil_div(s.computed + n, cfg_.block_size) - s.blocks;
+    // a new block only when its tokens pass the last one held (most decodes need none: no division)
+    const long long blocks = s.computed + n > s.blocks * cfg_.block_size ? ceil_div(s.computed + n, cfg_.block_size) - s.blocks : 0;
     bool self = false;
-    while (blocks > pool_.available()) {
+    while (blocks > 0 && blocks > pool_.available()) {
       const size_t victim = running_.back();
       running_.pop_back();
       preempt(victim);
@@ -223,9 +231,8 @@ bool Engine::schedule_vllm(std::vector<Work>& prefill, std::vector<Work>& decode
       }
     }
     if (self) break;
-    pool_.alloc(blocks);
-    s.blocks += blocks;
-    (s.generated > 0 && need == 1 ? decode : prefill).push_back(Work{i, n, s.computed, n == need});
+    if (blocks > 0) pool_.alloc(blocks), s.blocks += blocks;
+    add_work(s.generated > 0 && need == 1 ? decode : prefill, i, n, s.computed, n == need);
     budget -= n;
     ++k;
   }
@@ -255,13 +262,13 @@ void Engine::schedule_static(std::vector<Work>& prefill, std::vector<Work>& deco
       const long long start = s.transferred ? s.prompt - 1 : 0;
       s.blocks = blocks, s.scheduled = true, s.computed = start;
       if (!(sh_.sim.requests[i].scheduled_s == sh_.sim.requests[i].scheduled_s)) sh_.sim.requests[i].scheduled_s = now_;
-      prefill.push_back(Work{i, s.prompt - start, start, true});
+      add_work(prefill, i, s.prompt - start, start, true);
       waiting_.pop_front();
       running_.push_back(i);
     }
     return;
   }
-  for (size_t i : running_) decode.push_back(Work{i, 1, sh_.seqs[i].computed, true});
+  for (size_t i : running_) add_work(decode, i, 1, sh_.seqs[i].computed, true);
 }
 
 // The iteration done: its tokens computed, a token for each sequence whose known tokens are all
@@ -274,14 +281,13 @@ void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Wor
   for (const auto* list : {&prefill, &decode})
     for (const Work& w : *list) {
       Seq& s = sh_.seqs[w.request];
-      Outcome& o = sh_.sim.requests[w.request];
       if (s.generated == 0 && !s.transferred) prompt_tokens += static_cast<double>(w.tokens);
       s.computed += w.tokens;
-      // prompt blocks now full join the prefix cache, in order
-      const std::vector<uint64_t>& h = sh_.req[w.request].block_hashes;
-      if (cfg_.prefix_caching)
+      if (cfg_.prefix_caching) {  // prompt blocks now full join the prefix cache, in order
+        const std::vector<uint64_t>& h = sh_.req[w.request].block_hashes;
         while (s.shared < static_cast<long long>(h.size()) && (s.shared + 1) * cfg_.block_size <= std::min(s.computed, s.prompt) && s.shared < s.blocks)
           pool_.publish(h[static_cast<size_t>(s.shared++)]);
+      }
       if (s.computed < s.prompt + s.generated) continue;  // a prefill chunk before the last
       if (role_ == Role::Prefill) {
         done.push_back(w.request);
@@ -289,7 +295,7 @@ void Engine::finish_step(const std::vector<Work>& prefill, const std::vector<Wor
       }
       ++s.generated;
       output_tokens += 1;
-      if (s.generated == 1) o.first_token_s = now_;
+      if (s.generated == 1) sh_.sim.requests[w.request].first_token_s = now_;
       else if (s.last_token_s == start) ++whole_gaps;  // one whole iteration since its last token
       else sh_.sim.itl_other_s.push_back(now_ - s.last_token_s);
       s.last_token_s = now_;
