@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu clean
+.PHONY: deps configure build run test check-sizes test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu clean
 
 deps:
 	./scripts/install-deps.sh
@@ -73,6 +73,10 @@ deb: build
 # From a copy of the checkout (then deleted): Release build, install, .deb, run both from elsewhere.
 check-install: $(STAMP)
 	./scripts/check-install.sh
+
+# no source file over 800 lines, no function over 150, but those listed (which may only shrink)
+check-sizes:
+	python3 scripts/check_sizes.py
 
 bench: build
 	./$(BUILD)/bench/rsim_bench

@@ -4,6 +4,8 @@
 #include <ostream>
 
 #include "engine/diagnostics.hpp"
+#include "engine/evaluate.hpp"
+#include <tuple>
 
 namespace rsim::cli {
 
@@ -52,6 +54,51 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
     code = usage_error(err, e.what());
   }
   return false;
+}
+
+
+int print_config_error(std::ostream& err, const ConfigError& e) {
+  err << e.what();
+  return kConfig;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<std::string>& sets, bool& ok, std::ostream& err) {
+  std::vector<std::pair<std::string, std::string>> out;
+  ok = true;
+  for (const auto& s : sets) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      usage_error(err, "--set needs NAME=VALUE, got '" + s + "'");
+      ok = false;
+      continue;
+    }
+    out.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  return out;
+}
+
+po::options_description hw_dir_option() {
+  po::options_description d;
+  d.add_options()("hw-dir", po::value<std::string>()->default_value(""), "platform catalog folder (default: $RSIM_HARDWARE, else share/rsim/hardware of the installation)");
+  return d;
+}
+
+ConfigError in_file_order(const Diags& found) {
+  std::vector<Diagnostic> list;
+  for (const Diagnostic& dg : found.list()) {  // once each (the settings' errors: when loaded, and again at each evaluated point)
+    const bool seen = std::any_of(list.begin(), list.end(), [&](const Diagnostic& o) {
+      return o.loc.file.get() == dg.loc.file.get() && o.loc.line == dg.loc.line && o.loc.col == dg.loc.col && o.message == dg.message && o.warning == dg.warning;
+    });
+    if (!seen) list.push_back(dg);
+  }
+  std::vector<const SourceFile*> files;
+  for (const auto& dg : list)
+    if (std::find(files.begin(), files.end(), dg.loc.file.get()) == files.end()) files.push_back(dg.loc.file.get());
+  auto rank = [&](const Diagnostic& dg) { return static_cast<size_t>(std::find(files.begin(), files.end(), dg.loc.file.get()) - files.begin()); };
+  std::stable_sort(list.begin(), list.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    return std::make_tuple(rank(a), a.loc.line, a.loc.col) < std::make_tuple(rank(b), b.loc.line, b.loc.col);
+  });
+  return ConfigError(list);
 }
 
 }  // namespace rsim::cli

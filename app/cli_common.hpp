@@ -2,9 +2,14 @@
 // tables. Boost.Program_options is included here and in app/ only.
 #pragma once
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
 #include <iosfwd>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "engine/evaluate.hpp"
 
 namespace rsim::cli {
 
@@ -22,7 +27,91 @@ int usage_error(std::ostream& err, const std::string& msg, const std::string& hi
 bool parse(const std::vector<std::string>& args, const po::options_description& desc, const po::positional_options_description& pos,
            po::variables_map& vm, std::ostream& err, int& code);
 
-// `rsim estimate MODEL --platform P...`: a model's answer with no YAML written (cmd_estimate.cpp).
-int cmd_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// The commands, one file each (app/cmd_*.cpp); app/cli.cpp's table names them.
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);       // cmd_run.cpp
+int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);  // cmd_run.cpp
+int cmd_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);  // cmd_estimate.cpp: a model's answer with no YAML written
+int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);    // cmd_import.cpp
+int cmd_hw(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);        // cmd_hw.cpp
+int cmd_ops(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);       // cmd_hw.cpp
+int cmd_schema(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);    // cmd_hw.cpp
+int cmd_probe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);     // cmd_probe.cpp
+int cmd_plan(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);      // cmd_measure.cpp
+int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);   // cmd_measure.cpp
+int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err); // cmd_calibrate.cpp
+
+// A command's synopsis in the table of app/cli.cpp ("run FILE [--out DIR] ...")
+const char* synopsis(const std::string& command);
+
+// A ConfigError printed; returns kConfig.
+int print_config_error(std::ostream& err, const ConfigError& e);
+// `--set NAME=VALUE` pairs; a malformed one is a usage error (ok = false).
+std::vector<std::pair<std::string, std::string>> parse_sets(const std::vector<std::string>& sets, bool& ok, std::ostream& err);
+// The `--hw-dir DIR` option several commands take.
+po::options_description hw_dir_option();
+// Diagnostics in file order: by file (first seen first), line and column; each once.
+ConfigError in_file_order(const Diags& found);
+// Runs `$RSIM_PYTHON -m rsim_torch ARGS...` (rsim_torch_spawn.cpp); returns its exit status.
+int run_rsim_torch(const std::vector<std::string>& args, std::ostream& err);
+
+// Passes points on, keeping the run's warnings (e.g. a model that does not fit a platform's memory).
+class WarningSink : public ResultSink {
+ public:
+  explicit WarningSink(ResultSink* next) : next_(next) {}
+  void start(const RunHeader& h) override { next_->start(h); }
+  void prepare(PointResult& pr, const Point& p) override { next_->prepare(pr, p); }
+  void consume(PointResult&& pr, const Point& p) override {
+    for (auto& w : pr.warnings) {
+      if (first_.size() < 3) first_.push_back(w);
+      ++total_;
+    }
+    for (const FootprintExcess& x : pr.footprint_excess) {  // (their text made only for the first few)
+      if (first_.size() < 3) first_.push_back(footprint_warning(x, p));
+      ++total_;
+    }
+    next_->consume(std::move(pr), p);
+  }
+  // The first few, then a count.
+  void print(std::ostream& err) const {
+    for (const auto& w : first_) err << format_diagnostic(w);
+    if (total_ > first_.size())
+      err << "rsim: note: " << total_ - first_.size() << " more warning" << (total_ - first_.size() == 1 ? "" : "s")
+          << " like these (summary.csv: fits_in_memory)\n";
+  }
+
+ private:
+  ResultSink* next_;
+  std::vector<Diagnostic> first_;
+  size_t total_ = 0;
+};
+
+// A progress bar on stderr for runs longer than a second, only on a terminal.
+class Progress {
+ public:
+  explicit Progress(bool enabled, std::string what = "points") : enabled_(enabled), what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
+  void update(size_t done, size_t total) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (done != total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    int width = 40;
+    int filled = static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width);
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), ' ').c_str(), done, total, what_.c_str());
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  std::string what_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_{};
+  std::mutex mu_;
+};
 
 }  // namespace rsim::cli
