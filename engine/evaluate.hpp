@@ -42,7 +42,7 @@ struct Row {
   // A hint for the writers: the index in PointResult::rows of an earlier row of the same point
   // that should print the same text but for its layer and kernel names (a layer doing the same
   // work on the same platform: Layer::same_as), -1 if none. Writers check it field by field
-  // before copying that row's text (same_row_text in output.cpp): a wrong hint costs a compare.
+  // before copying that row's text (same_row_text in output_detail.hpp): a wrong hint costs a compare.
   int twin = -1;
   // Every field back to its default, keeping the strings' and lists' storage (a point's rows are
   // written over from point to point). A field added to Row is reset here too.
