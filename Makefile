@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test check-sizes test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu clean
+.PHONY: deps configure build run test check-sizes test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu validation-kernels clean
 
 deps:
 	./scripts/install-deps.sh
@@ -117,6 +117,9 @@ GPU_VALIDATION_PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/pytho
 TORCH_PYTHON ?= $(GPU_VALIDATION_PYTHON)
 validation-serving: build
 	python3 scripts/validation_serving.py $(BUILD)/rsim
+
+validation-kernels: build
+	$(GPU_VALIDATION_PYTHON) scripts/validation_kernels.py --rsim $(BUILD)/rsim
 
 validation-gpu: build
 	$(GPU_VALIDATION_PYTHON) scripts/validation_gpu.py --rsim $(BUILD)/rsim

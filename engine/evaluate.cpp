@@ -63,6 +63,21 @@ std::string nonfinite_field(const Row& r, const OpCost& cost) {
   return "";
 }
 
+// A located error for the first number of a layer's row that is NaN or infinite: true if there is one
+bool report_nonfinite(const Row& r, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& mem, const SourceLoc& plat, Diags& d) {
+  const std::string bad = nonfinite_field(r, L.cost);
+  if (bad.empty()) return false;
+  std::string ins;
+  append_shapes(ins, L.in_shapes);
+  d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
+          {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " + format_number(L.cost.flops) +
+                        ", bytes " + format_number(r.bytes) + "; peak " + format_number(roof.peak_flops_per_s) + " FLOP/s (derated " +
+                        format_number(roof.derated_flops_per_s) + "), bandwidth " + format_number(mem.bandwidth_bytes_per_s) + " B/s (derated " +
+                        format_number(mem.derated_bandwidth_bytes_per_s) + ")"},
+           Note{plat, "platform used here"}});
+  return true;
+}
+
 // A kernel's times on both roofs, summed over its layers, and the host time to issue it in eager
 // mode (the largest of its layers' classes' host_overhead; -1: the platform's runtime.host_overhead).
 struct KernelTime {
@@ -1102,6 +1117,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           }
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+          const bool kernel_model = pl.kernel_model.active() && !(ctx.hooks && ctx.hooks->has_efficiency()) &&  // a GPU kernel model's time
+                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
             // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
             auto tp_time = [&](double latency) {
@@ -1154,24 +1171,14 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
               break;
             }
           }
-          if (std::string bad = sum_is_finite(r, cost) ? std::string() : nonfinite_field(r, cost); !bad.empty()) {
-            std::string ins;
-            append_shapes(ins, L.in_shapes);
-            d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
-                    {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " +
-                                  format_number(cost.flops) + ", bytes " + format_number(r.bytes) + "; peak " +
-                                  format_number(roof->peak_flops_per_s) + " FLOP/s (derated " + format_number(roof->derated_flops_per_s) +
-                                  "), bandwidth " + format_number(mem->bandwidth_bytes_per_s) + " B/s (derated " +
-                                  format_number(mem->derated_bandwidth_bytes_per_s) + ")"},
-                     Note{plat_nodes[pi]->loc, "platform used here"}});
-            break;
-          }
+          if (!sum_is_finite(r, cost) && report_nonfinite(r, L, pl, *roof, *mem, plat_nodes[pi]->loc, d)) break;
           {  // the derated times' parts from assumed figures: a whole roof, or what its assumed derating adds
             auto assumed = [](Basis figure, Basis derating, double derated, double theoretical) {
               return figure == Basis::Assumption ? derated : derating == Basis::Assumption ? std::max(0.0, derated - theoretical) : 0.0;
             };
-            extra.acompute = assumed(roof->basis, roof->derate_basis, r.derated.compute_time_s, r.theoretical.compute_time_s);
-            extra.amemory = assumed(lmem->basis, lmem->derate_basis, r.derated.memory_time_s, r.theoretical.memory_time_s);
+            // (a kernel model's time rests on the roofs' figures and its fitted parameters, not on the derating)
+            extra.acompute = assumed(roof->basis, kernel_model ? Basis::Calibrated : roof->derate_basis, r.derated.compute_time_s, r.theoretical.compute_time_s);
+            extra.amemory = assumed(lmem->basis, kernel_model ? Basis::Calibrated : lmem->derate_basis, r.derated.memory_time_s, r.theoretical.memory_time_s);
             if (band) {  // the rule's held-out spread, on the layer's kernel time
               const double w = std::max(r.derated.compute_time_s, r.derated.memory_time_s);
               extra.lo = w * (band->error_lo - 1), extra.hi = w * (band->error_hi - 1);

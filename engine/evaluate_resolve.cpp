@@ -256,7 +256,9 @@ static const CNode* catalog_entry(const CNode& ref, PlatformCache& cache, Diags&
   return holder.get();
 }
 
-Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
+// A platform as its entry describes it (a catalog name, or a map with an optional base:), its
+// kernel model's `from:` not yet followed
+static Platform resolve_own(const CNode& entry, PlatformCache& cache, Diags& d) {
   std::shared_ptr<const CNode> holder;
   if (entry.is_scalar()) {
     const CNode* node = catalog_entry(entry, cache, d, holder);
@@ -288,6 +290,51 @@ Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
     if (!base) return {};
   }
   return build_platform(entry, base, d);
+}
+
+// `kernel_model: {from: X}`: X's fitted parameters on p's own datasheet figures. `chain`: the
+// platforms followed so far (a chain that leads back to one of them is an error).
+static void carry_kernel_model(Platform& p, PlatformCache& cache, Diags& d, std::vector<std::string> chain) {
+  const std::string from = p.kernel_model.from;
+  const SourceLoc loc = p.kernel_model.from_loc;
+  chain.push_back(p.name);
+  if (std::find(chain.begin(), chain.end(), from) != chain.end()) {
+    std::string path;
+    for (const auto& c : chain) path += c + " → ";
+    d.error(loc, "kernel_model's `from: " + from + "` leads back to '" + from + "' (" + path + from + ")",
+            {Note{{}, "name a platform whose kernel model is fitted (rsim calibrate --ops writes one)"}});
+    return;
+  }
+  Diags local;
+  Platform src = resolve_own(CNode::make_scalar(from, loc), cache, local);
+  if (!local.empty()) {
+    d.merge(local);
+    return;
+  }
+  if (src.kind != "gpu") {
+    d.error(loc, "kernel_model's `from: " + from + "` names a " + (src.kind.empty() ? std::string("platform that is not a GPU") : src.kind) +
+                     "; a kernel model carries between GPUs");
+    return;
+  }
+  if (!src.kernel_model.from.empty()) carry_kernel_model(src, cache, d, chain);
+  if (!src.kernel_model.active()) {
+    d.error(loc, "platform '" + from + "' has no kernel model to carry", {Note{{}, "fit one with `rsim calibrate --ops DIR --platform " + from + " -o FILE`"}});
+    return;
+  }
+  p.kernel_model.gemm = src.kernel_model.gemm;
+  p.kernel_model.memory = src.kernel_model.memory;
+  p.kernel_model.source = "carried from " + from + (src.kernel_model.source.empty() ? "" : " (" + src.kernel_model.source + ")");
+}
+
+Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
+  Platform p = resolve_own(entry, cache, d);
+  if (!p.kernel_model.from.empty()) {
+    if (!p.kernel_model.gemm.empty() || p.kernel_model.memory) return p;  // (both given: build_platform's error)
+    carry_kernel_model(p, cache, d, {});
+    if (!p.kernel_model.gemm.empty() && p.sm_count == 0)
+      d.error(p.kernel_model.from_loc, "platform '" + p.name + "' carries a GEMM model but states no sm_count", {Note{{}, "add `sm_count: N` (the datasheet's)"}});
+  }
+  return p;
 }
 
 KernelIndex index_kernels(const Network& net) {

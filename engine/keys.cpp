@@ -73,6 +73,198 @@ const std::vector<std::string>& plot_kinds() {
 
 namespace {
 
+// The platform file's tables (platform, its figures, kernel models, calibration, derating)
+std::vector<MapDef> platform_maps() {
+  return {
+      {"platform", "A hardware platform: compute roofs and memory levels",
+       {
+           {"name", str(), true, "Platform name (the platform column of the results)."},
+           {"base", str(), false, "Start from this catalog platform and replace the keys given here (derate merges key by key)."},
+           {"title", str(), false, "Full product name."},
+           {"kind", str(), false, "gpu, cpu, soc, ..."},
+           {"source", str(), false, "Where the figures come from (datasheet, paper)."},
+           {"notes", str(), false, "Free text."},
+           {"runtime", map_of("runtime"), false, "How kernels are launched: launch_overhead, graph_gap, host_overhead (settings.execution picks the rule)."},
+           {"interconnect", list_of("interconnect_level"), false, "Links between GPUs, from the smallest group (NVLink in a node) to the largest (InfiniBand): collectives of parallel: run on them."},
+           {"derate", map_of("derate"), false, "Platform-wide derating of every roof."},
+           {"compute", list_of("compute_roof"), true, "Compute roofs, one per precision group."},
+           {"memory", list_of("memory_level"), true, "Memory levels; the first is the default of rooflines (settings.memory_level picks another)."},
+           {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
+           {"algorithms", map_of("algorithms"), false, "The algorithms the platform's libraries run where they differ from the conventional count, e.g. {conv3x3: {fp32: winograd_f4x4}}: the roofline bounds their executed work."},
+           {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
+           {"contention", map_of("contention"), false, "Time sharing of the measured core, fitted by `rsim calibrate` (applied to compute-bound layers)."},
+           {"measured_layers", list_of("measured_layer"), false, "Layer shapes `rsim calibrate` timed whose class laws missed them by more than 10 %: a layer of the same op, roof, shapes and MACs takes its law's time × factor."},
+           {"sm_count", integer(1, 100000), false, "Streaming multiprocessors (compute units): the GEMM kernel model's tiles run in waves over them (datasheet)."},
+           {"boost_clock", qty(Dim::Frequency), false, "The GPU's boost clock (datasheet), e.g. '1.98 GHz'."},
+           {"l2", map_of("l2"), false, "The last-level on-chip cache: {size, bandwidth, basis, source}."},
+           {"kernel_model", map_of("kernel_model"), false, "GPU kernel cost models: GEMM tiling over the SMs and memory-bound kernels, fitted by `rsim calibrate --ops` (docs/kernel-models.md); the layer's derated time, never below its roofline bound."},
+       }},
+      {"l2", "A GPU's L2 cache",
+       {
+           {"size", qty(Dim::Bytes), true, "Size, e.g. '50 MiB'."},
+           {"bandwidth", qty(Dim::ByteRate), false, "Read bandwidth (often unpublished: say basis: assumption)."},
+           {"basis", def("basis"), false, "What the bandwidth rests on."},
+           {"source", str(), false, "Where the figures come from."},
+       }},
+      {"kernel_model", "GPU kernel cost models (docs/kernel-models.md): parameters per op family, stated or carried from another platform",
+       {
+           {"from", str(), false, "A catalog platform whose fitted parameters this platform takes, applied to its own datasheet figures (instead of gemm/memory)."},
+           {"source", str(), false, "Where the parameters come from (rsim calibrate writes the data it fitted)."},
+           {"basis", def("basis"), false, "What the parameters rest on (calibrated, assumption)."},
+           {"gemm", map_of("kernel_gemm"), false, "GEMM-like layers (linear, matmul, dense and grouped convolutions): parameters per compute dtype."},
+           {"memory", map_of("kernel_memory"), false, "Memory-bound layers (every other layer that moves bytes): {bandwidth_efficiency, floor}."},
+       }},
+      {"kernel_gemm", "The GEMM model's parameters per compute dtype (a dtype missing takes those of a dtype on its roof)",
+       {
+           {"fp64", map_of("gemm_params"), false, "fp64 GEMMs."},
+           {"fp32", map_of("gemm_params"), false, "fp32 GEMMs."},
+           {"tf32", map_of("gemm_params"), false, "tf32 GEMMs."},
+           {"bf16", map_of("gemm_params"), false, "bf16 GEMMs."},
+           {"fp16", map_of("gemm_params"), false, "fp16 GEMMs."},
+           {"fp8", map_of("gemm_params"), false, "fp8 GEMMs (activations quantized on the fly: prologue_bytes)."},
+           {"int8", map_of("gemm_params"), false, "int8 GEMMs."},
+           {"int4", map_of("gemm_params"), false, "int4 GEMMs."},
+       }},
+      {"gemm_params", "A GEMM's time: tiles in waves over the SMs, max(compute, memory) + floor + waves · wave (docs/kernel-models.md)",
+       {
+           {"compute_efficiency", num(), true, "Share of an SM's tensor-core peak in the K loop, in (0, 1]."},
+           {"pipeline_fill", num(), true, "K steps (of 64 elements) before a tile's first result, 0 to 1000."},
+           {"bandwidth_efficiency", num(), true, "Share of the memory bandwidth a GEMM streams at, in (0, 1]."},
+           {"sm_bandwidth", num(), true, "The bandwidth one CTA pulls, in shares of bandwidth / sm_count (fewer tiles than SMs pull less than the whole)."},
+           {"floor", qty(Dim::Time), true, "Time per kernel beyond its compute or memory path (its start and tail), e.g. '2.7 us'."},
+           {"wave", qty(Dim::Time), false, "Time per wave of tiles (default 0)."},
+           {"prologue_bytes", num(), false, "Bytes per activation element of the kernel converting the activations when the math runs in a narrower dtype (fp8's dynamic quantization; default 0: none)."},
+           {"prologue_floor", qty(Dim::Time), false, "That conversion kernel's floor."},
+       }},
+      {"kernel_memory", "A memory-bound kernel's time: max(FLOPs / peak, bytes / (bandwidth · bandwidth_efficiency)) + floor",
+       {
+           {"bandwidth_efficiency", num(), true, "Share of the memory bandwidth, in (0, 1]."},
+           {"floor", qty(Dim::Time), true, "Time per kernel beyond its bytes, e.g. '2 us'."},
+       }},
+  };
+}
+
+// The platform file's other tables: runtime, calibration, roofs, memory levels, links, derating
+std::vector<MapDef> platform_roof_maps() {
+  return {
+      {"runtime", "Launch costs of the platform's runtime, per execution mode (settings.execution)",
+       {
+           {"launch_overhead", qty(Dim::Time), false, "Added per kernel under execution: fused, once per network under graph (0 to 1 s; default 0)."},
+           {"graph_gap", qty(Dim::Time), false, "Between consecutive kernels of one CUDA graph (execution: graph needs it)."},
+           {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel in eager mode (execution: eager needs it)."},
+           {"source", str(), false, "Where the times come from (a measurement, or 'assumption')."},
+           {"basis", def("basis"), false, "What the times rest on, one for all or per figure, e.g. {launch_overhead: assumption, graph_gap: measured}."},
+       }},
+      {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b · g^c (g: channels per group)",
+       {
+           {"class", str(), true, "Op class, e.g. conv."},
+           {"ops", one_or_list(str()), true, "Operators of the class."},
+           {"roof", str(), false, "The compute roof whose layers the rule covers (default: every roof)."},
+           {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel of the class in eager mode (default: runtime.host_overhead)."},
+           {"extrapolated", def("extrapolated"), false, "true: the laws were transferred from the roof's other classes, not fitted on layers of this class; compute or bandwidth: that law alone was (the class's layers were all on the other side of the ridge) (rsim calibrate)."},
+           {"range", def("law_range"), false, "The layers the laws were fitted on: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}; beyond it a law keeps its value at the nearer end (rsim calibrate)."},
+           {"error_band", one_or_list(num()), false, "[lo, hi]: measured / predicted at the 10th and 90th percentile of the class's held-out errors (rsim calibrate's cross-validation); a run adds derated_time_lo_s and derated_time_hi_s from it."},
+           {"occupancy", one_or_list(num()), false, "[d, saturation]: compute efficiency × min(1, the layer's output elements / saturation)^d — a GPU kernel with few outputs leaves multiprocessors idle (rsim calibrate fits it on GPU data)."},
+           {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
+           {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
+           {"bandwidth_by_level", def("level_laws"), false, "Bandwidth efficiency per memory level, e.g. {L2: [a, b], L3: [a, b, c]}: a layer bounded on a listed level takes its law instead of bandwidth."},
+       }},
+      {"measured_layer", "A layer shape timed by rsim calibrate: a layer of the same operator, compute roof, input and output shapes and MACs runs at its law's time × factor",
+       {
+           {"op", str(), true, "Operator, e.g. conv2d."},
+           {"roof", str(), true, "The compute roof the layer ran on, e.g. 'fp32 CUDA cores'."},
+           {"input", str(), true, "Input shapes as results.csv writes them, e.g. 32x128x28x28 (several joined by ';')."},
+           {"output", str(), true, "Output shapes as results.csv writes them."},
+           {"macs", num(), true, "The layer's MACs (the macs column; conventional count)."},
+           {"factor", num(), true, "Measured time over the class law's, in (0, 1000]: the layer's efficiencies are divided by it (at most 1)."},
+           {"from", str(), false, "The measured layer it came from (network/layer) and how many layers of the shape were timed."},
+       }},
+      {"contention", "Time sharing of a core: a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))",
+       {
+           {"onset_s", num(), true, "Time in seconds (0 to 1000, exclusive of 0) around which layers start to wait for other work's time slices."},
+           {"slowdown", num(), true, "Factor on a layer much longer than onset_s (at least 1; 1 = a core of its own)."},
+       }},
+      {"algorithms", "Algorithms a platform's libraries run (each: one name, or a map from precision to name)",
+       {
+           {"conv3x3", def("algorithm_conv3x3"), false, "3×3 stride-1 dense convolutions: direct (default), winograd_f2x2 or winograd_f4x4 (F(m×m, 3×3): (m+2)² multiplications per m×m output tile and channel pair)."},
+           {"conv1x1_strided", def("algorithm_conv1x1_strided"), false, "1×1 convolutions with stride > 1: full (default: the whole input read) or touched_input (only the 1/(sh·sw) of its pixels it uses)."},
+       }},
+      {"scale", "Factors applied to every roof of a platform",
+       {
+           {"compute", num(), false, "Factor on every compute roof (positive, at most 1e6)."},
+           {"bandwidth", num(), false, "Factor on every memory level's bandwidth (positive, at most 1e6)."},
+       }},
+      {"compute_roof", "A compute roof: peak given or derived",
+       {
+           {"name", str(), true, "Roof name, e.g. 'fp32 CUDA cores'."},
+           {"dtypes", one_or_list(choice_from("dtype")), true, "Precisions this roof serves."},
+           {"peak", qty(Dim::FlopRate), false, "Peak rate, e.g. '29.8 TFLOP/s' (or derive)."},
+           {"derive", map_of("compute_derive"), false, "Peak from units × clock × FLOP per cycle (or peak)."},
+           {"vector_clock", qty(Dim::Frequency), false, "Lower clock under this roof's instructions (e.g. AVX-512); needs derive."},
+           {"efficiency", fraction(), false, "Achievable fraction of the peak, in (0, 1]."},
+           {"measured", qty(Dim::FlopRate), false, "Measured peak (the derated roof; instead of vector_clock and efficiency), e.g. from `rsim probe`."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
+           {"basis", def("basis"), false, "What the roof's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {peak: datasheet, efficiency: assumption}."},
+       }},
+      {"compute_derive", "Peak compute = units × clock × FLOP per cycle",
+       {
+           {"units", num(), true, "Cores, SMs or compute units."},
+           {"clock", qty(Dim::Frequency), true, "Clock, e.g. '1.71 GHz'."},
+           {"lanes", num(), false, "SIMD lanes per pipe (default 1)."},
+           {"fma_pipes", num(), false, "FMA pipes per unit (2 FLOPs each per lane)."},
+           {"add_pipes", num(), false, "Add pipes per unit."},
+           {"mul_pipes", num(), false, "Multiply pipes per unit."},
+           {"flops_per_cycle", num(), false, "FLOP per cycle per unit (instead of lanes and pipes)."},
+       }},
+      {"memory_level", "A memory level: bandwidth given or derived",
+       {
+           {"name", str(), true, "Level name, e.g. 'GDDR6X' or 'L2'."},
+           {"bandwidth", qty(Dim::ByteRate), false, "Bandwidth, e.g. '760.32 GB/s' (or derive)."},
+           {"derive", map_of("memory_derive"), false, "Bandwidth from transfer rate × bus width × channels × sockets (or bandwidth)."},
+           {"fraction", fraction(), false, "Achievable fraction of the bandwidth, in (0, 1]."},
+           {"measured", qty(Dim::ByteRate), false, "Measured bandwidth (instead of fraction)."},
+           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
+           {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
+           {"size_source", choice({"sysfs", "cpuid", "sysconf", "curve", "datasheet"}), false, "How the size was found (rsim probe): the OS (sysfs), CPUID, sysconf, or the bandwidth curve's plateau; datasheet for a catalog figure."},
+           {"basis", def("basis"), false, "What the level's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {bandwidth: datasheet, fraction: assumption, size: datasheet}."},
+       }},
+      {"interconnect_level", "A link between GPUs: a collective among n GPUs runs on the first level connecting at least n",
+       {
+           {"name", str(), true, "Level name, e.g. 'NVLink 4' or 'InfiniBand NDR'."},
+           {"bandwidth", qty(Dim::ByteRate), true, "What one GPU sends at once, each way, e.g. '450 GB/s' (NVLink 4: 900 GB/s both ways)."},
+           {"latency", qty(Dim::Time), true, "Time per message (one step of a ring or tree), e.g. '2 us'."},
+           {"gpus", integer(2, 1e6), true, "GPUs this level connects (per node for NVLink)."},
+           {"source", str(), false, "Where the figures come from."},
+           {"basis", def("basis"), false, "What the figures rest on, one for both or per figure, e.g. {bandwidth: datasheet, latency: assumption}."},
+       }},
+      {"parallel", "How a network is split over GPUs: tensor, pipeline, expert and data parallelism",
+       {
+           {"tensor", integer(1, 4096), false, "Tensor-parallel GPUs T (default 1): layers marked `shard:` hold 1/T of their weights and work; row-parallel layers all-reduce their output."},
+           {"pipeline", integer(1, 4096), false, "Pipeline stages P (default 1): contiguous runs of layers balanced by parameters, one stage per group of T GPUs; each stage sends the activations later stages read to the next."},
+           {"micro_batches", integer(1, 1000000), false, "Micro-batches m a pipeline step runs (default 1), each the network's batch: a step takes the sum of the stage times plus (m - 1) times the slowest; the bubble is (P - 1) / (m + P - 1) for equal stages."},
+           {"expert", integer(1, 4096), false, "Expert-parallel GPUs E (default 1): a mixture's experts are spread over E data-parallel replicas (data defaults to E and must be a multiple of it); each routed token goes to its experts and back (all-to-all)."},
+           {"data", integer(1, 1000000), false, "Data-parallel replicas D (default 1, or expert): each runs the network's batch; no collective in inference. GPUs in all: tensor x pipeline x data."},
+           {"overlap", choice({"none", "full"}), false, "Communication overlapped with compute: none (default: each collective waits for its layer and the next waits for it) or full (the network takes the larger of its compute and its communication)."},
+       }},
+      {"memory_derive", "Bandwidth = transfer rate × bus width / 8 × channels × sockets",
+       {
+           {"transfer_rate", qty(Dim::TransferRate), false, "Transfers per second per pin, e.g. '2400 MT/s' (or clock and data_rate)."},
+           {"clock", qty(Dim::Frequency), false, "Memory clock (with data_rate)."},
+           {"data_rate", num(), false, "Transfers per clock (2 for DDR)."},
+           {"bus_width", qty(Dim::Bits), true, "Bus width per channel, e.g. '64 bit'."},
+           {"channels", num(), false, "Channels per socket (default 1)."},
+           {"sockets", num(), false, "Sockets (default 1)."},
+       }},
+      {"derate", "Platform-wide derating (wins over each roof's own)",
+       {
+           {"vector_clock", qty(Dim::Frequency), false, "Clock of every derived compute roof under load."},
+           {"compute_efficiency", fraction(), false, "Achievable fraction of every compute roof."},
+           {"bandwidth_fraction", fraction(), false, "Achievable fraction of every memory level's bandwidth."},
+           {"basis", def("basis"), false, "What the factors rest on, one for all or per factor, e.g. {bandwidth_fraction: assumption}."},
+       }},
+  };
+}
+
 std::vector<MapDef> build() {
   std::vector<Key> plot_common = {
       {"kind", choice(plot_kinds()), true,
@@ -315,140 +507,6 @@ std::vector<MapDef> build() {
            {"onnx_recompose", boolean(), false, "Decomposed operators (LayerNorm before opset 17, GELU's Erf and tanh forms, SiLU, HardSwish, MatMul + bias Add) as one layer each (default true); false keeps one layer per node."},
            {"dtype", choice_from("dtype"), false, "Precision of the network's tensors."},
        }},
-      {"platform", "A hardware platform: compute roofs and memory levels",
-       {
-           {"name", str(), true, "Platform name (the platform column of the results)."},
-           {"base", str(), false, "Start from this catalog platform and replace the keys given here (derate merges key by key)."},
-           {"title", str(), false, "Full product name."},
-           {"kind", str(), false, "gpu, cpu, soc, ..."},
-           {"source", str(), false, "Where the figures come from (datasheet, paper)."},
-           {"notes", str(), false, "Free text."},
-           {"runtime", map_of("runtime"), false, "How kernels are launched: launch_overhead, graph_gap, host_overhead (settings.execution picks the rule)."},
-           {"interconnect", list_of("interconnect_level"), false, "Links between GPUs, from the smallest group (NVLink in a node) to the largest (InfiniBand): collectives of parallel: run on them."},
-           {"derate", map_of("derate"), false, "Platform-wide derating of every roof."},
-           {"compute", list_of("compute_roof"), true, "Compute roofs, one per precision group."},
-           {"memory", list_of("memory_level"), true, "Memory levels; the first is the default of rooflines (settings.memory_level picks another)."},
-           {"scale", map_of("scale"), false, "What-if factors on every roof, theoretical and derated, e.g. {compute: 2, bandwidth: 1.5}."},
-           {"algorithms", map_of("algorithms"), false, "The algorithms the platform's libraries run where they differ from the conventional count, e.g. {conv3x3: {fp32: winograd_f4x4}}: the roofline bounds their executed work."},
-           {"calibration", list_of("calibration_rule"), false, "Efficiency per op class fitted by `rsim calibrate` (applied to derated roofs)."},
-           {"contention", map_of("contention"), false, "Time sharing of the measured core, fitted by `rsim calibrate` (applied to compute-bound layers)."},
-           {"measured_layers", list_of("measured_layer"), false, "Layer shapes `rsim calibrate` timed whose class laws missed them by more than 10 %: a layer of the same op, roof, shapes and MACs takes its law's time × factor."},
-       }},
-      {"runtime", "Launch costs of the platform's runtime, per execution mode (settings.execution)",
-       {
-           {"launch_overhead", qty(Dim::Time), false, "Added per kernel under execution: fused, once per network under graph (0 to 1 s; default 0)."},
-           {"graph_gap", qty(Dim::Time), false, "Between consecutive kernels of one CUDA graph (execution: graph needs it)."},
-           {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel in eager mode (execution: eager needs it)."},
-           {"source", str(), false, "Where the times come from (a measurement, or 'assumption')."},
-           {"basis", def("basis"), false, "What the times rest on, one for all or per figure, e.g. {launch_overhead: assumption, graph_gap: measured}."},
-       }},
-      {"calibration_rule", "An efficiency model for a class of operators: efficiency = a · x^b · g^c (g: channels per group)",
-       {
-           {"class", str(), true, "Op class, e.g. conv."},
-           {"ops", one_or_list(str()), true, "Operators of the class."},
-           {"roof", str(), false, "The compute roof whose layers the rule covers (default: every roof)."},
-           {"host_overhead", qty(Dim::Time), false, "Host time to issue one kernel of the class in eager mode (default: runtime.host_overhead)."},
-           {"extrapolated", def("extrapolated"), false, "true: the laws were transferred from the roof's other classes, not fitted on layers of this class; compute or bandwidth: that law alone was (the class's layers were all on the other side of the ridge) (rsim calibrate)."},
-           {"range", def("law_range"), false, "The layers the laws were fitted on: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}; beyond it a law keeps its value at the nearer end (rsim calibrate)."},
-           {"error_band", one_or_list(num()), false, "[lo, hi]: measured / predicted at the 10th and 90th percentile of the class's held-out errors (rsim calibrate's cross-validation); a run adds derated_time_lo_s and derated_time_hi_s from it."},
-           {"occupancy", one_or_list(num()), false, "[d, saturation]: compute efficiency × min(1, the layer's output elements / saturation)^d — a GPU kernel with few outputs leaves multiprocessors idle (rsim calibrate fits it on GPU data)."},
-           {"compute", one_or_list(num()), true, "[a, b] or [a, b, c] for compute efficiency, x = MACs (FLOPs without MACs), g = input channels per group."},
-           {"bandwidth", one_or_list(num()), true, "[a, b] or [a, b, c] for bandwidth efficiency, x = bytes moved, g = input channels per group."},
-           {"bandwidth_by_level", def("level_laws"), false, "Bandwidth efficiency per memory level, e.g. {L2: [a, b], L3: [a, b, c]}: a layer bounded on a listed level takes its law instead of bandwidth."},
-       }},
-      {"measured_layer", "A layer shape timed by rsim calibrate: a layer of the same operator, compute roof, input and output shapes and MACs runs at its law's time × factor",
-       {
-           {"op", str(), true, "Operator, e.g. conv2d."},
-           {"roof", str(), true, "The compute roof the layer ran on, e.g. 'fp32 CUDA cores'."},
-           {"input", str(), true, "Input shapes as results.csv writes them, e.g. 32x128x28x28 (several joined by ';')."},
-           {"output", str(), true, "Output shapes as results.csv writes them."},
-           {"macs", num(), true, "The layer's MACs (the macs column; conventional count)."},
-           {"factor", num(), true, "Measured time over the class law's, in (0, 1000]: the layer's efficiencies are divided by it (at most 1)."},
-           {"from", str(), false, "The measured layer it came from (network/layer) and how many layers of the shape were timed."},
-       }},
-      {"contention", "Time sharing of a core: a compute-bound layer of derated time t takes t · (1 + (slowdown − 1) / (1 + (onset_s / t)^8))",
-       {
-           {"onset_s", num(), true, "Time in seconds (0 to 1000, exclusive of 0) around which layers start to wait for other work's time slices."},
-           {"slowdown", num(), true, "Factor on a layer much longer than onset_s (at least 1; 1 = a core of its own)."},
-       }},
-      {"algorithms", "Algorithms a platform's libraries run (each: one name, or a map from precision to name)",
-       {
-           {"conv3x3", def("algorithm_conv3x3"), false, "3×3 stride-1 dense convolutions: direct (default), winograd_f2x2 or winograd_f4x4 (F(m×m, 3×3): (m+2)² multiplications per m×m output tile and channel pair)."},
-           {"conv1x1_strided", def("algorithm_conv1x1_strided"), false, "1×1 convolutions with stride > 1: full (default: the whole input read) or touched_input (only the 1/(sh·sw) of its pixels it uses)."},
-       }},
-      {"scale", "Factors applied to every roof of a platform",
-       {
-           {"compute", num(), false, "Factor on every compute roof (positive, at most 1e6)."},
-           {"bandwidth", num(), false, "Factor on every memory level's bandwidth (positive, at most 1e6)."},
-       }},
-      {"compute_roof", "A compute roof: peak given or derived",
-       {
-           {"name", str(), true, "Roof name, e.g. 'fp32 CUDA cores'."},
-           {"dtypes", one_or_list(choice_from("dtype")), true, "Precisions this roof serves."},
-           {"peak", qty(Dim::FlopRate), false, "Peak rate, e.g. '29.8 TFLOP/s' (or derive)."},
-           {"derive", map_of("compute_derive"), false, "Peak from units × clock × FLOP per cycle (or peak)."},
-           {"vector_clock", qty(Dim::Frequency), false, "Lower clock under this roof's instructions (e.g. AVX-512); needs derive."},
-           {"efficiency", fraction(), false, "Achievable fraction of the peak, in (0, 1]."},
-           {"measured", qty(Dim::FlopRate), false, "Measured peak (the derated roof; instead of vector_clock and efficiency), e.g. from `rsim probe`."},
-           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
-           {"basis", def("basis"), false, "What the roof's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {peak: datasheet, efficiency: assumption}."},
-       }},
-      {"compute_derive", "Peak compute = units × clock × FLOP per cycle",
-       {
-           {"units", num(), true, "Cores, SMs or compute units."},
-           {"clock", qty(Dim::Frequency), true, "Clock, e.g. '1.71 GHz'."},
-           {"lanes", num(), false, "SIMD lanes per pipe (default 1)."},
-           {"fma_pipes", num(), false, "FMA pipes per unit (2 FLOPs each per lane)."},
-           {"add_pipes", num(), false, "Add pipes per unit."},
-           {"mul_pipes", num(), false, "Multiply pipes per unit."},
-           {"flops_per_cycle", num(), false, "FLOP per cycle per unit (instead of lanes and pipes)."},
-       }},
-      {"memory_level", "A memory level: bandwidth given or derived",
-       {
-           {"name", str(), true, "Level name, e.g. 'GDDR6X' or 'L2'."},
-           {"bandwidth", qty(Dim::ByteRate), false, "Bandwidth, e.g. '760.32 GB/s' (or derive)."},
-           {"derive", map_of("memory_derive"), false, "Bandwidth from transfer rate × bus width × channels × sockets (or bandwidth)."},
-           {"fraction", fraction(), false, "Achievable fraction of the bandwidth, in (0, 1]."},
-           {"measured", qty(Dim::ByteRate), false, "Measured bandwidth (instead of fraction)."},
-           {"measured_by", str(), false, "How the measured figure was obtained (tool, kernel, date)."},
-           {"size", qty(Dim::Bytes), false, "Capacity, e.g. '10 GiB'."},
-           {"size_source", choice({"sysfs", "cpuid", "sysconf", "curve", "datasheet"}), false, "How the size was found (rsim probe): the OS (sysfs), CPUID, sysconf, or the bandwidth curve's plateau; datasheet for a catalog figure."},
-           {"basis", def("basis"), false, "What the level's figures rest on: datasheet, assumption, measured, calibrated or carried; one for all, or per figure, e.g. {bandwidth: datasheet, fraction: assumption, size: datasheet}."},
-       }},
-      {"interconnect_level", "A link between GPUs: a collective among n GPUs runs on the first level connecting at least n",
-       {
-           {"name", str(), true, "Level name, e.g. 'NVLink 4' or 'InfiniBand NDR'."},
-           {"bandwidth", qty(Dim::ByteRate), true, "What one GPU sends at once, each way, e.g. '450 GB/s' (NVLink 4: 900 GB/s both ways)."},
-           {"latency", qty(Dim::Time), true, "Time per message (one step of a ring or tree), e.g. '2 us'."},
-           {"gpus", integer(2, 1e6), true, "GPUs this level connects (per node for NVLink)."},
-           {"source", str(), false, "Where the figures come from."},
-           {"basis", def("basis"), false, "What the figures rest on, one for both or per figure, e.g. {bandwidth: datasheet, latency: assumption}."},
-       }},
-      {"parallel", "How a network is split over GPUs: tensor, pipeline, expert and data parallelism",
-       {
-           {"tensor", integer(1, 4096), false, "Tensor-parallel GPUs T (default 1): layers marked `shard:` hold 1/T of their weights and work; row-parallel layers all-reduce their output."},
-           {"pipeline", integer(1, 4096), false, "Pipeline stages P (default 1): contiguous runs of layers balanced by parameters, one stage per group of T GPUs; each stage sends the activations later stages read to the next."},
-           {"micro_batches", integer(1, 1000000), false, "Micro-batches m a pipeline step runs (default 1), each the network's batch: a step takes the sum of the stage times plus (m - 1) times the slowest; the bubble is (P - 1) / (m + P - 1) for equal stages."},
-           {"expert", integer(1, 4096), false, "Expert-parallel GPUs E (default 1): a mixture's experts are spread over E data-parallel replicas (data defaults to E and must be a multiple of it); each routed token goes to its experts and back (all-to-all)."},
-           {"data", integer(1, 1000000), false, "Data-parallel replicas D (default 1, or expert): each runs the network's batch; no collective in inference. GPUs in all: tensor x pipeline x data."},
-           {"overlap", choice({"none", "full"}), false, "Communication overlapped with compute: none (default: each collective waits for its layer and the next waits for it) or full (the network takes the larger of its compute and its communication)."},
-       }},
-      {"memory_derive", "Bandwidth = transfer rate × bus width / 8 × channels × sockets",
-       {
-           {"transfer_rate", qty(Dim::TransferRate), false, "Transfers per second per pin, e.g. '2400 MT/s' (or clock and data_rate)."},
-           {"clock", qty(Dim::Frequency), false, "Memory clock (with data_rate)."},
-           {"data_rate", num(), false, "Transfers per clock (2 for DDR)."},
-           {"bus_width", qty(Dim::Bits), true, "Bus width per channel, e.g. '64 bit'."},
-           {"channels", num(), false, "Channels per socket (default 1)."},
-           {"sockets", num(), false, "Sockets (default 1)."},
-       }},
-      {"derate", "Platform-wide derating (wins over each roof's own)",
-       {
-           {"vector_clock", qty(Dim::Frequency), false, "Clock of every derived compute roof under load."},
-           {"compute_efficiency", fraction(), false, "Achievable fraction of every compute roof."},
-           {"bandwidth_fraction", fraction(), false, "Achievable fraction of every memory level's bandwidth."},
-           {"basis", def("basis"), false, "What the factors rest on, one for all or per factor, e.g. {bandwidth_fraction: assumption}."},
-       }},
       plot("roofline", "A roofline chart per platform",
            {
                {"points", choice({"layers", "networks"}), false, "One point per layer (default) or per network."},
@@ -519,6 +577,13 @@ std::vector<MapDef> build() {
   };
 }
 
+std::vector<MapDef> all_maps() {
+  std::vector<MapDef> v = build();
+  for (auto& m : platform_maps()) v.push_back(std::move(m));
+  for (auto& m : platform_roof_maps()) v.push_back(std::move(m));
+  return v;
+}
+
 }  // namespace
 
 const Key* MapDef::find(std::string_view key) const {
@@ -534,7 +599,7 @@ std::vector<std::string> MapDef::names() const {
 }
 
 const std::vector<MapDef>& all() {
-  static const std::vector<MapDef> v = build();
+  static const std::vector<MapDef> v = all_maps();
   return v;
 }
 

@@ -252,6 +252,8 @@ struct BasisOf {
   }
 };
 
+}  // namespace
+
 std::optional<Basis> basis_value(const CNode& n, Diags& d) {
   if (!n.is_scalar()) {
     d.error(n.loc, "basis must be one of datasheet, assumption, measured, calibrated or carried");
@@ -264,6 +266,8 @@ std::optional<Basis> basis_value(const CNode& n, Diags& d) {
   d.error(n.loc, "unknown basis '" + n.scalar + "'", {Note{{}, hint.empty() ? "choose datasheet, assumption, measured, calibrated or carried" : hint}});
   return std::nullopt;
 }
+
+namespace {
 
 BasisOf read_basis(const CNode* n, const std::vector<std::string>& figures, const std::string& what, Diags& d) {
   BasisOf b;
@@ -663,20 +667,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
     else
       for (const auto& item : c->items) p.compute.push_back(read_compute(item, der, d));
   }
-  if (const CNode* c = m.get("contention")) {
-    MapReader cm(*c, keys::map("contention"), "contention", d);
-    if (const CNode* v = cm.require("onset_s"))
-      if (auto x = to_number(*v, d, "onset_s")) {
-        if (!(*x > 0) || *x > 1e3) d.error(v->loc, "onset_s must be a time in seconds above 0 and at most 1000 (rsim calibrate writes it)");
-        else p.contention.onset_s = *x;
-      }
-    if (const CNode* v = cm.require("slowdown"))
-      if (auto x = to_number(*v, d, "slowdown")) {
-        if (!(*x >= 1) || *x > 1e3) d.error(v->loc, "slowdown must be at least 1 (a core of its own) and at most 1000");
-        else p.contention.slowdown = *x;
-      }
-    cm.finish();
-  }
+  read_platform_extras(m, p, d);  // sm_count, boost_clock, l2, kernel_model, contention (platform_gpu.cpp)
   if (const CNode* c = m.require("memory")) {
     if (!c->is_seq() || c->items.empty())
       d.error(c->loc, "memory must be a list of levels (name, bandwidth or derive)");
@@ -983,6 +974,7 @@ std::string describe_platform(const Platform& p) {
     s += "  measured layers: " + std::to_string(p.measured_layers.size()) + " timed shape" + (p.measured_layers.size() == 1 ? "" : "s") +
          " at their law's time × factor (" + num(lo) + (hi > lo ? " to " + num(hi) : std::string()) + ")\n";
   }
+  s += describe_gpu_figures(p);  // sm_count, clock, L2, kernel model (kernel_model.cpp)
   if (p.contention.active())
     s += "  contention (calibrated): compute-bound layers longer than " + si6(p.contention.onset_s, "s") + " slowed up to " + num(p.contention.slowdown) +
          "×\n";

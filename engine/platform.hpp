@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/config.hpp"
+#include "engine/kernel_model.hpp"
 #include "engine/tensor.hpp"
 
 namespace rsim {
@@ -219,6 +220,12 @@ struct Platform {
   std::vector<CalibrationRule> calibration;  // `calibration:`; applied to derated roofs when no script model is set
   Contention contention;                     // `contention:`; applied to compute-bound layers' derated times
   std::vector<AlgorithmChoice> algorithms;   // `algorithms:`; the work and bytes the roofline bounds
+  // GPU figures the kernel models read (datasheet): streaming multiprocessors, boost clock, L2
+  int sm_count = 0;            // 0: not stated
+  double boost_clock_hz = 0;   // 0: not stated
+  double l2_size_bytes = 0, l2_bandwidth_bytes_per_s = 0;
+  Basis l2_bandwidth_basis = Basis::Unstated;
+  KernelModel kernel_model;    // `kernel_model:`; GEMM and memory-bound kernels priced by it (kernel_model.hpp)
   std::vector<MeasuredLayer> measured_layers;  // `measured_layers:`; a layer of a timed shape at its law's time × factor
   std::unordered_map<std::string, double> measured_factors;  // measured_layer_key → factor
   // The factor of a layer shape timed by rsim calibrate (1: none)
@@ -257,6 +264,12 @@ class Catalog {
  private:
   std::string dir_;
 };
+
+// A `basis:` value (datasheet, assumption, ...), or nullopt after a located error
+std::optional<Basis> basis_value(const CNode& n, Diags& d);
+// The keys of a platform's map build_platform leaves to platform_gpu.cpp: sm_count, boost_clock,
+// l2, kernel_model, contention
+void read_platform_extras(MapReader& m, Platform& p, Diags& d);
 
 // Build a platform from its YAML description. `base`, when given, supplies every key the node
 // does not set (an inline what-if platform written as `base: NAME` plus overrides).

@@ -1,5 +1,7 @@
 #include "serving/workload.hpp"
 
+#include "engine/text_file.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <functional>
 #include <sstream>
 
-#include <zlib.h>
 
 namespace rsim::serving {
 
@@ -251,21 +252,11 @@ double timestamp_s(const std::string& t) {
 }  // namespace
 
 std::vector<Request> read_trace(const std::string& path, long long block_size, const SourceLoc& used) {
-  std::string text;
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {  // gzip'd (zlib reads a plain file too)
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (!gz) throw ConfigError(used, "cannot read the trace '" + path + "'", {Note{{}, "give a JSONL or CSV file, gzip'd or not (a path relative to the scenario)"}});
-    char buf[1 << 16];
-    int got;
-    while ((got = gzread(gz, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(got));
-    const bool bad = got < 0;
-    gzclose(gz);
-    if (bad) throw ConfigError(used, "the trace '" + path + "' is not a readable gzip file");
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(used, "cannot read the trace '" + path + "'", {Note{{}, "give a JSONL or CSV file, gzip'd or not (a path relative to the scenario)"}});
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::string why;
+  std::optional<std::string> read = read_text_file(path, size_t(16) << 30, "trace", why);  // gzip'd or not
+  if (!read)
+    throw ConfigError(used, "cannot read the trace '" + path + "': " + why, {Note{{}, "give a JSONL or CSV file, gzip'd or not (a path relative to the scenario)"}});
+  const std::string& text = *read;
   auto file = SourceFile::from_text(path, text);
   auto fail = [&](long long line, size_t col, const std::string& why, const std::string& note = "") {
     throw ConfigError(SourceLoc{file, static_cast<int>(line), static_cast<int>(col)}, why, note.empty() ? std::vector<Note>{} : std::vector<Note>{Note{{}, note}});

@@ -1,0 +1,61 @@
+// `rsim calibrate --ops DIR`: the GPU kernel models' parameters (engine/kernel_model.hpp) fitted
+// from measured op data — NVIDIA AIConfigurator's per-op tables (gemm_perf.csv[.gz]: gemm_dtype,
+// m, n, k, latency in milliseconds per call, timed in a CUDA graph) — and their errors.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/kernel_model.hpp"
+#include "engine/platform.hpp"
+
+namespace rsim::measure {
+
+// One timed GEMM: a Linear(k → n) on activations [m, k]
+struct GemmSample {
+  DType compute = DType::bf16, activations = DType::bf16, weights = DType::bf16;
+  double m = 0, n = 0, k = 0;
+  double measured_s = 0;
+  size_t line = 0;
+};
+
+// The rows of an AIConfigurator gemm_perf.csv (extra columns ignored). bfloat16 and float16 are
+// GEMMs in that dtype; fp8 is per-tensor FP8 weights with the activations (bf16) quantized on the
+// fly. Rows of other dtypes (fp8_block, nvfp4, int8_wo, int4_wo, sq) are skipped and counted in
+// `skipped` ("fp8_block: 29268 rows"). A missing column, a non-numeric or negative value: a
+// std::runtime_error "FILE:LINE: …" naming the column.
+std::vector<GemmSample> read_aiconfigurator_gemm(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
+
+// The bytes a GEMM row moves as rsim counts a linear layer's: activations in, weights, outputs
+double gemm_sample_bytes(const GemmSample& s);
+// The kernel model's time of a row on platform `p` with parameters `g` (the engine's rule: the
+// model, never below the theoretical roofline bound)
+double predict_gemm(const GemmSample& s, const GemmParams& g, const Platform& p);
+// The theoretical roofline bound of a row on `p` (max(FLOPs / peak, bytes / bandwidth))
+double gemm_bound(const GemmSample& s, const Platform& p);
+
+// A distribution of measured / predicted
+struct ErrorStats {
+  size_t n = 0;
+  double p10 = 0, median = 0, p90 = 0;
+  double within_1_25 = 0, within_1_5 = 0;  // shares of rows, 0–1
+};
+ErrorStats error_stats(std::vector<double> ratios);
+
+struct GemmFit {
+  DType dtype = DType::bf16;
+  GemmParams params;
+  size_t rows = 0;     // of the dtype
+  size_t flagged = 0;  // faster than the theoretical bound (L2-resident weights): kept in the errors, not fitted
+  ErrorStats fitted;   // on every row of the dtype
+  ErrorStats held_out; // each row predicted by a fit without its weight shape (5 folds over (n, k))
+  std::vector<double> cv_predicted_s;  // per row (in `rows` order of the dtype)
+};
+// Fits the GEMM parameters of one compute dtype on platform `p`'s figures (its sm_count, the
+// roof of the dtype, its first memory level) by minimising the mean |log(measured / predicted)|
+// (Nelder–Mead); `folds` > 1 adds the held-out errors.
+GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platform& p, int folds = 5);
+
+// The platform file `ptext` renamed `name`, with a `kernel_model:` block of the fits
+std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits, const std::string& source);
+
+}  // namespace rsim::measure

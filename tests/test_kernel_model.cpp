@@ -1,0 +1,292 @@
+// The GPU kernel models (engine/kernel_model.hpp): tiles and waves, the GEMM time by hand, the
+// engine's use of it, carrying a fit between platforms, and the fit from op data.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "engine/kernel_model.hpp"
+#include "engine/text_file.hpp"
+#include "helpers.hpp"
+#include "measure/calibrate_ops.hpp"
+
+using namespace rsim;
+namespace fs = std::filesystem;
+
+TEST_CASE("kernel model: tiles, waves and the last wave over the SMs", "[kernel_model]") {
+  // 1024 × 1024 in 128 × 128 tiles: 8 · 8 = 64 tiles on 132 SMs, one wave 64/132 full
+  Waves w = gemm_waves(GemmShape{1, 1024, 1024, 512}, TileShape{128, 128}, 1, 132);
+  CHECK(w.tiles == 64);
+  CHECK(w.waves == 1);
+  CHECK(w.last_wave_occupancy == Approx(64.0 / 132));
+  // exactly one wave: 1408 = 11 · 128 rows, 1536 = 12 · 128 columns → 132 tiles
+  w = gemm_waves(GemmShape{1, 1408, 1536, 512}, TileShape{128, 128}, 1, 132);
+  CHECK(w.tiles == 132);
+  CHECK(w.waves == 1);
+  CHECK(w.last_wave_occupancy == 1);
+  // one column more spills a 13th column of tiles: 11 · 13 = 143 tiles, 2 waves, the second 11/132 full
+  w = gemm_waves(GemmShape{1, 1408, 1537, 512}, TileShape{128, 128}, 1, 132);
+  CHECK(w.tiles == 143);
+  CHECK(w.waves == 2);
+  CHECK(w.last_wave_occupancy == Approx(11.0 / 132));
+  // a batch of 4 groups and split-K 2 multiply the tiles: 4 · 64 · 2 = 512 → ⌈512/132⌉ = 4 waves
+  w = gemm_waves(GemmShape{4, 1024, 1024, 512}, TileShape{128, 128}, 2, 132);
+  CHECK(w.tiles == 512);
+  CHECK(w.waves == 4);
+  CHECK(w.last_wave_occupancy == Approx((512.0 - 3 * 132) / 132));
+}
+
+namespace {
+// efficiency 1, no fill, no per-SM bandwidth limit: the candidates' times follow from the flops alone
+GemmParams plain(double floor_s, double wave_s) {
+  GemmParams p;
+  p.compute_efficiency = 1, p.pipeline_fill = 0, p.bandwidth_efficiency = 1, p.sm_bandwidth = 1000, p.floor_s = floor_s, p.wave_s = wave_s;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("kernel model: a tiny GEMM is its floor plus one tile", "[kernel_model]") {
+  // 64 × 64 × 64 on 132 SMs of 1 TFLOP/s each (132 TFLOP/s), 1 TB/s, floor 1 µs. The 64 × 64 tile
+  // is one tile, one K step: 2 · 64 · 64 · 64 = 524,288 FLOPs / 1e12 = 0.524288 µs; a larger tile
+  // computes more (64 × 128: 1.048576 µs); split-K would leave a part under one 64-element K step.
+  // Memory: 24,576 bytes / 1 TB/s = 0.024576 µs, below the compute path.
+  const GemmTime t = gemm_time(GemmShape{1, 64, 64, 64}, 24576, plain(1e-6, 0), 132e12, 1e12, 132);
+  CHECK(t.tile.m == 64);
+  CHECK(t.tile.n == 64);
+  CHECK(t.split_k == 1);
+  CHECK(t.compute_s == Approx(0.524288e-6));
+  CHECK(t.memory_s == Approx(0.024576e-6));
+  CHECK(t.time_s == Approx(1.524288e-6));
+}
+
+TEST_CASE("kernel model: when tiles tie, the fewest waves win", "[kernel_model]") {
+  // 256 × 256 × 8192 on 4 SMs of 1 TFLOP/s: every tiling that fills its waves computes
+  // 2 · 256 · 256 · 8192 / 4e12 = 268.435456 µs (64 × 64: 16 tiles in 4 waves of 128 K steps of
+  // 0.524288 µs; 128 × 128: 4 tiles, 1 wave of 128 steps of 2.097152 µs). With 1 µs a wave, one
+  // wave wins: 128 × 128, 268.435456 + 1 µs. (128 × 256: 2 tiles leave 2 SMs idle, 536.87 µs.)
+  const GemmTime t = gemm_time(GemmShape{1, 256, 256, 8192}, 0, plain(0, 1e-6), 4e12, 1e18, 4);
+  CHECK(t.tile.m == 128);
+  CHECK(t.tile.n == 128);
+  CHECK(t.split_k == 1);
+  CHECK(t.waves.waves == 1);
+  CHECK(t.time_s == Approx(269.435456e-6));
+}
+
+TEST_CASE("kernel model: few tiles pull a share of the bandwidth, split-K costs its partials", "[kernel_model]") {
+  // m = 1, n = 128, k = 65536 (a GEMV) on 100 SMs, bandwidth 1 TB/s at efficiency 1, sm_bandwidth 2:
+  // one CTA pulls 2 · 1e12 / 100 = 20 GB/s. Bytes: weights 128 · 65536 · 2 = 16,777,216 (+ the
+  // small in/out: 65536 · 2 + 128 · 2 = 131,328) = 16,908,544.
+  // split 16 with 64 × 64 tiles: 2 n-tiles · 16 = 32 CTAs → 32 · 20 GB/s = 640 GB/s; partials
+  // 8 · 1 · 128 · 16 = 16,384 bytes: (16,908,544 + 16,384) / 640e9 = 26.4452 µs.
+  // Without split-K (2 CTAs at 40 GB/s) it would take 422.7 µs; compute is negligible (peak 1e18).
+  GemmParams p = plain(0, 0);
+  p.sm_bandwidth = 2;
+  const GemmTime t = gemm_time(GemmShape{1, 1, 128, 65536}, 16908544, p, 1e18, 1e12, 100);
+  CHECK(t.split_k == 16);
+  CHECK(t.tile.n == 64);
+  CHECK(t.memory_s == Approx((16908544.0 + 16384) / 640e9));
+}
+
+namespace {
+const char* kPlatform =
+    "  - name: g\n    kind: gpu\n    sm_count: 132\n"
+    "    compute: [{name: tc, dtypes: [bf16, fp16], peak: 132 TFLOP/s}]\n"
+    "    memory: [{name: hbm, bandwidth: 1 TB/s}]\n"
+    "    kernel_model:\n      source: test\n"
+    "      gemm: {bf16: {compute_efficiency: 1, pipeline_fill: 0, bandwidth_efficiency: 1, sm_bandwidth: 1000, floor: 1 us}}\n"
+    "      memory: {bandwidth_efficiency: 0.5, floor: 2 us}\n";
+}  // namespace
+
+TEST_CASE("kernel model: the engine prices a linear layer by it, time_s stays the roofline", "[kernel_model]") {
+  // linear 64 → 64 without bias on [64, 64] bf16: the tiny GEMM above, 1.524288 µs derated; the
+  // theoretical bound max(524,288 / 132e12, 24,576 / 1e12) = 24.576 ns
+  const std::string y = std::string("name: t\nsettings: {execution: ideal, dtype: bf16}\nplatforms:\n") + kPlatform +
+                        "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers:\n"
+                        "      - {name: fc, op: linear, inputs: [x], out_features: 64, bias: false}\n"
+                        "      - {name: act, op: relu, inputs: [fc]}\n"
+                        "      - {name: mlp, op: swiglu, inputs: [act], intermediate: 64}\n";
+  RunResult r = test::run_text(y);
+  auto rows = test::rows_of(r, 0, "g");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]->bytes == 24576);
+  CHECK(rows[0]->theoretical.time_s == Approx(24.576e-9));
+  CHECK(rows[0]->derated.time_s == Approx(1.524288e-6));
+  CHECK(rows[0]->derated.bound == Bound::Compute);
+  // relu of 64 · 64 bf16: 8,192 bytes in + 8,192 out = 16,384 / (1 TB/s · 0.5) = 32.768 ns + 2 µs floor
+  CHECK(rows[1]->derated.time_s == Approx(2.032768e-6));
+  CHECK(rows[1]->derated.bound == Bound::Memory);
+  // swiglu D = F = 64 on 64 tokens: gate, up and down are each the tiny GEMM (24,576 bytes, 1.524288 µs);
+  // the layer moves x 8,192 + weights 3 · 8,192 + out 8,192 + scratch 3 passes over 2 · 64 · 64 bf16
+  // = 49,152: 90,112 bytes; the GEMMs' 3 · 24,576 = 73,728 leave 16,384 for the activation's pass:
+  // 16,384 / 0.5 TB/s = 32.768 ns + 2 µs floor
+  CHECK(rows[2]->bytes == 90112);
+  CHECK(rows[2]->derated.time_s == Approx(3 * 1.524288e-6 + 2.032768e-6));
+  const SummaryRow& s = test::summary_of(r, 0, "g");
+  CHECK(s.derated_time_s == Approx(1.524288e-6 + 2.032768e-6 + 3 * 1.524288e-6 + 2.032768e-6));
+  // theoretical: 24.576 ns + 16.384 ns + swiglu's 90,112 bytes / 1 TB/s (its 1.6 MFLOP take 12 ns)
+  CHECK(s.time_s == Approx(24.576e-9 + 16384.0 / 1e12 + 90112.0 / 1e12));
+  // fp16 takes bf16's parameters (one roof serves both)
+  RunResult h = test::run_text(std::string(y).replace(y.find("dtype: bf16"), 11, "dtype: fp16"));
+  CHECK(test::rows_of(h, 0, "g")[0]->derated.time_s == Approx(1.524288e-6));
+}
+
+TEST_CASE("kernel model: never below the roofline bound, over random shapes", "[kernel_model]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> dim(1, 9000);
+  GemmParams p;
+  p.compute_efficiency = 0.9, p.pipeline_fill = 1, p.bandwidth_efficiency = 0.95, p.sm_bandwidth = 1.5, p.floor_s = 0, p.wave_s = 0;
+  for (int i = 0; i < 300; ++i) {
+    const double m = dim(rng), n = dim(rng), k = dim(rng);
+    const double bytes = 2 * (m * k + k * n + m * n);
+    const double bound = std::max(2 * m * n * k / 989.5e12, bytes / 3.35e12);
+    const GemmTime t = gemm_time(GemmShape{1, m, n, k}, bytes, p, 989.5e12, 3.35e12, 132);
+    INFO(m << " x " << n << " x " << k);
+    CHECK(t.time_s >= bound * (1 - 1e-12));
+  }
+}
+
+TEST_CASE("kernel model: carried from another platform, and its errors", "[kernel_model]") {
+  const fs::path dir = fs::temp_directory_path() / "rsim_km_catalog";
+  fs::create_directories(dir);
+  auto put = [&](const std::string& name, const std::string& text) { std::ofstream(dir / (name + ".yaml")) << text; };
+  const std::string body = "compute: [{name: tc, dtypes: [bf16], peak: 132 TFLOP/s}]\nmemory: [{name: hbm, bandwidth: 1 TB/s}]\n";
+  put("fitted", "name: fitted\nkind: gpu\nsm_count: 132\n" + body +
+                    "kernel_model:\n  source: a fit\n  gemm: {bf16: {compute_efficiency: 0.5, pipeline_fill: 2, bandwidth_efficiency: 0.8, sm_bandwidth: 2, floor: 3 us}}\n");
+  put("plain", "name: plain\nkind: gpu\nsm_count: 66\n" + body);
+  put("cpu", "name: cpu\nkind: cpu\n" + body);
+  put("loop_a", "name: loop_a\nkind: gpu\nsm_count: 1\n" + body + "kernel_model: {from: loop_b}\n");
+  put("loop_b", "name: loop_b\nkind: gpu\nsm_count: 1\n" + body + "kernel_model: {from: loop_a}\n");
+  Catalog cat(dir.string());
+  PlatformCache cache(cat);
+  auto resolve = [&](const std::string& yaml, Diags& d) { return resolve_platform(parse_yaml(yaml, "s.yaml"), cache, d); };
+  {
+    Diags d;
+    Platform p = resolve("{name: w, base: plain, kernel_model: {from: fitted}}", d);
+    REQUIRE(d.empty());
+    CHECK(p.sm_count == 66);  // the target's own figure
+    REQUIRE(p.kernel_model.gemm.size() == 1);
+    CHECK(p.kernel_model.gemm[0].second.compute_efficiency == 0.5);
+    CHECK(p.kernel_model.gemm[0].second.floor_s == Approx(3e-6));
+    CHECK(p.kernel_model.source == "carried from fitted (a fit)");
+    CHECK(describe_platform(p).find("carried from fitted") != std::string::npos);
+  }
+  auto error = [&](const std::string& yaml) {
+    Diags d;
+    resolve(yaml, d);
+    return d.empty() ? std::string() : ConfigError(d.list()).what();
+  };
+  CHECK(error("{name: w, base: plain, kernel_model: {from: cpu}}").find("names a cpu") != std::string::npos);
+  CHECK(error("{name: w, base: plain, kernel_model: {from: fitted, gemm: {bf16: {compute_efficiency: 1, pipeline_fill: 0, bandwidth_efficiency: 1, "
+              "sm_bandwidth: 1, floor: 1 us}}}}")
+            .find("takes its parameters from 'fitted' or states them, not both") != std::string::npos);
+  // a what-if's kernel_model replaces its base's whole: from a platform without one is an error
+  CHECK(error("{name: w, base: fitted, kernel_model: {from: plain}}").find("has no kernel model to carry") != std::string::npos);
+  {  // a what-if of a fitted platform keeps its parameters
+    Diags d;
+    Platform p = resolve("{name: w, base: fitted, scale: {compute: 2}}", d);
+    REQUIRE(d.empty());
+    REQUIRE(p.kernel_model.gemm.size() == 1);
+    CHECK(p.kernel_model.gemm[0].second.compute_efficiency == 0.5);
+  }
+  CHECK(error("{name: w, base: cpu, kernel_model: {from: plain}}").find("kernel_model prices GPU kernels") != std::string::npos);
+  CHECK(error("{name: w, base: plain, kernel_model: {from: plain}}").find("has no kernel model to carry") != std::string::npos);
+  {
+    Diags d;
+    resolve_platform(CNode::make_scalar("loop_a"), cache, d);
+    REQUIRE(!d.empty());
+    CHECK(std::string(ConfigError(d.list()).what()).find("leads back to 'loop_a' (loop_a → loop_b → loop_a)") != std::string::npos);
+  }
+  CHECK(error("{name: w, base: plain, sm_count: 0}").find("sm_count must be 1 to 100000") != std::string::npos);
+  CHECK(error("{name: w, base: plain, kernel_model: {from: nowhere}}").find("unknown platform 'nowhere'") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kernel model: AIConfigurator's GEMM table, read as it is", "[kernel_model]") {
+  std::vector<std::string> skipped;
+  auto rows = measure::read_aiconfigurator_gemm(
+      "gemm_dtype,m,n,k,latency,kernel_source\nbfloat16,1,4096,4096,0.0125,x\nfp8_block,8,128,128,0.01,x\nfp8,2,64,64,0.004,x\nfp8_block,8,256,128,0.01,x\n",
+      "g.csv", skipped);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].compute == DType::bf16);
+  CHECK(rows[0].measured_s == Approx(12.5e-6));  // milliseconds per call
+  CHECK(rows[1].compute == DType::fp8);
+  CHECK(rows[1].activations == DType::bf16);  // quantized on the fly
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0] == "fp8_block: 2 rows");
+  // bytes as rsim counts a linear layer: fp8 row 2·64 bf16 in (256) + 64·64 fp8 weights (4096) + 2·64 bf16 out (256)
+  CHECK(measure::gemm_sample_bytes(rows[1]) == 4608);
+  auto why = [](const std::string& text) {
+    std::vector<std::string> s;
+    try {
+      measure::read_aiconfigurator_gemm(text, "g.csv", s);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(why("gemm_dtype,m,n,latency\n") == "g.csv:1: no column 'k' (an AIConfigurator gemm_perf.csv has gemm_dtype, m, n, k, latency)");
+  CHECK(why("gemm_dtype,m,n,k,latency\nbfloat16,1,2,3,-1\n") == "g.csv:2: column 'latency' is negative (-1)");
+  CHECK(why("gemm_dtype,m,n,k,latency\nbfloat16,1,2,3,0.1\nbfloat16,1,x,3,0.1\n") == "g.csv:3: column 'n' is 'x', not a number");
+}
+
+TEST_CASE("kernel model: the fit recovers the times of known parameters", "[kernel_model]") {
+  // synthetic timings made with known parameters on a 132-SM platform; the fit must reproduce them
+  Diags d;
+  Platform p = build_platform(parse_yaml("name: g\nkind: gpu\nsm_count: 132\ncompute: [{name: tc, dtypes: [bf16], peak: 989.5 TFLOP/s}]\n"
+                                         "memory: [{name: hbm, bandwidth: 4.8 TB/s}]\n",
+                                         "g.yaml"),
+                              nullptr, d);
+  REQUIRE(d.empty());
+  GemmParams truth;
+  truth.compute_efficiency = 0.75, truth.pipeline_fill = 3, truth.bandwidth_efficiency = 0.8, truth.sm_bandwidth = 1.5;
+  truth.floor_s = 4e-6, truth.wave_s = 0.2e-6;
+  std::vector<measure::GemmSample> rows;
+  for (double m : {1, 16, 128, 1024, 4096, 16384})
+    for (double n : {256, 1024, 4096, 16384})
+      for (double k : {256, 1024, 4096, 16384}) {
+        measure::GemmSample s;
+        s.m = m, s.n = n, s.k = k;
+        s.measured_s = measure::predict_gemm(s, truth, p);
+        rows.push_back(s);
+      }
+  const measure::GemmFit f = measure::fit_gemm(rows, DType::bf16, p, 0);
+  CHECK(f.rows == rows.size());
+  CHECK(f.fitted.within_1_25 == 1);
+  CHECK(f.fitted.median == Approx(1).epsilon(0.02));
+  CHECK(f.params.compute_efficiency == Approx(0.75).epsilon(0.1));
+  CHECK(f.params.floor_s == Approx(4e-6).epsilon(0.25));
+}
+
+TEST_CASE("kernel model: an H200 fit carried to the H100 by its datasheet (shared AIConfigurator data)", "[kernel_model][external]") {
+  // ../shared/external/aiconfigurator: TensorRT-LLM Linear timings on an H200 and an H100 SXM (NVIDIA's
+  // AIConfigurator database). Fitted on the H200's bf16 rows alone, applied to the catalog H100's
+  // figures (132 SMs, 989.5 TFLOP/s bf16, 3.35 TB/s), the H100's rows: issue 42 asks ≥ 80 % within
+  // 1.25× and ≥ 95 % within 1.5× (the plain roofline bound: 10 % within 1.25×).
+  const std::string base = test::src("tests/data/aiconfigurator/");  // (copied from ../shared/external/aiconfigurator)
+  auto load = [&](const std::string& gpu) {
+    std::string why;
+    auto text = read_text_file(base + gpu + "/gemm_perf.csv.gz", size_t(1) << 30, "GEMM table", why);
+    REQUIRE(text);
+    std::vector<std::string> skipped;
+    return measure::read_aiconfigurator_gemm(*text, gpu, skipped);
+  };
+  Catalog cat(test::src("hardware"));
+  PlatformCache cache(cat);
+  Diags d;
+  Platform h200 = resolve_platform(CNode::make_scalar("h200"), cache, d);
+  Platform h100 = resolve_platform(CNode::make_scalar("h100_sxm"), cache, d);
+  REQUIRE(d.empty());
+  std::vector<measure::GemmSample> fit_rows;
+  for (const auto& s : load("h200_sxm"))
+    if (s.compute == DType::bf16) fit_rows.push_back(s);
+  const measure::GemmFit f = measure::fit_gemm(fit_rows, DType::bf16, h200, 0);
+  std::vector<double> r;
+  for (const auto& s : load("h100_sxm"))
+    if (s.compute == DType::bf16) r.push_back(s.measured_s / measure::predict_gemm(s, f.params, h100));
+  const measure::ErrorStats e = measure::error_stats(r);
+  INFO("H100 bf16 rows " << e.n << ": median " << e.median << ", within 1.25x " << e.within_1_25 << ", within 1.5x " << e.within_1_5);
+  CHECK(e.n == 35700);
+  CHECK(e.within_1_25 >= 0.80);
+  CHECK(e.within_1_5 >= 0.95);
+}
