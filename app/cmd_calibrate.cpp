@@ -142,7 +142,9 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
   return kOk;
 }
 
-int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err);  // cmd_calibrate_ops.cpp
+// `rsim calibrate --ops` (cmd_calibrate_ops.cpp): its options, and the command
+po::options_description calibrate_ops_options();
+int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err);
 
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim calibrate options");
@@ -150,10 +152,8 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       "platform,p", po::value<std::string>(), "the platform measured: a catalog name or a platform file")(
       "output,o", po::value<std::string>(), "the calibrated platform file to write; its stem is its name")(
       "predictions", po::value<std::string>(), "also write the cross-validated prediction of every measured layer (CSV)")(
-      "drop-bad-rows", "leave out rows whose measured time is not a finite number >= 0 (inf, NaN, negative), counted (default: an error at the line)")(
-      "ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf.csv[.gz]")(
-      "check", "with --ops: check the platform's kernel model (its own, or carried with kernel_model: {from: ...}) against the data; nothing fitted");
-  desc.add(hw_dir_option());
+      "drop-bad-rows", "leave out rows whose measured time is not a finite number >= 0 (inf, NaN, negative), counted (default: an error at the line)");
+  desc.add(hw_dir_option()).add(calibrate_ops_options());
   po::positional_options_description pos;
   pos.add("files", -1);
   po::variables_map vm;
@@ -163,8 +163,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     out << "usage: rsim " << synopsis("calibrate") << "\n\n" << desc;
     return kOk;
   }
-  if (vm.count("ops")) return calibrate_ops(vm, out, err);  // cmd_calibrate_ops.cpp
-  if (vm.count("check")) return usage_error(err, "--check goes with --ops DIR");
+  if (vm.count("ops") || vm.count("check")) return calibrate_ops(vm, out, err);  // cmd_calibrate_ops.cpp
   if (!vm.count("files")) return usage_error(err, "calibrate needs at least one measured.csv", "rsim calibrate out/resnet50-measured/measured.csv --platform p.yaml -o p_cal.yaml");
   if (!vm.count("platform")) return usage_error(err, "calibrate needs --platform");
   if (!vm.count("output")) return usage_error(err, "calibrate needs -o CALIBRATED.yaml");
@@ -333,8 +332,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
       out << buf;
     }
   }
-  out << "wrote " << vm["output"].as<std::string>() << "\n";
-  if (vm.count("predictions")) out << "wrote " << vm["predictions"].as<std::string>() << "\n";
+  out << "wrote " << vm["output"].as<std::string>() << "\n" << (vm.count("predictions") ? "wrote " + vm["predictions"].as<std::string>() + "\n" : "");
   return kOk;
 }
 

@@ -17,14 +17,17 @@ namespace {
 
 constexpr size_t kMaxOpTableBytes = size_t(1) << 30;
 
-// The gemm_perf.csv[.gz] files of DIR (searched below it), or DIR itself when it is one
-std::vector<std::string> gemm_tables(const std::string& dir) {
+// The STEM.csv[.gz] files of DIR (searched below it), or DIR itself when it is one of that name
+std::vector<std::string> tables(const std::string& dir, const std::string& stem) {
   std::vector<std::string> found;
   std::error_code ec;
-  if (fs::is_regular_file(dir, ec)) return {dir};
+  if (fs::is_regular_file(dir, ec)) {
+    const std::string name = fs::path(dir).filename().string();
+    return name.rfind(stem, 0) == 0 ? std::vector<std::string>{dir} : std::vector<std::string>{};
+  }
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (it->is_regular_file(ec) && (name == "gemm_perf.csv" || name == "gemm_perf.csv.gz")) found.push_back(it->path().string());
+    if (it->is_regular_file(ec) && (name == stem + ".csv" || name == stem + ".csv.gz")) found.push_back(it->path().string());
   }
   std::sort(found.begin(), found.end());
   return found;
@@ -37,24 +40,12 @@ std::string stats_text(const measure::ErrorStats& e) {
   return buf;
 }
 
-}  // namespace
-
-int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err) {
-  const std::string dir = vm["ops"].as<std::string>();
-  if (!vm.count("platform")) return usage_error(err, "calibrate --ops needs --platform", "rsim calibrate --ops DIR --platform h200 -o h200_op.yaml");
-  const bool check = vm.count("check") > 0;
-  if (!check && !vm.count("output")) return usage_error(err, "calibrate --ops needs -o FITTED.yaml (or --check)");
-  const std::vector<std::string> files = gemm_tables(dir);
-  if (files.empty()) {
-    err << "rsim: error: no gemm_perf.csv or gemm_perf.csv.gz under '" << dir << "'\n";
-    return kConfig;
-  }
-  // the platform: a catalog name, or a platform file (which may be a what-if: base:, kernel_model: {from: …})
+// The platform: a catalog name, or a platform file (which may be a what-if: base:, kernel_model:
+// {from: …}), resolved as a scenario would; its file's text (what a fit is written into)
+int load_platform(const po::variables_map& vm, Platform& p, std::string& ptext, std::ostream& err) {
   const std::string plat = vm["platform"].as<std::string>();
   Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
   PlatformCache cache(catalog);
-  Platform p;
-  std::string ptext;
   try {
     const bool file = plat.find('/') != std::string::npos || (plat.size() > 5 && plat.substr(plat.size() - 5) == ".yaml");
     const std::string path = file ? plat : catalog.path_of(plat);
@@ -72,37 +63,92 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   } catch (const ConfigError& e) {
     return print_config_error(err, e);
   }
-  if (!check && (p.kernel_model.active() || ptext.find("\nkernel_model:") != std::string::npos)) {
-    err << "rsim: error: platform '" << p.name << "' has a kernel model already; fit on the platform without one\n";
-    return kConfig;
-  }
-  std::vector<measure::GemmSample> rows;
-  std::vector<std::string> skipped;
+  return kOk;
+}
+
+// The GEMM and collective rows of the tables, with notes for what was skipped
+int read_op_tables(const std::vector<std::string>& files, const std::vector<std::string>& comm_files, std::vector<measure::GemmSample>& rows,
+                   std::vector<measure::CollectiveSample>& comm, std::ostream& err) {
+  std::vector<std::string> skipped, skipped_comm;
   try {
-    for (const auto& f : files) {
+    auto read = [&](const std::string& f) {
       std::string why;
-      std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "GEMM table", why);
-      if (!text) {
-        err << "rsim: error: cannot read '" << f << "': " << why << "\n";
-        return kConfig;
-      }
-      auto r = measure::read_aiconfigurator_gemm(*text, f, skipped);
+      std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "op table", why);
+      if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
+      return *text;
+    };
+    for (const auto& f : files) {
+      auto r = measure::read_aiconfigurator_gemm(read(f), f, skipped);
       rows.insert(rows.end(), r.begin(), r.end());
+    }
+    for (const auto& f : comm_files) {
+      auto r = measure::read_nccl_perf(read(f), f, skipped_comm);
+      comm.insert(comm.end(), r.begin(), r.end());
     }
   } catch (const std::exception& e) {
     err << "rsim: error: " << e.what() << "\n";
     return kConfig;
   }
   for (const auto& s : skipped) err << "rsim: note: skipped " << s << " (a dtype the GEMM model does not fit)\n";
+  for (const auto& s : skipped_comm) err << "rsim: note: skipped " << s << " (an op or dtype the collective model does not fit)\n";
+  return kOk;
+}
+
+}  // namespace
+
+po::options_description calibrate_ops_options() {
+  po::options_description d("rsim calibrate --ops options (the GPU kernel model, docs/kernel-models.md)");
+  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf.csv[.gz] and nccl_perf.csv[.gz]")(
+      "check", "with --ops: check the platform's kernel model (its own, or carried with kernel_model: {from: ...}) against the data; nothing fitted");
+  return d;
+}
+
+int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err) {
+  if (!vm.count("ops")) return usage_error(err, "--check goes with --ops DIR");
+  const std::string dir = vm["ops"].as<std::string>();
+  if (!vm.count("platform")) return usage_error(err, "calibrate --ops needs --platform", "rsim calibrate --ops DIR --platform h200 -o h200_op.yaml");
+  const bool check = vm.count("check") > 0;
+  if (!check && !vm.count("output")) return usage_error(err, "calibrate --ops needs -o FITTED.yaml (or --check)");
+  const std::vector<std::string> files = tables(dir, "gemm_perf"), comm_files = tables(dir, "nccl_perf");
+  if (files.empty() && comm_files.empty()) {
+    err << "rsim: error: no gemm_perf.csv[.gz] or nccl_perf.csv[.gz] under '" << dir << "'\n";
+    return kConfig;
+  }
+  Platform p;
+  std::string ptext;
+  if (int code = load_platform(vm, p, ptext, err)) return code;
+  if (!check && (p.kernel_model.active() || ptext.find("\nkernel_model:") != std::string::npos)) {
+    err << "rsim: error: platform '" << p.name << "' has a kernel model already; fit on the platform without one\n";
+    return kConfig;
+  }
+  std::vector<measure::GemmSample> rows;
+  std::vector<measure::CollectiveSample> comm;
+  char buf[256];
+  if (int code = read_op_tables(files, comm_files, rows, comm, err)) return code;
+  std::vector<Collective> kinds;
+  for (const auto& c : comm)
+    if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) kinds.push_back(c.kind);
   std::vector<DType> dtypes;
   for (const auto& r : rows)
     if (std::find(dtypes.begin(), dtypes.end(), r.compute) == dtypes.end()) dtypes.push_back(r.compute);
-  if (dtypes.empty()) {
-    err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8) in " << dir << "\n";
+  if (dtypes.empty() && kinds.empty()) {
+    err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8) and no collectives in " << dir << "\n";
     return kConfig;
   }
-  std::string csv = "dtype,m,n,k,measured_s,predicted_s,bound_s\n";
-  char buf[256];
+  // predictions: a GEMM row's m, n, k; a collective's GPUs and bytes (its bound: the roofline's ring/tree formula on the link)
+  std::string csv = "family,dtype,m,n,k,gpus,bytes,measured_s,predicted_s,bound_s\n";
+  auto comm_bound = [&](const measure::CollectiveSample& c) {
+    const InterconnectLevel* l = p.link_for(c.gpus);
+    if (!l) throw std::runtime_error("platform '" + p.name + "' states no interconnect");
+    const double bw = l->bandwidth_bytes_per_s, lat = l->latency_s;
+    return c.kind == Collective::AllReduce ? all_reduce_time(c.bytes, c.gpus, bw, lat).time_s
+           : c.kind == Collective::AllToAll ? all_to_all_time(c.bytes, c.gpus, bw, lat)
+                                            : all_gather_time(c.bytes, c.gpus, bw, lat);
+  };
+  auto comm_row = [&](const measure::CollectiveSample& c, double predicted) {
+    std::snprintf(buf, sizeof buf, "collective,%s,,,,%lld,%.0f,%.6g,%.6g,%.6g\n", collective_name(c.kind), c.gpus, c.bytes, c.measured_s, predicted, comm_bound(c));
+    csv += buf;
+  };
   try {
     if (check) {
       if (!p.kernel_model.active()) {
@@ -122,15 +168,27 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
           if (r.compute != t) continue;
           const double pr = measure::predict_gemm(r, *g, p), b = measure::gemm_bound(r, p);
           model.push_back(r.measured_s / pr), bound.push_back(r.measured_s / b);
-          std::snprintf(buf, sizeof buf, "%s,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, pr, b);
+          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, pr, b);
           csv += buf;
         }
         out << "  " << dtype_name(t) << " (" << model.size() << " rows)\n    kernel model   " << stats_text(measure::error_stats(model))
             << "\n    roofline bound " << stats_text(measure::error_stats(bound)) << "\n";
       }
+      for (Collective k : kinds) {
+        const CollectiveParams* cp = p.kernel_model.collective_for(k);
+        std::vector<double> model, formula;
+        for (const auto& c : comm) {
+          if (c.kind != k) continue;
+          const double pr = cp ? measure::predict_collective(c, *cp, p) : comm_bound(c);
+          model.push_back(c.measured_s / pr), formula.push_back(c.measured_s / comm_bound(c));
+          comm_row(c, pr);
+        }
+        out << "  " << collective_name(k) << " (" << model.size() << " rows)\n    " << (cp ? "kernel model   " : "(no model)     ")
+            << stats_text(measure::error_stats(model)) << "\n    link formula   " << stats_text(measure::error_stats(formula)) << "\n";
+      }
     } else {
       std::vector<measure::GemmFit> fits;
-      out << "fitting the GEMM model on " << rows.size() << " rows of " << dir << " with " << p.name << "'s figures (" << p.sm_count << " SMs, "
+      out << "fitting the kernel model on " << rows.size() << " GEMM and " << comm.size() << " collective rows of " << dir << " with " << p.name << "'s figures (" << p.sm_count << " SMs, "
           << si(p.memory.front().bandwidth_bytes_per_s, "B/s") << "):\n";
       for (DType t : dtypes) {
         fits.push_back(measure::fit_gemm(rows, t, p));
@@ -142,16 +200,27 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
         size_t i = 0;
         for (const auto& r : rows) {
           if (r.compute != t) continue;
-          std::snprintf(buf, sizeof buf, "%s,%.0f,%.0f,%.0f,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, f.cv_predicted_s[i++],
+          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, f.cv_predicted_s[i++],
                         measure::gemm_bound(r, p));
           csv += buf;
         }
       }
+      std::vector<measure::CollectiveFit> cfits;
+      for (Collective k : kinds) {
+        cfits.push_back(measure::fit_collective(comm, k, p));
+        const measure::CollectiveFit& f = cfits.back();
+        out << "  " << collective_name(k) << ": " << f.rows << " rows\n    parameters " << collective_params_yaml(f.params) << "\n    fitted   "
+            << stats_text(f.fitted) << "\n    held out " << stats_text(f.held_out) << "  (each GPU count predicted by a fit on the others)\n";
+        for (const auto& c : comm)
+          if (c.kind == k) comm_row(c, measure::predict_collective(c, f.params, p));
+      }
       const std::string output = vm["output"].as<std::string>();
       std::string from;
       for (const auto& f : files) from += (from.empty() ? "" : ", ") + f;
-      const std::string yaml = measure::kernel_model_platform_yaml(ptext, fs::path(output).stem().string(), fits,
-                                                                   "rsim calibrate --ops on " + std::to_string(rows.size()) + " GEMM rows of " + from);
+      for (const auto& f : comm_files) from += (from.empty() ? "" : ", ") + f;
+      const std::string yaml = measure::kernel_model_platform_yaml(ptext, fs::path(output).stem().string(), fits, cfits,
+                                                                   "rsim calibrate --ops on " + std::to_string(rows.size()) + " GEMM and " +
+                                                                       std::to_string(comm.size()) + " collective rows of " + from);
       Diags d;  // the result must load as a platform
       build_platform(parse_yaml(yaml, output), nullptr, d);
       if (!d.empty()) return print_config_error(err, ConfigError(d.list()));

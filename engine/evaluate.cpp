@@ -1121,21 +1121,24 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
                                     apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
             // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
-            auto tp_time = [&](double latency) {
+            auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)
               const double reduced = cost.comm_bytes - cost.all_to_all_bytes - cost.all_gather_bytes;
-              CollectiveTime c = all_reduce_time(reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
-              c.time_s += all_gather_time(cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
+              CollectiveTime c = all_reduce_on(km, reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
+              c.time_s += all_gather_on(km, cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
               return c;
             };
-            const CollectiveTime ct = link ? tp_time(link->latency_s) : CollectiveTime{};
             // the dispatch of the routed tokens and their combine: two all-to-alls of half the payload
-            const double a2a = expert_link && cost.all_to_all_bytes > 0
-                                   ? 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s)
-                                   : 0;
+            auto a2a_time = [&](const KernelModel& km) {
+              return expert_link && cost.all_to_all_bytes > 0 ? 2 * all_to_all_on(km, cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s) : 0;
+            };
+            static const KernelModel links;  // the theoretical roofs: the links' formulas
+            const CollectiveTime ct = link ? tp_time(link->latency_s, pl.kernel_model) : CollectiveTime{};
+            const double a2a = a2a_time(pl.kernel_model), comm0 = (link ? tp_time(link->latency_s, links).time_s : 0) + a2a_time(links);
             for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
-              if (ct.time_s + a2a > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
-              rp->comm_time_s = ct.time_s + a2a;
-              rp->time_s += ct.time_s + a2a;
+              const double c = rp == &r.theoretical ? comm0 : ct.time_s + a2a;
+              if (c > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
+              rp->comm_time_s = c;
+              rp->time_s += c;
             }
             // the part of it from assumed figures: all of a collective on a link whose bandwidth is
             // assumed, else its latency terms where the latency is
@@ -1145,16 +1148,12 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
               const double t = tp ? ct.time_s : a2a;
               if (lk->basis == Basis::Assumption) extra.acomm += t;
               else if (lk->latency_basis == Basis::Assumption && t > 0)
-                extra.acomm += t - (tp ? tp_time(0).time_s
-                                       : 2 * all_to_all_time(cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
+                extra.acomm += t - (tp ? tp_time(0, pl.kernel_model).time_s
+                                       : 2 * all_to_all_on(pl.kernel_model, cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
               if (link == expert_link) break;
             }
-            if (full_rows) {
-              if (ct.time_s > 0)
-                r.collective = (cost.all_gather_bytes > 0 ? std::string("all-gather ring ") : std::string("all-reduce ") + (ct.tree ? "tree " : "ring ")) +
-                               std::to_string(par.tensor) + " × " + link->name;
-              if (a2a > 0) r.collective += (r.collective.empty() ? "" : " + ") + std::string("all-to-all ") + std::to_string(par.expert) + " × " + expert_link->name;
-            }
+            if (full_rows)
+              r.collective = collective_text(cost.all_gather_bytes > 0, ct, a2a, par.tensor, link ? link->name : "", par.expert, expert_link ? expert_link->name : "");
           }
           if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
             const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;

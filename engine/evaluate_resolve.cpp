@@ -323,13 +323,14 @@ static void carry_kernel_model(Platform& p, PlatformCache& cache, Diags& d, std:
   }
   p.kernel_model.gemm = src.kernel_model.gemm;
   p.kernel_model.memory = src.kernel_model.memory;
+  p.kernel_model.collectives = src.kernel_model.collectives;
   p.kernel_model.source = "carried from " + from + (src.kernel_model.source.empty() ? "" : " (" + src.kernel_model.source + ")");
 }
 
 Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d) {
   Platform p = resolve_own(entry, cache, d);
   if (!p.kernel_model.from.empty()) {
-    if (!p.kernel_model.gemm.empty() || p.kernel_model.memory) return p;  // (both given: build_platform's error)
+    if (p.kernel_model.active()) return p;  // (both given: build_platform's error)
     carry_kernel_model(p, cache, d, {});
     if (!p.kernel_model.gemm.empty() && p.sm_count == 0)
       d.error(p.kernel_model.from_loc, "platform '" + p.name + "' carries a GEMM model but states no sm_count", {Note{{}, "add `sm_count: N` (the datasheet's)"}});

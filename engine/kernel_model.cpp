@@ -22,6 +22,53 @@ const GemmParams* KernelModel::gemm_for(DType t, const std::vector<DType>& same_
   return nullptr;
 }
 
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllToAll: return "all_to_all";
+  }
+  return "all_reduce";
+}
+
+const CollectiveParams* KernelModel::collective_for(Collective c) const {
+  for (const auto& [k, p] : collectives)
+    if (k == c) return &p;
+  for (const auto& [k, p] : collectives)
+    if (k == Collective::AllReduce) return &p;
+  return nullptr;
+}
+
+double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth) {
+  if (n < 2 || !(bytes > 0)) return 0;
+  const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+  const double bus = (c == Collective::AllReduce ? 2 : 1) * share * bytes;
+  double move = bus / (bandwidth * p.bandwidth_efficiency);  // the small-message protocol
+  if (p.bulk_efficiency > 0) move = std::min(move, bus / (bandwidth * p.bulk_efficiency) + p.bulk_latency_s);  // the bulk one, where it is faster
+  return p.floor_s + p.step_s * static_cast<double>(n - 1) + move;
+}
+
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllReduce)) return CollectiveTime{collective_time(*p, Collective::AllReduce, bytes, n, bandwidth), false};
+  return all_reduce_time(bytes, n, bandwidth, latency);
+}
+double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllGather)) return collective_time(*p, Collective::AllGather, bytes, n, bandwidth);
+  return all_gather_time(bytes, n, bandwidth, latency);
+}
+double all_to_all_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllToAll)) return collective_time(*p, Collective::AllToAll, bytes, n, bandwidth);
+  return all_to_all_time(bytes, n, bandwidth, latency);
+}
+
+std::string collective_params_yaml(const CollectiveParams& p) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "{floor: %.4g us, step: %.4g us, bandwidth_efficiency: %.4g, bulk_efficiency: %.4g, bulk_latency: %.4g us}", p.floor_s * 1e6,
+                p.step_s * 1e6, p.bandwidth_efficiency, p.bulk_efficiency, p.bulk_latency_s * 1e6);
+  return buf;
+}
+
 namespace {
 
 double product(const Shape& s, size_t from, size_t to) {
@@ -191,6 +238,7 @@ std::string describe_gpu_figures(const Platform& p) {
   s += "  kernel model" + (k.from.empty() ? std::string() : " (carried from " + k.from + ": its fitted parameters on this platform's datasheet figures)") +
        ":" + (k.source.empty() ? "" : " " + k.source) + "\n";
   for (const auto& [t, g] : k.gemm) s += std::string("    gemm ") + dtype_name(t) + ": " + gemm_params_yaml(g) + "\n";
+  for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";
   if (k.memory) s += "    memory-bound: bandwidth_efficiency " + format_number(k.memory->bandwidth_efficiency) + ", floor " + si(k.memory->floor_s, "s") + "\n";
   return s;
 }

@@ -18,6 +18,14 @@
 // its bytes (a memory-bound kernel with `memory:`, else at the GEMMs' streaming bandwidth).
 // Memory-bound layers (everything else that moves bytes; `memory:` given):
 //   time = max(FLOPs / peak, bytes / (bandwidth · bandwidth_efficiency)) + floor
+// Collectives (`collective:`, per kind; a kind without its own takes all_reduce's), n GPUs over a
+// link of bandwidth B (each way):
+//   time = floor + step · (n − 1) + min(bus bytes / (B · bandwidth_efficiency),
+//                                       bus bytes / (B · bulk_efficiency) + bulk_latency)
+//   bus bytes: all-reduce 2(n − 1)/n · bytes; all-gather, reduce-scatter and all-to-all (n − 1)/n · bytes
+//   (bytes: the whole tensor; an all-to-all's, what each GPU sends). Two protocols, as NCCL's: one
+//   for small messages (low latency, a share of the bandwidth), one for bulk transfers (a start-up
+//   latency, nearly all of it; bulk_efficiency 0: none).
 // Attention and mixtures of experts keep the derated roofline.
 #pragma once
 #include <array>
@@ -61,13 +69,22 @@ struct MemoryParams {
   double floor_s = 0;
 };
 
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll };
+const char* collective_name(Collective c);  // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+struct CollectiveParams {
+  double floor_s = 0, step_s = 0, bandwidth_efficiency = 1, bulk_efficiency = 0, bulk_latency_s = 0;
+};
+
 struct KernelModel {
   std::vector<std::pair<DType, GemmParams>> gemm;  // per compute dtype
   std::optional<MemoryParams> memory;
+  std::vector<std::pair<Collective, CollectiveParams>> collectives;
+  // A kind's parameters: its own, else all_reduce's, else nullptr
+  const CollectiveParams* collective_for(Collective c) const;
   std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
   SourceLoc from_loc;
   std::string source;  // where the parameters come from
-  bool active() const { return !gemm.empty() || memory.has_value(); }
+  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty(); }
   // The parameters for a compute dtype: its own, else those of a dtype that shares its roof on the
   // platform (`same_roof`: fp16 takes bf16's on one bf16/fp16 roof), else nullptr
   const GemmParams* gemm_for(DType t, const std::vector<DType>& same_roof) const;
@@ -112,6 +129,16 @@ struct RoofPoint;
 // theoretical roofs). False, `derated` untouched, when the model does not cover the layer.
 bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
                         double bytes, double bound_s);
+
+// A collective's time by the model above
+double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth);
+// The engine's collectives: by the platform's collective model where it has one, else the
+// roofline's formulas (roofline.hpp) with the link's latency
+struct CollectiveTime;
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+double all_to_all_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+std::string collective_params_yaml(const CollectiveParams& p);
 
 // `hw show`'s lines for a platform's GPU figures and kernel model ("" when it states none)
 std::string describe_gpu_figures(const Platform& p);

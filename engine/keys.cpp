@@ -113,6 +113,22 @@ std::vector<MapDef> platform_maps() {
            {"basis", def("basis"), false, "What the parameters rest on (calibrated, assumption)."},
            {"gemm", map_of("kernel_gemm"), false, "GEMM-like layers (linear, matmul, dense and grouped convolutions): parameters per compute dtype."},
            {"memory", map_of("kernel_memory"), false, "Memory-bound layers (every other layer that moves bytes): {bandwidth_efficiency, floor}."},
+           {"collective", map_of("kernel_collective"), false, "Collectives between GPUs, per kind (a kind without its own takes all_reduce's), on the platform's interconnect levels."},
+       }},
+      {"kernel_collective", "The collective model's parameters per kind: floor + step · (n − 1) + min(bus bytes / (bandwidth · bandwidth_efficiency), bus bytes / (bandwidth · bulk_efficiency) + bulk_latency)",
+       {
+           {"all_reduce", map_of("collective_params"), false, "All-reduce (bus bytes 2(n − 1)/n · bytes)."},
+           {"all_gather", map_of("collective_params"), false, "All-gather (bus bytes (n − 1)/n · the whole tensor)."},
+           {"reduce_scatter", map_of("collective_params"), false, "Reduce-scatter (bus bytes (n − 1)/n · the whole tensor)."},
+           {"all_to_all", map_of("collective_params"), false, "All-to-all (bus bytes (n − 1)/n · what each GPU sends)."},
+       }},
+      {"collective_params", "One kind of collective: floor + step · (n − 1) + min(bus bytes / (bandwidth · bandwidth_efficiency), bus bytes / (bandwidth · bulk_efficiency) + bulk_latency)",
+       {
+           {"floor", qty(Dim::Time), true, "Time of any such collective, e.g. '5 us'."},
+           {"step", qty(Dim::Time), true, "Time per further GPU, e.g. '1.7 us'."},
+           {"bandwidth_efficiency", num(), true, "Share of the link's bandwidth (each way) the bus bytes move at, in (0, 1]."},
+           {"bulk_efficiency", num(), false, "Share of the link's bandwidth of the bulk protocol large messages switch to, in (0, 2] (above 1: in-switch reduction, NVLink SHARP; default: none)."},
+           {"bulk_latency", qty(Dim::Time), false, "The bulk protocol's start-up time."},
        }},
       {"kernel_gemm", "The GEMM model's parameters per compute dtype (a dtype missing takes those of a dtype on its roof)",
        {

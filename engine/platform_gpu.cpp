@@ -99,7 +99,25 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
     mm.finish();
     k.memory = p;
   }
-  if (!from && !gemm && !memory) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/memory parameters");
+  if (const CNode* c = m.get("collective")) {
+    if (from) d.error(c->loc, "kernel_model takes its parameters from '" + k.from + "' or states them, not both");
+    MapReader cm(*c, keys::map("kernel_collective"), "kernel_model.collective", d);
+    for (Collective kind : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll})
+      if (const CNode* v = cm.get(collective_name(kind))) {
+        const std::string what = std::string("kernel_model.collective.") + collective_name(kind);
+        MapReader pm(*v, keys::map("collective_params"), what, d);
+        CollectiveParams p;
+        if (auto t = time_of(pm.require("floor"), d, "floor")) p.floor_s = *t;
+        if (auto t = time_of(pm.require("step"), d, "step")) p.step_s = *t;
+        if (auto e = bounded(pm.require("bandwidth_efficiency"), d, "bandwidth_efficiency", 0, 1, true)) p.bandwidth_efficiency = *e;
+        if (auto e = bounded(pm.get("bulk_efficiency"), d, "bulk_efficiency", 0, 2, true)) p.bulk_efficiency = *e;
+        if (auto t = time_of(pm.get("bulk_latency"), d, "bulk_latency")) p.bulk_latency_s = *t;
+        pm.finish();
+        k.collectives.emplace_back(kind, p);
+      }
+    cm.finish();
+  }
+  if (!from && !k.active()) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/memory/collective parameters");
   m.finish();
   return k;
 }

@@ -48,4 +48,12 @@ RoofPoint roofline(double flops, double bytes, double peak, double bw) {
   return r;
 }
 
+std::string collective_text(bool gather, const CollectiveTime& ct, double a2a, long long tensor, const std::string& link, long long expert,
+                            const std::string& expert_link) {
+  std::string s;
+  if (ct.time_s > 0) s = (gather ? std::string("all-gather ring ") : std::string("all-reduce ") + (ct.tree ? "tree " : "ring ")) + std::to_string(tensor) + " × " + link;
+  if (a2a > 0) s += (s.empty() ? "" : " + ") + std::string("all-to-all ") + std::to_string(expert) + " × " + expert_link;
+  return s;
+}
+
 }  // namespace rsim

@@ -1,5 +1,6 @@
 // The roofline model for one layer on one roof pair.
 #pragma once
+#include <string>
 
 namespace rsim {
 
@@ -33,6 +34,12 @@ double all_to_all_time(double bytes, long long n, double bandwidth, double laten
 // A ring all-gather of a tensor of `bytes` (whole) from n GPUs holding 1/n each: every GPU receives
 // the n − 1 shards it lacks, (n − 1)/n · bytes / bandwidth + (n − 1) · latency.
 double all_gather_time(double bytes, long long n, double bandwidth, double latency);
+
+// The text of a layer's collectives in results.csv: "all-reduce ring 8 × NVLink 4", "all-gather ring
+// 8 × …", " + all-to-all 8 × …" ("" when none): tensor parallelism's (ct, on `link`; an all-gather
+// when `gather`) and expert parallelism's all-to-alls (a2a seconds, on `expert_link`)
+std::string collective_text(bool gather, const CollectiveTime& ct, double a2a, long long tensor, const std::string& link, long long expert,
+                            const std::string& expert_link);
 
 // I = F/B, P = min(π, β·I), t = max(F/π, B/β). Never NaN for F, B ≥ 0 and π, β > 0.
 RoofPoint roofline(double flops, double bytes, double peak_flops_per_s, double bandwidth_bytes_per_s);

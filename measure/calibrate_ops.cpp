@@ -265,7 +265,115 @@ GemmFit fit_gemm(const std::vector<GemmSample>& all, DType dtype, const Platform
   return fit;
 }
 
-std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits, const std::string& source) {
+std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) throw std::runtime_error(path + ":1: empty file (expected a header op_name,nccl_dtype,num_gpus,message_size,latency)");
+  const std::vector<std::string> head = split(line);
+  const std::array<const char*, 5> need{{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}};
+  std::array<size_t, 5> col{};
+  for (size_t i = 0; i < need.size(); ++i) {
+    auto it = std::find(head.begin(), head.end(), need[i]);
+    if (it == head.end())
+      throw std::runtime_error(path + ":1: no column '" + need[i] + "' (an AIConfigurator nccl_perf.csv has op_name, nccl_dtype, num_gpus, message_size, latency)");
+    col[i] = static_cast<size_t>(it - head.begin());
+  }
+  std::vector<CollectiveSample> rows;
+  std::vector<std::pair<std::string, size_t>> other;
+  size_t n = 1;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> f = split(line);
+    const std::string op = col[0] < f.size() ? f[col[0]] : "", dt = col[1] < f.size() ? f[col[1]] : "";
+    CollectiveSample s;
+    const double elem = dt == "half" || dt == "bfloat16" || dt == "float16" ? 2 : dt == "int8" || dt == "fp8" ? 1 : dt == "float" || dt == "float32" ? 4 : 0;
+    bool known = elem > 0;
+    if (op == "all_reduce") s.kind = Collective::AllReduce;
+    else if (op == "all_gather") s.kind = Collective::AllGather;
+    else if (op == "reduce_scatter") s.kind = Collective::ReduceScatter;
+    else if (op == "alltoall" || op == "all_to_all") s.kind = Collective::AllToAll;
+    else known = false;
+    if (!known) {
+      const std::string key = op + " " + dt;
+      auto it = std::find_if(other.begin(), other.end(), [&](const auto& o) { return o.first == key; });
+      if (it == other.end()) other.emplace_back(key, 1);
+      else ++it->second;
+      continue;
+    }
+    const double gpus = number_at(f, col[2], "num_gpus", path, n);
+    if (gpus < 2 || gpus > 1e6 || gpus != std::floor(gpus)) throw std::runtime_error(path + ":" + std::to_string(n) + ": num_gpus must be a whole number of at least 2");
+    s.gpus = static_cast<long long>(gpus);
+    s.bytes = number_at(f, col[3], "message_size", path, n) * elem;
+    s.measured_s = number_at(f, col[4], "latency", path, n) * 1e-3;
+    s.line = n;
+    rows.push_back(s);
+  }
+  for (const auto& [k, c] : other) skipped.push_back(k + ": " + std::to_string(c) + " rows");
+  return rows;
+}
+
+namespace {
+double link_bandwidth(const Platform& p, long long gpus) {
+  const InterconnectLevel* l = p.link_for(gpus);
+  if (!l) throw std::runtime_error("platform '" + p.name + "' states no interconnect: a collective model needs its links' bandwidth");
+  return l->bandwidth_bytes_per_s;
+}
+}  // namespace
+
+double predict_collective(const CollectiveSample& s, const CollectiveParams& c, const Platform& p) {
+  return collective_time(c, s.kind, s.bytes, s.gpus, link_bandwidth(p, s.gpus));
+}
+
+CollectiveFit fit_collective(const std::vector<CollectiveSample>& all, Collective kind, const Platform& p) {
+  CollectiveFit fit;
+  fit.kind = kind;
+  std::vector<CollectiveSample> rows;
+  for (const auto& s : all)
+    if (s.kind == kind && s.bytes > 0 && s.measured_s > 0) rows.push_back(s);
+  fit.rows = rows.size();
+  if (rows.empty()) return fit;
+  auto params = [](const Vec& x) {
+    CollectiveParams c;
+    c.floor_s = std::exp(x[0]) * 1e-6, c.step_s = std::exp(x[1]) * 1e-6, c.bandwidth_efficiency = logistic(x[2]);
+    c.bulk_efficiency = 2 * logistic(x[3]), c.bulk_latency_s = std::exp(x[4]) * 1e-6;
+    return c;
+  };
+  auto fit_on_rows = [&](const std::vector<size_t>& use) {
+    auto loss = [&](const Vec& x) {
+      const CollectiveParams c = params(x);
+      double s = 0;
+      for (size_t i : use) s += std::fabs(std::log(rows[i].measured_s / predict_collective(rows[i], c, p)));
+      return s / static_cast<double>(std::max<size_t>(use.size(), 1));
+    };
+    Vec x = nelder_mead(loss, Vec{std::log(5.0), std::log(1.0), logit(0.5), logit(0.45), std::log(50.0), 0, 0, 0}, 5, 800);
+    return params(nelder_mead(loss, x, 5, 400));
+  };
+  std::vector<size_t> every(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) every[i] = i;
+  fit.params = fit_on_rows(every);
+  std::vector<double> r, held;
+  for (const auto& s : rows) r.push_back(s.measured_s / predict_collective(s, fit.params, p));
+  fit.fitted = error_stats(r);
+  std::vector<long long> counts;
+  for (const auto& s : rows)
+    if (std::find(counts.begin(), counts.end(), s.gpus) == counts.end()) counts.push_back(s.gpus);
+  if (counts.size() > 1) {
+    for (long long n : counts) {
+      std::vector<size_t> train;
+      for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].gpus != n) train.push_back(i);
+      const CollectiveParams c = fit_on_rows(train);
+      for (const auto& s : rows)
+        if (s.gpus == n) held.push_back(s.measured_s / predict_collective(s, c, p));
+    }
+    fit.held_out = error_stats(held);
+  }
+  return fit;
+}
+
+std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits,
+                                       const std::vector<CollectiveFit>& collectives, const std::string& source) {
   std::string out;
   std::istringstream in(ptext);
   std::string line;
@@ -287,8 +395,16 @@ std::string kernel_model_platform_yaml(const std::string& ptext, const std::stri
                   dtype_name(f.dtype), f.rows, f.flagged, f.fitted.median, 100 * f.fitted.within_1_25, 100 * f.held_out.within_1_25);
     out += buf;
   }
-  out += "kernel_model:\n  source: \"" + source + "\"\n  basis: calibrated\n  gemm:\n";
+  for (const auto& f : collectives) {
+    std::snprintf(buf, sizeof buf, "#   %s: %zu rows; median %.3f, within 1.25x %.1f %% (each GPU count held out: %.1f %%)\n", collective_name(f.kind), f.rows,
+                  f.fitted.median, 100 * f.fitted.within_1_25, 100 * f.held_out.within_1_25);
+    out += buf;
+  }
+  out += "kernel_model:\n  source: \"" + source + "\"\n  basis: calibrated\n";
+  if (!fits.empty()) out += "  gemm:\n";
   for (const auto& f : fits) out += std::string("    ") + dtype_name(f.dtype) + ": " + gemm_params_yaml(f.params) + "\n";
+  if (!collectives.empty()) out += "  collective:\n";
+  for (const auto& f : collectives) out += std::string("    ") + collective_name(f.kind) + ": " + collective_params_yaml(f.params) + "\n";
   return out;
 }
 

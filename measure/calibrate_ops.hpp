@@ -55,7 +55,28 @@ struct GemmFit {
 // (Nelder–Mead); `folds` > 1 adds the held-out errors.
 GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platform& p, int folds = 5);
 
+// One timed collective (nccl-tests through AIConfigurator's nccl_perf.csv: op_name, nccl_dtype,
+// num_gpus, message_size in elements, latency in ms)
+struct CollectiveSample {
+  Collective kind = Collective::AllReduce;
+  long long gpus = 2;
+  double bytes = 0, measured_s = 0;
+  size_t line = 0;
+};
+// all_reduce, all_gather, reduce_scatter and alltoall rows; other ops or dtypes skipped and counted
+std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
+// The collective model's time of a row on `p`'s interconnect level for its GPU count
+double predict_collective(const CollectiveSample& s, const CollectiveParams& c, const Platform& p);
+struct CollectiveFit {
+  Collective kind = Collective::AllReduce;
+  CollectiveParams params;
+  size_t rows = 0;
+  ErrorStats fitted, held_out;  // held out: each GPU count predicted by a fit on the others
+};
+CollectiveFit fit_collective(const std::vector<CollectiveSample>& rows, Collective kind, const Platform& p);
+
 // The platform file `ptext` renamed `name`, with a `kernel_model:` block of the fits
-std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits, const std::string& source);
+std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits,
+                                       const std::vector<CollectiveFit>& collectives, const std::string& source);
 
 }  // namespace rsim::measure

@@ -290,3 +290,68 @@ TEST_CASE("kernel model: an H200 fit carried to the H100 by its datasheet (share
   CHECK(e.within_1_25 >= 0.80);
   CHECK(e.within_1_5 >= 0.95);
 }
+
+TEST_CASE("kernel model: a collective by hand, and the formulas where there is none", "[kernel_model]") {
+  // all-reduce of 1 MB among 8 GPUs on 450 GB/s: bus bytes 2 · 7/8 · 1e6 = 1.75e6; at efficiency 0.5
+  // 1.75e6 / 225e9 = 7.7778 µs (the bulk protocol at 1.0 would take 3.8889 + 20 µs latency: slower);
+  // + floor 5 µs + 7 steps of 1 µs = 19.7778 µs
+  CollectiveParams c;
+  c.floor_s = 5e-6, c.step_s = 1e-6, c.bandwidth_efficiency = 0.5, c.bulk_efficiency = 1, c.bulk_latency_s = 20e-6;
+  CHECK(collective_time(c, Collective::AllReduce, 1e6, 8, 450e9) == Approx(19.7778e-6).epsilon(1e-4));
+  // 100 MB: small protocol 1.75e8 / 225e9 = 777.78 µs; bulk 1.75e8 / 450e9 + 20 µs = 408.89 µs: bulk, + 12 µs
+  CHECK(collective_time(c, Collective::AllReduce, 1e8, 8, 450e9) == Approx(420.889e-6).epsilon(1e-4));
+  // an all-gather of the whole 1 MB tensor: bus bytes 7/8 · 1e6 = 0.875e6 → 3.8889 µs + 12 µs
+  CHECK(collective_time(c, Collective::AllGather, 1e6, 8, 450e9) == Approx(15.8889e-6).epsilon(1e-4));
+  CHECK(collective_time(c, Collective::AllReduce, 1e6, 1, 450e9) == 0);
+  // a model with all_reduce's parameters alone prices an all-to-all by them; an empty one keeps the
+  // formulas: ring 2 · 7/8 · 1e6 / 450e9 + 2 · 7 · 1 µs = 17.8889 µs, tree 2 · 1e6 / 450e9 + 2 · ⌈log2 8⌉ · 1 µs
+  // = 4.4444 + 6 = 10.4444 µs: the tree
+  KernelModel km;
+  CHECK(all_reduce_on(km, 1e6, 8, 450e9, 1e-6).time_s == Approx(10.4444e-6).epsilon(1e-4));
+  CHECK(all_reduce_on(km, 1e6, 8, 450e9, 1e-6).tree);
+  km.collectives.emplace_back(Collective::AllReduce, c);
+  CHECK(all_to_all_on(km, 1e6, 8, 450e9, 1e-6) == Approx(15.8889e-6).epsilon(1e-4));
+}
+
+TEST_CASE("kernel model: time_s unchanged on a platform with a kernel model", "[kernel_model]") {
+  // Llama-3-8B decode at tensor parallelism 2 on the catalog H200 and on h200_op (the same file plus a
+  // fitted kernel model): the roofline bound and its communication are the same; the derated time differs
+  const std::string y =
+      "name: t\nsettings: {execution: ideal, parallel: {tensor: 2}}\nplatforms: [h200, h200_op]\n"
+      "networks:\n  - {model: llama3_8b, args: {phase: decode, batch: 8, context: 1024}}\n";
+  RunResult r = test::run(parse_scenario(y, test::src("scenarios/t.yaml")));
+  const SummaryRow& a = test::summary_of(r, 0, "h200");
+  const SummaryRow& b = test::summary_of(r, 0, "h200_op");
+  CHECK(a.time_s == b.time_s);
+  CHECK(a.parts.comm == b.parts.comm);
+  CHECK(a.derated_time_s != b.derated_time_s);
+  CHECK(b.dparts.assumed < a.dparts.assumed);  // its GEMMs rest on the fit, not on the assumed bandwidth fraction
+}
+
+TEST_CASE("kernel model: the H200's NCCL fit carried to the H100 (shared AIConfigurator data)", "[kernel_model][external]") {
+  // nccl-tests through AIConfigurator on 2, 4 and 8 GPUs of an HGX H200 and an HGX H100: fitted on the
+  // H200's all-reduces, on the H100's NVLink 4 (450 GB/s each way, the catalog's): issue 42 asks ≥ 80 %
+  // of sizes within 1.25× (the ring/tree formula on the catalog's assumed 1 µs a step: 3 %)
+  auto load = [&](const std::string& gpu) {
+    std::string why;
+    auto text = read_text_file(test::src("tests/data/aiconfigurator/" + gpu + "/nccl_perf.csv.gz"), size_t(1) << 26, "table", why);
+    REQUIRE(text);
+    std::vector<std::string> skipped;
+    return measure::read_nccl_perf(*text, gpu, skipped);
+  };
+  Catalog cat(test::src("hardware"));
+  PlatformCache cache(cat);
+  Diags d;
+  Platform h200 = resolve_platform(CNode::make_scalar("h200"), cache, d);
+  Platform h100 = resolve_platform(CNode::make_scalar("h100_sxm"), cache, d);
+  REQUIRE(d.empty());
+  const measure::CollectiveFit f = measure::fit_collective(load("h200_sxm"), Collective::AllReduce, h200);
+  CHECK(f.rows == 126);  // 21 sizes × 3 GPU counts × 2 dtypes
+  std::vector<double> r;
+  for (const auto& s : load("h100_sxm"))
+    if (s.kind == Collective::AllReduce) r.push_back(s.measured_s / measure::predict_collective(s, f.params, h100));
+  const measure::ErrorStats e = measure::error_stats(r);
+  INFO("H100 all-reduce: median " << e.median << ", within 1.25x " << e.within_1_25);
+  CHECK(e.n == 126);
+  CHECK(e.within_1_25 >= 0.80);
+}
