@@ -170,8 +170,8 @@ def main():
       "ones sit on a floor of 2.6 µs (bf16; fp8 adds its activation quantization kernel). The remaining misses are "
       "library choices no smooth model follows (a shape where TensorRT-LLM picks a slower kernel) and the H100's "
       "memory-bound shapes, which the carried model predicts slightly slow (median 0.98): the fitted share of HBM is "
-      "the H200's, and the H100's HBM3 reaches a slightly larger share of its lower peak. Attention, collectives and "
-      "memory-bound ops are not in the model yet.")
+      "the H200's, and the H100's HBM3 reaches a slightly larger share of its lower peak. Attention and the "
+      "memory-bound family are not fitted yet (docs/kernel-models.md).")
     with open(os.path.join(ROOT, "docs", "validation-kernels.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("wrote docs/validation-kernels.md and docs/images/validation_kernels_gemm.png")
