@@ -152,7 +152,9 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
     if (!caches.empty() && std::fabs(run_median(r) / run_median(caches.back()) - 1) <= tolerance) caches.back().last = r.last;
     else caches.push_back(r), fig.push_back(r);
   }
-  const size_t names = std::max<size_t>(hints.empty() ? 3 : hints.size(), 1);
+  // as many levels as the hints name, and at least the three of today's CPUs (a VM may give one
+  // hint alone, sysconf's L3, and still have an L1 and an L2 on its curve)
+  const size_t names = std::max<size_t>(hints.size(), 3);
   while (caches.size() > names) {
     size_t k = 0;
     double closest = INFINITY;
@@ -185,7 +187,11 @@ LevelDetection detect_levels(std::vector<CurvePoint> curve, const std::vector<Le
     if (r.last + 1 < curve.size()) p.edge_bytes = p.to_bytes;
     p.size_bytes = p.to_bytes;
     p.size_source = "curve";
-    const LevelSize* h = k < hs.size() ? &hs[k] : nullptr;
+    // its hint: the one named like it (L1, L2, L3), else the k-th by size when the hints are unnamed
+    const LevelSize* h = nullptr;
+    for (const auto& x : hs)
+      if (x.name == p.level) h = &x;
+    if (!h && k < hs.size() && hs[k].name.empty()) h = &hs[k];
     // a hint is the level's size when half of it still runs at the plateau's bandwidth and twice
     // it no longer does (or the curve ends before)
     auto bw_at = [&](double ws) {  // log-linear between the curve's points
