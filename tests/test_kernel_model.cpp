@@ -14,6 +14,25 @@
 using namespace rsim;
 namespace fs = std::filesystem;
 
+namespace {
+// A table of tests/data/aiconfigurator (a copy of ../shared/external/aiconfigurator), decompressed
+std::string op_table(const std::string& gpu, const std::string& file) {
+  std::string why;
+  auto text = read_text_file(test::src("tests/data/aiconfigurator/" + gpu + "/" + file), size_t(1) << 30, "op table", why);
+  if (!text) throw std::runtime_error(why);
+  return *text;
+}
+// The catalog platform `name`, resolved as a scenario would
+Platform catalog_platform(const std::string& name) {
+  static Catalog cat(test::src("hardware"));
+  PlatformCache cache(cat);
+  Diags d;
+  Platform p = resolve_platform(CNode::make_scalar(name), cache, d);
+  if (!d.empty()) throw std::runtime_error(ConfigError(d.list()).what());
+  return p;
+}
+}  // namespace
+
 TEST_CASE("kernel model: tiles, waves and the last wave over the SMs", "[kernel_model]") {
   // 1024 × 1024 in 128 × 128 tiles: 8 · 8 = 64 tiles on 132 SMs, one wave 64/132 full
   Waves w = gemm_waves(GemmShape{1, 1024, 1024, 512}, TileShape{128, 128}, 1, 132);
@@ -263,20 +282,11 @@ TEST_CASE("kernel model: an H200 fit carried to the H100 by its datasheet (share
   // AIConfigurator database). Fitted on the H200's bf16 rows alone, applied to the catalog H100's
   // figures (132 SMs, 989.5 TFLOP/s bf16, 3.35 TB/s), the H100's rows: issue 42 asks ≥ 80 % within
   // 1.25× and ≥ 95 % within 1.5× (the plain roofline bound: 10 % within 1.25×).
-  const std::string base = test::src("tests/data/aiconfigurator/");  // (copied from ../shared/external/aiconfigurator)
   auto load = [&](const std::string& gpu) {
-    std::string why;
-    auto text = read_text_file(base + gpu + "/gemm_perf.csv.gz", size_t(1) << 30, "GEMM table", why);
-    REQUIRE(text);
     std::vector<std::string> skipped;
-    return measure::read_aiconfigurator_gemm(*text, gpu, skipped);
+    return measure::read_aiconfigurator_gemm(op_table(gpu, "gemm_perf.csv.gz"), gpu, skipped);
   };
-  Catalog cat(test::src("hardware"));
-  PlatformCache cache(cat);
-  Diags d;
-  Platform h200 = resolve_platform(CNode::make_scalar("h200"), cache, d);
-  Platform h100 = resolve_platform(CNode::make_scalar("h100_sxm"), cache, d);
-  REQUIRE(d.empty());
+  const Platform h200 = catalog_platform("h200"), h100 = catalog_platform("h100_sxm");
   std::vector<measure::GemmSample> fit_rows;
   for (const auto& s : load("h200_sxm"))
     if (s.compute == DType::bf16) fit_rows.push_back(s);
@@ -333,18 +343,10 @@ TEST_CASE("kernel model: the H200's NCCL fit carried to the H100 (shared AIConfi
   // H200's all-reduces, on the H100's NVLink 4 (450 GB/s each way, the catalog's): issue 42 asks ≥ 80 %
   // of sizes within 1.25× (the ring/tree formula on the catalog's assumed 1 µs a step: 3 %)
   auto load = [&](const std::string& gpu) {
-    std::string why;
-    auto text = read_text_file(test::src("tests/data/aiconfigurator/" + gpu + "/nccl_perf.csv.gz"), size_t(1) << 26, "table", why);
-    REQUIRE(text);
     std::vector<std::string> skipped;
-    return measure::read_nccl_perf(*text, gpu, skipped);
+    return measure::read_nccl_perf(op_table(gpu, "nccl_perf.csv.gz"), gpu, skipped);
   };
-  Catalog cat(test::src("hardware"));
-  PlatformCache cache(cat);
-  Diags d;
-  Platform h200 = resolve_platform(CNode::make_scalar("h200"), cache, d);
-  Platform h100 = resolve_platform(CNode::make_scalar("h100_sxm"), cache, d);
-  REQUIRE(d.empty());
+  const Platform h200 = catalog_platform("h200"), h100 = catalog_platform("h100_sxm");
   const measure::CollectiveFit f = measure::fit_collective(load("h200_sxm"), Collective::AllReduce, h200);
   CHECK(f.rows == 126);  // 21 sizes × 3 GPU counts × 2 dtypes
   std::vector<double> r;
