@@ -69,10 +69,14 @@ class Matcher {
     auto v = scalar(t);
     return v && std::fabs(*v - want) <= 1e-3 * std::fabs(want);
   }
-  // the single reader of `t` if it is an `op` node
+  // the same of other()'s answer: false when there is none (a one-input node where two were wanted)
+  bool near(const std::optional<std::string>& t, double want) const { return t && near(*t, want); }
+  bool is_scalar(const std::optional<std::string>& t) const { return t && scalar(*t); }
+  // the single reader of `t` if it is an `op` node with an output (a malformed file may give a
+  // node none: the chains read every node's first output)
   int next(const std::string& t, const char* op) const {
     int n = only_reader(t);
-    return n >= 0 && g_.node(n).op_type() == op ? n : -1;
+    return n >= 0 && g_.node(n).op_type() == op && g_.node(n).output_size() > 0 ? n : -1;
   }
 
  private:
@@ -107,14 +111,15 @@ std::optional<Chain> layernorm(const Matcher& m, int i) {
   int sq = -1, div = -1;
   for (int r : rd) {
     const auto& n = m.node(r);
+    if (n.input_size() != 2 || n.output_size() == 0) continue;
     if ((n.op_type() == "Pow" && n.input(0) == d && m.near(n.input(1), 2)) || (n.op_type() == "Mul" && n.input(0) == d && n.input(1) == d)) sq = r;
     else if (n.op_type() == "Div" && n.input(0) == d) div = r;
   }
   if (sq < 0 || div < 0) return std::nullopt;
   int rm2 = m.only_reader(m.node(sq).output(0));
-  if (rm2 < 0 || !last_axis_mean(m.node(rm2))) return std::nullopt;
+  if (rm2 < 0 || !last_axis_mean(m.node(rm2)) || m.node(rm2).output_size() == 0) return std::nullopt;
   int add = m.next(m.node(rm2).output(0), "Add");
-  if (add < 0 || !m.scalar(*m.other(add, m.node(rm2).output(0)))) return std::nullopt;
+  if (add < 0 || !m.is_scalar(m.other(add, m.node(rm2).output(0)))) return std::nullopt;
   int sqrt = m.next(m.node(add).output(0), "Sqrt");
   if (sqrt < 0 || m.only_reader(m.node(sqrt).output(0)) != div || m.node(div).input(1) != m.node(sqrt).output(0)) return std::nullopt;
   c.nodes.insert(c.nodes.end(), {sub, sq, rm2, add, sqrt, div});
@@ -143,11 +148,11 @@ std::optional<Chain> gelu_erf(const Matcher& m, int i) {
     return std::nullopt;
   int erf = m.next(n.output(0), "Erf");
   int one = erf >= 0 ? m.next(m.node(erf).output(0), "Add") : -1;
-  if (one < 0 || !m.near(*m.other(one, m.node(erf).output(0)), 1)) return std::nullopt;
+  if (one < 0 || !m.near(m.other(one, m.node(erf).output(0)), 1)) return std::nullopt;
   int mx = m.next(m.node(one).output(0), "Mul");
   if (mx < 0 || m.other(mx, m.node(one).output(0)) != x) return std::nullopt;
   int half = m.next(m.node(mx).output(0), "Mul");
-  if (half < 0 || !m.near(*m.other(half, m.node(mx).output(0)), 0.5)) return std::nullopt;
+  if (half < 0 || !m.near(m.other(half, m.node(mx).output(0)), 0.5)) return std::nullopt;
   return Chain{"gelu", {i, erf, one, mx, half}, x, m.node(half).output(0), {}};
 }
 
@@ -158,21 +163,21 @@ std::optional<Chain> gelu_tanh(const Matcher& m, int i) {
   if (p.op_type() != "Pow" || p.input_size() != 2 || !m.near(p.input(1), 3)) return std::nullopt;
   const std::string x = p.input(0);
   int c1 = m.next(p.output(0), "Mul");
-  if (c1 < 0 || !m.near(*m.other(c1, p.output(0)), 0.044715)) return std::nullopt;
+  if (c1 < 0 || !m.near(m.other(c1, p.output(0)), 0.044715)) return std::nullopt;
   int ax = m.next(m.node(c1).output(0), "Add");
   if (ax < 0 || m.other(ax, m.node(c1).output(0)) != x) return std::nullopt;
   int c2 = m.next(m.node(ax).output(0), "Mul");
-  if (c2 < 0 || !m.near(*m.other(c2, m.node(ax).output(0)), std::sqrt(2 / M_PI))) return std::nullopt;
+  if (c2 < 0 || !m.near(m.other(c2, m.node(ax).output(0)), std::sqrt(2 / M_PI))) return std::nullopt;
   int th = m.next(m.node(c2).output(0), "Tanh");
   int one = th >= 0 ? m.next(m.node(th).output(0), "Add") : -1;
-  if (one < 0 || !m.near(*m.other(one, m.node(th).output(0)), 1)) return std::nullopt;
+  if (one < 0 || !m.near(m.other(one, m.node(th).output(0)), 1)) return std::nullopt;
   int mx = m.next(m.node(one).output(0), "Mul");
   if (mx < 0) return std::nullopt;
   Chain c{"gelu", {i, c1, ax, c2, th, one, mx}, x, "", {}};
   auto o = m.other(mx, m.node(one).output(0));
   if (o == x) {  // x · (1 + tanh) → · 0.5
     int half = m.next(m.node(mx).output(0), "Mul");
-    if (half < 0 || !m.near(*m.other(half, m.node(mx).output(0)), 0.5)) return std::nullopt;
+    if (half < 0 || !m.near(m.other(half, m.node(mx).output(0)), 0.5)) return std::nullopt;
     c.nodes.push_back(half);
     c.output = m.node(half).output(0);
     return c;
@@ -180,7 +185,7 @@ std::optional<Chain> gelu_tanh(const Matcher& m, int i) {
   // (x · 0.5) · (1 + tanh): the half is a node of its own reading x, read only here
   for (int r : m.readers(x)) {
     const auto& h = m.node(r);
-    if (h.op_type() == "Mul" && h.output_size() == 1 && h.output(0) == o && m.near(*m.other(r, x), 0.5) && m.only_reader(h.output(0)) == mx) {
+    if (h.op_type() == "Mul" && h.output_size() == 1 && h.output(0) == o && m.near(m.other(r, x), 0.5) && m.only_reader(h.output(0)) == mx) {
       c.nodes.push_back(r);
       c.output = m.node(mx).output(0);
       return c;
@@ -232,7 +237,7 @@ std::vector<Chain> find_chains(const onnx::GraphProto& g) {
   std::vector<Chain> out;
   std::vector<char> taken(static_cast<size_t>(g.node_size()), 0);
   for (int i = 0; i < g.node_size(); ++i) {
-    if (taken[static_cast<size_t>(i)]) continue;
+    if (taken[static_cast<size_t>(i)] || g.node(i).output_size() == 0) continue;
     std::optional<Chain> c;
     for (auto* f : {layernorm, gelu_erf, gelu_tanh, gated, linear_bias, masked_softmax})
       if (!c) c = f(m, i);
