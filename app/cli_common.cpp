@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <ostream>
 
-#include "engine/diagnostics.hpp"
-#include "engine/evaluate.hpp"
+#include "engine/model/diagnostics.hpp"
+#include "engine/eval/evaluate.hpp"
 #include <tuple>
 
 namespace rsim::cli {

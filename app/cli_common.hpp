@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 
 namespace rsim::cli {
 

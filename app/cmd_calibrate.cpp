@@ -2,7 +2,7 @@
 #include "app/cli_common.hpp"
 
 #include "session/session.hpp"
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "measure/calibrate.hpp"
 
 namespace po = boost::program_options;

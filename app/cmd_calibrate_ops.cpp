@@ -5,8 +5,8 @@
 
 #include "app/cli_common.hpp"
 #include "session/session.hpp"
-#include "engine/output.hpp"
-#include "engine/text_file.hpp"
+#include "engine/output/output.hpp"
+#include "engine/model/text_file.hpp"
 #include "measure/calibrate_ops.hpp"
 
 namespace fs = std::filesystem;

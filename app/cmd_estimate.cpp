@@ -9,9 +9,9 @@
 #include <ostream>
 
 #include "app/cli_common.hpp"
-#include "engine/output.hpp"
-#include "engine/roofline.hpp"
-#include "engine/units.hpp"
+#include "engine/output/output.hpp"
+#include "engine/hardware/roofline.hpp"
+#include "engine/model/units.hpp"
 #include "session/session.hpp"
 
 namespace rsim::cli {

@@ -2,7 +2,7 @@
 #include "app/cli_common.hpp"
 
 #include "session/session.hpp"
-#include "engine/schema.hpp"
+#include "engine/scenario/schema.hpp"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // `rsim import`: an ONNX model as a zoo model file, or its summary.
 #include "app/cli_common.hpp"
 
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "importers/onnx_import.hpp"
 
 namespace po = boost::program_options;

@@ -2,8 +2,8 @@
 #include "app/cli_common.hpp"
 
 #include "session/session.hpp"
-#include "engine/output.hpp"
-#include "engine/plan.hpp"
+#include "engine/output/output.hpp"
+#include "engine/output/plan.hpp"
 #include "measure/measure_run.hpp"
 #include "plots/draw.hpp"
 #include "plots/report.hpp"

@@ -6,7 +6,7 @@
 
 #include "app/result_set.hpp"
 #include "session/session.hpp"
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "plots/collect.hpp"
 #include "plots/report.hpp"
 #include "serving/serve.hpp"

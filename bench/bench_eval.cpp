@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "engine/evaluate.hpp"
-#include "engine/output.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/output/output.hpp"
 #include "plots/charts.hpp"
 #include "plots/draw.hpp"
 #include "plots/report.hpp"

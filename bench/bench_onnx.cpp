@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "importers/onnx_import.hpp"
 #include "scripting/lua_expr.hpp"
 

@@ -22,7 +22,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
 #include "serving/serve.hpp"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/expr.hpp"
+#include "engine/model/expr.hpp"
 #include "scripting/lua_expr.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/config.hpp"
-#include "engine/llm_models.hpp"
+#include "engine/model/config.hpp"
+#include "engine/ops/llm_models.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/graph.hpp"
+#include "engine/graph/graph.hpp"
 #include "importers/onnx_import.hpp"
 #include "scripting/lua_expr.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/config.hpp"
-#include "engine/units.hpp"
+#include "engine/model/config.hpp"
+#include "engine/model/units.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

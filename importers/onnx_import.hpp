@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/config.hpp"
-#include "engine/evaluate.hpp"
-#include "engine/ops.hpp"
+#include "engine/model/config.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/ops/ops.hpp"
 
 namespace rsim {
 

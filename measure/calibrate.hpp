@@ -4,7 +4,7 @@
 // (FLOPs when a layer has no MACs) and x = bytes moved for memory-bound layers, g = input channels
 // per group for grouped operators (convolutions; the factor is 1 for the others); fitted per class on
 // log(efficiency) = log a + b · log x + c · log g by least squares made robust (Huber, below).
-// Beside the rules, a platform-wide time-sharing term (engine/platform.hpp: Contention): on a core
+// Beside the rules, a platform-wide time-sharing term (engine/hardware/platform.hpp: Contention): on a core
 // shared with other runnable work, a compute-bound layer longer than the onset (≈ half a scheduler
 // slice) waits for the others' slices, so its median time grows by up to `slowdown`. fit_model
 // picks (onset, slowdown) on a grid (slowdown 1 = no contention is one of the candidates) by the
@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/platform.hpp"
+#include "engine/hardware/platform.hpp"
 
 namespace rsim::measure {
 
@@ -203,7 +203,7 @@ constexpr size_t kMaxFolds = 12;
 CrossValidation cross_validate(const std::vector<Sample>& samples, const std::function<void(size_t, size_t)>& progress = {}, const Model* full = nullptr);
 
 // A network's kernels (its layer rows grouped by kernel, in order of first layer) timed under the
-// rules, and its time under an execution mode and runtime (engine/platform.hpp: ExecutionClock).
+// rules, and its time under an execution mode and runtime (engine/hardware/platform.hpp: ExecutionClock).
 struct KernelPlan {
   std::vector<double> time_s, host_s;  // per kernel: calibrated time, host overhead (-1: the runtime's)
 };

@@ -1,12 +1,12 @@
-// `rsim calibrate --ops DIR`: the GPU kernel models' parameters (engine/kernel_model.hpp) fitted
+// `rsim calibrate --ops DIR`: the GPU kernel models' parameters (engine/hardware/kernel_model.hpp) fitted
 // from measured op data — NVIDIA AIConfigurator's per-op tables (gemm_perf.csv[.gz]: gemm_dtype,
 // m, n, k, latency in milliseconds per call, timed in a CUDA graph) — and their errors.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "engine/kernel_model.hpp"
-#include "engine/platform.hpp"
+#include "engine/hardware/kernel_model.hpp"
+#include "engine/hardware/platform.hpp"
 
 namespace rsim::measure {
 

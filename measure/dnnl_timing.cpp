@@ -10,7 +10,7 @@
 #include <functional>
 #include <memory>
 
-#include "engine/tensor.hpp"
+#include "engine/model/tensor.hpp"
 #include "measure/cpu.hpp"
 #include "measure/layer_timing.hpp"
 

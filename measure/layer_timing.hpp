@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/graph.hpp"
+#include "engine/graph/graph.hpp"
 
 namespace rsim::measure {
 

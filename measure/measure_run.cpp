@@ -8,8 +8,8 @@
 
 #include <unistd.h>
 
-#include "engine/output.hpp"
-#include "engine/units.hpp"
+#include "engine/output/output.hpp"
+#include "engine/model/units.hpp"
 #include "measure/calibrate.hpp"
 #include "measure/probe_figures.hpp"
 #include "plots/draw.hpp"

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "measure/layer_timing.hpp"
 #include "plots/figure.hpp"
 

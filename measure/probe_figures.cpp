@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/units.hpp"
+#include "engine/model/units.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::measure {

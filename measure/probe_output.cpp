@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "engine/units.hpp"
+#include "engine/model/units.hpp"
 
 namespace rsim::measure {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/evaluate.hpp"
-#include "engine/scenario.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/scenario/scenario.hpp"
 #include "plots/charts.hpp"
 #include "plots/figure.hpp"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "engine/units.hpp"
+#include "engine/model/units.hpp"
 #include "plots/chart_common.hpp"
 #include "plots/draw.hpp"
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "engine/names.hpp"
-#include "engine/output.hpp"
-#include "engine/units.hpp"
+#include "engine/model/names.hpp"
+#include "engine/output/output.hpp"
+#include "engine/model/units.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::plots {

@@ -2,14 +2,14 @@
 
 #include "plots/chart_common.hpp"
 
-#include "engine/names.hpp"
+#include "engine/model/names.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-#include "engine/output.hpp"
-#include "engine/units.hpp"
+#include "engine/output/output.hpp"
+#include "engine/model/units.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::plots {
@@ -416,7 +416,7 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     } else {
       continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
     }
-    // the choices of a key, from the plot kind's key table (engine/keys.cpp), as `rsim schema` lists them
+    // the choices of a key, from the plot kind's key table (engine/model/keys.cpp), as `rsim schema` lists them
     auto table_choices = [&](const char* key) { return keys::map("plot." + kind).find(key)->type.choices; };
     auto str = [&](const char* key, std::string& dst, std::vector<std::string> choices = {}) {
       if (const CNode* v = m.get(key)) {

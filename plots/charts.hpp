@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/config.hpp"
-#include "engine/evaluate.hpp"
+#include "engine/model/config.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "plots/cairo_renderer.hpp"
 #include "plots/figure.hpp"
 

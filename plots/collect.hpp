@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "plots/charts.hpp"
 
 namespace rsim::plots {

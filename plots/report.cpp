@@ -6,8 +6,8 @@
 #include <cmath>
 #include <set>
 
-#include "engine/output.hpp"
-#include "engine/units.hpp"
+#include "engine/output/output.hpp"
+#include "engine/model/units.hpp"
 #include "plots/draw.hpp"
 
 namespace rsim::plots {

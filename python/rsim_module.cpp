@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "session/session.hpp"
-#include "engine/evaluate.hpp"
-#include "engine/diagnostics.hpp"
-#include "engine/schema.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/model/diagnostics.hpp"
+#include "engine/scenario/schema.hpp"
 #include "plots/charts.hpp"
 
 namespace py = pybind11;

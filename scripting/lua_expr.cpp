@@ -12,8 +12,8 @@ extern "C" {
 #include <iterator>
 #include <unordered_map>
 
-#include "engine/config.hpp"
-#include "engine/names.hpp"
+#include "engine/model/config.hpp"
+#include "engine/model/names.hpp"
 
 namespace rsim {
 

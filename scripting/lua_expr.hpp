@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "engine/expr.hpp"
+#include "engine/model/expr.hpp"
 
 namespace rsim {
 

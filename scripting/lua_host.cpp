@@ -15,12 +15,12 @@ extern "C" {
 #include <iostream>
 #include <utility>
 
-#include "engine/config.hpp"
-#include "engine/evaluate.hpp"
-#include "engine/graph.hpp"
-#include "engine/output.hpp"
-#include "engine/platform.hpp"
-#include "engine/names.hpp"
+#include "engine/model/config.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/output/output.hpp"
+#include "engine/hardware/platform.hpp"
+#include "engine/model/names.hpp"
 #include "scripting/lua_value.hpp"
 
 // How the sandbox holds (see README.md, "The sandbox"):

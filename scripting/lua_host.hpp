@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/hooks.hpp"
-#include "engine/ops.hpp"
-#include "engine/scenario.hpp"
+#include "engine/eval/hooks.hpp"
+#include "engine/ops/ops.hpp"
+#include "engine/scenario/scenario.hpp"
 
 namespace rsim {
 

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <string>
 
-#include "engine/config.hpp"
-#include "engine/tensor.hpp"
+#include "engine/model/config.hpp"
+#include "engine/model/tensor.hpp"
 
 struct lua_State;
 

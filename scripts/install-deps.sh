@@ -9,7 +9,7 @@ packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboos
           python3-jsonschema python3-yaml             # the schema test validates scenarios with a real validator
           python3-dev pybind11-dev                    # the Python module (make python)
           nlohmann-json3-dev                          # the tests parse every JSON output with a real parser
-          zlib1g-dev                                  # gzip'd traces and op tables (engine/text_file.cpp, the only file with zlib)
+          zlib1g-dev                                  # gzip'd traces and op tables (engine/model/text_file.cpp, the only file with zlib)
           clang-14 libclang-rt-14-dev                 # the clang build, the ThreadSanitizer run and the fuzzers of CI
           python3-torch python3-torchvision           # rsim_torch (measure and probe through PyTorch) and its tests on the CPU
           poppler-utils)                              # CI's gallery check reads the paper PDF's page size and fonts (pdfinfo, pdffonts)

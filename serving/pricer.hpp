@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "serving/simulate.hpp"
 
 namespace rsim::serving {

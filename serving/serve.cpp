@@ -7,10 +7,10 @@
 #include <map>
 #include <optional>
 
-#include "engine/config.hpp"
-#include "engine/expr.hpp"
-#include "engine/keys.hpp"
-#include "engine/units.hpp"
+#include "engine/model/config.hpp"
+#include "engine/model/expr.hpp"
+#include "engine/model/keys.hpp"
+#include "engine/model/units.hpp"
 #include "serving/pricer.hpp"
 
 namespace rsim::serving {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/evaluate.hpp"
+#include "engine/eval/evaluate.hpp"
 #include "serving/simulate.hpp"
 #include "serving/workload.hpp"
 

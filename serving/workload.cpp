@@ -1,6 +1,6 @@
 #include "serving/workload.hpp"
 
-#include "engine/text_file.hpp"
+#include "engine/model/text_file.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/diagnostics.hpp"
+#include "engine/model/diagnostics.hpp"
 
 namespace rsim::serving {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "importers/onnx_import.hpp"
 #include "plots/charts.hpp"
 #include "plots/collect.hpp"

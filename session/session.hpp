@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/evaluate.hpp"
-#include "engine/scenario.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/scenario/scenario.hpp"
 #include "plots/charts.hpp"
 #include "scripting/lua_host.hpp"
 

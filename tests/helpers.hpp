@@ -2,8 +2,8 @@
 #pragma once
 #include <string>
 
-#include "engine/evaluate.hpp"
-#include "engine/output.hpp"
+#include "engine/eval/evaluate.hpp"
+#include "engine/output/output.hpp"
 #include "importers/onnx_import.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"

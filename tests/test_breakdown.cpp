@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "cli_helpers.hpp"
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "helpers.hpp"
 #include "measure/calibrate.hpp"
 #include "plots/charts.hpp"

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "cli_helpers.hpp"
-#include "engine/config.hpp"
+#include "engine/model/config.hpp"
 #include "helpers.hpp"
 #include "measure/calibrate.hpp"
 

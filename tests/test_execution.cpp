@@ -2,7 +2,7 @@
 // block: network times derived by hand from kernels of known times.
 #include <catch2/catch.hpp>
 
-#include "engine/output.hpp"
+#include "engine/output/output.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;

@@ -1,4 +1,4 @@
-// The GPU kernel models (engine/kernel_model.hpp): tiles and waves, the GEMM time by hand, the
+// The GPU kernel models (engine/hardware/kernel_model.hpp): tiles and waves, the GEMM time by hand, the
 // engine's use of it, carrying a fit between platforms, and the fit from op data.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <random>
 
-#include "engine/kernel_model.hpp"
-#include "engine/text_file.hpp"
+#include "engine/hardware/kernel_model.hpp"
+#include "engine/model/text_file.hpp"
 #include "helpers.hpp"
 #include "measure/calibrate_ops.hpp"
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 
-#include "engine/config.hpp"
-#include "engine/platform.hpp"
+#include "engine/model/config.hpp"
+#include "engine/hardware/platform.hpp"
 #include "measure/cpu.hpp"
 #include "measure/plateau.hpp"
 #include "measure/probe.hpp"

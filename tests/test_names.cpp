@@ -9,7 +9,7 @@
 
 #include "app/cli.hpp"
 
-#include "engine/names.hpp"
+#include "engine/model/names.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;

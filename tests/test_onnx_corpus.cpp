@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/graph.hpp"
+#include "engine/graph/graph.hpp"
 #include "importers/onnx_import.hpp"
 #include "scripting/lua_expr.hpp"
 

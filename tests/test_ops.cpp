@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/diagnostics.hpp"
-#include "engine/graph.hpp"
-#include "engine/ops.hpp"
+#include "engine/model/diagnostics.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/ops/ops.hpp"
 #include "scripting/lua_expr.hpp"
 
 using namespace rsim;
@@ -93,7 +93,7 @@ TEST_CASE("the registry holds exactly the operators tested here", "[ops]") {
       "matmul",              "max_pool2d",   "mul",        "permute",     "relu",       "relu6",
       "reshape",             "reshape_copy", "sigmoid",    "silu",        "slice",      "softmax",
       "split",               "sub",          "tanh",       "transpose",   "upsample"};
-  // the general tensor operators of engine/ops_tensor.cpp and ops_sequence.cpp, tested in test_ops_tensor.cpp
+  // the general tensor operators of engine/ops/ops_tensor.cpp and ops_sequence.cpp, tested in test_ops_tensor.cpp
   for (const char* n : {"abs", "argmax", "argmin", "ceil", "clip", "constant", "conv_nd", "conv_transpose_nd", "cos", "cumsum", "elu",
                         "equal", "erf", "exp", "expand", "floor", "gather", "gemm", "greater", "greater_equal", "instance_norm",
                         "interpolate", "less", "less_equal", "log", "log_softmax", "logical_and", "logical_not", "logical_or",

@@ -1,8 +1,8 @@
-// The general tensor operators (engine/ops_tensor.cpp): shapes and costs derived by hand, one
+// The general tensor operators (engine/ops/ops_tensor.cpp): shapes and costs derived by hand, one
 // section per operator. Expected values are written as the arithmetic that gives them.
 #include <catch2/catch.hpp>
 
-#include "engine/ops.hpp"
+#include "engine/ops/ops.hpp"
 
 using namespace rsim;
 

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/evaluate.hpp"  // PlatformCache, resolve_platform
+#include "engine/eval/evaluate.hpp"  // PlatformCache, resolve_platform
 
 using namespace rsim;
 

@@ -1,11 +1,11 @@
-// The key tables (engine/keys.cpp) and the schemas `rsim schema` prints from them. The validation
+// The key tables (engine/model/keys.cpp) and the schemas `rsim schema` prints from them. The validation
 // of every example file with a real JSON Schema validator is tests/schema_check.py.
 #include <catch2/catch.hpp>
 #include <sstream>
 
 #include "app/cli.hpp"
-#include "engine/keys.hpp"
-#include "engine/schema.hpp"
+#include "engine/model/keys.hpp"
+#include "engine/scenario/schema.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;

@@ -1,10 +1,10 @@
 // Units, diagnostics and the YAML reader.
 #include <catch2/catch.hpp>
 
-#include "engine/config.hpp"
-#include "engine/diagnostics.hpp"
-#include "engine/tensor.hpp"
-#include "engine/units.hpp"
+#include "engine/model/config.hpp"
+#include "engine/model/diagnostics.hpp"
+#include "engine/model/tensor.hpp"
+#include "engine/model/units.hpp"
 
 using namespace rsim;
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/diagnostics.hpp"
-#include "engine/graph.hpp"
-#include "engine/ops.hpp"
+#include "engine/model/diagnostics.hpp"
+#include "engine/graph/graph.hpp"
+#include "engine/ops/ops.hpp"
 #include "helpers.hpp"
 
 using namespace rsim;

@@ -230,7 +230,7 @@ class Probe(unittest.TestCase):
 
 class ShapeText(unittest.TestCase):
     def test_shapes_are_written_as_rsim_writes_them(self):
-        # rsim's results.csv: dims joined by x, tensors by ;, a 0-d tensor as "scalar" (engine/tensor.cpp
+        # rsim's results.csv: dims joined by x, tensors by ;, a 0-d tensor as "scalar" (engine/model/tensor.cpp
         # append_shape); rsim calibrate keys measured_layers by this text, so both writers must agree
         sys.path.insert(0, os.path.join(SRC, "python"))
         from rsim_torch.measure import _shape_text

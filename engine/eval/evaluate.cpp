@@ -1,0 +1,1286 @@
+#include "engine/eval/evaluate.hpp"
+
+#include "engine/ops/llm_models.hpp"
+#include "engine/graph/passes.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <optional>
+#include <filesystem>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+
+namespace rsim {
+
+namespace {
+// Whether every number of a row is finite, in one sum: a NaN or an infinity makes the sum one
+// too. When it is not, nonfinite_field looks closer (a sum that only overflows, or a layer's legal
+// infinite intensity, is not an error).
+bool sum_is_finite(const Row& r, const OpCost& cost) {
+  double sum = cost.macs + cost.flops + cost.params + cost.weight_bytes + r.bytes + r.efficiency.compute + r.efficiency.bandwidth;
+  for (const auto* rp : {&r.theoretical, &r.derated})
+    sum += rp->peak_flops_per_s + rp->bandwidth_bytes_per_s + rp->attainable_flops_per_s + rp->compute_time_s + rp->memory_time_s + rp->time_s +
+           rp->intensity;
+  for (double v : cost.input_bytes) sum += v;
+  for (double v : cost.output_bytes) sum += v;
+  for (double m : r.metrics) sum += m;
+  return std::isfinite(sum);
+}
+
+// The first number of a row that is NaN or infinite ("" when all are finite). An intensity of
+// +inf is the legal value of a layer that moves no bytes.
+std::string nonfinite_field(const Row& r, const OpCost& cost) {
+  auto bad = [](double v) { return !std::isfinite(v); };
+  auto what = [](const std::string& name, double v) { return name + " is " + (std::isnan(v) ? "NaN" : v > 0 ? "infinite" : "-infinite"); };
+  const std::pair<const char*, double> costs[] = {{"MACs", cost.macs},           {"FLOPs", cost.flops},     {"params", cost.params},
+                                                  {"weight bytes", cost.weight_bytes}, {"input bytes", cost.input_total()},
+                                                  {"output bytes", cost.output_total()}, {"bytes", r.bytes}};
+  for (const auto& [n, v] : costs)
+    if (bad(v)) return what(n, v);
+  for (const auto* rp : {&r.theoretical, &r.derated}) {
+    const char* pre = rp == &r.theoretical ? "" : "derated ";
+    const std::pair<const char*, double> roof[] = {{"peak", rp->peak_flops_per_s},
+                                                   {"bandwidth", rp->bandwidth_bytes_per_s},
+                                                   {"attainable FLOP/s", rp->attainable_flops_per_s},
+                                                   {"compute time", rp->compute_time_s},
+                                                   {"memory time", rp->memory_time_s},
+                                                   {"time", rp->time_s}};
+    for (const auto& [n, v] : roof)
+      if (bad(v)) return what(std::string(pre) + n, v);
+    if (std::isnan(rp->intensity) || (std::isinf(rp->intensity) && r.bytes != 0)) return what(std::string(pre) + "intensity", rp->intensity);
+  }
+  if (bad(r.efficiency.compute) || bad(r.efficiency.bandwidth)) return "an efficiency is not finite";
+  for (double m : r.metrics)
+    if (bad(m)) return what("a metric", m);
+  return "";
+}
+
+// A located error for the first number of a layer's row that is NaN or infinite: true if there is one
+bool report_nonfinite(const Row& r, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& mem, const SourceLoc& plat, Diags& d) {
+  const std::string bad = nonfinite_field(r, L.cost);
+  if (bad.empty()) return false;
+  std::string ins;
+  append_shapes(ins, L.in_shapes);
+  d.error(L.loc, "layer '" + L.name + "' on '" + pl.name + "': " + bad,
+          {Note{{}, "inputs " + (ins.empty() ? std::string("none") : ins) + " (" + dtype_name(L.dtype) + "); FLOPs " + format_number(L.cost.flops) +
+                        ", bytes " + format_number(r.bytes) + "; peak " + format_number(roof.peak_flops_per_s) + " FLOP/s (derated " +
+                        format_number(roof.derated_flops_per_s) + "), bandwidth " + format_number(mem.bandwidth_bytes_per_s) + " B/s (derated " +
+                        format_number(mem.derated_bandwidth_bytes_per_s) + ")"},
+           Note{plat, "platform used here"}});
+  return true;
+}
+
+// A kernel's times on both roofs, summed over its layers, and the host time to issue it in eager
+// mode (the largest of its layers' classes' host_overhead; -1: the platform's runtime.host_overhead).
+struct KernelTime {
+  double compute = 0, memory = 0, dcompute = 0, dmemory = 0, host = -1;
+  double comm = 0, dcomm = 0;  // its layers' collectives, after them (tensor parallelism)
+  // derated: the parts of its compute, memory and comm times that come from figures whose basis is
+  // `assumption`; what a calibrated platform's error band adds at its 10th and 90th percentile
+  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
+};
+
+// A layer's share of those (per layer, added into its kernel's)
+struct LayerExtra {
+  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
+};
+
+
+// A layer's roofline on a platform, kept for the later layers that do the same work.
+struct Bounded {
+  double bytes = 0;
+  const MemoryLevel* level = nullptr;
+  RoofPoint theoretical, derated;
+  Efficiency efficiency;
+  double host = -1;  // its class's host overhead in eager mode (-1: the platform's)
+  bool algorithm = false;  // a platform's algorithm changed its work or bytes (its row's counts say how)
+  LayerExtra extra;
+};
+
+// The work and bytes of a convolution under an algorithm the platform declares (`algorithms:`):
+// - conv3x3 winograd_f2x2 / winograd_f4x4, for a dense 3×3 stride-1 undilated convolution:
+//   F(m×m, 3×3) multiplies (m + 2)² times per m×m output tile per input and output channel, so
+//   MACs = N · ceil(Hout/m) · ceil(Wout/m) · (m + 2)² · Cin · Cout (4 / 9 and 1 / 4 of the direct
+//   count on whole tiles); the FLOPs it bounds are flops_per_mac × those;
+// - conv1x1_strided touched_input, for a 1×1 convolution with stride sh × sw > 1 and no padding: it
+//   reads one input pixel in sh · sw, so its input bytes are the input's / (sh · sw).
+// Returns whether one applied; `cost` (a row's copy) then carries the executed counts.
+bool apply_algorithm(const Platform& pl, const Layer& L, const Settings& st, double& work, double& bytes, OpCost* cost) {
+  if (!L.op || L.op->name != "conv2d" || L.in_shapes.empty() || L.out_shapes.empty()) return false;
+  const auto& k = L.attrs.ints("kernel");
+  const auto& s = L.attrs.ints("stride");
+  const auto& dl = L.attrs.ints("dilation");
+  const Shape& x = L.in_shapes[0];
+  const Shape& y = L.out_shapes[0];
+  if (k.size() != 2 || s.size() != 2 || dl.size() != 2 || x.size() != 4 || y.size() != 4) return false;
+  const DType cd = L.compute_dtype();
+  if (k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && dl[0] == 1 && dl[1] == 1 && L.attrs.i("groups") == 1) {
+    const std::string& a = pl.algorithm_for("conv3x3", cd);
+    const long long m = a == "winograd_f2x2" ? 2 : a == "winograd_f4x4" ? 4 : 0;
+    if (!m) return false;
+    const double tiles = static_cast<double>(y[0]) * static_cast<double>((y[2] + m - 1) / m) * static_cast<double>((y[3] + m - 1) / m);
+    const double macs = tiles * static_cast<double>((m + 2) * (m + 2)) * static_cast<double>(x[1]) * static_cast<double>(y[1]);
+    work = st.flops_per_mac * macs;
+    if (cost) cost->macs_executed = macs, cost->flops_executed = work;
+    return true;
+  }
+  const AttrValue& pad = L.attrs.at("padding");
+  const bool no_pad = pad.s == "valid" || (pad.s.empty() && std::all_of(pad.ints.begin(), pad.ints.end(), [](long long v) { return v == 0; }));
+  if (k[0] == 1 && k[1] == 1 && (s[0] > 1 || s[1] > 1) && no_pad && pl.algorithm_for("conv1x1_strided", cd) == "touched_input") {
+    if (st.memory_model != MemoryModel::InputsWeightsOutputs || L.cost.input_bytes.empty()) return false;
+    const double in = L.cost.input_bytes[0], touched = in / static_cast<double>(s[0] * s[1]);
+    bytes -= in - touched;
+    if (cost) cost->input_bytes[0] = touched;
+    return true;
+  }
+  return false;
+}
+
+// Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
+// kernels (their layers each alone in a kernel, numbered one after the other): kernels [begin,
+// begin + count) take, in turn, the times of `period` kernels (their layers' first of kind's,
+// each with the launch overhead: the terms that sum would add), held in `times` from `at`.
+struct KernelSpan {
+  size_t begin = 0, count = 0, period = 0, at = 0;
+};
+struct SpanTimes {
+  double time = 0, derated = 0, host = -1;
+  KernelTime kernel;  // the kernel's times (for the parts of the network's time)
+};
+
+// Adds the layers of a repeat's later copies to a network's totals and kernel times (summary
+// only; the repeat held at this point: each of those layers takes the roofline of the first copy's
+// first of its kind, as evaluate_point's layer loop would add them one by one). Counts, FLOPs,
+// parameters and bytes are added at once, as (copies - 1) × one copy's sum: the same number as
+// adding them one by one only where every term and the total so far are integers and no sum
+// reaches 2^53 (each addition is then exact). When that does not hold, nothing is added and it
+// returns false (the loop adds them one by one). Kernel times: where each of those layers runs
+// alone in a kernel, numbered one after the other, one copy's terms as a span (added in order by
+// the sum over kernels); else into each layer's kernel, in layer order.
+
+bool add_copies(const Network& net, const NetworkPlan::Repeat& R, const KernelIndex& kix, const std::vector<Bounded>& bounded, SummaryRow& sum,
+                std::vector<KernelTime>& kernels, double launch, std::vector<KernelSpan>& spans, std::vector<SpanTimes>& times) {
+  const size_t first = R.begin + R.period, end = R.begin + R.period * R.copies;
+  struct Field {
+    double* total;
+    double one = 0, size = 0;  // one copy's sum; its terms' sum of magnitudes
+  };
+  Field f[] = {{&sum.macs},           {&sum.flops},          {&sum.params}, {&sum.active_params}, {&sum.weight_footprint_bytes},
+               {&sum.kv_cache_bytes}, {&sum.bytes},          {&sum.params_per_gpu}, {&sum.comm_bytes}, {&sum.comm_time_s}, {&sum.kv_write_bytes}};
+  double activation = sum.activation_bytes;
+  int bounds[4] = {0, 0, 0, 0};
+  for (size_t k = first; k < first + R.period; ++k) {
+    const size_t j = static_cast<size_t>(net.layers[k].same_as);
+    const OpCost& c = net.layers[j].cost;
+    const Bounded& b = bounded[j];
+    const double terms[] = {c.macs,  c.flops, c.params, c.active_params, c.resident_weight_bytes, c.kv_cache_bytes, b.bytes, c.params * c.shard,
+                            c.comm_bytes, b.theoretical.comm_time_s, c.kv_write_bytes};
+    for (size_t q = 0; q < std::size(f); ++q) f[q].one += terms[q], f[q].size += std::fabs(terms[q]);
+    for (double t : terms)
+      if (t != std::trunc(t)) return false;  // (NaN too; an infinity fails the size check below)
+    activation = std::max(activation, c.activation_bytes);
+    bounds[0] += b.theoretical.bound == Bound::Memory;
+    bounds[1] += b.theoretical.bound == Bound::Compute;
+    bounds[2] += b.derated.bound == Bound::Memory;
+    bounds[3] += b.derated.bound == Bound::Compute;
+  }
+  const double more = static_cast<double>(R.copies - 1);
+  for (const Field& x : f)
+    if (*x.total != std::trunc(*x.total) || !(std::fabs(*x.total) + more * x.size < 9007199254740992.0)) return false;
+  if (kix.alone_run[first] >= end - first) {  // each layer alone in its kernel: the kernels' terms of one copy, added in turn by the sum
+    spans.push_back(KernelSpan{static_cast<size_t>(kix.of_layer[first]), end - first, R.period, times.size()});
+    for (size_t k = first; k < first + R.period; ++k) {
+      const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
+      // (as the sum computes a kernel of one layer: 0 + each time, the larger, + the launch)
+      const KernelTime kt{0 + b.theoretical.compute_time_s, 0 + b.theoretical.memory_time_s, 0 + b.derated.compute_time_s, 0 + b.derated.memory_time_s,
+                          -1, 0 + b.theoretical.comm_time_s, 0 + b.derated.comm_time_s, b.extra.acompute, b.extra.amemory, b.extra.acomm, b.extra.lo, b.extra.hi};
+      times.push_back(SpanTimes{std::max(kt.compute, kt.memory) + kt.comm + launch, std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch, b.host, kt});
+    }
+  } else {
+    for (size_t k = first; k < end; ++k)
+      if (int ki = kix.of_layer[k]; ki >= 0) {
+        const Bounded& b = bounded[static_cast<size_t>(net.layers[k].same_as)];
+        KernelTime& kt = kernels[static_cast<size_t>(ki)];
+        kt.compute += b.theoretical.compute_time_s;
+        kt.memory += b.theoretical.memory_time_s;
+        kt.dcompute += b.derated.compute_time_s;
+        kt.dmemory += b.derated.memory_time_s;
+        kt.comm += b.theoretical.comm_time_s;
+        kt.dcomm += b.derated.comm_time_s;
+        kt.host = std::max(kt.host, b.host);
+        kt.acompute += b.extra.acompute, kt.amemory += b.extra.amemory, kt.acomm += b.extra.acomm, kt.lo += b.extra.lo, kt.hi += b.extra.hi;
+      }
+  }
+  for (Field& x : f) *x.total += more * x.one;
+  for (size_t k = first; k < first + R.period; ++k) {  // (the network's dtype: see evaluate_point)
+    const Layer& L = net.layers[k];
+    const double macs = net.layers[static_cast<size_t>(L.same_as)].cost.macs;
+    const size_t t = static_cast<size_t>(L.dtype);
+    sum.macs_by_dtype[t] += more * macs, sum.layers_by_dtype[t] += more;
+    if (L.dtype_from_file) sum.file_dtypes |= 1u << t;
+  }
+  sum.layers += static_cast<double>(end - first);
+  sum.activation_bytes = activation;
+  const int m = static_cast<int>(R.copies - 1);
+  sum.memory_bound += m * bounds[0], sum.compute_bound += m * bounds[1];
+  sum.derated_memory_bound += m * bounds[2], sum.derated_compute_bound += m * bounds[3];
+  return true;
+}
+}  // namespace
+
+// (here, beside the layer loop that calls it per layer: a call the compiler may inline)
+double layer_bytes(const OpCost& c, MemoryModel m) {
+  double b = c.weight_bytes + c.output_total() + c.scratch_bytes;
+  b += m == MemoryModel::InputsWeightsOutputs ? c.input_total() : c.kv_read_bytes;
+  return b;
+}
+
+// Two trees with the same kinds, keys, scalars and places (a re-bound network's messages point
+// into the tree it was built from).
+static bool same_tree(const CNode& a, const CNode& b) {
+  if (a.kind != b.kind || a.loc.file != b.loc.file || a.loc.line != b.loc.line || a.loc.col != b.loc.col) return false;
+  switch (a.kind) {
+    case CNode::Kind::Scalar: return a.scalar == b.scalar;
+    case CNode::Kind::Seq:
+      return a.items.size() == b.items.size() &&
+             std::equal(a.items.begin(), a.items.end(), b.items.begin(), [](const CNode& x, const CNode& y) { return same_tree(x, y); });
+    case CNode::Kind::Map:
+      return a.entries.size() == b.entries.size() &&
+             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(),
+                        [](const CEntry& x, const CEntry& y) { return x.key == y.key && same_tree(x.value, y.value); });
+    case CNode::Kind::Null: break;
+  }
+  return true;
+}
+
+PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx) {
+  PointResult out;
+  evaluate_point(s, p, ctx, out);
+  return out;
+}
+
+namespace {
+
+// The next element of a list written over from point to point: the last point's in this place, or
+// a new one; `used` counts the point's elements (the list is cut to them at the end)
+template <class T>
+T& next_slot(std::vector<T>& v, size_t& used) {
+  T& x = used < v.size() ? v[used] : v.emplace_back();
+  ++used;
+  return x;
+}
+
+}  // namespace
+
+void Row::clear() {
+  static_assert(sizeof(Row) == 784, "a field added to Row: reset it in Row::clear, then update this size");
+  point = 0;
+  platform.clear(), network.clear(), layer.clear(), op.clear();
+  dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
+  has_weights = touches_kv = false;
+  input_shapes.clear(), output_shapes.clear();
+  output_shape.clear();
+  cost.clear();
+  bytes = 0;
+  compute_roof.clear(), memory_level.clear();
+  theoretical = derated = RoofPoint{};
+  collective.clear();
+  kernel.clear();
+  kernel_index = -1;
+  efficiency = Efficiency{};
+  metrics.clear();
+  twin = -1;
+}
+
+std::pair<const char*, double> time_limit(const TimeParts& p) {
+  const double total = p.total();
+  if (!(total > 0)) return {"", 0.0};
+  const std::pair<const char*, double> parts[] = {{"compute", p.compute}, {"memory", p.memory}, {"launch", p.launch},
+                                                  {"host", p.host},       {"comm", p.comm},     {"bubble", p.bubble}};
+  auto best = parts[0];
+  for (const auto& x : parts)
+    if (x.second > best.second) best = x;
+  return {best.first, best.second / total};
+}
+
+void SummaryRow::clear() {
+  static_assert(sizeof(SummaryRow) == 800, "a field added to SummaryRow: reset it in SummaryRow::clear, then update this size");
+  dtype = DType::fp32, dtype_from_file = false, continuous = false;
+  parts = dparts = TimeParts{};
+  banded = false;
+  kv_write_bytes = kv_bytes_per_token = new_tokens_per_seq = 0;
+  macs_by_dtype.fill(0), layers_by_dtype.fill(0);
+  file_dtypes = 0;
+  tensor_parallel = 1, params_per_gpu = comm_bytes = comm_time_s = 0;
+  gpus = pipeline_parallel = micro_batches = expert_parallel = data_parallel = 1, pipeline_bubble = 0;
+  ttft_s = derated_ttft_s = tpot_s = derated_tpot_s = prompt = generate = 0;
+  point = 0;
+  platform.clear(), network.clear(), phase.clear(), memory_name.clear(), ignored.clear();
+  layers = kernels = macs = flops = params = bytes = 0;
+  batch = 1;
+  intensity = time_s = derated_time_s = achieved_flops_per_s = derated_achieved_flops_per_s = 0;
+  memory_bound = compute_bound = derated_memory_bound = derated_compute_bound = 0;
+  active_params = tokens = 0;
+  weight_footprint_bytes = kv_cache_bytes = activation_bytes = memory_footprint_bytes = memory_size_bytes = 0;
+}
+
+namespace {
+void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
+
+// A request's rows: its prefill and its decode steps at contexts N … N+M−1 merged into one summary
+// row per platform (see Request). The decode entry was evaluated at context N with the point; the
+// later steps are evaluated here, summary only, in the request's own scenario.
+void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  Env env = p.bindings;
+  for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
+  for (const Request& q : s.requests) {
+    auto number = [&](const CNode& n, const char* what, double most) -> long long {
+      const std::string text = n.is_scalar() ? substitute(n.scalar, env, ctx.ev, n.loc) : "";
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(v >= 1) || v > most || v != std::floor(v))
+        throw ConfigError(n.loc, std::string("request ") + what + " must be a whole number of tokens from 1 to " + format_number(most) + ", got '" + text + "'");
+      return static_cast<long long>(v);
+    };
+    const long long prompt = number(q.prompt, "prompt", 1e7), generate = number(q.generate, "generate", 1e6);
+    const std::string decode_name = q.name + ".decode";
+    // per platform: the sums of the decode steps' times, and the last step's memory
+    struct Acc {
+      double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0, kv = 0, steps = 0;
+      TimeParts parts, dparts;
+      bool banded = false;
+      SummaryRow last;
+      void add(const SummaryRow& r) {
+        parts.add(r.parts), dparts.add(r.dparts), banded = banded || r.banded;
+        time += r.time_s, derated += r.derated_time_s, flops += r.flops, macs += r.macs, bytes += r.bytes;
+        comm_bytes += r.comm_bytes, comm_time += r.comm_time_s, kv += r.kv_cache_bytes, steps += 1;
+        last = r;
+      }
+    };
+    std::map<std::string, Acc> acc;
+    // with an execution mode of its own the decode step at N is evaluated again (below), else the
+    // point's is taken; continuous batching evaluates its own contexts. (settings.execution: ideal
+    // overrides a request's own modes: split_requests leaves them out)
+    if (q.decode_execution.empty() && !q.continuous)
+      for (const SummaryRow& r : out.summary)
+        if (r.network == decode_name) acc[r.platform].add(r);
+    if (!ctx.request_ctx) {
+      ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
+      ctx.request_ctx->rows = false;
+    }
+    std::map<std::string, SummaryRow> prefill_row;  // a prefill with its own execution mode: per platform
+    if (q.prefill_only) {
+      PointResult pre;
+      evaluate_point_once(*q.prefill_only, p, *ctx.request_ctx, pre);
+      for (const SummaryRow& r : pre.summary) prefill_row[r.platform] = r, out.request_layer_evaluations += static_cast<size_t>(r.layers);
+    }
+    {
+      PointResult step;
+      Point at = p;
+      at.bindings.emplace_back(q.var, "");
+      // continuous batching: the B sequences' contexts spread evenly over N … N+M−1, a step at their
+      // mean N + (M − 1)/2 (two steps, at the integers on either side, when it is a half: a
+      // step's cost is linear in the context, so their mean is the spread batch's)
+      std::vector<long long> contexts;
+      if (q.continuous) {
+        contexts.push_back(prompt + (generate - 1) / 2);
+        if ((generate - 1) % 2) contexts.push_back(prompt + generate / 2);
+      } else {
+        for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) contexts.push_back(c);
+      }
+      size_t step_no = 0;
+      for (long long c : contexts) {
+        // a long request is many evaluations in one point: an embedding's stop is asked here too
+        if (ctx.should_stop && ++step_no % 64 == 0 && ctx.should_stop()) throw Interrupted();
+        at.bindings.back().second = std::to_string(c);
+        evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
+        for (const SummaryRow& r : step.summary) acc[r.platform].add(r), out.request_layer_evaluations += static_cast<size_t>(r.layers);
+      }
+    }
+    // the request's row in place of its prefill's; its decode row (context N) removed
+    std::vector<SummaryRow> merged;
+    merged.reserve(out.summary.size());
+    for (SummaryRow& r : out.summary) {
+      if (r.network == decode_name) continue;
+      if (r.network == q.name && acc.count(r.platform)) {
+        const Acc& a = acc[r.platform];
+        const double m = static_cast<double>(generate);
+        r.phase = "request";
+        r.prompt = static_cast<double>(prompt), r.generate = m;
+        r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
+        if (auto it = prefill_row.find(r.platform); it != prefill_row.end()) {
+          r.ttft_s = it->second.time_s, r.derated_ttft_s = it->second.derated_time_s;
+          r.parts = it->second.parts, r.dparts = it->second.dparts;
+        }
+        const TimeParts pre = r.parts, dpre = r.dparts;  // the prefill's
+        r.banded = r.banded || a.banded;
+        if (q.continuous) {
+          // one steady-state step: a decode token for each of the B sequences, and the prefill of
+          // the B / M prompts that replace the requests that finished (one prompt's prefill each,
+          // r's: its entry ran at batch 1); the work and memory columns are that step's
+          const double batch = a.last.batch, share = batch / m, n = a.steps;
+          r.tpot_s = a.time / n + share * r.ttft_s, r.derated_tpot_s = a.derated / n + share * r.derated_ttft_s;
+          r.time_s = r.ttft_s + m * r.tpot_s, r.derated_time_s = r.derated_ttft_s + m * r.derated_tpot_s;
+          // e2e = ttft + m · (the mean step + share · ttft): the parts likewise
+          r.parts.scale(1 + m * share), r.parts.add(a.parts, m / n);
+          r.dparts.scale(1 + m * share), r.dparts.add(a.dparts, m / n);
+          r.flops = a.flops / n + share * r.flops, r.macs = a.macs / n + share * r.macs, r.bytes = a.bytes / n + share * r.bytes;
+          r.comm_bytes = a.comm_bytes / n + share * r.comm_bytes, r.comm_time_s = a.comm_time / n + share * r.comm_time_s;
+          r.tokens = batch * m * r.data_parallel;
+          r.batch = batch;
+          r.continuous = true;
+          r.kv_cache_bytes = a.kv / n;  // (the mean context's)
+          r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
+          r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
+          r.achieved_flops_per_s = r.tpot_s > 0 ? r.flops / r.tpot_s : 0;
+          r.derated_achieved_flops_per_s = r.derated_tpot_s > 0 ? r.flops / r.derated_tpot_s : 0;
+          r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
+          merged.push_back(std::move(r));
+          continue;
+        }
+        r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
+        r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
+        r.parts = pre, r.parts.add(a.parts);
+        r.dparts = dpre, r.dparts.add(a.dparts);
+        r.tokens = r.batch * m * r.data_parallel;  // generated tokens (one per sequence and decode step, on every replica)
+        r.flops += a.flops, r.macs += a.macs, r.bytes += a.bytes, r.comm_bytes += a.comm_bytes, r.comm_time_s += a.comm_time;
+        r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
+        r.achieved_flops_per_s = r.time_s > 0 ? r.flops / r.time_s : 0;
+        r.derated_achieved_flops_per_s = r.derated_time_s > 0 ? r.flops / r.derated_time_s : 0;
+        // memory: the last step's (the longest context), or the prefill's if larger
+        r.kv_cache_bytes = std::max(r.kv_cache_bytes, a.last.kv_cache_bytes);
+        r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
+        r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
+      }
+      merged.push_back(std::move(r));
+    }
+    out.summary = std::move(merged);
+  }
+}
+}  // namespace
+
+void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  out.request_layer_evaluations = 0;
+  evaluate_point_once(s, p, ctx, out);
+  if (!s.requests.empty()) merge_requests(s, p, ctx, out);
+}
+
+namespace {
+
+// A network over parallel.pipeline stages (see plan_pipeline), and each stage's sums at one
+// platform (see finish_pipeline).
+struct PipelinePlan {
+  struct Stage {
+    double time = 0, derated = 0;  // its layers' roofline times (theoretical, derated), one micro-batch
+    double params = 0, weights = 0, kv = 0, activations = 0;  // one GPU's: parameters, resident weights, KV cache, largest layer's activations
+    double send_bytes = 0, sends = 0;  // tensors it sends on to later stages, one micro-batch
+  };
+  std::vector<int> stage_of;  // per layer
+  std::vector<Stage> stages;
+};
+
+// The block a layer belongs to for a pipeline's cuts: its name up to the second '.' ("layer.3" of
+// "layer.3.mlp.down_proj", "stage2.0" of "stage2.0.conv1", "lm_head" of itself)
+std::string_view block_of(std::string_view name) {
+  const size_t a = name.find('.');
+  if (a == std::string_view::npos) return name;
+  const size_t b = name.find('.', a + 1);
+  return b == std::string_view::npos ? name : name.substr(0, b);
+}
+
+// Splits a network into parallel.pipeline stages of whole blocks (runs of layers of one block_of:
+// a decoder layer, a repeat's copy), contiguous and balanced by parameters: each block goes to the
+// stage its middle parameter falls in (by FLOPs when no layer has parameters, by count when none
+// has FLOPs): a pipeline spreads the weights, and a decode step's time follows them. Then what each
+// stage sends on: every tensor a later stage reads, once per reading stage (network inputs are at
+// every stage). With one stage (micro-batches alone) every layer is in it. False, with an error,
+// when a stage would hold no layer.
+bool plan_pipeline(const Network& net, PipelinePlan& pp, Diags& d, const SourceLoc& loc) {
+  const size_t stages = static_cast<size_t>(net.parallel.pipeline), n = net.layers.size();
+  auto cost_of = [&](size_t i) -> const OpCost& {
+    const Layer& L = net.layers[i];
+    return L.borrowed && L.same_as >= 0 ? net.layers[static_cast<size_t>(L.same_as)].cost : L.cost;
+  };
+  pp.stage_of.assign(n, 0);
+  pp.stages.assign(stages, PipelinePlan::Stage{});
+  if (stages > 1) {
+    double params = 0, flops = 0;
+    for (size_t i = 0; i < n; ++i) params += cost_of(i).params, flops += cost_of(i).flops;
+    auto weight = [&](size_t i) { return params > 0 ? cost_of(i).params : flops > 0 ? cost_of(i).flops : 1.0; };
+    const double total = params > 0 ? params : flops > 0 ? flops : static_cast<double>(n);
+    std::vector<size_t> held(stages, 0);
+    double before = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;  // the block: [i, j)
+      double w = weight(i);
+      while (j < n && block_of(net.layers[j].name) == block_of(net.layers[i].name)) w += weight(j++);
+      const size_t s = std::min(stages - 1, static_cast<size_t>(static_cast<double>(stages) * (before + w / 2) / total));
+      at = std::max(at, s);
+      for (size_t k = i; k < j; ++k) pp.stage_of[k] = static_cast<int>(at);
+      held[at] += j - i;
+      before += w;
+      i = j;
+    }
+    for (size_t s = 0; s < stages; ++s)
+      if (!held[s]) {
+        d.error(loc, "network '" + net.name + "' cannot be split into " + std::to_string(stages) + " pipeline stages: stage " + std::to_string(s) +
+                         " would hold no layer",
+                {Note{{}, "stages are runs of whole blocks (a decoder layer, a repeat's copy) balanced by parameters; use fewer stages"}});
+        return false;
+      }
+    // (layer, output, reading stage): each sent once
+    thread_local std::vector<std::tuple<int, int, int>> sent;
+    sent.clear();
+    for (size_t j = 0; j < n; ++j)
+      for (const TensorRef& r : net.layers[j].inputs)
+        if (r.layer >= 0 && pp.stage_of[static_cast<size_t>(r.layer)] < pp.stage_of[j]) sent.emplace_back(r.layer, r.output, pp.stage_of[j]);
+    std::sort(sent.begin(), sent.end());
+    sent.erase(std::unique(sent.begin(), sent.end()), sent.end());
+    for (const auto& [i, out, to] : sent) {
+      const OpCost& c = cost_of(static_cast<size_t>(i));
+      PipelinePlan::Stage& from = pp.stages[static_cast<size_t>(pp.stage_of[static_cast<size_t>(i)])];
+      from.send_bytes += static_cast<size_t>(out) < c.output_bytes.size() ? c.output_bytes[static_cast<size_t>(out)] : 0;
+      from.sends += 1;
+      (void)to;
+    }
+  }
+  return true;
+}
+
+// A step of micro_batches m through the stages (GPipe: fill, then drain): the network's time (one
+// micro-batch through every layer, with its launches and collectives) shared among the stages in
+// proportion to their layers' roofline times, each stage's sends added (point to point on `link`:
+// bytes / bandwidth + latency per tensor; or hidden behind it under overlap: full); the step takes
+// the sum of the stage times plus (m − 1) times the slowest. The bubble: the share of the P GPUs'
+// time idle, 1 − m · Σ t / (P · step), (P − 1) / (m + P − 1) for equal stages. The work columns
+// become the step's, the memory columns the fullest stage's.
+void finish_pipeline(const Network& net, const PipelinePlan& pp, const InterconnectLevel* link, SummaryRow& sum) {
+  const double m = static_cast<double>(net.parallel.micro_batches), stages = static_cast<double>(pp.stages.size());
+  double seq = 0, dseq = 0;
+  for (const auto& st : pp.stages) seq += st.time, dseq += st.derated;
+  double total = 0, slowest = 0, dtotal = 0, dslowest = 0, send_bytes = 0, send_time = 0;
+  double share = 0, dshare = 0;  // the slowest stage's share of the network's time (each roof's)
+  const PipelinePlan::Stage* fullest = nullptr;
+  double most = -1, params = 0;
+  for (const auto& st : pp.stages) {
+    const double f = seq > 0 ? st.time / seq : 1 / stages, df = dseq > 0 ? st.derated / dseq : 1 / stages;
+    double t = seq > 0 ? sum.time_s * st.time / seq : sum.time_s / stages;
+    double dt = dseq > 0 ? sum.derated_time_s * st.derated / dseq : sum.derated_time_s / stages;
+    const double c = link && st.send_bytes > 0 ? st.send_bytes / link->bandwidth_bytes_per_s + st.sends * link->latency_s : 0;
+    if (net.parallel.overlap_full) t = std::max(t, c), dt = std::max(dt, c);
+    else t += c, dt += c;
+    if (t > slowest) share = f;
+    if (dt > dslowest) dshare = df;
+    total += t, slowest = std::max(slowest, t);
+    dtotal += dt, dslowest = std::max(dslowest, dt);
+    send_bytes += st.send_bytes, send_time += c;
+    const double footprint = st.weights + m * st.kv + st.activations;
+    if (footprint > most) most = footprint, fullest = &st;
+    params = std::max(params, st.params);
+  }
+  // the parts on the slowest stage's GPUs: m times its share of the network's parts, its sends
+  // (what they add to its time), and the bubble: the rest of the step
+  const double net_time = sum.time_s, net_dtime = sum.derated_time_s;
+  sum.time_s = total + (m - 1) * slowest;
+  sum.derated_time_s = dtotal + (m - 1) * dslowest;
+  auto on_slowest = [m](TimeParts& p, double f, double stage_time, double network_time, double step) {
+    p.scale(f);
+    p.comm += std::max(0.0, stage_time - f * network_time);
+    p.scale(m);
+    p.bubble = std::max(0.0, step - m * stage_time);
+  };
+  on_slowest(sum.parts, share, slowest, net_time, sum.time_s);
+  on_slowest(sum.dparts, dshare, dslowest, net_dtime, sum.derated_time_s);
+  sum.pipeline_bubble = sum.time_s > 0 ? 1 - m * total / (stages * sum.time_s) : 0;
+  sum.params_per_gpu = params;
+  if (fullest) sum.weight_footprint_bytes = fullest->weights, sum.kv_cache_bytes = m * fullest->kv, sum.activation_bytes = fullest->activations;
+  sum.macs *= m, sum.flops *= m, sum.bytes *= m, sum.tokens *= m, sum.batch *= m;
+  sum.comm_bytes = m * (sum.comm_bytes + send_bytes);
+  sum.comm_time_s = m * (sum.comm_time_s + send_time);
+}
+
+// A kernel's times into the parts of its network's, `times` times over (see TimeParts): its work
+// under its bound, its collectives, and (derated) their assumed parts and error band
+void add_kernel_parts(const KernelTime& kt, double times, TimeParts& th, TimeParts& de) {
+  (kt.compute >= kt.memory ? th.compute : th.memory) += times * std::max(kt.compute, kt.memory);
+  th.comm += times * kt.comm;
+  if (kt.dcompute >= kt.dmemory) de.compute += times * kt.dcompute, de.assumed += times * kt.acompute;
+  else de.memory += times * kt.dmemory, de.assumed += times * kt.amemory;
+  de.comm += times * kt.dcomm;
+  de.assumed_comm += times * kt.acomm;
+  de.lo += times * kt.lo, de.hi += times * kt.hi;
+}
+
+// What the execution mode adds to n kernels (the rule of ExecutionClock): fused, n launches; graph,
+// one launch and n − 1 gaps; eager, the GPU's waits for the host (the time past the kernels' own);
+// ideal, nothing. The assumed part: each runtime figure whose basis is `assumption`.
+void add_overhead_parts(Execution mode, const Platform& pl, size_t kernels, SummaryRow& sum) {
+  const Runtime& rt = pl.runtime;
+  const double n = static_cast<double>(kernels);
+  const bool assumed_launch = rt.launch_basis == Basis::Assumption, assumed_gap = rt.gap_basis == Basis::Assumption;
+  for (TimeParts* p : {&sum.parts, &sum.dparts}) {
+    switch (mode) {
+      case Execution::Fused:
+        p->launch = n * rt.launch_overhead_s;
+        if (p == &sum.dparts && assumed_launch) p->assumed += p->launch;
+        break;
+      case Execution::Graph:
+        if (kernels == 0) break;
+        p->launch = rt.launch_overhead_s + (n - 1) * (rt.graph_gap_s > 0 ? rt.graph_gap_s : 0);
+        if (p == &sum.dparts)
+          p->assumed += (assumed_launch ? rt.launch_overhead_s : 0) + (assumed_gap ? (n - 1) * std::max(0.0, rt.graph_gap_s) : 0);
+        break;
+      case Execution::Eager: {
+        const double total = p == &sum.parts ? sum.time_s : sum.derated_time_s;
+        p->host = std::max(0.0, total - p->work() - p->comm);
+        if (p == &sum.dparts && rt.host_basis == Basis::Assumption) p->assumed += p->host;
+        break;
+      }
+      case Execution::Ideal: break;
+    }
+  }
+}
+
+// overlap: full hides the collectives (c in all) behind the rest where they can be: what stays
+// exposed is c less the rest, at least 0 (the network's time is then the larger of the two)
+void hide_comm(TimeParts& p, double c) {
+  const double exposed = std::max(0.0, c - p.work() - p.overhead());
+  p.assumed_comm = p.comm > 0 ? p.assumed_comm * exposed / p.comm : 0;
+  p.comm = exposed;
+}
+
+void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
+  out.settings = Settings{};
+  // (the rows of the last point are written over when rows are kept: see rows_used)
+  // (and its summary rows and footprint excesses: see summary_used, excess_used)
+  out.platforms.clear(), out.warnings.clear();
+  if (!ctx.rows) out.rows.clear();
+  size_t rows_used = 0, summary_used = 0, excess_used = 0;
+  struct Trim {  // the lists cut to what this point wrote, however it ends
+    PointResult& out;
+    size_t& rows;
+    size_t& summary;
+    size_t& excess;
+    bool keep_rows;
+    ~Trim() {
+      if (keep_rows) out.rows.resize(rows);
+      out.summary.resize(summary);
+      out.footprint_excess.resize(excess);
+    }
+  } trim{out, rows_used, summary_used, excess_used, ctx.rows};
+  out.text_end = {};
+  Diags d;
+  // variables: sweep bindings, then vars in order (each may use what came before); without vars,
+  // the point's bindings themselves
+  Env with_vars;
+  if (!s.vars.empty()) with_vars = p.bindings;
+  for (const auto& [name, node] : s.vars) {
+    try {
+      with_vars.emplace_back(name, substitute(node.scalar, with_vars, ctx.ev, node.loc));
+    } catch (const ConfigError& e) {
+      d.add(e);
+    }
+  }
+  const Env& env = s.vars.empty() ? p.bindings : with_vars;
+  if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
+  // The point's working lists, kept per thread so that a point allocates none of them; emptied when
+  // the point ends (they hold the networks, which a later point re-binds in place only when no
+  // one else holds them)
+  thread_local struct Lists {
+    std::vector<const CNode*> plat_nodes;
+    std::vector<std::shared_ptr<const Network>> nets;
+    std::vector<std::shared_ptr<const KernelIndex>> net_kernels;  // of each network (built once with its plan)
+    std::vector<const SourceLoc*> net_locs;                       // where each network is used, for warnings
+    // of each network re-bound with borrowing: its plan's repeats (NetworkPlan::Repeat); nullptr otherwise
+    std::vector<const std::vector<NetworkPlan::Repeat>*> net_repeats;
+    bool busy = false;
+  } lists;
+  if (lists.busy) throw std::logic_error("evaluate_point: called within itself");
+  struct Clear {
+    Lists& l;
+    ~Clear() { l.plat_nodes.clear(), l.nets.clear(), l.net_kernels.clear(), l.net_locs.clear(), l.net_repeats.clear(), l.busy = false; }
+  } clear_lists{lists};
+  lists.busy = true;
+  auto& [plat_nodes, nets, net_kernels, net_locs, net_repeats, busy_] = lists;
+  for (const auto& raw : s.platforms) {
+    // an entry without `${…}` is the same platform at every point: resolved once per worker
+    std::shared_ptr<const Platform> pl;
+    if (auto it = ctx.fixed_platforms.find(&raw); it != ctx.fixed_platforms.end()) {
+      pl = it->second;
+    } else {
+      Diags pd;
+      CNode entry = substitute_tree(raw, env, ctx.ev, pd);
+      pl = std::make_shared<const Platform>(resolve_platform(entry, ctx.platforms, pd));
+      if (pd.empty() && !pl->name.empty() && !tree_has_expr(raw)) ctx.fixed_platforms.emplace(&raw, pl);
+      d.merge(pd);
+    }
+    if (!pl->name.empty()) {
+      for (const auto& prev : out.platforms)
+        if (prev->name == pl->name)
+          d.error(raw.loc, "platform '" + pl->name + "' appears twice; give a what-if copy its own name");
+      out.platforms.push_back(std::move(pl));
+      plat_nodes.push_back(&raw);
+    }
+  }
+  BuildOptions bo{ctx.ops, ctx.ev, out.settings.dtype, out.settings.flops_per_mac, out.settings.precision, out.settings.dtype_given, out.settings.parallel};
+  auto optimized = [&](const Network& net) {  // the same network after the passes, beside the original
+    Network opt = apply_passes(net, s.passes);
+    opt.name += ".optimized";
+    return std::make_shared<const Network>(std::move(opt));
+  };
+  // Summary only, without passes or a script's efficiency model or metrics: a layer doing an
+  // earlier layer's work is read through Layer::same_as (its totals are that layer's), so re-binding
+  // need not copy that layer's shapes and cost into it (Layer::borrowed)
+  const bool borrow = !ctx.rows && s.passes.empty() && !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
+  for (const auto& raw : s.networks) {
+    // A plain network is built once per worker and re-bound at each point: only its `${…}` are
+    // substituted again, and only layers whose attributes or input shapes change are re-inferred
+    // (not with scripts, whose operators run user code; not ONNX files). A zoo model is resolved
+    // at every point (its arguments may change); while its network node stays the same, it is
+    // re-bound with the point's arguments like a plain one.
+    const bool rebindable = s.scripts.empty() && raw.is_map() && !raw.find("onnx");
+    const bool model = rebindable && raw.find("model");
+    const bool plain = rebindable && !model;
+    auto code = [](const std::optional<DType>& t) { return t ? static_cast<int>(*t) : -1; };
+    const Precision& pr = out.settings.precision;
+    EvalContext::NetKey key{&raw,         out.settings.dtype, out.settings.flops_per_mac,       code(pr.weights),
+                            code(pr.kv),  code(pr.compute),   pr.quant_group, out.settings.parallel.tensor, out.settings.parallel.overlap_full,
+                            code(pr.embedding),
+                            {out.settings.parallel.pipeline, out.settings.parallel.micro_batches, out.settings.parallel.expert, out.settings.parallel.data}};
+    size_t first = nets.size();
+    bool bound = false;
+    std::optional<ModelUse> resolved;  // a model and its arguments at this point (its node is not copied)
+    if (model) {
+      Diags nd;
+      resolved = resolve_model(raw, env, ctx, nd);
+      if (!nd.empty() || !resolved->model) {
+        d.merge(nd);
+        continue;
+      }
+    }
+    auto it = rebindable ? ctx.networks.find(key) : ctx.networks.end();
+    // the network node of a model is the zoo's node with its name: the same while both are
+    auto same_model = [&](const EvalContext::NetworkCache& c) {
+      return c.source && c.model == resolved->model && c.preset == resolved->preset && c.name.has_value() == resolved->name.has_value() &&
+             (!c.name || same_tree(*c.name, *resolved->name)) && c.parallel.has_value() == resolved->parallel.has_value() &&
+             (!c.parallel || same_tree(*c.parallel, *resolved->parallel));
+    };
+    if (it != ctx.networks.end() && model && !same_model(it->second)) {
+      ctx.networks.erase(it);  // another model (or another name): built anew below
+      it = ctx.networks.end();
+    }
+    if (it != ctx.networks.end()) {
+      EvalContext::NetworkCache& c = it->second;
+      if (c.net.use_count() > 1) c.net = std::make_shared<Network>(*c.net);  // an earlier point still holds it
+      bool changed = false;
+      if (rebind_network(c.plan, model ? resolved->env : env, bo, *c.net, changed, borrow)) {
+        if (changed && !s.passes.empty()) {
+          c.optimized = optimized(*c.net);
+          c.opt_kernels = std::make_shared<const KernelIndex>(index_kernels(*c.optimized));
+        }
+        nets.push_back(c.net);
+        net_kernels.push_back(c.kernels);
+        net_repeats.resize(nets.size());
+        net_repeats.back() = borrow ? &c.plan.repeats : nullptr;
+        if (c.optimized) nets.push_back(c.optimized), net_kernels.push_back(c.opt_kernels);
+        bound = true;
+      } else {
+        ctx.networks.erase(it);  // the structure changed (or a value is wrong): built anew below
+      }
+    }
+    if (!bound) {
+      Diags nd;  // each network reports its own errors even when an earlier part failed
+      NetworkSource src = model ? NetworkSource{model_node(*resolved), resolved->env} : resolve_network(raw, env, ctx, nd);
+      if (!nd.empty()) {
+        d.merge(nd);
+        continue;
+      }
+      NetworkPlan plan;
+      // a plain entry is built from the scenario's own node, a model from its node kept with the
+      // plan: the plan points into it
+      std::shared_ptr<const CNode> source = model ? std::make_shared<const CNode>(std::move(src.node)) : nullptr;
+      auto net = plain   ? std::make_shared<Network>(build_network(raw, env, bo, nd, &plan))
+                 : model ? std::make_shared<Network>(build_network(*source, src.env, bo, nd, &plan))
+                         : std::make_shared<Network>(build_network(src.node, src.env, bo, nd));
+      if (rebindable && nd.empty()) mark_same_work(*net);  // (a script's operators are never rebindable)
+      nets.push_back(net);
+      d.merge(nd);
+      std::shared_ptr<const Network> opt;
+      if (!s.passes.empty() && nd.empty()) nets.push_back(opt = optimized(*net));
+      if (rebindable && nd.empty()) {
+        if (ctx.networks.size() >= 64) ctx.networks.clear();  // settings that change per point: bounded
+        auto kernels = std::make_shared<const KernelIndex>(index_kernels(*net));
+        auto opt_kernels = opt ? std::make_shared<const KernelIndex>(index_kernels(*opt)) : nullptr;
+        EvalContext::NetworkCache& c = ctx.networks[key] = EvalContext::NetworkCache{source, std::move(plan), net, opt, kernels, opt_kernels};
+        if (model) c.model = resolved->model, c.name = resolved->name, c.preset = resolved->preset, c.parallel = resolved->parallel;
+        net_kernels.resize(first);
+        net_kernels.push_back(kernels);
+        if (opt) net_kernels.push_back(opt_kernels);
+      }
+    }
+    net_locs.resize(nets.size(), &raw.loc);
+    net_kernels.resize(nets.size());
+    net_repeats.resize(nets.size());
+    for (size_t k = first; k < nets.size(); ++k)
+      for (size_t i = 0; i < k; ++i)
+        if (nets[i]->name == nets[k]->name && !nets[k]->name.empty())
+          d.error(raw.loc, "network '" + nets[k]->name + "' appears twice; names must be unique");
+  }
+  auto with_point = [&](const Diags& dd) {
+    std::vector<Diagnostic> list = dd.list();
+    if (!p.bindings.empty())
+      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+    return ConfigError(list);
+  };
+  if (!d.empty()) {
+    if (!p.bindings.empty()) {
+      std::vector<Diagnostic> list = d.list();
+      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+      throw ConfigError(list);
+    }
+    d.throw_if_any();
+  }
+
+  if (ctx.on_networks) {  // the networks as written (an optimized copy is named NAME.optimized, after its network)
+    std::vector<std::shared_ptr<const Network>> written;
+    for (size_t i = 0; i < nets.size(); ++i)
+      if (!(i > 0 && nets[i]->name == nets[i - 1]->name + ".optimized")) written.push_back(nets[i]);
+    ctx.on_networks(p, written);
+  }
+  MemoryModel mm = out.settings.memory_model;
+  // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
+  const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
+  if (ctx.rows) {  // every row of the point, in one allocation
+    size_t layers = 0;
+    for (const auto& net : nets) layers += net->layers.size();
+    out.rows.reserve(std::max(out.rows.size(), layers * out.platforms.size()));
+  }
+  for (size_t pi = 0; pi < out.platforms.size(); ++pi) {
+    const Platform& pl = *out.platforms[pi];
+    const bool auto_level = out.settings.memory_level == "auto";  // the cache-aware roofline: per layer
+    // ideal: summed as fused is, with no launch
+    const bool fused = out.settings.execution == Execution::Fused || out.settings.execution == Execution::Ideal;
+    const bool eager = out.settings.execution == Execution::Eager;
+    const double launch = out.settings.execution == Execution::Fused ? pl.runtime.launch_overhead_s : 0;
+    if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
+        (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
+      const bool graph = out.settings.execution == Execution::Graph;
+      const std::string key = graph ? "graph_gap" : "host_overhead";
+      d.error(out.settings.execution_loc,
+              std::string("execution: ") + execution_name(out.settings.execution) + " needs the platform's runtime." + key + "; platform '" + pl.name +
+                  "' has none",
+              {Note{plat_nodes[pi]->loc, "platform used here"},
+               Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_" + execution_name(out.settings.execution) + ", runtime: {" + key +
+                            (graph ? ": 2 us}}" : ": 20 us}}") + " (rsim calibrate fits both from measured network times)"}});
+      continue;
+    }
+    const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
+    if (!mem) {
+      std::vector<std::string> names;
+      for (const auto& m : pl.memory) names.push_back(m.name);
+      std::string hint = did_you_mean(out.settings.memory_level, names);
+      d.error(plat_nodes[pi]->loc, "platform '" + pl.name + "' has no memory level '" + out.settings.memory_level + "'",
+              {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
+      continue;
+    }
+    for (size_t ni = 0; ni < nets.size(); ++ni) {
+      const Network& net = *nets[ni];
+      SummaryRow& sum = next_slot(out.summary, summary_used);
+      sum.clear();
+      sum.point = p.index;
+      sum.platform = pl.name;
+      sum.network = net.name;
+      if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
+      sum.phase = net.phase;
+      const Parallelism& par = net.parallel;
+      sum.tensor_parallel = static_cast<double>(par.tensor);
+      sum.pipeline_parallel = static_cast<double>(par.pipeline), sum.micro_batches = static_cast<double>(par.micro_batches);
+      sum.expert_parallel = static_cast<double>(par.expert), sum.data_parallel = static_cast<double>(par.data);
+      sum.gpus = static_cast<double>(par.gpus());
+      // the links the network's collectives run on: tensor parallelism's all-reduces among its T
+      // GPUs, expert parallelism's all-to-all among T × E, a pipeline's sends among T × P
+      const InterconnectLevel* link = par.tensor > 1 ? pl.link_for(par.tensor) : nullptr;
+      const InterconnectLevel* expert_link = par.expert > 1 ? pl.link_for(par.tensor * par.expert) : nullptr;
+      const InterconnectLevel* stage_link = par.pipeline > 1 ? pl.link_for(par.tensor * par.pipeline) : nullptr;
+      if ((par.tensor > 1 || par.expert > 1 || par.pipeline > 1) && pl.interconnect.empty()) {
+        const std::string split = par.tensor > 1 && par.pipeline > 1 ? std::to_string(par.tensor * par.pipeline) + " GPUs (tensor × pipeline)"
+                                  : par.tensor > 1                   ? std::to_string(par.tensor) + " GPUs"
+                                  : par.pipeline > 1                 ? std::to_string(par.pipeline) + " pipeline stages"
+                                                                     : std::to_string(par.expert) + " expert-parallel GPUs";
+        d.error(*net_locs[ni], "network '" + net.name + "' is split over " + split + ", but platform '" + pl.name + "' states no interconnect",
+                {Note{plat_nodes[pi]->loc, "platform used here"},
+                 Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_nvlink, interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]}"}});
+        continue;
+      }
+      // a pipeline (or micro-batches run one after another): each layer's stage, the tensors each
+      // stage sends on, and the stages' sums (see finish_pipeline)
+      const bool staged = par.pipeline > 1 || par.micro_batches > 1;
+      thread_local PipelinePlan pipe;
+      if (staged && !plan_pipeline(net, pipe, d, *net_locs[ni])) continue;
+      if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+      // the capacity is the largest level's, unless a level states no size (main memory of
+      // unknown size holds anything: no capacity check)
+      bool unbounded = false;
+      for (const auto& m : pl.memory) unbounded = unbounded || !(m.size_bytes > 0);
+      for (const auto& m : pl.memory)
+        if (!unbounded && m.size_bytes > sum.memory_size_bytes) {
+          sum.memory_size_bytes = m.size_bytes;
+          sum.memory_name = m.name;
+        }
+      std::shared_ptr<const KernelIndex> made;  // (when the network has none kept)
+      const KernelIndex* kix = net_kernels[ni].get();
+      if (!kix) made = std::make_shared<const KernelIndex>(index_kernels(net)), kix = made.get();
+      thread_local std::vector<KernelTime> kernels;  // (plain numbers: its room is reused from point to point)
+      kernels.resize(kix->count);  // all zero: zero bits are 0.0
+      static_assert(std::is_trivially_copyable_v<KernelTime>);
+      if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
+      if (eager)  // (no class's own host overhead yet: the runtime's)
+        for (KernelTime& kt : kernels) kt.host = -1;
+      // each layer's roofline on this platform, for the later layers that do the same work
+      // (Layer::same_as): they take it instead of computing it again (not for a script's
+      // efficiency model or metrics, which see the layer's name)
+      const bool reuse = !(ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
+      thread_local std::vector<Bounded> bounded;
+      if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
+      Row scratch;
+      const size_t rows_base = rows_used;  // this network's first row on this platform
+      // a layer's roofline into its kernel's times and the network's totals
+      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host, const LayerExtra& x) {
+        if (int k = kix->of_layer[li]; k >= 0) {
+          KernelTime& kt = kernels[static_cast<size_t>(k)];
+          kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
+          kt.compute += th.compute_time_s;
+          kt.memory += th.memory_time_s;
+          kt.dcompute += de.compute_time_s;
+          kt.dmemory += de.memory_time_s;
+          kt.comm += th.comm_time_s;
+          kt.dcomm += de.comm_time_s;
+          if (eager) kt.host = std::max(kt.host, host);
+        }
+        {
+          const Layer& TL = net.layers[li];
+          const size_t k = static_cast<size_t>(TL.dtype);
+          sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
+          if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
+        }
+        if (staged) {
+          PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
+          st.time += th.time_s, st.derated += de.time_s;
+          st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
+          st.activations = std::max(st.activations, cost.activation_bytes);
+        }
+        sum.params_per_gpu += cost.params * cost.shard;
+        sum.comm_bytes += cost.comm_bytes;
+        sum.comm_time_s += th.comm_time_s;
+        sum.layers += 1;
+        sum.macs += cost.macs;
+        sum.flops += cost.flops;
+        sum.params += cost.params;
+        sum.active_params += cost.active_params;
+        sum.weight_footprint_bytes += cost.resident_weight_bytes;
+        sum.kv_cache_bytes += cost.kv_cache_bytes;
+        sum.kv_write_bytes += cost.kv_write_bytes;
+        sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
+        sum.bytes += bytes;
+        sum.memory_bound += th.bound == Bound::Memory;
+        sum.compute_bound += th.bound == Bound::Compute;
+        sum.derated_memory_bound += de.bound == Bound::Memory;
+        sum.derated_compute_bound += de.bound == Bound::Compute;
+      };
+      const std::vector<NetworkPlan::Repeat>* repeats = net_repeats[ni];
+      size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
+      thread_local std::vector<KernelSpan> spans;  // (in kernel order: repeats come in layer order)
+      thread_local std::vector<SpanTimes> span_times;
+      spans.clear(), span_times.clear();
+      for (size_t li = 0; li < net.layers.size(); ++li) {
+        // summary only, at a repeat's second copy, when every later copy borrows the first copy's
+        // layers: their totals at once (see add_copies)
+        if (repeats && next_repeat < repeats->size() && li == (*repeats)[next_repeat].begin + (*repeats)[next_repeat].period) {
+          const NetworkPlan::Repeat& R = (*repeats)[next_repeat++];
+          if (R.held && reuse && !full_rows && !staged && add_copies(net, R, *kix, bounded, sum, kernels, launch, spans, span_times)) {
+            li = R.begin + R.period * R.copies - 1;
+            continue;
+          }
+        }
+        const Layer& L = net.layers[li];
+        // summary only: a layer doing the same work as an earlier one adds that layer's roofline
+        // to the totals, and nothing else is made (no row is kept). Its compute roof is the
+        // earlier layer's (the same precisions), found there.
+        if (reuse && !full_rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
+          const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
+          tally(li, net.layers[static_cast<size_t>(L.same_as)].cost, b.bytes, b.theoretical, b.derated, b.host, b.extra);  // (L's may be borrowed)
+          continue;
+        }
+        if (L.borrowed) throw std::logic_error("evaluate_point: layer '" + L.name + "' has no shapes of its own");
+        const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
+        if (!roof) {
+          std::string have;
+          for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
+          std::vector<Note> notes = {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}};
+          if (L.dtype_from_file && L.compute_dtype() == L.dtype)  // the model's published precision, not the scenario's
+            notes.push_back(Note{{}, std::string("network '") + net.name + "' runs in its model's published dtype, " + dtype_name(L.dtype) +
+                                         ", as no settings.dtype or network dtype says otherwise: give one this platform has, e.g. settings: {dtype: " +
+                                         (have.find("fp16") != std::string::npos ? "fp16" : "fp32") + "}"});
+          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')", notes);
+          break;
+        }
+        // kept rows: the last point's row in this place written over (its strings' and lists'
+        // storage reused); otherwise one row's room (summary only: its strings stay empty)
+        Row& r = ctx.rows ? next_slot(out.rows, rows_used) : scratch;
+        if (full_rows) r.clear();
+        else scratch.efficiency = Efficiency{}, scratch.metrics.clear();
+        r.point = p.index;
+        r.dtype = L.dtype;
+        r.compute_dtype = L.compute_dtype();
+        // the weights dtype labels matrix weights only: a norm's γ or RoPE's tables stay in the
+        // activation dtype whatever weights_dtype says
+        r.weights_dtype = L.cost.quantized_weight_bytes > 0 ? L.weights_dtype() : L.dtype;
+        r.kv_dtype = L.kv_dtype();
+        r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
+        r.touches_kv = L.touches_kv;
+        if (full_rows) {
+          r.platform = pl.name;
+          r.network = net.name;
+          r.layer = L.name;
+          r.op = L.op->name;
+          if (ctx.rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {  // the same shapes: the earlier row's text
+            const Row& t = out.rows[rows_base + static_cast<size_t>(L.same_as)];
+            r.input_shapes = t.input_shapes;
+            r.output_shapes = t.output_shapes;
+          } else {
+            append_shapes(r.input_shapes, L.in_shapes);
+            append_shapes(r.output_shapes, L.out_shapes);
+          }
+          if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
+          r.compute_roof = roof->name;
+          r.memory_level = mem->name;
+          r.kernel = L.kernel;
+          r.kernel_index = kix->of_layer[li];
+        }
+        // summary only: the layer's cost is read in place (a row's copy holds two vectors)
+        if (full_rows) r.cost = L.cost;
+        const OpCost& cost = L.cost;
+        double host = -1;  // the host time of the layer's class in eager mode (-1: the platform's)
+        LayerExtra extra;  // its assumed parts and error band
+        if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
+          const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
+          bounded[li] = b;
+          if (ctx.rows) r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
+          if (ctx.rows && b.algorithm) r.cost = out.rows[rows_base + static_cast<size_t>(L.same_as)].cost;  // (its algorithm's counts)
+          r.bytes = b.bytes;
+          if (full_rows) r.memory_level = b.level->name;
+          r.theoretical = b.theoretical;
+          r.derated = b.derated;
+          r.efficiency = b.efficiency;
+          host = b.host;
+          extra = b.extra;
+        } else {
+          r.bytes = layer_bytes(L.cost, mm);
+          const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
+          if (full_rows) r.memory_level = lmem->name;
+          double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
+          // an algorithm the platform's library runs instead (Winograd; a strided 1×1 reading the pixels it uses)
+          const bool algorithm = !pl.algorithms.empty() && apply_algorithm(pl, L, out.settings, work, r.bytes, full_rows ? &r.cost : nullptr);
+          const CalibrationRule* band = nullptr;  // the rule whose held-out errors give the layer its band
+          r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
+          if (ctx.hooks && ctx.hooks->has_efficiency()) {
+            try {
+              r.efficiency = ctx.hooks->efficiency(r, L, pl);
+            } catch (const ConfigError& e) {
+              d.add(e);
+              break;
+            }
+          } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name, roof->name)) {  // fitted by rsim calibrate
+            const double cpg = channels_per_group(L);
+            const double outputs = L.out_shapes.empty() ? 0 : elements(L.out_shapes[0]);  // the occupancy factor's p
+            r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg, outputs);
+            r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
+            host = cal->host_overhead_s;
+            band = cal->has_error_band() ? cal : nullptr;
+          }
+          if (!pl.measured_factors.empty() && !(ctx.hooks && ctx.hooks->has_efficiency())) {  // a shape rsim calibrate timed
+            thread_local std::string ins, outs;
+            ins.clear(), outs.clear();
+            append_shapes(ins, L.in_shapes);
+            append_shapes(outs, L.out_shapes);
+            divide_efficiencies(r.efficiency.compute, r.efficiency.bandwidth,
+                                pl.measured_factor(measured_layer_key(L.op->name, roof->name, ins, outs, cost.macs)));
+          }
+          r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
+                               lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
+          const bool kernel_model = pl.kernel_model.active() && !(ctx.hooks && ctx.hooks->has_efficiency()) &&  // a GPU kernel model's time
+                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s);
+          if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
+            // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
+            auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)
+              const double reduced = cost.comm_bytes - cost.all_to_all_bytes - cost.all_gather_bytes;
+              CollectiveTime c = all_reduce_on(km, reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
+              c.time_s += all_gather_on(km, cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
+              return c;
+            };
+            // the dispatch of the routed tokens and their combine: two all-to-alls of half the payload
+            auto a2a_time = [&](const KernelModel& km) {
+              return expert_link && cost.all_to_all_bytes > 0 ? 2 * all_to_all_on(km, cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s) : 0;
+            };
+            static const KernelModel links;  // the theoretical roofs: the links' formulas
+            const CollectiveTime ct = link ? tp_time(link->latency_s, pl.kernel_model) : CollectiveTime{};
+            const double a2a = a2a_time(pl.kernel_model), comm0 = (link ? tp_time(link->latency_s, links).time_s : 0) + a2a_time(links);
+            for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
+              const double c = rp == &r.theoretical ? comm0 : ct.time_s + a2a;
+              if (c > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
+              rp->comm_time_s = c;
+              rp->time_s += c;
+            }
+            // the part of it from assumed figures: all of a collective on a link whose bandwidth is
+            // assumed, else its latency terms where the latency is
+            for (const InterconnectLevel* lk : {link, expert_link}) {
+              if (!lk) continue;
+              const bool tp = lk == link;
+              const double t = tp ? ct.time_s : a2a;
+              if (lk->basis == Basis::Assumption) extra.acomm += t;
+              else if (lk->latency_basis == Basis::Assumption && t > 0)
+                extra.acomm += t - (tp ? tp_time(0, pl.kernel_model).time_s
+                                       : 2 * all_to_all_on(pl.kernel_model, cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
+              if (link == expert_link) break;
+            }
+            if (full_rows)
+              r.collective = collective_text(cost.all_gather_bytes > 0, ct, a2a, par.tensor, link ? link->name : "", par.expert, expert_link ? expert_link->name : "");
+          }
+          if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
+            const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
+            r.derated.compute_time_s *= f;
+            r.derated.memory_time_s *= f;
+            r.derated.time_s *= f;
+            r.derated.attainable_flops_per_s /= f;
+          }
+          if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
+            try {
+              r.metrics = ctx.hooks->metrics(r, L);
+            } catch (const ConfigError& e) {
+              d.add(e);
+              break;
+            }
+          }
+          if (!sum_is_finite(r, cost) && report_nonfinite(r, L, pl, *roof, *mem, plat_nodes[pi]->loc, d)) break;
+          {  // the derated times' parts from assumed figures: a whole roof, or what its assumed derating adds
+            auto assumed = [](Basis figure, Basis derating, double derated, double theoretical) {
+              return figure == Basis::Assumption ? derated : derating == Basis::Assumption ? std::max(0.0, derated - theoretical) : 0.0;
+            };
+            // (a kernel model's time rests on the roofs' figures and its fitted parameters, not on the derating)
+            extra.acompute = assumed(roof->basis, kernel_model ? Basis::Calibrated : roof->derate_basis, r.derated.compute_time_s, r.theoretical.compute_time_s);
+            extra.amemory = assumed(lmem->basis, kernel_model ? Basis::Calibrated : lmem->derate_basis, r.derated.memory_time_s, r.theoretical.memory_time_s);
+            if (band) {  // the rule's held-out spread, on the layer's kernel time
+              const double w = std::max(r.derated.compute_time_s, r.derated.memory_time_s);
+              extra.lo = w * (band->error_lo - 1), extra.hi = w * (band->error_hi - 1);
+            }
+          }
+          if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host, algorithm, extra};
+        }
+        if (extra.lo != 0 || extra.hi != 0) sum.banded = true;
+        tally(li, cost, r.bytes, r.theoretical, r.derated, host, extra);
+      }
+      ExecutionClock clock(out.settings.execution, pl.runtime);
+      auto add_kernels = [&](size_t from, size_t to) {
+        for (size_t k = from; k < to; ++k) {
+          const KernelTime& kt = kernels[k];
+          add_kernel_parts(kt, 1, sum.parts, sum.dparts);
+          if (fused) {  // (today's sum, in today's order)
+            sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + launch;
+            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch;
+          } else {
+            clock.add(std::max(kt.compute, kt.memory) + kt.comm, std::max(kt.dcompute, kt.dmemory) + kt.dcomm, kt.host);
+          }
+        }
+      };
+      size_t done = 0;  // kernels added so far, in order
+      for (const KernelSpan& sp : spans) {
+        add_kernels(done, sp.begin);
+        const SpanTimes* one = span_times.data() + sp.at;
+        for (size_t k = 0, q = 0; k < sp.count; ++k) {  // (kernel by kernel, in order: the sums a network built afresh adds)
+          add_kernel_parts(one[q].kernel, 1, sum.parts, sum.dparts);
+          if (++q == sp.period) q = 0;
+        }
+        if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
+          for (size_t k = 0, q = 0; k < sp.count; ++k) {
+            clock.add(one[q].time, one[q].derated, one[q].host);
+            if (++q == sp.period) q = 0;
+          }
+          done = sp.begin + sp.count;
+          continue;
+        }
+        double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
+        if (sp.period == 1) {  // (a chain of one repeated layer: no position in the copy to keep)
+          const double a = one[0].time, b = one[0].derated;
+          for (size_t k = 0; k < sp.count; ++k) t += a, dt += b;
+        } else {
+          for (size_t k = 0, q = 0; k < sp.count; ++k) {
+            t += one[q].time, dt += one[q].derated;
+            if (++q == sp.period) q = 0;
+          }
+        }
+        sum.time_s = t, sum.derated_time_s = dt;
+        done = sp.begin + sp.count;
+      }
+      add_kernels(done, kernels.size());
+      if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
+      add_overhead_parts(out.settings.execution, pl, kernels.size(), sum);
+      if (net.parallel.overlap_full && sum.comm_time_s > 0) {  // the collectives hidden behind the rest where they can be
+        const double c = sum.comm_time_s;
+        sum.time_s = std::max(sum.time_s - c, c);
+        sum.derated_time_s = std::max(sum.derated_time_s - c, c);
+        hide_comm(sum.parts, c), hide_comm(sum.dparts, c);
+      }
+      // the KV cache a token adds, per GPU (what each step appends over the tokens it processes),
+      // and the new tokens per sequence of a step (see max_batch_in_memory)
+      if (!net.phase.empty() && sum.tokens > 0 && sum.batch > 0) {
+        sum.kv_bytes_per_token = sum.kv_write_bytes / sum.tokens;
+        sum.new_tokens_per_seq = sum.tokens / sum.batch;
+      }
+      {
+        const double kv_one = sum.kv_cache_bytes;  // (a pipeline's fullest stage holds a share of it for each micro-batch)
+        if (staged) finish_pipeline(net, pipe, stage_link, sum);
+        if (staged && kv_one > 0) sum.kv_bytes_per_token *= sum.kv_cache_bytes / (sum.micro_batches * kv_one);
+      }
+      if (par.data > 1) sum.tokens *= static_cast<double>(par.data);
+      {  // the network's dtype: that of most MACs, else of most layers
+        size_t best = static_cast<size_t>(out.settings.dtype);
+        double most = 0;
+        const bool by_macs = sum.macs > 0;
+        for (size_t k = 0; k < sum.macs_by_dtype.size(); ++k) {
+          const double v = by_macs ? sum.macs_by_dtype[k] : sum.layers_by_dtype[k];
+          if (v > most) most = v, best = k;
+        }
+        sum.dtype = static_cast<DType>(best);
+        sum.dtype_from_file = (sum.file_dtypes >> best & 1u) != 0;
+      }
+      sum.kernels = static_cast<double>(kernels.size());
+      sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
+      sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
+      sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+      sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
+      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+        // (written over the last point's: a sweep past the memory has one at nearly every point)
+        FootprintExcess& x = next_slot(out.footprint_excess, excess_used);
+        x.loc = *net_locs[ni];
+        x.network = net.name, x.platform = pl.name, x.memory = sum.memory_name;
+        x.footprint = sum.memory_footprint_bytes, x.size = sum.memory_size_bytes;
+        x.weights = sum.weight_footprint_bytes, x.kv_cache = sum.kv_cache_bytes, x.activations = sum.activation_bytes;
+      }
+      for (const auto& [op, n] : net.ignored)
+        sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
+    }
+  }
+  if (!d.empty()) throw with_point(d);
+}
+}  // namespace
+
+}  // namespace rsim

@@ -1,0 +1,259 @@
+// GPU kernel cost models: the GEMM tiling model and the memory-bound kernel (kernel_model.hpp).
+#include "engine/hardware/kernel_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "engine/graph/graph.hpp"
+#include "engine/hardware/platform.hpp"
+#include "engine/hardware/roofline.hpp"
+#include "engine/model/units.hpp"
+
+namespace rsim {
+
+const GemmParams* KernelModel::gemm_for(DType t, const std::vector<DType>& same_roof) const {
+  for (const auto& [d, p] : gemm)
+    if (d == t) return &p;
+  for (DType o : same_roof)
+    for (const auto& [d, p] : gemm)
+      if (d == o) return &p;
+  return nullptr;
+}
+
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllToAll: return "all_to_all";
+  }
+  return "all_reduce";
+}
+
+const CollectiveParams* KernelModel::collective_for(Collective c) const {
+  for (const auto& [k, p] : collectives)
+    if (k == c) return &p;
+  for (const auto& [k, p] : collectives)
+    if (k == Collective::AllReduce) return &p;
+  return nullptr;
+}
+
+double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth) {
+  if (n < 2 || !(bytes > 0)) return 0;
+  const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+  const double bus = (c == Collective::AllReduce ? 2 : 1) * share * bytes;
+  double move = bus / (bandwidth * p.bandwidth_efficiency);  // the small-message protocol
+  if (p.bulk_efficiency > 0) move = std::min(move, bus / (bandwidth * p.bulk_efficiency) + p.bulk_latency_s);  // the bulk one, where it is faster
+  return p.floor_s + p.step_s * static_cast<double>(n - 1) + move;
+}
+
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllReduce)) return CollectiveTime{collective_time(*p, Collective::AllReduce, bytes, n, bandwidth), false};
+  return all_reduce_time(bytes, n, bandwidth, latency);
+}
+double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllGather)) return collective_time(*p, Collective::AllGather, bytes, n, bandwidth);
+  return all_gather_time(bytes, n, bandwidth, latency);
+}
+double all_to_all_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
+  if (const CollectiveParams* p = km.collective_for(Collective::AllToAll)) return collective_time(*p, Collective::AllToAll, bytes, n, bandwidth);
+  return all_to_all_time(bytes, n, bandwidth, latency);
+}
+
+std::string collective_params_yaml(const CollectiveParams& p) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "{floor: %.4g us, step: %.4g us, bandwidth_efficiency: %.4g, bulk_efficiency: %.4g, bulk_latency: %.4g us}", p.floor_s * 1e6,
+                p.step_s * 1e6, p.bandwidth_efficiency, p.bulk_efficiency, p.bulk_latency_s * 1e6);
+  return buf;
+}
+
+namespace {
+
+double product(const Shape& s, size_t from, size_t to) {
+  double p = 1;
+  for (size_t i = from; i < to && i < s.size(); ++i) p *= static_cast<double>(s[i]);
+  return p;
+}
+
+bool is_op(const Layer& L, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (L.op->name == n) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<GemmPart> gemm_parts(const Layer& L, double bytes) {
+  if (!L.op || L.out_shapes.empty() || L.in_shapes.empty() || !(L.cost.macs > 0)) return {};
+  const Shape& out = L.out_shapes[0];
+  const Shape& in = L.in_shapes[0];
+  if (out.empty() || in.empty()) return {};
+  auto valid = [](const GemmShape& g) { return g.m >= 1 && g.n >= 1 && g.k >= 1 && g.batch >= 1 && std::isfinite(g.m * g.n * g.k * g.batch); };
+  GemmShape g;
+  if (is_op(L, {"swiglu", "geglu"})) {
+    // T tokens of D; F per GPU from the MACs (3 · T · D · F): gate and up [T × D] · [D × F], down [T × F] · [F × D]
+    const double d = static_cast<double>(in.back()), t = product(in, 0, in.size() - 1);
+    const double f = L.cost.macs / (3 * t * d);
+    const double a = dtype_bytes(L.dtype), w = dtype_bytes(L.weights_dtype());
+    const GemmShape up{1, t, f, d}, down{1, t, d, f};
+    if (!valid(up)) return {};
+    const double up_bytes = t * d * a + d * f * w + t * f * a, down_bytes = t * f * a + f * d * w + t * d * a;
+    if (2 * up_bytes + down_bytes > bytes * (1 + 1e-9)) return {};  // (a cost counted otherwise: the roofline)
+    return {{up, up_bytes}, {up, up_bytes}, {down, down_bytes}};
+  }
+  if (is_op(L, {"linear", "gemm"})) {
+    // [m × k] · [k × n]: n the output's last dimension, m the rest; k from the MACs (per GPU: a
+    // column split shares n, a row split k)
+    g.n = static_cast<double>(out.back());
+    g.m = product(out, 0, out.size() - 1);
+    const double k_in = static_cast<double>(in.back());
+    const double share = L.cost.macs / (g.m * g.n * k_in);
+    if (L.shard == Layer::Shard::Row || L.shard == Layer::Shard::Partial) g.k = k_in * share;
+    else g.k = k_in, g.n *= share;
+  } else if (is_op(L, {"matmul"})) {
+    if (out.size() < 2) return {};
+    g.m = static_cast<double>(out[out.size() - 2]);
+    g.n = static_cast<double>(out.back());
+    g.batch = product(out, 0, out.size() - 2);
+    g.k = L.cost.macs / (g.batch * g.m * g.n);
+  } else if (is_op(L, {"conv2d", "conv_nd"})) {
+    // an implicit GEMM per group: m = N · output pixels, n = Cout / groups, k = Cin/groups · taps
+    if (out.size() < 3) return {};
+    const double groups = L.attrs.has("groups") ? static_cast<double>(L.attrs.i("groups")) : 1;
+    const double cin = in.size() > 1 ? static_cast<double>(in[1]) : 0;
+    if (!(groups >= 1) || cin <= groups) return {};  // depthwise: memory-bound, not a GEMM
+    g.batch = groups;
+    g.m = static_cast<double>(out[0]) * product(out, 2, out.size());
+    g.n = static_cast<double>(out[1]) / groups;
+    g.k = L.cost.macs / (g.batch * g.m * g.n);
+  } else {
+    return {};
+  }
+  if (!valid(g)) return {};
+  return {{g, bytes}};
+}
+
+Waves gemm_waves(const GemmShape& g, TileShape t, int split_k, int sm_count) {
+  Waves w;
+  w.tiles = g.batch * std::ceil(g.m / t.m) * std::ceil(g.n / t.n) * split_k;
+  const double s = sm_count;
+  w.waves = std::ceil(w.tiles / s);
+  w.last_wave_occupancy = w.waves > 0 ? (w.tiles - (w.waves - 1) * s) / s : 0;
+  return w;
+}
+
+GemmTime gemm_time(const GemmShape& g, double bytes, const GemmParams& p, double peak, double bandwidth, int sm_count, double prologue_elements) {
+  GemmTime best;
+  best.time_s = std::numeric_limits<double>::infinity();
+  const double sms = sm_count;
+  const double per_sm = peak / sms;  // one SM's share of the tensor-core peak
+  const double stream = bandwidth * p.bandwidth_efficiency;
+  for (const TileShape& t : kGemmTiles)
+    for (int s : kSplitK) {
+      if (s > 1 && std::ceil(g.k / s) < kGemmTileK) break;  // no split below one K step per part
+      const Waves w = gemm_waves(g, t, s, sm_count);
+      const double steps = std::ceil(std::ceil(g.k / s) / kGemmTileK);
+      const double tile_s = (steps + p.pipeline_fill) * 2.0 * t.m * t.n * kGemmTileK / (per_sm * p.compute_efficiency);
+      const double compute = w.waves * tile_s;
+      // fewer CTAs than SMs pull less than the whole bandwidth: each at most sm_bandwidth × its share
+      const double bw = std::min(stream, std::min(w.tiles, sms) * p.sm_bandwidth * stream / sms);
+      const double partials = s > 1 ? 8.0 * g.batch * g.m * g.n * s : 0;  // fp32 partial sums written and read back
+      const double memory = (bytes + partials) / bw;
+      const double overhead = p.floor_s + w.waves * p.wave_s;
+      const double time = std::max(compute, memory) + overhead;
+      if (time < best.time_s) {
+        best.time_s = time, best.compute_s = compute, best.memory_s = memory, best.overhead_s = overhead;
+        best.tile = t, best.split_k = s, best.waves = w;
+      }
+    }
+  if (prologue_elements > 0 && p.prologue_bytes > 0) {
+    best.prologue_s = p.prologue_floor_s + prologue_elements * p.prologue_bytes / stream;
+    best.time_s += best.prologue_s;
+  }
+  return best;
+}
+
+double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak, double bandwidth) {
+  const double c = peak > 0 ? flops / peak : 0;
+  const double m = bandwidth > 0 ? bytes / (bandwidth * p.bandwidth_efficiency) : 0;
+  return std::max(c, m) + p.floor_s;
+}
+
+bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
+                        double bytes, double bound_s) {
+  const KernelModel& km = pl.kernel_model;
+  double compute = 0, memory = 0, total = 0;
+  const std::vector<GemmPart> parts = gemm_parts(L, bytes);
+  if (!parts.empty()) {
+    const GemmParams* p = km.gemm_for(L.compute_dtype(), roof.dtypes);
+    if (!p || pl.sm_count < 1) return false;
+    // the math in a narrower dtype than the activations (fp8 from bf16): they are converted first
+    const bool narrower = dtype_bytes(L.compute_dtype()) < dtype_bytes(L.dtype);
+    double rest = bytes;
+    for (const GemmPart& part : parts) {
+      const GemmShape& g = part.g;
+      const GemmTime t = gemm_time(g, part.bytes, *p, roof.peak_flops_per_s, level.bandwidth_bytes_per_s, pl.sm_count, narrower ? g.batch * g.m * g.k : 0);
+      compute += t.compute_s, memory += t.memory_s + t.prologue_s, total += t.time_s;
+      rest -= part.bytes;
+    }
+    if (rest > 0 && parts.size() > 1) {  // a gated MLP's activation pass
+      const double eff = km.memory ? km.memory->bandwidth_efficiency : p->bandwidth_efficiency;
+      const double pass = rest / (level.bandwidth_bytes_per_s * eff);
+      memory += pass, total += pass + (km.memory ? km.memory->floor_s : 0);
+    }
+  } else {
+    // memory-bound kernels: layers without MACs (elementwise, norms, pooling, copies) and depthwise
+    // convolutions; attention, mixtures and other MAC-carrying operators keep the roofline
+    const bool depthwise = L.op && (L.op->name == "depthwise_conv2d" || ((L.op->name == "conv2d" || L.op->name == "conv_nd") && L.cost.macs > 0));
+    if (!km.memory || !(bytes > 0) || (L.cost.macs > 0 && !depthwise)) return false;
+    compute = roof.peak_flops_per_s > 0 ? work / roof.peak_flops_per_s : 0;
+    memory = bytes / (level.bandwidth_bytes_per_s * km.memory->bandwidth_efficiency);
+    total = memory_kernel_time(work, bytes, *km.memory, roof.peak_flops_per_s, level.bandwidth_bytes_per_s);
+  }
+  total = std::max(total, bound_s);
+  const bool compute_bound = compute >= memory;
+  derated.compute_time_s = compute_bound ? total : compute;  // the floor counts as work, on the larger path
+  derated.memory_time_s = compute_bound ? memory : total;
+  derated.time_s = total;
+  derated.bound = compute_bound ? Bound::Compute : Bound::Memory;
+  derated.attainable_flops_per_s = total > 0 ? work / total : 0;
+  return true;
+}
+
+std::string describe_gpu_figures(const Platform& p) {
+  std::string s;
+  if (p.sm_count > 0 || p.boost_clock_hz > 0 || p.l2_size_bytes > 0) {
+    s += "  GPU:";
+    if (p.sm_count > 0) s += " " + std::to_string(p.sm_count) + " SMs";
+    if (p.boost_clock_hz > 0) s += ", boost clock " + si(p.boost_clock_hz, "Hz");
+    if (p.l2_size_bytes > 0)
+      s += ", L2 " + format_number(p.l2_size_bytes / 1048576) + " MiB" +
+           (p.l2_bandwidth_bytes_per_s > 0 ? " at " + si(p.l2_bandwidth_bytes_per_s, "B/s") + " " + basis_name(p.l2_bandwidth_basis) : std::string());
+    s += "\n";
+  }
+  const KernelModel& k = p.kernel_model;
+  if (!k.active() && k.from.empty()) return s;
+  s += "  kernel model" + (k.from.empty() ? std::string() : " (carried from " + k.from + ": its fitted parameters on this platform's datasheet figures)") +
+       ":" + (k.source.empty() ? "" : " " + k.source) + "\n";
+  for (const auto& [t, g] : k.gemm) s += std::string("    gemm ") + dtype_name(t) + ": " + gemm_params_yaml(g) + "\n";
+  for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";
+  if (k.memory) s += "    memory-bound: bandwidth_efficiency " + format_number(k.memory->bandwidth_efficiency) + ", floor " + si(k.memory->floor_s, "s") + "\n";
+  return s;
+}
+
+std::string gemm_params_yaml(const GemmParams& p) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{compute_efficiency: %.4g, pipeline_fill: %.4g, bandwidth_efficiency: %.4g, sm_bandwidth: %.4g, floor: %.4g us, wave: %.4g us",
+                p.compute_efficiency, p.pipeline_fill, p.bandwidth_efficiency, p.sm_bandwidth, p.floor_s * 1e6, p.wave_s * 1e6);
+  std::string s = buf;
+  if (p.prologue_bytes > 0) {
+    std::snprintf(buf, sizeof buf, ", prologue_bytes: %.4g, prologue_floor: %.4g us", p.prologue_bytes, p.prologue_floor_s * 1e6);
+    s += buf;
+  }
+  return s + "}";
+}
+
+}  // namespace rsim

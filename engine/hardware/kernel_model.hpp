@@ -1,0 +1,150 @@
+// GPU kernel cost models (a platform's `kernel_model:`): what a GPU kernel of a layer takes, in
+// terms of the platform's datasheet figures (SM count, tensor-core peak per dtype, memory
+// bandwidth) and a few fitted parameters per op family. The plain roofline stays the reference:
+// a layer's kernel-model time is its derated time and is never below its roofline bound.
+//
+// GEMM-like layers (linear, gemm, matmul, dense and grouped convolutions as implicit GEMMs):
+//   a library tiles the output [m × n] (per batch or group) in CTA tiles tm × tn from
+//   kGemmTiles, optionally splitting K in s parts (kSplitK), and keeps the fastest candidate:
+//     tiles   = batch · ⌈m/tm⌉ · ⌈n/tn⌉ · s,   waves = ⌈tiles / SMs⌉
+//     compute = waves · (⌈⌈k/s⌉ / kGemmTileK⌉ + pipeline_fill) · 2·tm·tn·kGemmTileK / (peak/SMs · compute_efficiency)
+//     memory  = (bytes + split-K partials 8·batch·m·n·s when s > 1)
+//               / min(bandwidth · bandwidth_efficiency, min(tiles, SMs) · sm_bandwidth · bandwidth · bandwidth_efficiency / SMs)
+//     time    = max(compute, memory) + floor + waves · wave
+//   plus, where the math runs in a narrower dtype than the activations (fp8 from bf16), the
+//   activations' conversion kernel before it: prologue_floor + batch·m·k · prologue_bytes /
+//   (bandwidth · bandwidth_efficiency).
+// A gated MLP (swiglu, geglu) is its three GEMMs, plus the pass of its activation over the rest of
+// its bytes (a memory-bound kernel with `memory:`, else at the GEMMs' streaming bandwidth).
+// Memory-bound layers (everything else that moves bytes; `memory:` given):
+//   time = max(FLOPs / peak, bytes / (bandwidth · bandwidth_efficiency)) + floor
+// Collectives (`collective:`, per kind; a kind without its own takes all_reduce's), n GPUs over a
+// link of bandwidth B (each way):
+//   time = floor + step · (n − 1) + min(bus bytes / (B · bandwidth_efficiency),
+//                                       bus bytes / (B · bulk_efficiency) + bulk_latency)
+//   bus bytes: all-reduce 2(n − 1)/n · bytes; all-gather, reduce-scatter and all-to-all (n − 1)/n · bytes
+//   (bytes: the whole tensor; an all-to-all's, what each GPU sends). Two protocols, as NCCL's: one
+//   for small messages (low latency, a share of the bandwidth), one for bulk transfers (a start-up
+//   latency, nearly all of it; bulk_efficiency 0: none).
+// Attention and mixtures of experts keep the derated roofline.
+#pragma once
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model/diagnostics.hpp"
+#include "engine/model/tensor.hpp"
+
+namespace rsim {
+
+struct Layer;
+
+// One GEMM of a layer: `batch` independent [m × k] · [k × n] products (groups, batched matmuls)
+struct GemmShape {
+  double batch = 1, m = 0, n = 0, k = 0;
+};
+// The GEMMs a layer runs (per GPU), each with the bytes it moves: one for linear, gemm, matmul and
+// dense or grouped convolutions (the layer's `bytes`); gate, up and down for a gated MLP (swiglu,
+// geglu: activations in and out and its weights each, the rest of the layer's bytes its
+// activation's pass). Empty when the layer is not GEMM-like (or a dimension is below 1).
+struct GemmPart {
+  GemmShape g;
+  double bytes = 0;
+};
+std::vector<GemmPart> gemm_parts(const Layer& L, double bytes);
+
+struct GemmParams {
+  double compute_efficiency = 0;    // share of an SM's tensor-core peak in the K loop, (0, 1]
+  double pipeline_fill = 0;         // K steps before a tile's first result (the pipeline's fill), ≥ 0
+  double bandwidth_efficiency = 0;  // share of the memory bandwidth a GEMM streams at, (0, 1]
+  double sm_bandwidth = 0;          // the bandwidth one CTA pulls, in shares of bandwidth / SMs (> 0)
+  double floor_s = 0;               // per kernel (work, not launch overhead)
+  double wave_s = 0;                // per wave of tiles
+  double prologue_bytes = 0;        // per activation element of the conversion kernel (0: none)
+  double prologue_floor_s = 0;
+};
+struct MemoryParams {
+  double bandwidth_efficiency = 0;  // (0, 1]
+  double floor_s = 0;
+};
+
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll };
+const char* collective_name(Collective c);  // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+struct CollectiveParams {
+  double floor_s = 0, step_s = 0, bandwidth_efficiency = 1, bulk_efficiency = 0, bulk_latency_s = 0;
+};
+
+struct KernelModel {
+  std::vector<std::pair<DType, GemmParams>> gemm;  // per compute dtype
+  std::optional<MemoryParams> memory;
+  std::vector<std::pair<Collective, CollectiveParams>> collectives;
+  // A kind's parameters: its own, else all_reduce's, else nullptr
+  const CollectiveParams* collective_for(Collective c) const;
+  std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
+  SourceLoc from_loc;
+  std::string source;  // where the parameters come from
+  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty(); }
+  // The parameters for a compute dtype: its own, else those of a dtype that shares its roof on the
+  // platform (`same_roof`: fp16 takes bf16's on one bf16/fp16 roof), else nullptr
+  const GemmParams* gemm_for(DType t, const std::vector<DType>& same_roof) const;
+};
+
+constexpr int kGemmTileK = 64;  // the K step of a tile's main loop, in elements
+struct TileShape {
+  int m = 0, n = 0;
+};
+// The CTA tiles a GEMM library chooses among (CUTLASS's and cuBLAS's common Hopper/Ampere shapes)
+inline constexpr std::array<TileShape, 6> kGemmTiles{{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 128}}};
+inline constexpr std::array<int, 5> kSplitK{{1, 2, 4, 8, 16}};
+
+// Tiles of a GEMM over the SMs: their number, the waves, and the last wave's share of the SMs busy
+struct Waves {
+  double tiles = 0, waves = 0, last_wave_occupancy = 0;
+};
+Waves gemm_waves(const GemmShape& g, TileShape t, int split_k, int sm_count);
+
+struct GemmTime {
+  double time_s = 0;     // the kernel(s): max(compute, memory) + floor + waves · wave (+ prologue)
+  double compute_s = 0, memory_s = 0, overhead_s = 0, prologue_s = 0;
+  TileShape tile;
+  int split_k = 1;
+  Waves waves;
+};
+// The fastest candidate for `g` moving `bytes` (the layer's, under the scenario's memory model) on
+// `sm_count` SMs of `peak_flops_per_s` and memory of `bandwidth_bytes_per_s`; `prologue_elements`:
+// the activation elements a conversion kernel handles first (0: none)
+GemmTime gemm_time(const GemmShape& g, double bytes, const GemmParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s, int sm_count,
+                   double prologue_elements = 0);
+// A memory-bound kernel: max(flops / peak, bytes / (bandwidth · efficiency)) + floor
+double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s);
+
+struct Platform;
+struct ComputeRoof;
+struct MemoryLevel;
+struct RoofPoint;
+// Prices layer L's kernel on `pl` by the platform's kernel model, on `roof` and `level`, and writes
+// it into `derated` (the derated roof point: compute and memory paths, the floor added to the
+// larger, bound, attainable rate), never below `bound_s` (the layer's roofline bound on the
+// theoretical roofs). False, `derated` untouched, when the model does not cover the layer.
+bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
+                        double bytes, double bound_s);
+
+// A collective's time by the model above
+double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth);
+// The engine's collectives: by the platform's collective model where it has one, else the
+// roofline's formulas (roofline.hpp) with the link's latency
+struct CollectiveTime;
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+double all_to_all_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+std::string collective_params_yaml(const CollectiveParams& p);
+
+// `hw show`'s lines for a platform's GPU figures and kernel model ("" when it states none)
+std::string describe_gpu_figures(const Platform& p);
+
+// The parameters as YAML lines of a `kernel_model:` block (indented by `indent` spaces), as rsim
+// calibrate writes them and `hw show` prints them
+std::string gemm_params_yaml(const GemmParams& p);
+
+}  // namespace rsim
