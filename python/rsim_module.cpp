@@ -134,7 +134,7 @@ std::string module_dir() {
 
 }  // namespace
 
-PYBIND11_MODULE(rsim, m) {
+PYBIND11_MODULE(_rsim, m) {  // rsim._rsim: the package rsim (python/package/rsim) wraps it
   m.doc() = "rsim, the roofline simulator: rsim.run('scenario.yaml', set={'groups': 4}) evaluates a scenario with the C++ engine.";
   m.attr("__version__") = RSIM_VERSION;
   rsim::set_data_anchor(module_dir());

@@ -8,6 +8,7 @@ packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboos
           dpkg-dev                                    # cpack -G DEB: dpkg-shlibdeps computes Depends
           python3-jsonschema python3-yaml             # the schema test validates scenarios with a real validator
           python3-dev pybind11-dev                    # the Python module (make python)
+          python3-venv python3-pip python3-setuptools python3-wheel  # pip install . into a venv, and its test
           nlohmann-json3-dev                          # the tests parse every JSON output with a real parser
           zlib1g-dev                                  # gzip'd traces and op tables (engine/model/text_file.cpp, the only file with zlib)
           clang-14 libclang-rt-14-dev                 # the clang build, the ThreadSanitizer run and the fuzzers of CI

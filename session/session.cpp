@@ -65,10 +65,14 @@ std::filesystem::path build_tree_source() {
   return {};
 }
 
-// <prefix>/share/rsim for an installed binary (<prefix>/bin/rsim).
+// <prefix>/share/rsim for an installed binary (<prefix>/bin/rsim), or beside the folder of a module
+// that is itself the prefix (pip's rsim/_rsim.so beside rsim/share/rsim).
 std::filesystem::path installed_data() {
   fs::path dir = exe_dir();
-  return dir.empty() ? fs::path() : dir.parent_path() / "share" / "rsim";
+  if (dir.empty()) return {};
+  std::error_code ec;
+  if (fs::path beside = dir / "share" / "rsim"; !g_anchor.empty() && fs::is_directory(beside, ec)) return beside;
+  return dir.parent_path() / "share" / "rsim";
 }
 
 void set_data_anchor(const std::string& dir) { g_anchor = dir; }

@@ -220,5 +220,32 @@ class RunTest(unittest.TestCase):
         self.assertIn('"title": "rsim platform"', rsim.schema("platform"))
 
 
+class NotebookTest(unittest.TestCase):
+    """In Jupyter a Result shows as HTML tables, the summary first; rsim.plot's list shows its figures inline."""
+
+    def test_result_html_has_the_summary_first_with_hand_derived_values(self):
+        r = rsim.run(text=SCENARIO)
+        page = r._repr_html_()
+        self.assertLess(page.index("summary"), page.index("layers"))
+        self.assertIn("(2 rows)", page)  # 2 points x 1 platform in the summary, 2 layer rows
+        # the dense point's MACs, 56 x 56 outputs x 32 channels x 9 taps x 32 inputs = 28,901,376, in a cell
+        self.assertIn("<td>28901376</td>", page)
+        self.assertLess(page.index("<th>point</th>"), page.index("<th>platform</th>"))
+
+    def test_plot_list_shows_each_figure_once_inline(self):
+        r = rsim.run(text=SCENARIO)
+        with tempfile.TemporaryDirectory() as d:
+            written = rsim.plot(r, d, formats="png,svg")
+            self.assertIn("roofline_rtx3080.png", written)  # still the names, as before
+            figs = written.figures()
+            stems = [os.path.basename(f) for f in figs]
+            self.assertEqual(len(stems), len(set(stems)))  # the PNG and SVG of a figure are one figure
+            self.assertIn("roofline_rtx3080.png", stems)
+            roof = figs[stems.index("roofline_rtx3080.png")]
+            self.assertEqual(roof._repr_png_()[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertIn("<svg", roof._repr_svg_())
+            self.assertIn("data:image/png;base64,", written._repr_html_())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
