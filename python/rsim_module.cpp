@@ -78,6 +78,7 @@ py::list table(const std::string& csv) {
 
 struct Result {
   py::list rows, summary, kernels;
+  py::list requests, serving, timeline;  // a `serving:` scenario's requests.csv, serving.csv, timeline.csv
   std::string scenario;
   rsim::RunTables run;  // (its tables and the evaluated run, for rsim.plot)
   py::object to_pandas(const std::string& which) const {
@@ -90,7 +91,10 @@ struct Result {
     if (which == "rows") return pd.attr("DataFrame")(rows);
     if (which == "summary") return pd.attr("DataFrame")(summary);
     if (which == "kernels") return pd.attr("DataFrame")(kernels);
-    throw py::value_error("to_pandas(table): table is 'rows', 'summary' or 'kernels', not '" + which + "'");
+    if (which == "requests") return pd.attr("DataFrame")(requests);
+    if (which == "serving") return pd.attr("DataFrame")(serving);
+    if (which == "timeline") return pd.attr("DataFrame")(timeline);
+    throw py::value_error("to_pandas(table): table is 'rows', 'summary', 'kernels', 'requests', 'serving' or 'timeline', not '" + which + "'");
   }
 };
 
@@ -154,8 +158,11 @@ PYBIND11_MODULE(_rsim, m) {  // rsim._rsim: the package rsim (python/package/rsi
       .def_readonly("rows", &Result::rows, "per-layer rows (results.csv)")
       .def_readonly("summary", &Result::summary, "network totals per point and platform (summary.csv)")
       .def_readonly("kernels", &Result::kernels, "one row per kernel (kernels.csv)")
+      .def_readonly("requests", &Result::requests, "a serving: scenario's requests (requests.csv; empty without serving:)")
+      .def_readonly("serving", &Result::serving, "a serving: scenario's percentiles and throughput per point (serving.csv)")
+      .def_readonly("timeline", &Result::timeline, "a serving: scenario's running, waiting and KV use per second (timeline.csv)")
       .def_readonly("scenario", &Result::scenario, "the scenario file")
-      .def("to_pandas", &Result::to_pandas, py::arg("table") = "rows", "A pandas DataFrame of 'rows', 'summary' or 'kernels'.")
+      .def("to_pandas", &Result::to_pandas, py::arg("table") = "rows", "A pandas DataFrame of 'rows', 'summary', 'kernels', 'requests', 'serving' or 'timeline'.")
       .def("__repr__", [](const Result& r) {
         return "<rsim.Result " + r.scenario + ": " + std::to_string(r.rows.size()) + " rows, " + std::to_string(r.summary.size()) + " summary rows>";
       });
@@ -198,6 +205,7 @@ PYBIND11_MODULE(_rsim, m) {  // rsim._rsim: the package rsim (python/package/rsi
         r.rows = table(t.results_csv);
         r.summary = table(t.summary_csv);
         r.kernels = table(t.kernels_csv);
+        r.requests = table(t.requests_csv), r.serving = table(t.serving_csv), r.timeline = table(t.timeline_csv);
         r.scenario = file.empty() ? name : file;
         r.run = std::move(t);
         return r;

@@ -10,6 +10,7 @@
 #include "plots/report.hpp"
 #include "scripting/lua_expr.hpp"
 #include "scripting/lua_host.hpp"
+#include "serving/serve.hpp"
 
 namespace fs = std::filesystem;
 
@@ -95,8 +96,12 @@ RunTables tables_of(Scenario s, const std::vector<std::pair<std::string, std::st
   opt.should_stop = should_stop;
   auto a = std::make_shared<RunArtifacts>();
   a->result = run_scenario(s, catalog, opt);
+  RunTables t{results_csv(a->result, s), summary_csv(a->result, s), kernels_csv(a->result), {}, {}, {}, nullptr};
+  if (!s.serving.is_null()) {  // the request-level simulation, as `rsim run` writes its tables
+    serving::ServingTables st = serving::serve_scenario(s, catalog, opt);
+    t.requests_csv = std::move(st.requests_csv), t.serving_csv = std::move(st.serving_csv), t.timeline_csv = std::move(st.timeline_csv);
+  }
   a->scenario = std::move(s);
-  RunTables t{results_csv(a->result, a->scenario), summary_csv(a->result, a->scenario), kernels_csv(a->result), nullptr};
   t.run = std::move(a);
   return t;
 }

@@ -33,6 +33,7 @@ void set_data_anchor(const std::string& dir);
 struct RunArtifacts;  // the evaluated run and its scenario, kept for figures (plot_run)
 struct RunTables {
   std::string results_csv, summary_csv, kernels_csv;
+  std::string requests_csv, serving_csv, timeline_csv;  // the request-level simulation's, when the scenario has `serving:`
   std::shared_ptr<const RunArtifacts> run;
 };
 // `should_stop` (may be empty) is asked before each point; true stops the run with rsim::Interrupted.

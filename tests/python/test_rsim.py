@@ -220,13 +220,39 @@ class RunTest(unittest.TestCase):
         self.assertIn('"title": "rsim platform"', rsim.schema("platform"))
 
 
+class ServingTablesTest(unittest.TestCase):
+    def test_a_serving_scenario_gives_its_request_serving_and_timeline_tables(self):
+        # 4 requests at a constant 2 per second: arrivals 0, 0.5, 1.0 and 1.5 s; prompts of 128 and
+        # outputs of 16 tokens, as fixed; one serving.csv row (one point, platform and network)
+        r = rsim.run(text="""
+name: served
+platforms: [h100_sxm]
+networks: [{model: llama3_8b}]
+serving:
+  workload:
+    requests: 4
+    arrivals: {process: constant, rate: 2/s}
+    prompt: {dist: fixed, mean: 128}
+    output: {dist: fixed, mean: 16}
+""")
+        self.assertEqual([q["arrival_s"] for q in r.requests], [0, 0.5, 1.0, 1.5])
+        self.assertEqual({(q["prompt_tokens"], q["output_tokens"]) for q in r.requests}, {(128, 16)})
+        self.assertEqual(len(r.serving), 1)
+        self.assertEqual(r.serving[0]["requests"], 4)
+        self.assertTrue(len(r.timeline) >= 2)  # 1.5 s of arrivals and the drain: at least two seconds
+        page = r._repr_html_()
+        self.assertLess(page.index("<b>summary</b>"), page.index("<b>serving</b>"))
+        self.assertLess(page.index("<b>serving</b>"), page.index("<b>layers</b>"))
+        self.assertEqual(rsim.run(text=SCENARIO).requests, [])  # no serving: section, no requests
+
+
 class NotebookTest(unittest.TestCase):
     """In Jupyter a Result shows as HTML tables, the summary first; rsim.plot's list shows its figures inline."""
 
     def test_result_html_has_the_summary_first_with_hand_derived_values(self):
         r = rsim.run(text=SCENARIO)
         page = r._repr_html_()
-        self.assertLess(page.index("summary"), page.index("layers"))
+        self.assertLess(page.index("<b>summary</b>"), page.index("<b>layers</b>"))
         self.assertIn("(2 rows)", page)  # 2 points x 1 platform in the summary, 2 layer rows
         # the dense point's MACs, 56 x 56 outputs x 32 channels x 9 taps x 32 inputs = 28,901,376, in a cell
         self.assertIn("<td>28901376</td>", page)

@@ -27,8 +27,9 @@ def table_html(rows, title, max_rows=MAX_ROWS):
 
 
 def result_html(r):
-    """Result._repr_html_: the scenario, the summary, then the first layer rows"""
-    return (f"<div><p>rsim result of <code>{_cell(r.scenario)}</code></p>" + table_html(r.summary, "summary") +
+    """Result._repr_html_: the scenario, the summary, serving.csv's rows when it served, then the first layer rows"""
+    served = table_html(r.serving, "serving") if getattr(r, "serving", None) else ""
+    return (f"<div><p>rsim result of <code>{_cell(r.scenario)}</code></p>" + table_html(r.summary, "summary") + served +
             table_html(r.rows, "layers", max_rows=20) + "</div>")
 
 
