@@ -6,7 +6,7 @@
 #   share/rsim/python/rsim_torch/  probe and measure through PyTorch (python3 -m rsim_torch; rsim --backend torch)
 #   share/man/man1/rsim.1.gz    the manual page
 #   share/bash-completion/completions/rsim
-#   share/doc/rsim/             README.md, the hardware README
+#   share/doc/rsim/             README.md and its docs/ pages
 include(GNUInstallDirs)
 
 install(TARGETS rsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -18,6 +18,8 @@ install(DIRECTORY scenarios/ DESTINATION ${CMAKE_INSTALL_DATADIR}/rsim/scenarios
 install(DIRECTORY python/rsim_torch DESTINATION ${CMAKE_INSTALL_DATADIR}/rsim/python FILES_MATCHING PATTERN "*.py")
 install(FILES dist/rsim.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME rsim)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# the reference pages the README links (docs/*.md; the figures stay in the repository)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "images" EXCLUDE PATTERN "gallery" EXCLUDE)
 
 # The manual page, compressed as Debian policy wants it (gzip -n: no timestamp, reproducible).
 find_program(RSIM_GZIP gzip REQUIRED)
