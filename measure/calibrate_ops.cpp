@@ -12,8 +12,6 @@
 
 namespace rsim::measure {
 
-namespace {
-
 std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> f;
   std::string cur;
@@ -37,6 +35,8 @@ double number_at(const std::vector<std::string>& f, size_t col, const std::strin
 
 // The columns `need` of a header line (its first line, read from `in`), or a located error naming
 // the missing one and what the table has (`table`: "an AIConfigurator gemm_perf.csv")
+namespace {
+
 std::array<size_t, 5> header_columns(std::istringstream& in, const std::array<const char*, 5>& need, const std::string& path, const std::string& table) {
   std::string all;
   for (const char* c : need) all += (all.empty() ? "" : ", ") + std::string(c);
@@ -113,8 +113,7 @@ double predict_on(const GemmSample& s, const GemmParams& g, const Figures& f) {
 }
 
 // The fitted parameters from an unconstrained vector: efficiencies through a logistic, the rest exp
-constexpr size_t kParams = 8;
-using Vec = std::array<double, kParams>;
+using Vec = FitVec;
 double logistic(double x) { return 1 / (1 + std::exp(-x)); }
 double logit(double p) { return std::log(p / (1 - p)); }
 GemmParams from_vec(const Vec& x, bool prologue) {
@@ -134,8 +133,10 @@ Vec to_vec(const GemmParams& g) {
           l(g.sm_bandwidth), l(g.floor_s * 1e6), l(g.wave_s * 1e6), l(g.prologue_bytes), l(g.prologue_floor_s * 1e6)};
 }
 
+}  // namespace
+
 // Nelder–Mead over the first `dims` coordinates of x, `iters` iterations
-Vec nelder_mead(const std::function<double(const Vec&)>& f, Vec x0, size_t dims, int iters) {
+FitVec nelder_mead(const std::function<double(const Vec&)>& f, Vec x0, size_t dims, int iters) {
   std::vector<Vec> pts(dims + 1, x0);
   std::vector<double> val(dims + 1);
   for (size_t i = 0; i < dims; ++i) pts[i + 1][i] += 0.5;
@@ -182,6 +183,8 @@ Vec nelder_mead(const std::function<double(const Vec&)>& f, Vec x0, size_t dims,
     if (val[i] < val[b]) b = i;
   return pts[b];
 }
+
+namespace {
 
 // At most `cap` rows of `idx`, evenly spaced (a deterministic subsample for the optimiser)
 std::vector<size_t> thin(const std::vector<size_t>& idx, size_t cap) {

@@ -2,6 +2,8 @@
 // from measured op data — NVIDIA AIConfigurator's per-op tables (gemm_perf.csv[.gz]: gemm_dtype,
 // m, n, k, latency in milliseconds per call, timed in a CUDA graph) — and their errors.
 #pragma once
+#include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,13 @@ GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platfor
 
 // One timed collective (nccl-tests through AIConfigurator's nccl_perf.csv: op_name, nccl_dtype,
 // num_gpus, message_size in elements, latency in ms)
+// Shared by the op-table readers and fits: a CSV line's fields; a field as a number (its column
+// named in the error at path:line); Nelder–Mead over the first `dims` of up to 8 coordinates
+std::vector<std::string> split(const std::string& line);
+double number_at(const std::vector<std::string>& f, size_t col, const std::string& name, const std::string& path, size_t line);
+using FitVec = std::array<double, 8>;
+FitVec nelder_mead(const std::function<double(const FitVec&)>& f, FitVec x0, size_t dims, int iters);
+
 struct CollectiveSample {
   Collective kind = Collective::AllReduce;
   long long gpus = 2;
@@ -74,6 +83,29 @@ struct CollectiveFit {
   ErrorStats fitted, held_out;  // held out: each GPU count predicted by a fit on the others
 };
 CollectiveFit fit_collective(const std::vector<CollectiveSample>& rows, Collective kind, const Platform& p);
+
+// One timed context attention (AIConfigurator's context_attention_perf.csv: batch_size, isl,
+// num_heads, num_key_value_heads, head_dim, window_size, attn_dtype, kv_cache_dtype, latency in
+// ms): causal, isl queries over isl keys; computed in fp8 when the attention or its KV cache is fp8
+struct AttentionSample {
+  DType compute = DType::bf16;
+  AttentionShape shape;
+  AttentionTiles tiles;
+  double kv_heads = 1, kv_bytes = 2, bytes = 0, measured_s = 0;  // bytes as rsim's attention layer moves them
+  size_t line = 0;
+};
+std::vector<AttentionSample> read_context_attention(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
+double predict_attention(const AttentionSample& s, const AttentionParams& a, const Platform& p);
+double attention_bound(const AttentionSample& s, const Platform& p);
+struct AttentionFit {
+  DType dtype = DType::bf16;
+  AttentionParams params;
+  size_t rows = 0;
+  ErrorStats fitted, held_out;  // held out: 5 folds by head shape (heads, KV heads, head dim)
+  std::vector<double> cv_predicted_s;
+};
+AttentionFit fit_attention(const std::vector<AttentionSample>& rows, DType dtype, const Platform& p, int folds = 5);
+std::string attention_fits_yaml(const std::vector<AttentionFit>& fits);  // the `  attention:` lines of a kernel_model block
 
 // The platform file `ptext` renamed `name`, with a `kernel_model:` block of the fits
 std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits,

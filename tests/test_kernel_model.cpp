@@ -357,3 +357,103 @@ TEST_CASE("kernel model: the H200's NCCL fit carried to the H100 (shared AIConfi
   CHECK(e.n == 126);
   CHECK(e.within_1_25 >= 0.80);
 }
+
+TEST_CASE("kernel model: context attention's query tiles and key blocks by hand", "[kernel_model]") {
+  // causal 256 queries over 256 keys, head dim 128: tiles of 128 queries, blocks of 128 keys.
+  // Tile 0 (queries 0–127) sees block 0, its diagonal (masked); tile 1 (128–255) sees block 0
+  // whole (keys 0–127 ≤ its first query 128) and block 1 masked: 2 tiles, 3 blocks, 2 masked
+  AttentionShape a{1, 4, 128, 256, 256, 0, true};
+  AttentionTiles t = attention_tiles(a);
+  CHECK(t.tile_m == 128);
+  CHECK(t.block_n == 128);
+  CHECK(t.tiles == 2);
+  CHECK(t.blocks == 3);
+  CHECK(t.masked == 2);
+  CHECK(t.max_blocks == 2);
+  CHECK(t.max_masked == 1);
+  // a window of 128 over 512 (head dim 64: still 128-key blocks). Tile 0 sees block 0 (masked);
+  // tile k ≥ 1 (queries 128k … 128k + 127) sees keys from 128k − 127: blocks k − 1 (its first
+  // keys fall out of the last query's window: masked) and k (the diagonal): 4 tiles, 7 blocks, all masked
+  t = attention_tiles(AttentionShape{1, 1, 64, 512, 512, 128, true});
+  CHECK(t.tiles == 4);
+  CHECK(t.blocks == 7);
+  CHECK(t.masked == 7);
+  // 128 new queries after a cached prefix of 256 (positions 256–383): keys 0–383, blocks 0, 1, 2;
+  // blocks 0 and 1 (keys ≤ 255 < 256) whole, block 2 the diagonal
+  t = attention_tiles(AttentionShape{1, 1, 128, 128, 384, 0, true});
+  CHECK(t.tiles == 1);
+  CHECK(t.blocks == 3);
+  CHECK(t.masked == 1);
+  // head dim 256: blocks of 64 keys; not causal: every tile sees all ⌈300/64⌉ = 5 blocks, none masked;
+  // 40 queries: one tile of 64
+  t = attention_tiles(AttentionShape{2, 1, 256, 40, 300, 0, false});
+  CHECK(t.block_n == 64);
+  CHECK(t.tile_m == 64);
+  CHECK(t.tiles == 1);
+  CHECK(t.blocks == 5);
+  CHECK(t.masked == 0);
+}
+
+namespace {
+// 4 SMs of 1 TFLOP/s each, 1 TB/s; the attention parameters below
+const char* kAttnPlatform =
+    "  - name: a4\n    kind: gpu\n    sm_count: 4\n"
+    "    compute: [{name: tc, dtypes: [bf16], peak: 4 TFLOP/s}]\n"
+    "    memory: [{name: hbm, bandwidth: 1 TB/s}]\n"
+    "    kernel_model:\n      source: test\n"
+    "      attention: {bf16: {compute_efficiency: 1, bandwidth_efficiency: 1, score: 0.001 ns, mask: 0.002 ns, block: 1 ns, tile: 100 ns, floor: 5 us}}\n";
+}  // namespace
+
+TEST_CASE("kernel model: a context attention's time by hand, through the engine", "[kernel_model]") {
+  // 4 heads of 128, causal 256 over 256 (the tiles above: 2 tiles, 3 blocks, 2 masked; the longest
+  // tile 2 blocks, 1 masked). A block: 4 · 128 · 128 · 128 / 1 TFLOP/s = 8.388608 µs, + 16,384 scores
+  // · 0.001 ns = 16.384 ns, + 1 ns: 8.405992 µs. Per head: 3 blocks 25.217976 µs + 2 masked · 16,384
+  // · 0.002 ns = 65.536 ns + 2 tiles · 100 ns = 25.483512 µs; 4 heads on 4 SMs: 25.483512 µs; the
+  // longest tile 2 · 8.405992 + 0.032768 + 0.1 = 16.944752 µs. Bytes q, k, v, out: 4 · 256 · 512 · 2
+  // = 1,048,576: 1.048576 µs. Time = 5 µs + 25.483512 µs = 30.483512 µs
+  const double block = 8.388608e-6 + 16.384e-9 + 1e-9;
+  const double per_head = 3 * block + 2 * 16384 * 0.002e-9 + 2 * 100e-9;
+  CHECK(per_head == Approx(25.483512e-6));
+  AttentionParams p{1, 1, 0.001e-9, 0.002e-9, 1e-9, 100e-9, 5e-6};
+  CHECK(attention_time(AttentionShape{1, 4, 128, 256, 256, 0, true}, 1048576, p, 4e12, 1e12, 4) == Approx(30.483512e-6));
+  const std::string y = std::string("name: t\nsettings: {execution: ideal, dtype: bf16}\nplatforms:\n") + kAttnPlatform +
+                        "networks:\n  - name: n\n    inputs: {q: [1, 256, 512], k: [1, 256, 512], v: [1, 256, 512], q1: [1, 1, 512]}\n    layers:\n"
+                        "      - {name: ctx, op: attention, inputs: [q, k, v], heads: 4, causal: true}\n"
+                        "      - {name: dec, op: attention, inputs: [q1, k, v], heads: 4, causal: true}\n";
+  RunResult r = test::run_text(y);
+  auto rows = test::rows_of(r, 0, "a4");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]->bytes == 1048576);
+  CHECK(rows[0]->derated.time_s == Approx(30.483512e-6));
+  CHECK(rows[0]->derated.bound == Bound::Compute);
+  // the theoretical roofline unchanged: scores P = 4 · (256 · 256 − 256 · 255 / 2) = 131,584, FLOPs
+  // 4 · P · 128 + 6 · P = 68,160,512 / 4 TFLOP/s = 17.040128 µs
+  CHECK(rows[0]->theoretical.time_s == Approx(17.040128e-6));
+  // a decode step (one query over 256 keys) is not this model's: the derated roofline (no derating stated)
+  CHECK(rows[1]->derated.time_s == Approx(rows[1]->theoretical.time_s));
+}
+
+TEST_CASE("kernel model: the H200's context-attention fit carried to the H100 (shared AIConfigurator data)", "[kernel_model][external]") {
+  // ../shared/external/aiconfigurator: TensorRT-LLM's context attention timed on an H200 and an H100 SXM
+  // (75,837 rows each: batch 1–256, 1–16,384 tokens, 1–96 heads, head dims 64–256, full and sliding
+  // windows, bf16 and fp8). Fitted on the H200's rows alone, carried to the catalog H100's figures:
+  // issue 42 asks ≥ 80 % within 1.25× and ≥ 95 % within 1.5× (the plain roofline bound: see INFO)
+  auto load = [&](const std::string& gpu) {
+    std::vector<std::string> skipped;
+    return measure::read_context_attention(op_table(gpu, "context_attention_perf.csv.gz"), gpu, skipped);
+  };
+  const Platform h200 = catalog_platform("h200"), h100 = catalog_platform("h100_sxm");
+  const auto fit_rows = load("h200_sxm"), check_rows = load("h100_sxm");
+  CHECK(fit_rows.size() == 75837);
+  for (DType t : {DType::bf16, DType::fp8}) {
+    const measure::AttentionFit f = measure::fit_attention(fit_rows, t, h200, 0);
+    std::vector<double> r, bound;
+    for (const auto& s : check_rows)
+      if (s.compute == t) r.push_back(s.measured_s / measure::predict_attention(s, f.params, h100)), bound.push_back(s.measured_s / measure::attention_bound(s, h100));
+    const measure::ErrorStats e = measure::error_stats(r), b = measure::error_stats(bound);
+    INFO(dtype_name(t) << " H100 rows " << e.n << ": median " << e.median << ", within 1.25x " << e.within_1_25 << ", within 1.5x " << e.within_1_5
+                       << " (roofline bound within 1.25x " << b.within_1_25 << ")");
+    CHECK(e.within_1_25 >= 0.80);
+    CHECK(e.within_1_5 >= 0.95);
+  }
+}

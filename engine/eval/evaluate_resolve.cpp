@@ -323,6 +323,7 @@ static void carry_kernel_model(Platform& p, PlatformCache& cache, Diags& d, std:
   }
   p.kernel_model.gemm = src.kernel_model.gemm;
   p.kernel_model.memory = src.kernel_model.memory;
+  p.kernel_model.attention = src.kernel_model.attention;
   p.kernel_model.collectives = src.kernel_model.collectives;
   p.kernel_model.source = "carried from " + from + (src.kernel_model.source.empty() ? "" : " (" + src.kernel_model.source + ")");
 }

@@ -85,6 +85,31 @@ bool is_op(const Layer& L, std::initializer_list<const char*> names) {
 
 }  // namespace
 
+bool attention_shape(const Layer& L, AttentionShape& a) {
+  if (!L.op || L.op->name != "attention" || L.in_shapes.size() < 2 || L.in_shapes[0].size() != 3 || L.in_shapes[1].size() != 3) return false;
+  if (L.attrs.s("implementation") != "flash" || !(L.cost.macs > 0)) return false;
+  const Shape& q = L.in_shapes[0];
+  const double h = static_cast<double>(L.attrs.i("heads"));
+  a.batch = static_cast<double>(q[0]), a.sq = static_cast<double>(q[1]), a.skv = static_cast<double>(L.in_shapes[1][1]);
+  a.head_dim = L.attrs.has("head_dim") ? static_cast<double>(L.attrs.i("head_dim")) : static_cast<double>(q[2]) / h;
+  a.causal = L.attrs.b("causal"), a.window = static_cast<double>(L.attrs.i("window"));
+  if (a.sq < 2) return false;  // one query is a decode step's (the serving pricer's per-sequence q = 1): not this model's
+  // scores per sequence and head, as the operator counts them (flash), for the heads this GPU runs
+  double pairs = a.sq * a.skv;
+  if (a.causal) {
+    const double off = a.skv - a.sq;
+    if (a.window > 0) {
+      const double n1 = std::clamp(a.window - off, 0.0, a.sq);  // queries that see fewer than the window
+      pairs = n1 * off + n1 * (n1 + 1) / 2 + (a.sq - n1) * a.window;
+    } else {
+      pairs = a.sq * a.skv - a.sq * (a.sq - 1) / 2;
+    }
+  }
+  if (!(pairs > 0) || !(a.head_dim > 0)) return false;
+  a.heads = L.cost.macs / (2 * a.head_dim * a.batch * pairs);  // (tensor parallelism's share of h)
+  return a.heads > 0 && a.heads <= h * (1 + 1e-9);
+}
+
 std::vector<GemmPart> gemm_parts(const Layer& L, double bytes) {
   if (!L.op || L.out_shapes.empty() || L.in_shapes.empty() || !(L.cost.macs > 0)) return {};
   const Shape& out = L.out_shapes[0];
@@ -203,6 +228,14 @@ bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, 
       const double pass = rest / (level.bandwidth_bytes_per_s * eff);
       memory += pass, total += pass + (km.memory ? km.memory->floor_s : 0);
     }
+  } else if (L.op && L.op->name == "attention") {
+    // context attention (flash; more than one query, or no cached prefix); decode keeps the roofline
+    AttentionShape a;
+    const AttentionParams* p = km.attention_for(L.compute_dtype(), roof.dtypes);
+    if (!p || pl.sm_count < 1 || !attention_shape(L, a)) return false;
+    memory = bytes / (level.bandwidth_bytes_per_s * p->bandwidth_efficiency);
+    compute = attention_time(a, 0, *p, roof.peak_flops_per_s, level.bandwidth_bytes_per_s, pl.sm_count) - p->floor_s;  // (no bytes: its tiles alone)
+    total = p->floor_s + std::max(compute, memory);
   } else {
     // memory-bound kernels: layers without MACs (elementwise, norms, pooling, copies) and depthwise
     // convolutions; attention, mixtures and other MAC-carrying operators keep the roofline
@@ -238,6 +271,7 @@ std::string describe_gpu_figures(const Platform& p) {
   s += "  kernel model" + (k.from.empty() ? std::string() : " (carried from " + k.from + ": its fitted parameters on this platform's datasheet figures)") +
        ":" + (k.source.empty() ? "" : " " + k.source) + "\n";
   for (const auto& [t, g] : k.gemm) s += std::string("    gemm ") + dtype_name(t) + ": " + gemm_params_yaml(g) + "\n";
+  for (const auto& [t, a] : k.attention) s += std::string("    context attention ") + dtype_name(t) + ": " + attention_params_yaml(a) + "\n";
   for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";
   if (k.memory) s += "    memory-bound: bandwidth_efficiency " + format_number(k.memory->bandwidth_efficiency) + ", floor " + si(k.memory->floor_s, "s") + "\n";
   return s;

@@ -26,7 +26,16 @@
 //   (bytes: the whole tensor; an all-to-all's, what each GPU sends). Two protocols, as NCCL's: one
 //   for small messages (low latency, a share of the bandwidth), one for bulk transfers (a start-up
 //   latency, nearly all of it; bulk_efficiency 0: none).
-// Attention and mixtures of experts keep the derated roofline.
+// Attention with a prefill's queries (flash, at least two queries: the context phase),
+// FlashAttention-style: each (sequence, head) tiles its Sq queries in tiles of kAttnTileM rows
+// (64 when Sq ≤ 64), each tile visiting the key blocks of kAttnBlockN keys (64 for head dims over
+// 128) its queries see (causal, window, a cached prefix); a block some of whose
+// scores are masked out costs `mask` more per score:
+//   block   = 4·tm·bn·hd / (peak/SMs · compute_efficiency) + tm·bn · score + block_s
+//   total   = Σ over tiles (blocks · block + masked blocks · tm·bn · mask) + tiles · tile_s
+//   longest = the costliest tile's
+//   time    = floor + max(max(total / SMs, longest), bytes / (bandwidth · bandwidth_efficiency))
+// Decode attention (one query) and mixtures of experts keep the derated roofline.
 #pragma once
 #include <array>
 #include <optional>
@@ -69,6 +78,40 @@ struct MemoryParams {
   double floor_s = 0;
 };
 
+// Context attention's parameters (per compute dtype; TensorRT-LLM computes in fp8 when the KV
+// cache is fp8)
+struct AttentionParams {
+  double compute_efficiency = 0;    // share of an SM's tensor-core peak in a block's two MMAs, (0, 1]
+  double bandwidth_efficiency = 0;  // (0, 1]
+  double score_s = 0;               // per score computed, on one SM (the softmax)
+  double mask_s = 0;                // per score of a partly masked block, on one SM
+  double block_s = 0;               // per key block a tile visits
+  double tile_s = 0;                // per query tile (a CTA's start)
+  double floor_s = 0;               // per kernel
+};
+constexpr int kAttnTileM = 128, kAttnBlockN = 128;
+// An attention's shape on one GPU: `batch` sequences of `heads` query heads, sq queries (the last
+// sq of skv positions) over skv keys
+struct AttentionShape {
+  double batch = 1, heads = 1, head_dim = 0, sq = 0, skv = 0, window = 0;
+  bool causal = false;
+};
+// Its query tiles and key blocks (per sequence and head): blocks and masked blocks in all, and of the
+// costliest tile
+struct AttentionTiles {
+  int tile_m = 0, block_n = 0;
+  double tiles = 0, blocks = 0, masked = 0, max_blocks = 0, max_masked = 0;
+};
+AttentionTiles attention_tiles(const AttentionShape& a);
+// A context attention layer's shape (per GPU: its heads from its MACs); false for a decode step (one
+// query), naive attention, or another operator
+bool attention_shape(const Layer& L, AttentionShape& a);
+double attention_time(const AttentionShape& a, double bytes, const AttentionParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s, int sm_count);
+// The same from its tiles, counted once (a fit prices each row many times)
+double attention_time(const AttentionShape& a, const AttentionTiles& t, double bytes, const AttentionParams& p, double peak_flops_per_s,
+                      double bandwidth_bytes_per_s, int sm_count);
+std::string attention_params_yaml(const AttentionParams& p);
+
 enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll };
 const char* collective_name(Collective c);  // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
 struct CollectiveParams {
@@ -78,16 +121,18 @@ struct CollectiveParams {
 struct KernelModel {
   std::vector<std::pair<DType, GemmParams>> gemm;  // per compute dtype
   std::optional<MemoryParams> memory;
+  std::vector<std::pair<DType, AttentionParams>> attention;  // context attention, per compute dtype
   std::vector<std::pair<Collective, CollectiveParams>> collectives;
   // A kind's parameters: its own, else all_reduce's, else nullptr
   const CollectiveParams* collective_for(Collective c) const;
   std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
   SourceLoc from_loc;
   std::string source;  // where the parameters come from
-  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty(); }
+  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty() || !attention.empty(); }
   // The parameters for a compute dtype: its own, else those of a dtype that shares its roof on the
   // platform (`same_roof`: fp16 takes bf16's on one bf16/fp16 roof), else nullptr
   const GemmParams* gemm_for(DType t, const std::vector<DType>& same_roof) const;
+  const AttentionParams* attention_for(DType t, const std::vector<DType>& same_roof) const;  // the same for attention
 };
 
 constexpr int kGemmTileK = 64;  // the K step of a tile's main loop, in elements

@@ -64,6 +64,21 @@ GemmParams read_gemm_params(const CNode& n, const std::string& what, Diags& d) {
   return p;
 }
 
+AttentionParams read_attention_params(const CNode& n, const std::string& what, Diags& d) {
+  AttentionParams p;
+  MapReader m(n, keys::map("attention_params"), what, d);
+  if (!m.ok()) return p;
+  if (auto v = bounded(m.require("compute_efficiency"), d, "compute_efficiency", 0, 1, true)) p.compute_efficiency = *v;
+  if (auto v = bounded(m.require("bandwidth_efficiency"), d, "bandwidth_efficiency", 0, 1, true)) p.bandwidth_efficiency = *v;
+  if (auto v = time_of(m.require("score"), d, "score")) p.score_s = *v;
+  if (auto v = time_of(m.require("mask"), d, "mask")) p.mask_s = *v;
+  if (auto v = time_of(m.require("block"), d, "block")) p.block_s = *v;
+  if (auto v = time_of(m.require("tile"), d, "tile")) p.tile_s = *v;
+  if (auto v = time_of(m.require("floor"), d, "floor")) p.floor_s = *v;
+  m.finish();
+  return p;
+}
+
 KernelModel read_kernel_model(const CNode& n, Diags& d) {
   KernelModel k;
   MapReader m(n, keys::map("kernel_model"), "kernel_model", d);
@@ -91,6 +106,19 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
       }
     }
   }
+  if (const CNode* att = m.get("attention")) {
+    if (from) d.error(att->loc, "kernel_model takes its parameters from '" + k.from + "' or states them, not both");
+    if (!att->is_map() || att->entries.empty()) d.error(att->loc, "attention must map compute dtypes to parameters, e.g. {bf16: {compute_efficiency: 0.5, ...}}");
+    else
+      for (const auto& e : att->entries) {
+        auto t = parse_dtype(e.key);
+        if (!t) {
+          d.error(e.key_loc, "attention names '" + e.key + "', which is not a dtype", {Note{{}, "a compute dtype such as bf16, fp16, fp8"}});
+          continue;
+        }
+        k.attention.emplace_back(*t, read_attention_params(e.value, "kernel_model.attention." + e.key, d));
+      }
+  }
   if (memory) {
     MapReader mm(*memory, keys::map("kernel_memory"), "kernel_model.memory", d);
     MemoryParams p;
@@ -117,7 +145,7 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
       }
     cm.finish();
   }
-  if (!from && !k.active()) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/memory/collective parameters");
+  if (!from && !k.active()) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/attention/memory/collective parameters");
   m.finish();
   return k;
 }
