@@ -57,16 +57,8 @@ std::vector<AttentionSample> read_context_attention(const std::string& text, con
 
 namespace {
 
-struct Figures {
-  double peak = 0, bandwidth = 0;
-  int sms = 0;
-};
-Figures figures_of(const Platform& p, DType t) {
-  const ComputeRoof* r = p.roof_for(t);
-  if (!r) throw std::runtime_error("platform '" + p.name + "' has no compute roof for " + dtype_name(t));
-  if (p.memory.empty() || p.sm_count < 1) throw std::runtime_error("platform '" + p.name + "' needs a memory level and sm_count for the attention model");
-  return {r->peak_flops_per_s, p.memory.front().bandwidth_bytes_per_s, p.sm_count};
-}
+using Figures = OpFigures;
+Figures figures_of(const Platform& p, DType t) { return op_figures(p, t); }
 double flops_of(const AttentionSample& s) {
   const AttentionShape& a = s.shape;
   double pairs = a.sq * (a.sq + 1) / 2;

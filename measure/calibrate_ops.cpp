@@ -90,19 +90,18 @@ double gemm_sample_bytes(const GemmSample& s) {
   return s.m * s.k * dtype_bytes(s.activations) + s.n * s.k * dtype_bytes(s.weights) + s.m * s.n * dtype_bytes(s.activations);
 }
 
-namespace {
-
-struct Figures {
-  double peak = 0, bandwidth = 0;
-  int sms = 0;
-};
-Figures figures(const Platform& p, DType t) {
+OpFigures op_figures(const Platform& p, DType t) {
   const ComputeRoof* r = p.roof_for(t);
   if (!r) throw std::runtime_error("platform '" + p.name + "' has no compute roof for " + dtype_name(t));
   if (p.memory.empty()) throw std::runtime_error("platform '" + p.name + "' has no memory level");
-  if (p.sm_count < 1) throw std::runtime_error("platform '" + p.name + "' states no sm_count (the GEMM model tiles over the SMs): add `sm_count: N`");
+  if (p.sm_count < 1) throw std::runtime_error("platform '" + p.name + "' states no sm_count (the kernel models tile over the SMs): add `sm_count: N`");
   return {r->peak_flops_per_s, p.memory.front().bandwidth_bytes_per_s, p.sm_count};
 }
+
+namespace {
+
+using Figures = OpFigures;
+Figures figures(const Platform& p, DType t) { return op_figures(p, t); }
 
 double bound_on(const GemmSample& s, const Figures& f) { return std::max(2 * s.m * s.n * s.k / f.peak, gemm_sample_bytes(s) / f.bandwidth); }
 

@@ -64,6 +64,12 @@ GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platfor
 std::vector<std::string> split(const std::string& line);
 double number_at(const std::vector<std::string>& f, size_t col, const std::string& name, const std::string& path, size_t line);
 using FitVec = std::array<double, 8>;
+// A dtype's tensor peak, the first memory level's bandwidth and the SM count (errors naming what is missing)
+struct OpFigures {
+  double peak = 0, bandwidth = 0;
+  int sms = 0;
+};
+OpFigures op_figures(const Platform& p, DType t);
 FitVec nelder_mead(const std::function<double(const FitVec&)>& f, FitVec x0, size_t dims, int iters);
 
 struct CollectiveSample {
