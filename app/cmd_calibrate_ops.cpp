@@ -146,11 +146,61 @@ int attention_part(bool check, const std::vector<std::string>& files, const Plat
   return kOk;
 }
 
+// Decode attention: the rows of DIR's generation_attention_perf tables (one query per sequence over
+// its KV cache), checked or fitted per KV-cache dtype like attention_part (m: batch, n: KV tokens, k: head dim)
+int decode_part(bool check, const std::vector<std::string>& files, const Platform& p, std::string& csv, std::string& yaml, std::ostream& out, std::ostream& err) {
+  if (files.empty()) return kOk;
+  std::vector<measure::DecodeSample> rows;
+  std::vector<std::string> skipped;
+  for (const auto& f : files) {
+    std::string why;
+    std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "op table", why);
+    if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
+    auto r = measure::read_generation_attention(*text, f, skipped);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  for (const auto& s : skipped) err << "rsim: note: skipped " << s << "\n";
+  char buf[256];
+  auto row = [&](const measure::DecodeSample& s, double predicted) {
+    std::snprintf(buf, sizeof buf, "decode_attention,%s,%.0f,%.0f,%.0f,,%.0f,%.6g,%.6g,%.6g\n", dtype_name(s.kv), s.shape.batch, s.shape.kv_tokens,
+                  s.shape.head_dim, s.bytes, s.measured_s, predicted, measure::decode_bound(s, p));
+    csv += buf;
+  };
+  std::vector<measure::DecodeFit> fits;
+  for (DType t : {DType::bf16, DType::fp8}) {
+    size_t n = 0;
+    for (const auto& s : rows) n += s.kv == t;
+    if (n == 0) continue;
+    if (check) {
+      const DecodeAttentionParams* a = p.kernel_model.decode_for(t);
+      std::vector<double> model, bound;
+      for (const auto& s : rows) {
+        if (s.kv != t) continue;
+        const double pr = a ? measure::predict_decode(s, *a, p) : measure::decode_bound(s, p);
+        model.push_back(s.measured_s / pr), bound.push_back(s.measured_s / measure::decode_bound(s, p));
+        row(s, pr);
+      }
+      out << "  decode attention, " << dtype_name(t) << " KV (" << n << " rows)\n    " << (a ? "kernel model   " : "(no model)     ")
+          << stats_text(measure::error_stats(model)) << "\n    roofline bound " << stats_text(measure::error_stats(bound)) << "\n";
+    } else {
+      fits.push_back(measure::fit_decode(rows, t, p));
+      const measure::DecodeFit& f = fits.back();
+      out << "  decode attention, " << dtype_name(t) << " KV: " << f.rows << " rows\n    parameters " << decode_params_yaml(f.params) << "\n    fitted   "
+          << stats_text(f.fitted) << "\n    held out " << stats_text(f.held_out) << "  (5 folds by head shape)\n";
+      size_t i = 0;
+      for (const auto& s : rows)
+        if (s.kv == t) row(s, f.cv_predicted_s[i++]);
+    }
+  }
+  yaml += measure::decode_fits_yaml(fits);
+  return kOk;
+}
+
 }  // namespace
 
 po::options_description calibrate_ops_options() {
   po::options_description d("rsim calibrate --ops options (the GPU kernel model, docs/kernel-models.md)");
-  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf, nccl_perf and context_attention_perf .csv[.gz]")(
+  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf, nccl_perf, context_attention_perf and generation_attention_perf .csv[.gz]")(
       "check", "with --ops: check the platform's kernel model (its own, or carried with kernel_model: {from: ...}) against the data; nothing fitted");
   return d;
 }
@@ -161,9 +211,10 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   if (!vm.count("platform")) return usage_error(err, "calibrate --ops needs --platform", "rsim calibrate --ops DIR --platform h200 -o h200_op.yaml");
   const bool check = vm.count("check") > 0;
   if (!check && !vm.count("output")) return usage_error(err, "calibrate --ops needs -o FITTED.yaml (or --check)");
-  const std::vector<std::string> files = tables(dir, "gemm_perf"), comm_files = tables(dir, "nccl_perf"), att_files = tables(dir, "context_attention_perf");
-  if (files.empty() && comm_files.empty() && att_files.empty()) {
-    err << "rsim: error: no gemm_perf, nccl_perf or context_attention_perf .csv[.gz] under '" << dir << "'\n";
+  const std::vector<std::string> files = tables(dir, "gemm_perf"), comm_files = tables(dir, "nccl_perf"), att_files = tables(dir, "context_attention_perf"),
+                                 dec_files = tables(dir, "generation_attention_perf");
+  if (files.empty() && comm_files.empty() && att_files.empty() && dec_files.empty()) {
+    err << "rsim: error: no gemm_perf, nccl_perf, context_attention_perf or generation_attention_perf .csv[.gz] under '" << dir << "'\n";
     return kConfig;
   }
   Platform p;
@@ -183,7 +234,7 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   std::vector<DType> dtypes;
   for (const auto& r : rows)
     if (std::find(dtypes.begin(), dtypes.end(), r.compute) == dtypes.end()) dtypes.push_back(r.compute);
-  if (dtypes.empty() && kinds.empty() && att_files.empty()) {
+  if (dtypes.empty() && kinds.empty() && att_files.empty() && dec_files.empty()) {
     err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8) and no collectives in " << dir << "\n";
     return kConfig;
   }
@@ -240,6 +291,7 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       }
       std::string unused;
       if (int code = attention_part(true, att_files, p, csv, unused, out, err)) return code;
+      if (int code = decode_part(true, dec_files, p, csv, unused, out, err)) return code;
     } else {
       std::vector<measure::GemmFit> fits;
       out << "fitting the kernel model on " << rows.size() << " GEMM and " << comm.size() << " collective rows of " << dir << " with " << p.name << "'s figures (" << p.sm_count << " SMs, "
@@ -270,14 +322,16 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       }
       std::string attention_yaml;
       if (int code = attention_part(false, att_files, p, csv, attention_yaml, out, err)) return code;
+      if (int code = decode_part(false, dec_files, p, csv, attention_yaml, out, err)) return code;
       const std::string output = vm["output"].as<std::string>();
       std::string from;
       for (const auto& f : files) from += (from.empty() ? "" : ", ") + f;
       for (const auto& f : comm_files) from += (from.empty() ? "" : ", ") + f;
       for (const auto& f : att_files) from += (from.empty() ? "" : ", ") + f;
+      for (const auto& f : dec_files) from += (from.empty() ? "" : ", ") + f;
       const std::string yaml = measure::kernel_model_platform_yaml(ptext, fs::path(output).stem().string(), fits, cfits,
                                                                    "rsim calibrate --ops on " + std::to_string(rows.size()) + " GEMM and " +
-                                                                       std::to_string(comm.size()) + " collective rows" + (att_files.empty() ? "" : " and context attention") + " of " + from) +
+                                                                       std::to_string(comm.size()) + " collective rows" + (att_files.empty() ? "" : " and context attention") + (dec_files.empty() ? "" : " and decode attention") + " of " + from) +
                                attention_yaml;  // (the kernel_model block is the file's last)
       Diags d;  // the result must load as a platform
       build_platform(parse_yaml(yaml, output), nullptr, d);

@@ -12,16 +12,10 @@ namespace rsim::measure {
 
 std::vector<AttentionSample> read_context_attention(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
   std::istringstream in(text);
+  const std::array<size_t, 9> col = header_columns<9>(
+      in, {{"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size", "attn_dtype", "kv_cache_dtype", "latency"}},
+      path, "an AIConfigurator context_attention_perf.csv");
   std::string line;
-  if (!std::getline(in, line)) throw std::runtime_error(path + ": empty (expected a context_attention_perf header)");
-  const std::vector<std::string> head = split(line);
-  const char* need[] = {"batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim", "window_size", "attn_dtype", "kv_cache_dtype", "latency"};
-  size_t col[9];
-  for (size_t i = 0; i < 9; ++i) {
-    auto it = std::find(head.begin(), head.end(), need[i]);
-    if (it == head.end()) throw std::runtime_error(path + ":1: no column '" + need[i] + "' (an AIConfigurator context_attention_perf.csv has it)");
-    col[i] = static_cast<size_t>(it - head.begin());
-  }
   std::vector<AttentionSample> out;
   size_t n = 1, other = 0;
   while (std::getline(in, line)) {

@@ -33,30 +33,10 @@ double number_at(const std::vector<std::string>& f, size_t col, const std::strin
   return v;
 }
 
-// The columns `need` of a header line (its first line, read from `in`), or a located error naming
-// the missing one and what the table has (`table`: "an AIConfigurator gemm_perf.csv")
-namespace {
-
-std::array<size_t, 5> header_columns(std::istringstream& in, const std::array<const char*, 5>& need, const std::string& path, const std::string& table) {
-  std::string all;
-  for (const char* c : need) all += (all.empty() ? "" : ", ") + std::string(c);
-  std::string line;
-  if (!std::getline(in, line)) throw std::runtime_error(path + ":1: empty file (expected a header " + all + ")");
-  const std::vector<std::string> head = split(line);
-  std::array<size_t, 5> col{};
-  for (size_t i = 0; i < need.size(); ++i) {
-    auto it = std::find(head.begin(), head.end(), need[i]);
-    if (it == head.end()) throw std::runtime_error(path + ":1: no column '" + need[i] + "' (" + table + " has " + all + ")");
-    col[i] = static_cast<size_t>(it - head.begin());
-  }
-  return col;
-}
-
-}  // namespace
 
 std::vector<GemmSample> read_aiconfigurator_gemm(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
   std::istringstream in(text);
-  const std::array<size_t, 5> col = header_columns(in, {{"gemm_dtype", "m", "n", "k", "latency"}}, path, "an AIConfigurator gemm_perf.csv");
+  const std::array<size_t, 5> col = header_columns<5>(in, {{"gemm_dtype", "m", "n", "k", "latency"}}, path, "an AIConfigurator gemm_perf.csv");
   std::string line;
   std::vector<GemmSample> rows;
   std::vector<std::pair<std::string, size_t>> other;
@@ -278,7 +258,7 @@ GemmFit fit_gemm(const std::vector<GemmSample>& all, DType dtype, const Platform
 std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
   std::istringstream in(text);
   const std::array<size_t, 5> col =
-      header_columns(in, {{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator nccl_perf.csv");
+      header_columns<5>(in, {{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator nccl_perf.csv");
   std::string line;
   std::vector<CollectiveSample> rows;
   std::vector<std::pair<std::string, size_t>> other;

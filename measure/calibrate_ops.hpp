@@ -2,7 +2,10 @@
 // from measured op data — NVIDIA AIConfigurator's per-op tables (gemm_perf.csv[.gz]: gemm_dtype,
 // m, n, k, latency in milliseconds per call, timed in a CUDA graph) — and their errors.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <istream>
+#include <stdexcept>
 #include <functional>
 #include <string>
 #include <vector>
@@ -60,10 +63,28 @@ GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platfor
 // One timed collective (nccl-tests through AIConfigurator's nccl_perf.csv: op_name, nccl_dtype,
 // num_gpus, message_size in elements, latency in ms)
 // Shared by the op-table readers and fits: a CSV line's fields; a field as a number (its column
-// named in the error at path:line); Nelder–Mead over the first `dims` of up to 8 coordinates
+// named in the error at path:line); Nelder–Mead over the first `dims` of up to 12 coordinates
 std::vector<std::string> split(const std::string& line);
+
+// The columns `need` of a header line (its first line, read from `in`), or a located error naming
+// the missing one and what the table has (`table`: "an AIConfigurator gemm_perf.csv")
+template <size_t N>
+std::array<size_t, N> header_columns(std::istream& in, const std::array<const char*, N>& need, const std::string& path, const std::string& table) {
+  std::string all;
+  for (const char* c : need) all += (all.empty() ? "" : ", ") + std::string(c);
+  std::string line;
+  if (!std::getline(in, line)) throw std::runtime_error(path + ":1: empty file (expected a header " + all + ")");
+  const std::vector<std::string> head = split(line);
+  std::array<size_t, N> col{};
+  for (size_t i = 0; i < N; ++i) {
+    auto it = std::find(head.begin(), head.end(), need[i]);
+    if (it == head.end()) throw std::runtime_error(path + ":1: no column '" + need[i] + "' (" + table + " has " + all + ")");
+    col[i] = static_cast<size_t>(it - head.begin());
+  }
+  return col;
+}
 double number_at(const std::vector<std::string>& f, size_t col, const std::string& name, const std::string& path, size_t line);
-using FitVec = std::array<double, 8>;
+using FitVec = std::array<double, 12>;
 // A dtype's tensor peak, the first memory level's bandwidth and the SM count (errors naming what is missing)
 struct OpFigures {
   double peak = 0, bandwidth = 0;
@@ -112,6 +133,28 @@ struct AttentionFit {
 };
 AttentionFit fit_attention(const std::vector<AttentionSample>& rows, DType dtype, const Platform& p, int folds = 5);
 std::string attention_fits_yaml(const std::vector<AttentionFit>& fits);  // the `  attention:` lines of a kernel_model block
+// One timed decode attention (AIConfigurator's generation_attention_perf.csv: batch_size,
+// num_heads, num_key_value_heads, head_dim, window_size, attn_dtype, kv_cache_dtype, step,
+// latency in ms): one query per sequence over step + 1 KV tokens, by the KV cache's dtype
+struct DecodeSample {
+  DType kv = DType::bf16;
+  DecodeShape shape;
+  double bytes = 0, measured_s = 0;  // bytes: the KV read inside the window, q read and the output written (bf16)
+  size_t line = 0;
+};
+std::vector<DecodeSample> read_generation_attention(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
+double predict_decode(const DecodeSample& s, const DecodeAttentionParams& a, const Platform& p);  // never below the bound
+double decode_bound(const DecodeSample& s, const Platform& p);
+struct DecodeFit {
+  DType kv = DType::bf16;
+  DecodeAttentionParams params;
+  size_t rows = 0;
+  ErrorStats fitted, held_out;  // held out: 5 folds by head shape (heads, KV heads, head dim)
+  std::vector<double> cv_predicted_s;
+};
+// `iters`: the optimiser's iterations of its first pass (two restarts of as many follow)
+DecodeFit fit_decode(const std::vector<DecodeSample>& rows, DType kv, const Platform& p, int folds = 5, int iters = 3000);
+std::string decode_fits_yaml(const std::vector<DecodeFit>& fits);  // the `  decode_attention:` lines of a kernel_model block
 
 // The platform file `ptext` renamed `name`, with a `kernel_model:` block of the fits
 std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits,

@@ -137,37 +137,64 @@ const BatchPricer::Model& BatchPricer::token_model(int mode) {
   return m;
 }
 
-// Five evaluations of one sequence's attention rows: q = 1, 512, 2048 at k = 0 give each row's
-// quadratic in q; q = 1 and 512 at k = kContextRef its terms in k
+// Seven evaluations of one sequence's attention rows: q = 2, 512, 2048 at k = 0 give each row's
+// quadratic in q for prefill chunks; q = 2 and 512 at k = kContextRef its terms in k; a decode
+// (q = 1) at k = 0 and kContextRef its line (a context-attention kernel model prices q ≥ 2 and its
+// tiles, which a decode does not run: the decode is fitted on its own points)
 void BatchPricer::attention_model() {
   if (attention_ready_) return;
+  struct Sample {
+    std::array<double, 5> t;  // compute, memory, other, theoretical compute, theoretical memory
+    bool decode = false;
+    DecodeShape shape;
+    std::string level;
+    DType kv = DType::bf16;
+  };
   auto rows = [&](long long q, long long k) {
-    std::vector<std::array<double, 3>> out;  // compute, memory, other of each attention row
-    for (const Row& r : run(0, 1, q, k).rows)
+    std::vector<Sample> out;
+    const PointResult& res = run(0, 1, q, k);
+    if (!platform_ && !res.platforms.empty()) platform_ = res.platforms[0];
+    for (const Row& r : res.rows)
       if (per_sequence_op(r.op)) {
         const double c = r.derated.compute_time_s, m = r.derated.memory_time_s;
-        out.push_back({c, m, r.derated.time_s - std::max(c, m)});
+        out.push_back(Sample{{c, m, r.derated.time_s - std::max(c, m), r.theoretical.compute_time_s, r.theoretical.memory_time_s}, r.decode.has_value(), r.decode.value_or(DecodeShape{}),
+                             r.memory_level, r.kv_dtype});
       }
     return out;
   };
-  const double q1 = 1, q2 = 512, q3 = 2048, K = kContextRef;
-  const auto f1 = rows(1, 0), f2 = rows(512, 0), f3 = rows(2048, 0), g1 = rows(1, static_cast<long long>(K)), g2 = rows(512, static_cast<long long>(K));
-  const size_t n = std::min({f1.size(), f2.size(), f3.size(), g1.size(), g2.size()});
+  const double q1 = 2, q2 = 512, q3 = 2048, K = kContextRef;
+  const auto f1 = rows(2, 0), f2 = rows(512, 0), f3 = rows(2048, 0), g1 = rows(2, static_cast<long long>(K)), g2 = rows(512, static_cast<long long>(K));
+  const auto d0 = rows(1, 0), dK = rows(1, static_cast<long long>(K));
+  const size_t n = std::min({f1.size(), f2.size(), f3.size(), g1.size(), g2.size(), d0.size(), dK.size()});
   attention_.assign(n, {});
-  for (size_t i = 0; i < n; ++i)
-    for (int j = 0; j < 3; ++j) {
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < 3; ++j) {
       Poly& p = j == 0 ? attention_[i].c : j == 1 ? attention_[i].m : attention_[i].o;
       // f(q, 0) = β q² + γ q + ε through the three points (Newton's divided differences)
-      const double y1 = f1[i][static_cast<size_t>(j)], y2 = f2[i][static_cast<size_t>(j)], y3 = f3[i][static_cast<size_t>(j)];
+      const double y1 = f1[i].t[j], y2 = f2[i].t[j], y3 = f3[i].t[j];
       const double d12 = (y2 - y1) / (q2 - q1), d23 = (y3 - y2) / (q3 - q2);
       p.b = (d23 - d12) / (q3 - q1);
       p.g = d12 - p.b * (q1 + q2);
       p.e = y1 - p.b * q1 * q1 - p.g * q1;
       // f(q, K) − f(q, 0) = (α q + δ) K
-      const double s1 = (g1[i][static_cast<size_t>(j)] - y1) / K, s2 = (g2[i][static_cast<size_t>(j)] - y2) / K;
+      const double s1 = (g1[i].t[j] - y1) / K, s2 = (g2[i].t[j] - y2) / K;
       p.a = (s2 - s1) / (q2 - q1);
       p.d = s1 - p.a * q1;
     }
+    DecodeLine& line = attention_[i].decode;
+    for (size_t j = 0; j < 5; ++j) line.at0[j] = d0[i].t[j], line.slope[j] = (dK[i].t[j] - d0[i].t[j]) / K;
+    if (dK[i].decode && platform_) {
+      const Platform& pl = *platform_;
+      const MemoryLevel* level = nullptr;
+      for (const MemoryLevel& l : pl.memory)
+        if (l.name == dK[i].level) level = &l;
+      line.params = pl.kernel_model.decode_for(dK[i].kv);
+      if (level && line.params) {
+        line.modelled = true, line.shape = dK[i].shape;
+        line.figures = DecodeFigures{pl.sm_count, pl.boost_clock_hz, level->bandwidth_bytes_per_s, pl.l2_size_bytes};
+      }
+    }
+  }
   attention_ready_ = true;
 }
 
@@ -208,11 +235,27 @@ double BatchPricer::cost(const std::vector<Work>& prefill, const std::vector<Wor
   // Each sum is the polynomial at the batch's sums: Σ q·k, Σ q², Σ q, Σ k and the count
   attention_model();
   double sqk = 0, sqq = 0, sq = 0, sk = 0, n = 0;
-  auto add = [&](double q, double k) { sqk += q * k, sqq += q * q, sq += q, sk += k, n += 1; };
-  for (const Work& w : prefill) add(static_cast<double>(w.tokens), static_cast<double>(w.context));
-  for (const Work& w : decode) add(1, static_cast<double>(w.context));
+  for (const Work& w : prefill) {
+    const double q = static_cast<double>(w.tokens), k = static_cast<double>(w.context);
+    sqk += q * k, sqq += q * q, sq += q, sk += k, n += 1;
+  }
+  // the decodes: their count, Σ k, the longest k
+  double nd = static_cast<double>(decode.size()), dk = 0, kmax = 0;
+  for (const Work& w : decode) dk += static_cast<double>(w.context), kmax = std::max(kmax, static_cast<double>(w.context));
   auto sum = [&](const Poly& p) { return p.a * sqk + p.b * sqq + p.g * sq + p.d * sk + p.e * n; };
-  for (const AttentionRow& r : attention_) t += std::max(sum(r.c), sum(r.m)) + sum(r.o);
+  for (const AttentionRow& r : attention_) {
+    const DecodeLine& d = r.decode;
+    auto line = [&](size_t j) { return nd * d.at0[j] + d.slope[j] * dk; };
+    double c = sum(r.c), m = sum(r.m), o = sum(r.o);
+    if (nd > 0 && d.modelled) {  // one decode kernel for the batch's decodes, never below their roofline bound
+      DecodeShape s = d.shape;
+      s.batch = nd, s.kv_tokens = dk / nd + 1, s.max_kv_tokens = kmax + 1;
+      t += std::max(decode_attention_time(s, *d.params, d.figures).time_s, std::max(line(3), line(4)));
+    } else if (nd > 0) {
+      c += line(0), m += line(1), o += line(2);
+    }
+    if (n > 0 || (nd > 0 && !d.modelled)) t += std::max(c, m) + o;
+  }
   return t;
 }
 

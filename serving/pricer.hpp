@@ -5,17 +5,21 @@
 //     all T tokens: the network's prefill of T tokens on one sequence, less its attention and LM head;
 //   - attention (and the KV cache's append) runs per sequence: q new tokens after k cached ones,
 //     its compute and memory times summed over the batch's sequences layer by layer (one varlen
-//     kernel per layer), the larger of the two taken;
+//     kernel per layer), the larger of the two taken; the decodes' attention likewise, or, where the
+//     platform has a decode-attention kernel model, as one decode kernel per layer over the batch's
+//     decodes at their mean and longest context (its floor and split priced once, not per sequence);
 //   - the LM head runs on one token per sequence that samples (a decode, a prompt's last chunk);
 //   - the execution mode's overhead (launches, graph gaps, the host) once per iteration: the
 //     prefill network's in the prefill mode when the batch holds prefill tokens, else the decode
 //     network's (a decode-only batch is priced as the decode step of that many sequences).
 // Each part is priced from a few engine evaluations and kept: the token-wise layers' compute,
-// memory and communication times are affine in T (two evaluations per mode); attention's are of
-// the form α·q·k + β·q² + γ·q + δ·k + ε (five evaluations); the LM head affine in the sequences sampling (two evaluations).
+// memory and communication times are affine in T (two evaluations per mode); a prefill chunk's
+// attention is of the form α·q·k + β·q² + γ·q + δ·k + ε (five evaluations, q ≥ 2), a decode's
+// affine in k (two); the LM head affine in the sequences sampling (two evaluations).
 // What is not affine (a mixture's experts touched, a calibrated efficiency curve, a sliding window
 // that caps k) is priced at the affine model's two ends: the docs name it.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,9 +77,21 @@ class BatchPricer {
     double a = 0, b = 0, g = 0, d = 0, e = 0;
     double at(double q, double k) const { return a * q * k + b * q * q + g * q + d * k + e; }
   };
-  struct AttentionRow {
-    Poly c, m, o;
+  // a decode's (one query after k cached): compute, memory, other and the theoretical roofs'
+  // compute and memory times, each c0 + c1·k per sequence; or, on a platform with a decode-attention
+  // model, one kernel for the batch's decodes at their mean and longest context (kernel_model.hpp)
+  struct DecodeLine {
+    std::array<double, 5> at0{}, slope{};  // compute, memory, other, theoretical compute, theoretical memory
+    bool modelled = false;
+    DecodeShape shape;
+    const DecodeAttentionParams* params = nullptr;
+    DecodeFigures figures;
   };
+  struct AttentionRow {
+    Poly c, m, o;  // a prefill chunk's (q ≥ 2)
+    DecodeLine decode;
+  };
+  std::shared_ptr<const Platform> platform_;  // (the decode model's parameters and figures)
   std::vector<AttentionRow> attention_;
   bool attention_ready_ = false;
   Affine lm_;  // the LM head's times at 1 and 256 sampling sequences

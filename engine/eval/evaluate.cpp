@@ -264,7 +264,7 @@ T& next_slot(std::vector<T>& v, size_t& used) {
 }  // namespace
 
 void Row::clear() {
-  static_assert(sizeof(Row) == 784, "a field added to Row: reset it in Row::clear, then update this size");
+  static_assert(sizeof(Row) == 856, "a field added to Row: reset it in Row::clear, then update this size");
   point = 0;
   platform.clear(), network.clear(), layer.clear(), op.clear();
   dtype = compute_dtype = weights_dtype = kv_dtype = DType::fp32;
@@ -274,7 +274,7 @@ void Row::clear() {
   cost.clear();
   bytes = 0;
   compute_roof.clear(), memory_level.clear();
-  theoretical = derated = RoofPoint{};
+  theoretical = derated = RoofPoint{}, decode.reset();
   collective.clear();
   kernel.clear();
   kernel_index = -1;
@@ -968,7 +968,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
           const bool kernel_model = pl.kernel_model.active() && !(ctx.hooks && ctx.hooks->has_efficiency()) &&  // a GPU kernel model's time
-                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s);
+                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s, &r.decode);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
             // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
             auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)

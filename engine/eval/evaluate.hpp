@@ -34,6 +34,7 @@ struct Row {
   double bytes = 0;  // under the scenario's memory model
   std::string compute_roof, memory_level;
   RoofPoint theoretical, derated;
+  std::optional<DecodeShape> decode;  // a decode attention priced by the platform's decode model: its shape (the serving pricer's)
   std::string collective;       // its collective under tensor parallelism, e.g. "all-reduce ring 8 × NVLink 4" ("" = none)
   std::string kernel;           // the kernel the layer runs in ("" = none: a view, or eliminated)
   int kernel_index = -1;        // that kernel's number in the network, in order of first layer (-1: none or not known)

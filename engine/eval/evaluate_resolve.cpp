@@ -321,10 +321,10 @@ static void carry_kernel_model(Platform& p, PlatformCache& cache, Diags& d, std:
     d.error(loc, "platform '" + from + "' has no kernel model to carry", {Note{{}, "fit one with `rsim calibrate --ops DIR --platform " + from + " -o FILE`"}});
     return;
   }
-  p.kernel_model.gemm = src.kernel_model.gemm;
-  p.kernel_model.memory = src.kernel_model.memory;
-  p.kernel_model.attention = src.kernel_model.attention;
-  p.kernel_model.collectives = src.kernel_model.collectives;
+  // every fitted family at once (a family added later carries with the rest), keeping p's own `from:`
+  KernelModel carried = src.kernel_model;
+  carried.from = p.kernel_model.from, carried.from_loc = p.kernel_model.from_loc;
+  p.kernel_model = carried;
   p.kernel_model.source = "carried from " + from + (src.kernel_model.source.empty() ? "" : " (" + src.kernel_model.source + ")");
 }
 

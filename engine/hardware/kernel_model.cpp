@@ -207,7 +207,7 @@ double memory_kernel_time(double flops, double bytes, const MemoryParams& p, dou
 }
 
 bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
-                        double bytes, double bound_s) {
+                        double bytes, double bound_s, std::optional<DecodeShape>* decode) {
   const KernelModel& km = pl.kernel_model;
   double compute = 0, memory = 0, total = 0;
   const std::vector<GemmPart> parts = gemm_parts(L, bytes);
@@ -228,8 +228,15 @@ bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, 
       const double pass = rest / (level.bandwidth_bytes_per_s * eff);
       memory += pass, total += pass + (km.memory ? km.memory->floor_s : 0);
     }
+  } else if (DecodeShape ds; L.op && L.op->name == "attention" && decode_shape(L, ds)) {
+    // decode attention (one query per sequence), by the KV cache's dtype
+    const DecodeAttentionParams* p = km.decode_for(L.kv_dtype());
+    if (!p || pl.sm_count < 1 || !(pl.boost_clock_hz > 0)) return false;
+    const DecodeTime t = decode_attention_time(ds, *p, DecodeFigures{pl.sm_count, pl.boost_clock_hz, level.bandwidth_bytes_per_s, pl.l2_size_bytes});
+    compute = t.stream_s, memory = t.memory_s, total = t.time_s;
+    if (decode) *decode = ds;
   } else if (L.op && L.op->name == "attention") {
-    // context attention (flash; more than one query, or no cached prefix); decode keeps the roofline
+    // context attention (flash, more than one query)
     AttentionShape a;
     const AttentionParams* p = km.attention_for(L.compute_dtype(), roof.dtypes);
     if (!p || pl.sm_count < 1 || !attention_shape(L, a)) return false;
@@ -272,6 +279,7 @@ std::string describe_gpu_figures(const Platform& p) {
        ":" + (k.source.empty() ? "" : " " + k.source) + "\n";
   for (const auto& [t, g] : k.gemm) s += std::string("    gemm ") + dtype_name(t) + ": " + gemm_params_yaml(g) + "\n";
   for (const auto& [t, a] : k.attention) s += std::string("    context attention ") + dtype_name(t) + ": " + attention_params_yaml(a) + "\n";
+  for (const auto& [t, a] : k.decode) s += std::string("    decode attention, ") + dtype_name(t) + " KV cache: " + decode_params_yaml(a) + "\n";
   for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";
   if (k.memory) s += "    memory-bound: bandwidth_efficiency " + format_number(k.memory->bandwidth_efficiency) + ", floor " + si(k.memory->floor_s, "s") + "\n";
   return s;

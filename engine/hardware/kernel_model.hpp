@@ -35,7 +35,27 @@
 //   total   = Σ over tiles (blocks · block + masked blocks · tm·bn · mask) + tiles · tile_s
 //   longest = the costliest tile's
 //   time    = floor + max(max(total / SMs, longest), bytes / (bandwidth · bandwidth_efficiency))
-// Decode attention (one query) and mixtures of experts keep the derated roofline.
+// Decode attention (one query per sequence over its KV cache; `decode_attention:`, per KV-cache
+// dtype), as TensorRT-LLM runs it on NVIDIA GPUs: a grouped-query attention (2 to 32 query heads
+// per KV head) in its XQA kernel (an fp8 cache always; a bf16 one when b · KV heads · ⌈L/128⌉ · 4
+// ≥ SMs), else the masked-MHA kernel. L: the KV tokens read (cached and new), Lw: those inside
+// the window, G: query heads per KV head, kv: the KV dtype's bytes, clk: the boost clock.
+//   XQA: one CTA per (sequence, KV head) and split s ways along the history (TensorRT-LLM's
+//     multi-block rule: s = ⌊L/128⌋, at most round(√(8s)), cut to fill 8 waves, at most 6000/b);
+//     CTAs resident per SM: 2 with an fp8 cache, 1 with bf16; chunk = ⌈L/s⌉; the CTAs whose chunk
+//     reaches into the window stream tok = ⌈min(chunk, Lw) / 64⌉ · 64 tokens (whole pages)
+//       fixed  = ⌈b·KVH·s / (SMs·resident)⌉ · (cta + group · G · d) / clk
+//       stream = ⌈b·KVH·active / (SMs·resident)⌉ · tok · max(512, 2·d·kv) / cta_bytes_per_cycle / clk
+//       time   = fixed + ‖ memory(b·KVH·active·tok·2·d·kv), stream ‖₃ + append
+//     (append: the separate RoPE and KV-append kernel of the bf16-cache path, and of fp8's head dim 64)
+//   masked MHA: one CTA per (sequence, query head) × tiles of the history (to fill about one wave),
+//     T threads (256, up to 1024 for small batches), dmax = head dim rounded up to 64/128/256
+//       time   = ‖ ⌈b·H·tiles / (SMs · 1024/T)⌉ · (mmha_cta + 1024/T · ⌈Lw/tiles⌉ · dmax · mmha_token) / clk,
+//                  memory(b·KVH·Lw·2·d·kv) ‖₃
+//   memory(x) = min(x, L2/2) / (l2_bytes_per_cycle · SMs · clk) + the rest / (bandwidth · bandwidth_efficiency)
+//     (the first half of the L2 serves a CUDA graph's replays from cache)
+//   total = floor + multi_block (when split) + the kernel's time; ‖a, b‖₃ = (a³ + b³)^⅓
+// Mixtures of experts keep the derated roofline.
 #pragma once
 #include <array>
 #include <optional>
@@ -90,6 +110,50 @@ struct AttentionParams {
   double floor_s = 0;               // per kernel
 };
 constexpr int kAttnTileM = 128, kAttnBlockN = 128;
+// Decode attention's parameters (per KV-cache dtype)
+struct DecodeAttentionParams {
+  double floor_s = 0;               // per kernel
+  double bandwidth_efficiency = 0;  // share of the memory bandwidth past the L2, (0, 1]
+  double cta_cycles = 0;            // XQA: per CTA wave
+  double group_cycles = 0;          // XQA: per query head of a group and head-dim element, per CTA wave
+  double cta_bytes_per_cycle = 0;   // XQA: the KV one CTA streams per cycle
+  double mmha_cta_cycles = 0;       // masked MHA: per CTA wave
+  double mmha_token_cycles = 0;     // masked MHA: per token and (rounded) head-dim element of a CTA
+  double multi_block_s = 0;         // a split history's extra kernel (the partial results' reduction)
+  double l2_bytes_per_cycle = 0;    // per SM, the bytes the L2 serves
+  double append_s = 0;              // the separate RoPE / KV-append kernel where one runs
+};
+// A decode attention's shape on one GPU: `batch` sequences of `heads` query heads over `kv_heads`
+// KV heads, reading `kv_tokens` each (cached and new; `max_kv_tokens`: the longest, which sizes
+// the split), a KV cache of `kv_bytes` per element
+struct DecodeShape {
+  double batch = 1, heads = 1, kv_heads = 1, head_dim = 0, kv_tokens = 0, max_kv_tokens = 0, window = 0, kv_bytes = 2;
+};
+// The kernel TensorRT-LLM picks and its grid
+struct DecodePlan {
+  bool xqa = false;
+  double splits = 1, active = 1, tokens = 0;  // XQA: the history's parts, those inside the window, tokens each streams
+  double tiles = 1, threads = 256, dmax = 128;  // masked MHA
+};
+DecodePlan decode_plan(const DecodeShape& s, int sm_count);
+// The GPU figures the decode model reads
+struct DecodeFigures {
+  int sms = 0;
+  double clock_hz = 0, bandwidth = 0, l2_bytes = 0;
+};
+struct DecodeTime {
+  double time_s = 0;    // floor + multi_block + the kernel's
+  double memory_s = 0;  // the kernel's bytes (L2 and memory)
+  double stream_s = 0;  // the CTAs' own path (XQA: fixed + stream; MMHA: its waves)
+  double overhead_s = 0;  // floor, multi-block, append
+  DecodePlan plan;
+};
+DecodeTime decode_attention_time(const DecodeShape& s, const DecodeAttentionParams& p, const DecodeFigures& f);
+DecodeTime decode_attention_time(const DecodeShape& s, const DecodePlan& plan, const DecodeAttentionParams& p, const DecodeFigures& f);
+// A decode attention layer's shape (one query over a KV cache; per GPU: its heads from its MACs);
+// false for a prefill's attention or another operator
+bool decode_shape(const Layer& L, DecodeShape& s);
+std::string decode_params_yaml(const DecodeAttentionParams& p);
 // An attention's shape on one GPU: `batch` sequences of `heads` query heads, sq queries (the last
 // sq of skv positions) over skv keys
 struct AttentionShape {
@@ -122,17 +186,19 @@ struct KernelModel {
   std::vector<std::pair<DType, GemmParams>> gemm;  // per compute dtype
   std::optional<MemoryParams> memory;
   std::vector<std::pair<DType, AttentionParams>> attention;  // context attention, per compute dtype
+  std::vector<std::pair<DType, DecodeAttentionParams>> decode;  // decode attention, per KV-cache dtype
   std::vector<std::pair<Collective, CollectiveParams>> collectives;
   // A kind's parameters: its own, else all_reduce's, else nullptr
   const CollectiveParams* collective_for(Collective c) const;
   std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
   SourceLoc from_loc;
   std::string source;  // where the parameters come from
-  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty() || !attention.empty(); }
+  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty() || !attention.empty() || !decode.empty(); }
   // The parameters for a compute dtype: its own, else those of a dtype that shares its roof on the
   // platform (`same_roof`: fp16 takes bf16's on one bf16/fp16 roof), else nullptr
   const GemmParams* gemm_for(DType t, const std::vector<DType>& same_roof) const;
   const AttentionParams* attention_for(DType t, const std::vector<DType>& same_roof) const;  // the same for attention
+  const DecodeAttentionParams* decode_for(DType kv) const;  // decode attention's for a KV-cache dtype (fp16 takes bf16's), else nullptr
 };
 
 constexpr int kGemmTileK = 64;  // the K step of a tile's main loop, in elements
@@ -171,9 +237,10 @@ struct RoofPoint;
 // Prices layer L's kernel on `pl` by the platform's kernel model, on `roof` and `level`, and writes
 // it into `derated` (the derated roof point: compute and memory paths, the floor added to the
 // larger, bound, attainable rate), never below `bound_s` (the layer's roofline bound on the
-// theoretical roofs). False, `derated` untouched, when the model does not cover the layer.
+// theoretical roofs). False, `derated` untouched, when the model does not cover the layer. A decode
+// attention priced by the decode model leaves its shape in `*decode` (the serving pricer's).
 bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
-                        double bytes, double bound_s);
+                        double bytes, double bound_s, std::optional<DecodeShape>* decode = nullptr);
 
 // A collective's time by the model above
 double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth);

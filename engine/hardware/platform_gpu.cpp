@@ -79,6 +79,23 @@ AttentionParams read_attention_params(const CNode& n, const std::string& what, D
   return p;
 }
 
+DecodeAttentionParams read_decode_params(const CNode& n, const std::string& what, Diags& d) {
+  DecodeAttentionParams p;
+  MapReader m(n, keys::map("decode_params"), what, d);
+  if (!m.ok()) return p;
+  auto positive = [&](const char* key, double& out) {
+    if (auto v = bounded(m.require(key), d, key, 0, 1e12, true)) out = *v;
+  };
+  if (auto v = time_of(m.require("floor"), d, "floor")) p.floor_s = *v;
+  if (auto v = bounded(m.require("bandwidth_efficiency"), d, "bandwidth_efficiency", 0, 1, true)) p.bandwidth_efficiency = *v;
+  positive("cta_cycles", p.cta_cycles), positive("group_cycles", p.group_cycles), positive("cta_bytes_per_cycle", p.cta_bytes_per_cycle);
+  positive("mmha_cta_cycles", p.mmha_cta_cycles), positive("mmha_token_cycles", p.mmha_token_cycles), positive("l2_bytes_per_cycle", p.l2_bytes_per_cycle);
+  if (auto v = time_of(m.require("multi_block"), d, "multi_block")) p.multi_block_s = *v;
+  if (auto v = time_of(m.require("append"), d, "append")) p.append_s = *v;
+  m.finish();
+  return p;
+}
+
 KernelModel read_kernel_model(const CNode& n, Diags& d) {
   KernelModel k;
   MapReader m(n, keys::map("kernel_model"), "kernel_model", d);
@@ -119,6 +136,19 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
         k.attention.emplace_back(*t, read_attention_params(e.value, "kernel_model.attention." + e.key, d));
       }
   }
+  if (const CNode* dec = m.get("decode_attention")) {
+    if (from) d.error(dec->loc, "kernel_model takes its parameters from '" + k.from + "' or states them, not both");
+    if (!dec->is_map() || dec->entries.empty()) d.error(dec->loc, "decode_attention must map KV-cache dtypes to parameters, e.g. {bf16: {floor: 3.5 us, ...}}");
+    else
+      for (const auto& e : dec->entries) {
+        auto t = parse_dtype(e.key);
+        if (!t) {
+          d.error(e.key_loc, "decode_attention names '" + e.key + "', which is not a dtype", {Note{{}, "a KV-cache dtype such as bf16, fp16, fp8"}});
+          continue;
+        }
+        k.decode.emplace_back(*t, read_decode_params(e.value, "kernel_model.decode_attention." + e.key, d));
+      }
+  }
   if (memory) {
     MapReader mm(*memory, keys::map("kernel_memory"), "kernel_model.memory", d);
     MemoryParams p;
@@ -145,7 +175,7 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
       }
     cm.finish();
   }
-  if (!from && !k.active()) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/attention/memory/collective parameters");
+  if (!from && !k.active()) d.error(n.loc, "kernel_model needs `from: PLATFORM` or its gemm/attention/decode_attention/memory/collective parameters");
   m.finish();
   return k;
 }
