@@ -41,6 +41,23 @@ namespace {
   throw in_file_order(found);
 }
 
+// --format's list ("png,svg"); `bad`: the first name that is not a format
+std::vector<plots::Format> parse_formats(const std::string& list, std::string& bad) {
+  std::vector<plots::Format> formats;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string f = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (f == "png") formats.push_back(plots::Format::PNG);
+    else if (f == "svg") formats.push_back(plots::Format::SVG);
+    else if (f == "pdf") formats.push_back(plots::Format::PDF);
+    else if (!f.empty() && bad.empty()) bad = f;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return formats;
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -81,20 +98,10 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   std::string hw = find_hardware_dir(vm["hw-dir"].as<std::string>());
   try {
     plots::RenderOptions ropt;
-    ropt.formats.clear();
     {
-      std::string list = vm["format"].as<std::string>();
-      size_t start = 0;
-      while (start <= list.size()) {
-        size_t comma = list.find(',', start);
-        std::string f = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (f == "png") ropt.formats.push_back(plots::Format::PNG);
-        else if (f == "svg") ropt.formats.push_back(plots::Format::SVG);
-        else if (f == "pdf") ropt.formats.push_back(plots::Format::PDF);
-        else if (!f.empty()) return usage_error(err, "unknown figure format '" + f + "'", "formats: png, svg, pdf");
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      std::string bad;
+      ropt.formats = parse_formats(vm["format"].as<std::string>(), bad);
+      if (!bad.empty()) return usage_error(err, "unknown figure format '" + bad + "'", "formats: png, svg, pdf");
       double dpi = vm["dpi"].as<double>();
       if (dpi != 0 && (dpi < 36 || dpi > 600)) return usage_error(err, "--dpi must be between 36 and 600");
       ropt.dpi = dpi;
@@ -216,9 +223,11 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           restyle(specs);
         }
         std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
-        std::vector<plots::OutputFile> files =
-            plots::render_figures(collected, s, specs, ropt, figures, &failures, served_tables ? &*served_tables : nullptr);
+        std::vector<std::pair<std::string, std::string>> svgs;  // report.html's figures, with tooltips
+        const serving::ServingTables* st = served_tables ? &*served_tables : nullptr;
+        auto files = plots::render_figures(collected, s, specs, ropt, figures, &failures, st, &svgs);
         files.push_back({"report.md", plots::report_markdown(collected, s, figures) + serving_report});
+        files.push_back({"report.html", plots::report_html(collected, s, svgs, st)});
         for (const auto& f : files) {
           write_file_atomic((fs::path(set->staging()) / f.name).string(), f.bytes);
           written.push_back(f.name);
@@ -256,7 +265,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       std::snprintf(buf, sizeof buf, "%.3f s", secs);
       out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, ops.csv, results.json" : "summary.csv, results.json (network totals)");
       if (!served.empty()) out << ", requests.csv, serving.csv, timeline.csv";
-      if (n_figures) out << ", report.md and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
+      if (n_figures) out << ", report.md, report.html and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
       out << " (evaluated in " << buf << ")\n";
     }
     return kOk;

@@ -124,6 +124,10 @@ void CairoRenderer::begin(double width, double height) {
   cairo_set_line_join(impl_->cr, CAIRO_LINE_JOIN_ROUND);
 }
 
+void CairoRenderer::tip(const std::string& text) {
+  if (tips_ && format_ == Format::SVG) impl_->svg.tip(text);
+}
+
 void CairoRenderer::end() {
   if (format_ == Format::SVG) {
     out_ = impl_->svg.end();

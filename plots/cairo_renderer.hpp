@@ -26,6 +26,9 @@ class CairoRenderer : public Renderer {
   TextBox measure(const std::string& s, double size, bool bold) override;
   void clip(const Rect& r) override;
   void unclip() override;
+  // SVG for report.html: data points carry their tooltips (tip()); files are drawn without.
+  void keep_tips() { tips_ = true; }
+  void tip(const std::string& text) override;
 
   // The finished file's bytes (after end()). Deterministic for SVG and PDF: no timestamps.
   const std::string& bytes() const { return out_; }
@@ -35,6 +38,7 @@ class CairoRenderer : public Renderer {
   std::unique_ptr<Impl> impl_;
   Format format_;
   double dpi_;
+  bool tips_ = false;
   std::string out_;
 };
 

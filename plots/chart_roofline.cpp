@@ -28,7 +28,42 @@ struct RoofPt {
   double launch_share = -1;  // a network point under execution: fused: its kernels' launch overhead over its time (-1: none)
   std::string limit = "";    // a network point: the part of its time that limits it (SummaryRow's parts)
   std::string phase = "";    // an LLM network's phase (prefill, decode), when its name does not say it
+  std::string tip = "";      // report.html's tooltip: what it is, its FLOPs, bytes, time, bound and limit
 };
+
+// A point's tooltip lines: "FLOPs …, bytes …, … FLOP/B" and its time with what it is made of
+std::string cost_line(double flops, double bytes, double intensity) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", intensity);
+  return "FLOPs " + si(flops, "", 4) + ", bytes " + si(bytes, "B", 4) + ", " + b + " FLOP/B";
+}
+std::string layer_tip(const Row& row, const RoofPoint& rp, bool derated, const std::string& point) {
+  std::string t = row.layer + " (" + row.op + ") · " + row.network + " · " + row.platform + (point.empty() ? "" : " · " + point) + "\n";
+  t += cost_line(row.cost.flops, row.bytes, rp.intensity) + "\n";
+  t += std::string(derated ? "derated " : "") + "time " + si(rp.time_s, "s", 4) + " (compute " + si(rp.compute_time_s, "s", 3) + ", memory " +
+       si(rp.memory_time_s, "s", 3) + (rp.comm_time_s > 0 ? ", comm " + si(rp.comm_time_s, "s", 3) : "") + ")\n";
+  const std::string bound = bound_name(rp.bound);
+  t += bound + " bound; limit: " +
+       (bound == "compute" ? row.compute_roof + " " + si(rp.peak_flops_per_s, "FLOP/s", 4)
+        : bound == "memory" ? row.memory_level + " " + si(rp.bandwidth_bytes_per_s, "B/s", 4)
+        : bound == "interconnect" ? (row.collective.empty() ? std::string("the interconnect") : row.collective)
+                                  : std::string("none"));
+  if (!row.kernel.empty() && row.kernel != row.layer) t += "\nin kernel " + row.kernel;
+  return t;
+}
+std::string network_tip(const SummaryRow& sm, bool derated, const std::string& point) {
+  std::string t = sm.network + (sm.phase.empty() ? "" : " · " + sm.phase) + " · " + sm.platform + (point.empty() ? "" : " · " + point) + "\n";
+  t += cost_line(sm.flops, sm.bytes, sm.intensity) + "\n";
+  const TimeParts& p = derated ? sm.dparts : sm.parts;
+  t += std::string(derated ? "derated " : "") + "time " + si(derated ? sm.derated_time_s : sm.time_s, "s", 4) + ": work " + si(p.work(), "s", 3) +
+       ", overhead " + si(p.overhead(), "s", 3) + ", comm " + si(p.comm, "s", 3) + (p.bubble > 0 ? ", bubble " + si(p.bubble, "s", 3) : "") + "\n";
+  const auto [limit, share] = time_limit(p);
+  char b[48];
+  std::snprintf(b, sizeof b, " (%.0f %% of the time)", 100 * share);
+  t += "limit: " + (limit[0] ? std::string(limit) + b : std::string("none")) + "; " + std::to_string(derated ? sm.derated_memory_bound : sm.memory_bound) +
+       " memory- and " + std::to_string(derated ? sm.derated_compute_bound : sm.compute_bound) + " compute-bound layers";
+  return t;
+}
 
 
 // A platform on the chart and its compute roofs for the precisions the points use.
@@ -103,6 +138,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
         pts.push_back({x, y, label, bound, "network", sm.network, sm.platform, pi, over_memory(sm)});
         pts.back().limit = lim;
         pts.back().phase = phase;
+        pts.back().tip = network_tip(sm, on_derated, npoints > 1 ? point_text(r, pi) : std::string());
         // what of its time the launches are (why a network sits under every roof at small batch)
         for (const auto& pl : pr.platforms)
           if (pl->name == sm.platform && pr.settings.execution == Execution::Fused && pl->runtime.launch_overhead_s > 0) {
@@ -132,6 +168,7 @@ std::vector<RoofPt> roofline_points(const PlotSpec& spec, const RunResult& r, co
       if (npoints > 1 && !(plats.size() > 1 && !label.empty())) label += (label.empty() ? "" : " · ") + point_text(r, pi);
       if (plats.size() > 1 && label.empty()) label = row.platform;
       pts.push_back({x, y, label, bound, row.op, row.network, row.platform, pi});
+      pts.back().tip = layer_tip(row, rp, on_derated, npoints > 1 ? point_text(r, pi) : std::string());
       for (const auto& sm : pr.summary)  // (the network's phase: its summary row's)
         if (sm.network == row.network) {
           pts.back().phase = phase_unless_named(sm.network, sm.phase);
@@ -373,7 +410,10 @@ std::vector<RoofPt> merge_coincident(const std::vector<RoofPt>& pts) {
     extra.push_back(0);
   }
   for (size_t k = 0; k < merged.size(); ++k)
-    if (extra[k] > 0) merged[k].label += " (+" + std::to_string(extra[k]) + ")";
+    if (extra[k] > 0) {
+      merged[k].label += " (+" + std::to_string(extra[k]) + ")";
+      merged[k].tip += "\n(and " + std::to_string(extra[k]) + " more at this place)";
+    }
   return merged;
 }
 
@@ -423,6 +463,7 @@ void add_roofline_markers(Figure& f, const PlotSpec& spec, const RunResult& r, c
     q.fill.a = 0.9;
     q.size = pts.size() + more > 500 ? 4 : 7;
     q.hollow = p.over;
+    q.tip = p.tip;
     bool repeat = std::any_of(labelled_at.begin(), labelled_at.end(), [&](const auto& l) { return l.first == p.label && close_to(l.second, p.x); });
     if (label_points && !repeat) {
       q.label = p.label;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/model/units.hpp"
+
 namespace rsim::plots::layout {
 
 // One number format for every value of a heatmap (cells and colour bar), written as axis ticks
@@ -93,6 +95,18 @@ void paint_heatmap(Renderer& r, DrawReport& rep, const Heatmap& h, const HeatSca
       Rect c{plot.x + cw * static_cast<double>(xi), plot.y + plot.h - ch * static_cast<double>(yi + 1), cw, ch};
       bool valid = std::isfinite(v) && (hs.axis.scale != Scale::Log || v > 0);
       Color col = valid ? viridis(hs.norm(v)) : rgb(0xCCCCCC);
+      {  // report.html: the cell's row, column and value
+        std::string t = h.ycats[yi] + " · " + h.xcats[xi] + ": ";
+        if (!valid) t += "no value";
+        else if (!h.value_unit.empty()) t += si(v, h.value_unit, 4);
+        else {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.4g", v);
+          t += buf;
+        }
+        if (!h.value_label.empty()) t += " (" + h.value_label + ")";
+        r.tip(t);
+      }
       r.rect(c, col, nullptr);
       if (yi < h.over.size() && xi < h.over[yi].size() && h.over[yi][xi]) {  // does not fit in memory: faint hatching
         Color hc = lum_of(col) > 0.5 ? rgb(0x000000) : rgb(0xFFFFFF);

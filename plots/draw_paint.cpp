@@ -5,7 +5,34 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/model/units.hpp"
+
 namespace rsim::plots::layout {
+
+namespace {
+// A value as report.html's tooltips write it: the axis's category, or 4 digits with its unit
+std::string value_text(const Axis& a, double v) {
+  if (!a.categories.empty()) {
+    const double i = std::round(v);
+    if (i >= 0 && i < static_cast<double>(a.categories.size()) && std::fabs(v - i) < 1e-9) return a.categories[static_cast<size_t>(i)];
+  }
+  if (!a.unit.empty()) return si(v, a.unit, 4);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+std::string bar_tip(const Figure& f, const BarSeries& b, size_t c) {
+  if (c < b.tips.size() && !b.tips[c].empty()) return b.tips[c];
+  std::string t = c < f.y.categories.size() ? f.y.categories[c] : std::string();
+  if (!b.legend.empty()) t += (t.empty() ? "" : " · ") + b.legend;
+  return t + (t.empty() ? "" : ": ") + value_text(f.x, b.values[c]);
+}
+std::string point_tip(const Figure& f, const Point& pt) {
+  if (!pt.tip.empty()) return pt.tip;
+  auto axis = [](const Axis& a) { return a.title.empty() ? std::string() : a.title + " "; };
+  return (pt.label.empty() ? "" : pt.label + ": ") + axis(f.x) + value_text(f.x, pt.at.x) + ", " + axis(f.y) + value_text(f.y, pt.at.y);
+}
+}  // namespace
 
 void paint_grid(Pass& p) {
   const Figure& f = p.f;
@@ -66,6 +93,7 @@ void paint_bars(Pass& p) {
         if (x1 <= x0) continue;
         const Rect br{x0, cy - bh / 2, std::max(0.5, x1 - x0), bh};
         p.obs.boxes.push_back(br);
+        r.tip(bar_tip(f, b, c));
         r.rect(br, c < b.colors.size() ? b.colors[c] : b.color, nullptr);
       }
       if (c < f.bar_labels.size() && !f.bar_labels[c].empty())  // (room kept for it: the legend avoids it)
@@ -86,6 +114,7 @@ void paint_bars(Pass& p) {
       Rect br{x0, y0, std::max(0.5, x1 - x0), bh * 0.92};
       p.obs.boxes.push_back(br);  // the legend must not cover a bar
       Color col = c < b.colors.size() ? b.colors[c] : b.color;
+      r.tip(bar_tip(f, b, c));
       if (b.hatched) {
         Color light = col;
         light.a = 0.28;
@@ -196,6 +225,7 @@ void paint_axes(Pass& p) {
 // Markers; those marked `on_top` (ridge points) last, so data never hides them.
 void paint_points(Pass& p) {
   auto paint = [&](const Point& pt) {
+    p.r.tip(point_tip(p.f, pt));
     if (pt.hollow) p.r.marker(p.T.to(pt.at), pt.marker, pt.size, rgb(0xFFFFFF), pt.fill);
     else p.r.marker(p.T.to(pt.at), pt.marker, pt.size, pt.fill, rgb(0x222222));
   };

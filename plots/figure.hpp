@@ -48,6 +48,7 @@ struct Point {
   bool on_top = false;  // drawn after the others (ridge points)
   bool connect = true;  // trend: joined to its neighbours by the series line
   bool hollow = false;  // an outline in `fill`'s colour on white (e.g. measured beside predicted)
+  std::string tip;      // what report.html shows when a reader points at it ("": the label and the coordinates)
 };
 
 // A vertical or horizontal reference (e.g. a ridge point), labelled.
@@ -66,6 +67,7 @@ struct BarSeries {
   Color color;
   Dash outline = Dash::Solid;
   bool hatched = false;  // for greyscale: the second series is hatched
+  std::vector<std::string> tips;  // report.html's tooltip per category ("" or missing: category, legend and value)
 };
 
 struct Heatmap {

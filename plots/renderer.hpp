@@ -33,6 +33,9 @@ class Renderer {
   // Text with its baseline at `at`, rotated by `angle` radians (counter-clockwise), anchored.
   virtual void text(P at, const std::string& s, double size, const Color& c, double angle, Anchor anchor, bool bold) = 0;
   virtual TextBox measure(const std::string& s, double size, bool bold) = 0;
+  // The next marker or rect is a data point a reader can point at: an interactive SVG
+  // (report.html) gives it this tooltip; files ignore it.
+  virtual void tip(const std::string& text) { (void)text; }
   virtual void clip(const Rect& r) = 0;
   virtual void unclip() = 0;
 };

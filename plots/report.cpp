@@ -14,7 +14,7 @@ namespace rsim::plots {
 
 std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, const std::vector<PlotSpec>& specs, const RenderOptions& opt,
                                        std::vector<std::pair<std::string, std::vector<Format>>>& figures, std::vector<std::string>* failures,
-                                       const serving::ServingTables* serving) {
+                                       const serving::ServingTables* serving, std::vector<std::pair<std::string, std::string>>* svgs) {
   std::vector<OutputFile> files;
   std::vector<std::pair<std::string, const PlotSpec*>> names;  // each figure's files are its own
   for (const PlotSpec& spec : specs) {
@@ -50,6 +50,12 @@ std::vector<OutputFile> render_figures(const RunResult& r, const Scenario& s, co
           CairoRenderer cr(fmt, dpi);
           draw(b.figure, cr);
           mine.push_back({b.name + "." + format_ext(fmt), cr.bytes()});
+        }
+        if (svgs) {  // report.html's copy: its points and bars answer a pointer
+          CairoRenderer cr(Format::SVG, dpi);
+          cr.keep_tips();
+          draw(b.figure, cr);
+          svgs->emplace_back(b.name, cr.bytes());
         }
       } catch (const std::exception& e) {
         if (!failures) throw;
@@ -223,6 +229,7 @@ std::string report_markdown(const RunResult& r, const Scenario& s, const std::ve
     for (Format f : formats) md += " [" + std::string(format_ext(f)) + "](" + name + "." + format_ext(f) + ")";
     md += " · data: [" + name + ".csv](" + name + ".csv)\n\n";
   }
+  md += "Interactive: [report.html](report.html) (every point and bar with its tooltip, the tables sortable).\n\n";
   md += "Tables: [results.csv](results.csv) (per layer) · [summary.csv](summary.csv) (per network) · [kernels.csv](kernels.csv) · [ops.csv](ops.csv) (per op type) · "
         "[results.json](results.json)\n";
   return md;

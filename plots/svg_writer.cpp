@@ -6,6 +6,18 @@
 
 namespace rsim::plots {
 
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '&') o += "&amp;";
+    else if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
+}
+
 namespace {
 
 // Two decimals, trailing zeros dropped: deterministic and compact.
@@ -25,17 +37,8 @@ std::string hex(const Color& c) {
   return buf;
 }
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return xml_escape(s); }
+
 
 std::string fill_attr(const Color& c) {
   if (c.a <= 0) return " fill=\"none\"";
@@ -64,6 +67,15 @@ void SvgWriter::begin(double width, double height) {
          "<g font-family=\"DejaVu Sans, Verdana, sans-serif\" stroke-linejoin=\"round\">\n";
 }
 
+std::string SvgWriter::tip_attr() {
+  if (tip_.empty()) return {};
+  std::string a = " class=\"tip\" data-tip=\"";
+  for (char c : esc(tip_)) a += c == '\n' ? std::string("&#10;") : std::string(1, c);
+  a += "\"";
+  tip_.clear();
+  return a;
+}
+
 std::string SvgWriter::end() {
   while (clips_ > 0) unclip();
   out_ += "</g>\n</svg>\n";
@@ -79,7 +91,7 @@ void SvgWriter::polyline(const std::vector<P>& pts, const LineStyle& style) {
 
 void SvgWriter::rect(const Rect& r, const Color& fill, const LineStyle* stroke) {
   out_ += "<rect x=\"" + n(r.x) + "\" y=\"" + n(r.y) + "\" width=\"" + n(r.w) + "\" height=\"" + n(r.h) + "\"" + fill_attr(fill) +
-          (stroke ? stroke_attr(*stroke) : std::string()) + "/>\n";
+          (stroke ? stroke_attr(*stroke) : std::string()) + tip_attr() + "/>\n";
 }
 
 void SvgWriter::hatch(const Rect& r, const Color& color) {
@@ -93,7 +105,7 @@ void SvgWriter::hatch(const Rect& r, const Color& color) {
 
 void SvgWriter::marker(P at, Marker m, double size, const Color& fill, const Color& edge) {
   double h = size / 2;
-  std::string style = fill_attr(fill) + stroke_attr(LineStyle{edge, 0.7});
+  std::string style = fill_attr(fill) + stroke_attr(LineStyle{edge, 0.7}) + tip_attr();
   if (m == Marker::Circle) {
     out_ += "<circle cx=\"" + n(at.x) + "\" cy=\"" + n(at.y) + "\" r=\"" + n(h) + "\"" + style + "/>\n";
     return;

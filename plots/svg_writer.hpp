@@ -9,6 +9,9 @@
 
 namespace rsim::plots {
 
+// & < > " as entities: text and attribute values of SVG and HTML
+std::string xml_escape(const std::string& s);
+
 class SvgWriter {
  public:
   void begin(double width, double height);
@@ -20,9 +23,12 @@ class SvgWriter {
   void text(P at, const std::string& s, double size, const Color& c, double angle, Anchor anchor, bool bold);
   void clip(const Rect& r);
   void unclip();
+  // Interactive (report.html): the next marker or rect carries `text` as its data-tip attribute.
+  void tip(const std::string& text) { tip_ = text; }
 
  private:
-  std::string out_;
+  std::string tip_attr();  // the pending tooltip as an attribute ("" without one), then none pending
+  std::string out_, tip_;
   int clips_ = 0, next_id_ = 0;
 };
 

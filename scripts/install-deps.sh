@@ -13,6 +13,8 @@ packages=(build-essential cmake pkg-config libyaml-cpp-dev liblua5.4-dev libboos
           zlib1g-dev                                  # gzip'd traces and op tables (engine/model/text_file.cpp, the only file with zlib)
           clang-14 libclang-rt-14-dev                 # the clang build, the ThreadSanitizer run and the fuzzers of CI
           python3-torch python3-torchvision           # rsim_torch (measure and probe through PyTorch) and its tests on the CPU
+          chromium                                    # report.html's test: Debian's chromium, headless, loads it and points at every marker
+          python3-distributed                         # sweeps as Dask tasks (rsim.run(..., client=...)) and their LocalCluster test
           poppler-utils)                              # CI's gallery check reads the paper PDF's page size and fonts (pdfinfo, pdffonts)
 missing=()
 for p in "${packages[@]}"; do
