@@ -10,7 +10,7 @@ CMAKE_ARGS := -DRSIM_WERROR=$(WERROR) $(CMAKE_FLAGS)
 STAMP   := $(BUILD)/.deps-installed
 FLAGS   := $(BUILD)/.cmake-args
 
-.PHONY: deps configure build run test check-sizes test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch validation validation-serving validation-gpu validation-kernels clean
+.PHONY: deps configure build run test check-sizes test-asan test-clang test-tsan python deb check-install bench bench-probe bench-e2e bench-roofline bench-torch bench-shard validation validation-serving validation-gpu validation-kernels clean
 
 deps:
 	./scripts/install-deps.sh
@@ -106,6 +106,10 @@ bench-roofline: build
 
 # rsim measure --backend torch (ResNet-18, CPU) beside a torchvision forward pass in one run: the
 # ratio against issue 25's 1.5x (needs python3-torch and python3-torchvision; ≈ 1 minute).
+# A sweep of 10^8 layer evaluations in 2 shards beside one process, and their merge (docs/cluster.md)
+bench-shard: build
+	python3 bench/shard.py --rsim $(BUILD)/rsim $(ARGS)
+
 bench-torch: build
 	/usr/bin/env $(TORCH_PYTHON) bench/torch_cpu.py --rsim $(BUILD)/rsim $(ARGS)
 

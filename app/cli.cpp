@@ -18,8 +18,10 @@ struct Command {
 
 const Command kCommands[] = {
     {"run", "run FILE [--out DIR] [--set NAME=VALUE]... [--jobs N] [--hw-dir DIR] [--quiet] [--rows N] [--tables all|summary] [--format png,svg,pdf] "
-            "[--style STYLE] [--dpi N] [--no-plots]",
+            "[--style STYLE] [--dpi N] [--no-plots] [--shard K/N|slurm]",
      "evaluate a scenario and write results.csv, summary.csv and results.json", cmd_run},
+    {"merge", "merge OUT SHARD_DIR... [--scenario FILE] [--quiet]",
+     "combine the shards of rsim run --shard K/N into the result set the unsharded run writes (tables, JSON, figures, byte for byte)", cmd_merge},
     {"estimate", "estimate MODEL --platform P [--platform P]... [--dtype D] [--batch B] [--execution E] [--phase prefill|decode] [--seq N] [--context N]",
      "a model's time on platforms (a zoo name, an .onnx file or a config.json), what it is made of and what limits it, per op type, with no scenario written",
      cmd_estimate},

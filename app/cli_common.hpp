@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/eval/evaluate.hpp"
+#include "engine/output/shard.hpp"
 
 namespace rsim::cli {
 
@@ -29,6 +30,7 @@ bool parse(const std::vector<std::string>& args, const po::options_description& 
 
 // The commands, one file each (app/cmd_*.cpp); app/cli.cpp's table names them.
 int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);       // cmd_run.cpp
+int cmd_merge(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);     // cmd_merge.cpp
 int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);  // cmd_run.cpp
 int cmd_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);  // cmd_estimate.cpp: a model's answer with no YAML written
 int cmd_import(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);    // cmd_import.cpp
@@ -113,5 +115,25 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_{};
   std::mutex mu_;
 };
+
+// Sharded runs (cmd_merge.cpp). `rsim run --shard K/N`: which shard (n = 0: not sharded).
+struct ShardRun {
+  size_t k = 0, n = 0;
+};
+// "K/N" or "slurm" (K = SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN, N = SLURM_ARRAY_TASK_COUNT); false
+// after a usage error naming --shard
+bool parse_shard(const std::string& text, ShardRun& shard, std::ostream& err);
+std::string shard_suffix(const ShardRun& shard);  // "-shard-K-of-N" ("" when not sharded)
+// The options a run's result depends on, as `--name=value` (what the shards of one run must share)
+std::vector<std::string> shard_options(const po::variables_map& vm);
+// Evaluates the shard's points into DIR/shard.rsim (committed whole); returns the exit code
+int run_shard(const Scenario& s, const Catalog& catalog, RunOptions opt, const ShardRun& shard, const std::vector<std::string>& options,
+              const std::string& dir, bool quiet, std::ostream& out, std::ostream& err);
+// `rsim merge`: the shards, one per k in order, that cmd_run replays in place of evaluating
+struct MergeRun {
+  std::vector<std::unique_ptr<ShardReader>> shards;
+};
+void check_merge_scenario(Scenario& s, const MergeRun& m);  // throws ConfigError: the file changed since the shards ran
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, MergeRun* merge);  // cmd_run.cpp
 
 }  // namespace rsim::cli

@@ -60,7 +60,19 @@ std::vector<plots::Format> parse_formats(const std::string& list, std::string& b
 
 }  // namespace
 
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+// --style: the style's own size, font and resolution for every figure
+void restyle(std::vector<plots::PlotSpec>& v, const std::string& style) {
+  if (style.empty()) return;
+  for (auto& sp : v) {
+    sp.style = style;
+    sp.given = {"style"};
+    sp.physical = false;
+  }
+}
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) { return cmd_run(args, out, err, nullptr); }
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, MergeRun* merge) {
   po::options_description desc("rsim run options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
@@ -71,7 +83,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "format", po::value<std::string>()->default_value("png,svg"), "figure formats, comma-separated: png, svg, pdf")(
       "dpi", po::value<double>()->default_value(0), "PNG resolution (default: each plot's own, 150)")(
       "no-plots", "write the tables only")(
-      "style", po::value<std::string>(), "draw every figure in this style: screen, paper, paper-wide, slides (overrides the scenario's)");
+      "style", po::value<std::string>(), "draw every figure in this style: screen, paper, paper-wide, slides (overrides the scenario's)")(
+      "shard", po::value<std::string>(), "K/N: evaluate only the points whose index is K mod N into DIR/shard.rsim, for rsim merge; slurm: K and N of the array job");
   desc.add(hw_dir_option());
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -95,6 +108,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   bool sets_ok = true;
   auto sets = parse_sets(vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{}, sets_ok, err);
   if (!sets_ok) return kUsage;
+  ShardRun shard;
+  if (vm.count("shard") && !parse_shard(vm["shard"].as<std::string>(), shard, err)) return kUsage;
   std::string hw = find_hardware_dir(vm["hw-dir"].as<std::string>());
   try {
     plots::RenderOptions ropt;
@@ -112,18 +127,10 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       std::string hint = did_you_mean(style, {"screen", "paper", "paper-wide", "slides"});
       return usage_error(err, "unknown style '" + style + "'", hint.empty() ? "styles: screen, paper, paper-wide, slides" : hint);
     }
-    // --style: the style's own size, font and resolution for every figure
-    auto restyle = [&](std::vector<plots::PlotSpec>& v) {
-      if (style.empty()) return;
-      for (auto& sp : v) {
-        sp.style = style;
-        sp.given = {"style"};
-        sp.physical = false;
-      }
-    };
     Diags unknown;
     Scenario s = load_scenario(vm["file"].as<std::string>(), &unknown);
     apply_overrides(s, sets);
+    if (merge) check_merge_scenario(s, *merge);
     Catalog catalog(hw);
     if (!unknown.empty()) throw_with_evaluation_errors(s, catalog, unknown);
     std::vector<plots::PlotSpec> specs;
@@ -134,7 +141,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       plot_errors.add(e);
       throw_with_evaluation_errors(s, catalog, plot_errors, true);
     }
-    restyle(specs);
+    restyle(specs, style);
     if (!vm.count("quiet"))
       for (const Diagnostic& w : s.load_warnings) err << format_diagnostic(w);
     if (want_plots && !vm.count("quiet"))
@@ -151,7 +158,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     opt.rows = tables == Tables::All;
     opt.progress = [&progress](size_t d, size_t t) { progress.update(d, t); };
 
-    fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / s.name;
+    fs::path dir = vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("out") / (s.name + shard_suffix(shard));
+    if (shard.n) return run_shard(s, catalog, opt, shard, shard_options(vm), dir.string(), vm.count("quiet") > 0, out, err);
     // Everything goes into a staging folder beside `dir`, swapped in at the end: an error or an
     // interrupt leaves the previous result set as it was.
     std::unique_ptr<ResultSet> set;
@@ -181,7 +189,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     WarningSink warnings(want_plots ? static_cast<ResultSink*>(&collect) : static_cast<ResultSink*>(&preview));
     writer.next = &warnings;
     auto t0 = std::chrono::steady_clock::now();
-    stream_scenario(s, catalog, opt, writer);
+    if (merge) replay_shards(s, catalog, opt, merge->shards, writer);
+    else stream_scenario(s, catalog, opt, writer);
     progress.finish();
     if (!vm.count("quiet")) warnings.print(err);  // --quiet: nothing but errors (summary.csv's fits_in_memory still says what a warning would)
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -220,7 +229,7 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
           Diags d;
           plots::apply_figure_defaults(specs, s.settings, d);
           d.throw_if_any();
-          restyle(specs);
+          restyle(specs, style);
         }
         std::vector<std::pair<std::string, std::vector<plots::Format>>> figures;
         std::vector<std::pair<std::string, std::string>> svgs;  // report.html's figures, with tooltips

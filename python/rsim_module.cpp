@@ -8,6 +8,8 @@
 #include <charconv>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -216,6 +218,27 @@ PYBIND11_MODULE(_rsim, m) {  // rsim._rsim: the package rsim (python/package/rsi
       "from YAML text (text=...), or from a dict (scenario=..., the structure its YAML loads to).\n"
       "Raises rsim.Error with the located message for a bad scenario.");
   m.def(
+      "read_result",
+      [](const std::string& dir, const std::string& scenario) {
+        auto text = [&](const char* name) {
+          std::ifstream f(std::filesystem::path(dir) / name, std::ios::binary);
+          std::ostringstream o;
+          o << f.rdbuf();
+          return o.str();
+        };
+        if (!std::filesystem::exists(std::filesystem::path(dir) / "summary.csv"))
+          throw py::value_error("rsim.read_result: '" + dir + "' holds no summary.csv (not a folder rsim run or rsim merge wrote)");
+        Result r;
+        r.run.results_csv = text("results.csv"), r.run.summary_csv = text("summary.csv"), r.run.kernels_csv = text("kernels.csv");
+        r.run.requests_csv = text("requests.csv"), r.run.serving_csv = text("serving.csv"), r.run.timeline_csv = text("timeline.csv");
+        r.rows = table(r.run.results_csv), r.summary = table(r.run.summary_csv), r.kernels = table(r.run.kernels_csv);
+        r.requests = table(r.run.requests_csv), r.serving = table(r.run.serving_csv), r.timeline = table(r.run.timeline_csv);
+        r.scenario = scenario;
+        return r;
+      },
+      py::arg("dir"), py::arg("scenario") = "",
+      "The tables of a result folder that rsim run or rsim merge wrote, as a Result (its figures are in the folder: rsim.plot does not redraw them).");
+  m.def(
       "plot",
       [](const Result& r, const std::string& out, const py::object& formats, const std::string& style) {
         std::vector<std::string> fmts;
@@ -231,6 +254,7 @@ PYBIND11_MODULE(_rsim, m) {  // rsim._rsim: the package rsim (python/package/rsi
         } else if (!formats.is_none()) {
           for (const auto& f : formats) fmts.push_back(py::str(f).cast<std::string>());
         }
+        if (!r.run.run) throw py::value_error("rsim.plot: this result was read from a result folder (a merged sharded run): its figures are in that folder");
         std::vector<std::string> written;
         {
           py::gil_scoped_release unlocked;
