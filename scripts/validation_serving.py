@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes docs/validation-serving.md: rsim's serving simulation against measurements nobody here
 wrote. (1) The vLLM 0.19 run on an RTX 4090 (tests/data/vllm_rtx4090) replayed request by request;
-(2) the H100 SXM rows of TensorRT-LLM serving Llama-3.1-8B (../shared/external/e2e_silicon, or
---e2e FILE), each run as a closed loop at its concurrency; (3) vLLM serving Llama-2-7B on an H100 SXM
+(2) the H100 SXM rows of TensorRT-LLM, vLLM and SGLang serving Llama-3.1-8B, Qwen3-32B and
+Llama-3.1-70B (../shared/external/e2e_silicon, or --e2e FILE), each run as a closed loop at its
+concurrency; (3) vLLM serving Llama-2-7B on an H100 SXM
 under constant-rate stages of shared-prefix chat (../shared/external/blis_h100), each stage run as
 its own open loop.
 Usage: scripts/validation_serving.py [path/to/rsim] [--e2e FILE]"""
@@ -74,18 +75,27 @@ def replay():
     return out
 
 
-def e2e_rows():
-    if not os.path.exists(E2E):
-        return ["(`" + E2E + "` not found: the e2e_silicon check was skipped.)", ""]
-    rows = [r for r in csv.DictReader(open(E2E)) if r["model_path"] == "meta-llama/Llama-3.1-8B-Instruct" and r["backend"] == "trtllm"]
-    zip_vars = {"isl": [], "osl": [], "conc": [], "tp": [], "n": [], "seqs": []}
+KERNEL_H100 = "{name: h100_sxm_op, base: h100_sxm, kernel_model: {from: h200_op}}"
+E2E_GROUPS = [  # (backend, model, its config in tests/data/hf)
+    ("trtllm", "meta-llama/Llama-3.1-8B-Instruct", "llama3_8b"),
+    ("trtllm", "Qwen/Qwen3-32B", "qwen3_32b"),
+    ("vllm", "Qwen/Qwen3-32B", "qwen3_32b"),
+    ("sglang", "Qwen/Qwen3-32B", "qwen3_32b"),
+    ("vllm", "meta-llama/Llama-3.1-70B", "llama3_1_70b"),
+]
+
+
+def e2e_group(rows, config, platform):
+    """Each row a closed loop at its concurrency on `platform`; the (TPOT, TTFT) ratios rsim / measured"""
+    z = {"isl": [], "osl": [], "conc": [], "tp": [], "n": [], "seqs": [], "dt": []}
     for r in rows:
         c = int(r["batch_size"])
-        zip_vars["isl"].append(r["isl"]), zip_vars["osl"].append(r["osl"]), zip_vars["conc"].append(str(c)), zip_vars["tp"].append(r["tp_size"])
-        zip_vars["n"].append(str(max(4 * c, 64))), zip_vars["seqs"].append(str(max(c, 8)))
-    sweep = "".join(f"    {k}: [{', '.join(v)}]\n" for k, v in zip_vars.items())
-    y = ("name: e2e\nsettings: {dtype: bf16}\nplatforms: [h100_sxm]\n"
-         "networks:\n  - {model: hf, args: {config: ../tests/data/hf/llama3_8b.json}, parallel: {tensor: \"${tp}\"}}\n"
+        z["isl"].append(r["isl"]), z["osl"].append(r["osl"]), z["conc"].append(str(c)), z["tp"].append(r["tp_size"])
+        z["n"].append(str(max(4 * c, 64))), z["seqs"].append(str(max(c, 8)))
+        z["dt"].append("fp8" if r["gemm_quant_mode"] == "fp8" else "bf16")
+    sweep = "".join(f"    {k}: [{', '.join(v)}]\n" for k, v in z.items())
+    y = ("name: e2e\nsettings: {dtype: bf16, weights_dtype: \"${dt}\", compute_dtype: \"${dt}\"}\nplatforms: [" + platform + "]\n"
+         "networks:\n  - {model: hf, args: {config: ../tests/data/hf/" + config + ".json}, parallel: {tensor: \"${tp}\"}}\n"
          "sweep:\n  zip:\n" + sweep +
          "serving:\n  workload: {requests: \"${n}\", concurrency: \"${conc}\", prompt: {mean: \"${isl}\"}, output: {mean: \"${osl}\"}}\n"
          "  engine: {scheduler: vllm, max_num_seqs: \"${seqs}\", max_num_batched_tokens: 8192, chunked_prefill: true, gpu_memory_utilization: 0.9,"
@@ -93,21 +103,56 @@ def e2e_rows():
     d = run(y, "e2e")
     got = list(csv.DictReader(open(os.path.join(d, "serving.csv"))))
     assert len(got) == len(rows), (len(got), len(rows))
-    tpot_ok = ttft_ok = 0
-    tpot_r, ttft_r = [], []
-    for r, g in zip(rows, got):
-        a = float(g["tpot_mean_s"]) * 1e3 / float(r["silicon_tpot_ms"])
-        b = float(g["ttft_mean_s"]) * 1e3 / float(r["silicon_ttft_ms"])
-        tpot_r.append(a), ttft_r.append(b)
-        tpot_ok += abs(a - 1) <= 0.2
-        ttft_ok += abs(b - 1) <= 0.3
-    n = len(rows)
-    return [f"{n} rows (TensorRT-LLM, Llama-3.1-8B-Instruct bf16, prompts of 1,024–4,096 tokens, outputs of 128–512, concurrency 8–128, TP 1–8), "
-            "each a closed loop of max(4 × concurrency, 64) requests at the row's concurrency, the row's TP, "
-            "`max_num_batched_tokens: 8192`, graphs in both phases, on the catalog's `h100_sxm`:", "",
-            "| | within the bound | median rsim / measured | 10th–90th percentile |", "|---|---|---|---|",
-            f"| TPOT (bound 20 %) | {tpot_ok} of {n} ({100 * tpot_ok / n:.0f} %) | {pct(tpot_r, 0.5):.2f} | {pct(tpot_r, 0.1):.2f}–{pct(tpot_r, 0.9):.2f} |",
-            f"| TTFT (bound 30 %) | {ttft_ok} of {n} ({100 * ttft_ok / n:.0f} %) | {pct(ttft_r, 0.5):.2f} | {pct(ttft_r, 0.1):.2f}–{pct(ttft_r, 0.9):.2f} |", ""]
+    tpot = [float(g["tpot_mean_s"]) * 1e3 / float(r["silicon_tpot_ms"]) for r, g in zip(rows, got)]
+    ttft = [float(g["ttft_mean_s"]) * 1e3 / float(r["silicon_ttft_ms"]) for r, g in zip(rows, got)]
+    return tpot, ttft, got
+
+
+def e2e_rows():
+    if not os.path.exists(E2E):
+        return ["(`" + E2E + "` not found: the e2e_silicon check was skipped.)", ""]
+    every = [r for r in csv.DictReader(open(E2E)) if r["mode"] == "agg" and r["isl"] and r["tp_size"]]
+    out = ["Each row is run as a closed loop of max(4 × concurrency, 64) requests at the row's concurrency, fixed prompt "
+           "and output lengths, the row's TP, `max_num_seqs: max(concurrency, 8)`, `max_num_batched_tokens: 8192`, "
+           "chunked prefill, graphs in both phases; fp8 rows with fp8 weights and math. On the catalog's `h100_sxm` "
+           "(datasheet figures and the catalog's assumed derating) and on `" + KERNEL_H100 + "` (the GEMM, attention and "
+           "collective models fitted on an H200's AIConfigurator op data, carried to the H100's datasheet: nothing fitted to "
+           "these rows). TensorRT-LLM's Llama-3.1-8B rows are the issue's acceptance set; the others are models and engines "
+           "the check does not name.", "",
+           "| engine, model | rows | platform | TPOT within 20 % | TPOT median (p10–p90) | TTFT within 30 % | TTFT median (p10–p90) |",
+           "|---|---|---|---|---|---|---|"]
+    by_osl = None
+    for backend, model, config in E2E_GROUPS:
+        rows = [r for r in every if r["backend"] == backend and r["model_path"] == model]
+        if not rows:
+            continue
+        quant = " (fp8)" if all(r["gemm_quant_mode"] == "fp8" for r in rows) else ""
+        platforms = ["h100_sxm", KERNEL_H100] if backend == "trtllm" else ["h100_sxm"]
+        for pl in platforms:
+            tpot, ttft, got = e2e_group(rows, config, pl)
+            n = len(rows)
+            a = sum(abs(x - 1) <= 0.2 for x in tpot)
+            b = sum(abs(x - 1) <= 0.3 for x in ttft)
+            name = "`h100_sxm`" if pl == "h100_sxm" else "`h100_sxm` + `h200_op`'s kernel model"
+            out.append(f"| {backend}, {model.split('/')[-1]}{quant} | {n} | {name} | {a} ({100 * a / n:.0f} %) | "
+                       f"{pct(tpot, 0.5):.2f} ({pct(tpot, 0.1):.2f}–{pct(tpot, 0.9):.2f}) | {b} ({100 * b / n:.0f} %) | "
+                       f"{pct(ttft, 0.5):.2f} ({pct(ttft, 0.1):.2f}–{pct(ttft, 0.9):.2f}) |")
+            if backend == "trtllm" and config == "llama3_8b" and pl == "h100_sxm":
+                by_osl = (rows, got)
+    out.append("")
+    if by_osl:  # the measured TTFT by output length at low concurrency: what no scheduler model here produces
+        rows, got = by_osl
+        cells = {}
+        for r, g in zip(rows, got):
+            if r["batch_size"] == "8" and r["tp_size"] == "1":
+                cells.setdefault(r["isl"], {})[r["osl"]] = (float(r["silicon_ttft_ms"]), float(g["ttft_mean_s"]) * 1e3)
+        out += ["TensorRT-LLM's Llama-3.1-8B TTFT at concurrency 8, TP 1 (ms, measured / rsim on `h100_sxm`) by output length:", "",
+                "| prompt | output 128 | output 256 | output 512 |", "|---|---|---|---|"]
+        for isl in sorted(cells, key=int):
+            c = cells[isl]
+            out.append(f"| {isl} | " + " | ".join(f"{c[o][0]:.0f} / {c[o][1]:.0f}" if o in c else "" for o in ("128", "256", "512")) + " |")
+        out.append("")
+    return out
 
 
 def blis_stages():
@@ -178,7 +223,7 @@ def main():
            "prefix caching, blocks of 16); source: LLMServingSim's bench (tests/data/vllm_rtx4090/SOURCE.md). The run is "
            "overloaded (10 requests/s): requests queue for a minute, so TTFT is mostly waiting.", ""]
     doc += replay()
-    doc += ["## TensorRT-LLM on an H100 SXM: the e2e_silicon rows of Llama-3.1-8B", ""]
+    doc += ["## Deployed engines on an H100 SXM: the e2e_silicon rows", ""]
     doc += e2e_rows()
     doc += ["## vLLM on an H100 SXM: the BLIS constant-rate stages of Llama-2-7B", "",
             "Shared-prefix chat workloads (general, codegen, roleplay, reasoning) from BLIS's training data "
@@ -190,7 +235,25 @@ def main():
             "so from memory alone rsim holds 29 % more blocks on the 4090 and runs more requests at once; with the "
             "engine's own count the replay is within 6 %.",
             "- Decode steps are priced on the derated roofs (the catalog assumes 85 % of the memory bandwidth); "
-            "a calibrated platform would replace that assumption.", ""]
+            "a calibrated platform would replace that assumption.",
+            "- e2e_silicon, TPOT on the catalog: decode-heavy rows (output 512) are right (median about 1.0); prefill-heavy "
+            "rows (output 128, long prompts, high concurrency) come out 20–40 % short: a new prompt's prefill shares the "
+            "iterations with the running decodes, and the catalog prices prefill at 85 % of the tensor peak (an assumption), "
+            "faster than the engines reach, most of all in fp8 (Qwen3-32B).",
+            "- e2e_silicon, the kernel model: it prices the prefills as TensorRT-LLM runs them, but the platform's graph gap "
+            "(4.83 µs, measured for PyTorch's ResNet-50 kernels on an H200, where it also holds their small-kernel "
+            "inefficiency) still comes before each kernel the model does not price: the norms, residual adds, RoPE and KV "
+            "append, about 7 a layer that TensorRT-LLM fuses into its GEMMs and attention, some 1.1 ms a Llama-3.1-8B decode "
+            "step. As a what-if with `runtime: {graph_gap: 0 us}` its TPOT is within 20 % for 93 % of the Llama-3.1-8B rows "
+            "(median 1.01). The modelled kernels' own times hold their graph gap (timed in CUDA graphs): under `execution: "
+            "graph` the gap comes out of them. Its fp8 rows are 1.4× slow, not explained yet (a candidate: the model "
+            "converts the activations to fp8 before each GEMM, which TensorRT-LLM fuses into the norm before it).",
+            "- e2e_silicon, TTFT: TensorRT-LLM's Llama-3.1-8B rows grow with the output length at low concurrency (the table "
+            "above), by about one interval between completions (E2E / concurrency) — as if each new request waited for the "
+            "next completion; the Qwen3-32B rows of the same TensorRT-LLM version do not, nor does a closed-loop simulation "
+            "of the scheduler (rsim's, or AIConfigurator's own closed-loop estimator), whose TTFT is one value for every "
+            "output length. vLLM's and SGLang's TTFT miss in opposite directions (1.3× and 0.3×): the rows give means "
+            "only, which do not tell their schedulers' admission apart.", ""]
     with open(os.path.join(ROOT, "docs", "validation-serving.md"), "w") as f:
         f.write("\n".join(doc))
     print("wrote docs/validation-serving.md")

@@ -150,6 +150,37 @@ TEST_CASE("kernel model: the engine prices a linear layer by it, time_s stays th
   CHECK(test::rows_of(h, 0, "g")[0]->derated.time_s == Approx(1.524288e-6));
 }
 
+TEST_CASE("kernel model: under execution graph its times give up the graph gap they hold", "[kernel_model]") {
+  // The model's figures were timed kernel after kernel in a CUDA graph, so a modelled kernel's time
+  // holds the gap before it: graph mode takes the runtime's graph_gap (0.5 µs here) out of it, never
+  // below the roofline bound, and its clock adds it back. Network of the test above, 3 kernels:
+  //   fc    1.524288 − 0.5 = 1.024288 µs; relu 2.032768 − 0.5 = 1.532768 µs;
+  //   mlp   3 · 1.524288 + 2.032768 − 0.5 = 6.105632 µs
+  //   total: launch 3 µs (the first) + 2 gaps of 0.5 µs + the three = 3 + 1 + 8.662688 = 12.662688 µs
+  // (the model's own sum, 3 µs launch + 1.524288 + 2.032768 + 6.605632, less the first kernel's gap)
+  const std::string y = std::string("name: t\nsettings: {execution: graph, dtype: bf16}\nplatforms:\n") + kPlatform +
+                        "    runtime: {launch_overhead: 3 us, graph_gap: 0.5 us}\n"
+                        "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers:\n"
+                        "      - {name: fc, op: linear, inputs: [x], out_features: 64, bias: false}\n"
+                        "      - {name: act, op: relu, inputs: [fc]}\n"
+                        "      - {name: mlp, op: swiglu, inputs: [act], intermediate: 64}\n";
+  RunResult r = test::run_text(y);
+  auto rows = test::rows_of(r, 0, "g");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]->derated.time_s == Approx(1.024288e-6));
+  CHECK(rows[1]->derated.time_s == Approx(1.532768e-6));
+  CHECK(rows[2]->derated.time_s == Approx(6.105632e-6));
+  const SummaryRow& s = test::summary_of(r, 0, "g");
+  CHECK(s.derated_time_s == Approx(12.662688e-6));
+  CHECK(s.dparts.launch == Approx(4e-6));  // the launch and the two gaps: the overhead part
+  // a gap larger than the kernel: the time stops at the roofline bound (fc: 24.576 ns)
+  RunResult big = test::run_text(std::string(y).replace(y.find("graph_gap: 0.5 us"), 17, "graph_gap: 1.6 us"));
+  CHECK(test::rows_of(big, 0, "g")[0]->derated.time_s == Approx(24.576e-9));
+  // fused mode keeps the model's times whole (its launch overhead is the runtime's own figure)
+  RunResult fused = test::run_text(std::string(y).replace(y.find("execution: graph"), 16, "execution: fused"));
+  CHECK(test::rows_of(fused, 0, "g")[0]->derated.time_s == Approx(1.524288e-6));
+}
+
 TEST_CASE("kernel model: never below the roofline bound, over random shapes", "[kernel_model]") {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> dim(1, 9000);
@@ -511,6 +542,28 @@ TEST_CASE("kernel model: decode attention's XQA and masked-MHA times by hand, th
   CHECK(rows[0]->derated.time_s == Approx(xqa));
   CHECK(rows[1]->derated.time_s == Approx(mmha));
   CHECK(rows[1]->derated.bound == Bound::Compute);  // its CTAs' path (5.2 µs) over its bytes' (0.4 µs)
+}
+
+TEST_CASE("kernel model: a decoder layer's copies record their decode shape too", "[kernel_model]") {
+  // Two layers of the same shapes: the engine prices the second as the first's twin. Both rows must
+  // carry the decode kernel's shape (the serving pricer reads it to price a batch's decodes as one
+  // kernel; a copy without it fell back to a per-sequence line). The XQA shape of the test above:
+  // 2 sequences, 8 query heads over 2 KV heads of 128, 1024 fp8 KV tokens, 14.94321 µs each.
+  const std::string y = std::string("name: t\nsettings: {execution: ideal, dtype: bf16}\nplatforms:\n") + kDecodePlatform +
+                        "networks:\n  - name: n\n    inputs: {q: [2, 1, 1024], k: [2, 1024, 256]}\n    layers:\n"
+                        "      - {name: a, op: attention, inputs: [q, k, k], heads: 8, kv_heads: 2, causal: true, kv_dtype: fp8}\n"
+                        "      - {name: b, op: attention, inputs: [q, k, k], heads: 8, kv_heads: 2, causal: true, kv_dtype: fp8}\n";
+  RunResult r = test::run_text(y);
+  auto rows = test::rows_of(r, 0, "d4");
+  REQUIRE(rows.size() == 2);
+  for (const Row* row : rows) {
+    CHECK(row->derated.time_s == Approx(14.94321e-6).epsilon(1e-5));
+    REQUIRE(row->decode.has_value());
+    CHECK(row->decode->batch == 2);
+    CHECK(row->decode->heads == 8);
+    CHECK(row->decode->kv_heads == 2);
+    CHECK(row->decode->kv_tokens == 1024);
+  }
 }
 
 TEST_CASE("kernel model: the H200's decode-attention fit carried to the H100 (shared AIConfigurator data)", "[kernel_model][external]") {

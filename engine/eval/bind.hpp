@@ -29,4 +29,11 @@ void bind_platforms(const Scenario& s, const Env& env, EvalContext& ctx, PointRe
 // lists: each network, its kernel index, where it is used and its plan's repeats
 void bind_networks(const Scenario& s, const Env& env, EvalContext& ctx, const Settings& st, PointLists& lists, Diags& d);
 
+// One point evaluated (evaluate.cpp): every network on every platform, requests not merged
+void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
+
+// A request's rows: its prefill and its decode steps at contexts N … N+M−1 merged into one summary
+// row per platform (evaluate_request.cpp)
+void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
+
 }  // namespace rsim

@@ -315,141 +315,6 @@ void SummaryRow::clear() {
   weight_footprint_bytes = kv_cache_bytes = activation_bytes = memory_footprint_bytes = memory_size_bytes = 0;
 }
 
-namespace {
-void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
-
-// A request's rows: its prefill and its decode steps at contexts N … N+M−1 merged into one summary
-// row per platform (see Request). The decode entry was evaluated at context N with the point; the
-// later steps are evaluated here, summary only, in the request's own scenario.
-void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
-  Env env = p.bindings;
-  for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
-  for (const Request& q : s.requests) {
-    auto number = [&](const CNode& n, const char* what, double most) -> long long {
-      const std::string text = n.is_scalar() ? substitute(n.scalar, env, ctx.ev, n.loc) : "";
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(v >= 1) || v > most || v != std::floor(v))
-        throw ConfigError(n.loc, std::string("request ") + what + " must be a whole number of tokens from 1 to " + format_number(most) + ", got '" + text + "'");
-      return static_cast<long long>(v);
-    };
-    const long long prompt = number(q.prompt, "prompt", 1e7), generate = number(q.generate, "generate", 1e6);
-    const std::string decode_name = q.name + ".decode";
-    // per platform: the sums of the decode steps' times, and the last step's memory
-    struct Acc {
-      double time = 0, derated = 0, flops = 0, macs = 0, bytes = 0, comm_bytes = 0, comm_time = 0, kv = 0, steps = 0;
-      TimeParts parts, dparts;
-      bool banded = false;
-      SummaryRow last;
-      void add(const SummaryRow& r) {
-        parts.add(r.parts), dparts.add(r.dparts), banded = banded || r.banded;
-        time += r.time_s, derated += r.derated_time_s, flops += r.flops, macs += r.macs, bytes += r.bytes;
-        comm_bytes += r.comm_bytes, comm_time += r.comm_time_s, kv += r.kv_cache_bytes, steps += 1;
-        last = r;
-      }
-    };
-    std::map<std::string, Acc> acc;
-    // with an execution mode of its own the decode step at N is evaluated again (below), else the
-    // point's is taken; continuous batching evaluates its own contexts. (settings.execution: ideal
-    // overrides a request's own modes: split_requests leaves them out)
-    if (q.decode_execution.empty() && !q.continuous)
-      for (const SummaryRow& r : out.summary)
-        if (r.network == decode_name) acc[r.platform].add(r);
-    if (!ctx.request_ctx) {
-      ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
-      ctx.request_ctx->rows = false;
-    }
-    std::map<std::string, SummaryRow> prefill_row;  // a prefill with its own execution mode: per platform
-    if (q.prefill_only) {
-      PointResult pre;
-      evaluate_point_once(*q.prefill_only, p, *ctx.request_ctx, pre);
-      for (const SummaryRow& r : pre.summary) prefill_row[r.platform] = r, out.request_layer_evaluations += static_cast<size_t>(r.layers);
-    }
-    {
-      PointResult step;
-      Point at = p;
-      at.bindings.emplace_back(q.var, "");
-      // continuous batching: the B sequences' contexts spread evenly over N … N+M−1, a step at their
-      // mean N + (M − 1)/2 (two steps, at the integers on either side, when it is a half: a
-      // step's cost is linear in the context, so their mean is the spread batch's)
-      std::vector<long long> contexts;
-      if (q.continuous) {
-        contexts.push_back(prompt + (generate - 1) / 2);
-        if ((generate - 1) % 2) contexts.push_back(prompt + generate / 2);
-      } else {
-        for (long long c = q.decode_execution.empty() ? prompt + 1 : prompt; c < prompt + generate; ++c) contexts.push_back(c);
-      }
-      size_t step_no = 0;
-      for (long long c : contexts) {
-        // a long request is many evaluations in one point: an embedding's stop is asked here too
-        if (ctx.should_stop && ++step_no % 64 == 0 && ctx.should_stop()) throw Interrupted();
-        at.bindings.back().second = std::to_string(c);
-        evaluate_point_once(*q.decode_only, at, *ctx.request_ctx, step);
-        for (const SummaryRow& r : step.summary) acc[r.platform].add(r), out.request_layer_evaluations += static_cast<size_t>(r.layers);
-      }
-    }
-    // the request's row in place of its prefill's; its decode row (context N) removed
-    std::vector<SummaryRow> merged;
-    merged.reserve(out.summary.size());
-    for (SummaryRow& r : out.summary) {
-      if (r.network == decode_name) continue;
-      if (r.network == q.name && acc.count(r.platform)) {
-        const Acc& a = acc[r.platform];
-        const double m = static_cast<double>(generate);
-        r.phase = "request";
-        r.prompt = static_cast<double>(prompt), r.generate = m;
-        r.ttft_s = r.time_s, r.derated_ttft_s = r.derated_time_s;
-        if (auto it = prefill_row.find(r.platform); it != prefill_row.end()) {
-          r.ttft_s = it->second.time_s, r.derated_ttft_s = it->second.derated_time_s;
-          r.parts = it->second.parts, r.dparts = it->second.dparts;
-        }
-        const TimeParts pre = r.parts, dpre = r.dparts;  // the prefill's
-        r.banded = r.banded || a.banded;
-        if (q.continuous) {
-          // one steady-state step: a decode token for each of the B sequences, and the prefill of
-          // the B / M prompts that replace the requests that finished (one prompt's prefill each,
-          // r's: its entry ran at batch 1); the work and memory columns are that step's
-          const double batch = a.last.batch, share = batch / m, n = a.steps;
-          r.tpot_s = a.time / n + share * r.ttft_s, r.derated_tpot_s = a.derated / n + share * r.derated_ttft_s;
-          r.time_s = r.ttft_s + m * r.tpot_s, r.derated_time_s = r.derated_ttft_s + m * r.derated_tpot_s;
-          // e2e = ttft + m · (the mean step + share · ttft): the parts likewise
-          r.parts.scale(1 + m * share), r.parts.add(a.parts, m / n);
-          r.dparts.scale(1 + m * share), r.dparts.add(a.dparts, m / n);
-          r.flops = a.flops / n + share * r.flops, r.macs = a.macs / n + share * r.macs, r.bytes = a.bytes / n + share * r.bytes;
-          r.comm_bytes = a.comm_bytes / n + share * r.comm_bytes, r.comm_time_s = a.comm_time / n + share * r.comm_time_s;
-          r.tokens = batch * m * r.data_parallel;
-          r.batch = batch;
-          r.continuous = true;
-          r.kv_cache_bytes = a.kv / n;  // (the mean context's)
-          r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
-          r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
-          r.achieved_flops_per_s = r.tpot_s > 0 ? r.flops / r.tpot_s : 0;
-          r.derated_achieved_flops_per_s = r.derated_tpot_s > 0 ? r.flops / r.derated_tpot_s : 0;
-          r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
-          merged.push_back(std::move(r));
-          continue;
-        }
-        r.tpot_s = a.time / m, r.derated_tpot_s = a.derated / m;
-        r.time_s = r.ttft_s + a.time, r.derated_time_s = r.derated_ttft_s + a.derated;
-        r.parts = pre, r.parts.add(a.parts);
-        r.dparts = dpre, r.dparts.add(a.dparts);
-        r.tokens = r.batch * m * r.data_parallel;  // generated tokens (one per sequence and decode step, on every replica)
-        r.flops += a.flops, r.macs += a.macs, r.bytes += a.bytes, r.comm_bytes += a.comm_bytes, r.comm_time_s += a.comm_time;
-        r.intensity = r.flops > 0 ? (r.bytes > 0 ? r.flops / r.bytes : INFINITY) : 0;
-        r.achieved_flops_per_s = r.time_s > 0 ? r.flops / r.time_s : 0;
-        r.derated_achieved_flops_per_s = r.derated_time_s > 0 ? r.flops / r.derated_time_s : 0;
-        // memory: the last step's (the longest context), or the prefill's if larger
-        r.kv_cache_bytes = std::max(r.kv_cache_bytes, a.last.kv_cache_bytes);
-        r.activation_bytes = std::max(r.activation_bytes, a.last.activation_bytes);
-        r.memory_footprint_bytes = r.weight_footprint_bytes + r.kv_cache_bytes + r.activation_bytes;
-      }
-      merged.push_back(std::move(r));
-    }
-    out.summary = std::move(merged);
-  }
-}
-}  // namespace
-
 void evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.request_layer_evaluations = 0;
   evaluate_point_once(s, p, ctx, out);
@@ -641,6 +506,94 @@ void hide_comm(TimeParts& p, double c) {
   p.comm = exposed;
 }
 
+// The network's time from its kernels' (in order; a repeat's copies as spans of one copy's times)
+// under the execution mode, and its parts; the collectives hidden where the network overlaps them
+void sum_kernels(const std::vector<KernelTime>& kernels, const std::vector<KernelSpan>& spans, const std::vector<SpanTimes>& span_times,
+                 const Settings& st, const Platform& pl, const Network& net, bool fused, double launch, SummaryRow& sum) {
+  ExecutionClock clock(st.execution, pl.runtime);
+  auto add_kernels = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k) {
+      const KernelTime& kt = kernels[k];
+      add_kernel_parts(kt, 1, sum.parts, sum.dparts);
+      if (fused) {  // (today's sum, in today's order)
+        sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + launch;
+        sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch;
+      } else {
+        clock.add(std::max(kt.compute, kt.memory) + kt.comm, std::max(kt.dcompute, kt.dmemory) + kt.dcomm, kt.host);
+      }
+    }
+  };
+  size_t done = 0;  // kernels added so far, in order
+  for (const KernelSpan& sp : spans) {
+    add_kernels(done, sp.begin);
+    const SpanTimes* one = span_times.data() + sp.at;
+    for (size_t k = 0, q = 0; k < sp.count; ++k) {  // (kernel by kernel, in order: the sums a network built afresh adds)
+      add_kernel_parts(one[q].kernel, 1, sum.parts, sum.dparts);
+      if (++q == sp.period) q = 0;
+    }
+    if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
+      for (size_t k = 0, q = 0; k < sp.count; ++k) {
+        clock.add(one[q].time, one[q].derated, one[q].host);
+        if (++q == sp.period) q = 0;
+      }
+      done = sp.begin + sp.count;
+      continue;
+    }
+    double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
+    if (sp.period == 1) {  // (a chain of one repeated layer: no position in the copy to keep)
+      const double a = one[0].time, b = one[0].derated;
+      for (size_t k = 0; k < sp.count; ++k) t += a, dt += b;
+    } else {
+      for (size_t k = 0, q = 0; k < sp.count; ++k) {
+        t += one[q].time, dt += one[q].derated;
+        if (++q == sp.period) q = 0;
+      }
+    }
+    sum.time_s = t, sum.derated_time_s = dt;
+    done = sp.begin + sp.count;
+  }
+  add_kernels(done, kernels.size());
+  if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
+  add_overhead_parts(st.execution, pl, kernels.size(), sum);
+  if (net.parallel.overlap_full && sum.comm_time_s > 0) {  // the collectives hidden behind the rest where they can be
+    const double c = sum.comm_time_s;
+    sum.time_s = std::max(sum.time_s - c, c);
+    sum.derated_time_s = std::max(sum.derated_time_s - c, c);
+    hide_comm(sum.parts, c), hide_comm(sum.dparts, c);
+  }
+}
+
+// A network's summary finished from its sums: the KV bytes a token adds, a pipeline's stages, the
+// data-parallel tokens, the network's dtype
+void finish_sums(const Network& net, const Settings& st, bool staged, const PipelinePlan& pipe, const InterconnectLevel* stage_link, SummaryRow& sum) {
+  const Parallelism& par = net.parallel;
+  // the KV cache a token adds, per GPU (what each step appends over the tokens it processes),
+  // and the new tokens per sequence of a step (see max_batch_in_memory)
+  if (!net.phase.empty() && sum.tokens > 0 && sum.batch > 0) {
+    sum.kv_bytes_per_token = sum.kv_write_bytes / sum.tokens;
+    sum.new_tokens_per_seq = sum.tokens / sum.batch;
+  }
+  {
+    const double kv_one = sum.kv_cache_bytes;  // (a pipeline's fullest stage holds a share of it for each micro-batch)
+    if (staged) finish_pipeline(net, pipe, stage_link, sum);
+    if (staged && kv_one > 0) sum.kv_bytes_per_token *= sum.kv_cache_bytes / (sum.micro_batches * kv_one);
+  }
+  if (par.data > 1) sum.tokens *= static_cast<double>(par.data);
+  {  // the network's dtype: that of most MACs, else of most layers
+    size_t best = static_cast<size_t>(st.dtype);
+    double most = 0;
+    const bool by_macs = sum.macs > 0;
+    for (size_t k = 0; k < sum.macs_by_dtype.size(); ++k) {
+      const double v = by_macs ? sum.macs_by_dtype[k] : sum.layers_by_dtype[k];
+      if (v > most) most = v, best = k;
+    }
+    sum.dtype = static_cast<DType>(best);
+    sum.dtype_from_file = (sum.file_dtypes >> best & 1u) != 0;
+  }
+}
+
+}  // namespace
+
 void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
   out.settings = Settings{};
   // (the rows of the last point are written over when rows are kept: see rows_used)
@@ -721,6 +674,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
     const bool fused = out.settings.execution == Execution::Fused || out.settings.execution == Execution::Ideal;
     const bool eager = out.settings.execution == Execution::Eager;
     const double launch = out.settings.execution == Execution::Fused ? pl.runtime.launch_overhead_s : 0;
+    // a kernel model's times hold the gap of the CUDA graph they were timed in: graph mode's gap comes out of them
+    const double graph_gap = out.settings.execution == Execution::Graph && pl.kernel_model.active() ? std::max(0.0, pl.runtime.graph_gap_s) : 0;
     if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
         (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
       const bool graph = out.settings.execution == Execution::Graph;
@@ -924,7 +879,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
           const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
           bounded[li] = b;
-          if (ctx.rows) r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
+          if (ctx.rows) {
+            r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
+            r.decode = out.rows[static_cast<size_t>(r.twin)].decode;  // (a decode kernel's shape)
+          }
           if (ctx.rows && b.algorithm) r.cost = out.rows[rows_base + static_cast<size_t>(L.same_as)].cost;  // (its algorithm's counts)
           r.bytes = b.bytes;
           if (full_rows) r.memory_level = b.level->name;
@@ -968,7 +926,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
           r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
                                lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
           const bool kernel_model = pl.kernel_model.active() && !(ctx.hooks && ctx.hooks->has_efficiency()) &&  // a GPU kernel model's time
-                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s, &r.decode);
+                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s, &r.decode, graph_gap);
           if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
             // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
             auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)
@@ -1038,80 +996,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         if (extra.lo != 0 || extra.hi != 0) sum.banded = true;
         tally(li, cost, r.bytes, r.theoretical, r.derated, host, extra);
       }
-      ExecutionClock clock(out.settings.execution, pl.runtime);
-      auto add_kernels = [&](size_t from, size_t to) {
-        for (size_t k = from; k < to; ++k) {
-          const KernelTime& kt = kernels[k];
-          add_kernel_parts(kt, 1, sum.parts, sum.dparts);
-          if (fused) {  // (today's sum, in today's order)
-            sum.time_s += std::max(kt.compute, kt.memory) + kt.comm + launch;
-            sum.derated_time_s += std::max(kt.dcompute, kt.dmemory) + kt.dcomm + launch;
-          } else {
-            clock.add(std::max(kt.compute, kt.memory) + kt.comm, std::max(kt.dcompute, kt.dmemory) + kt.dcomm, kt.host);
-          }
-        }
-      };
-      size_t done = 0;  // kernels added so far, in order
-      for (const KernelSpan& sp : spans) {
-        add_kernels(done, sp.begin);
-        const SpanTimes* one = span_times.data() + sp.at;
-        for (size_t k = 0, q = 0; k < sp.count; ++k) {  // (kernel by kernel, in order: the sums a network built afresh adds)
-          add_kernel_parts(one[q].kernel, 1, sum.parts, sum.dparts);
-          if (++q == sp.period) q = 0;
-        }
-        if (!fused) {  // (times without a launch: the clock adds each mode's overheads)
-          for (size_t k = 0, q = 0; k < sp.count; ++k) {
-            clock.add(one[q].time, one[q].derated, one[q].host);
-            if (++q == sp.period) q = 0;
-          }
-          done = sp.begin + sp.count;
-          continue;
-        }
-        double t = sum.time_s, dt = sum.derated_time_s;  // (in registers: the same additions in the same order)
-        if (sp.period == 1) {  // (a chain of one repeated layer: no position in the copy to keep)
-          const double a = one[0].time, b = one[0].derated;
-          for (size_t k = 0; k < sp.count; ++k) t += a, dt += b;
-        } else {
-          for (size_t k = 0, q = 0; k < sp.count; ++k) {
-            t += one[q].time, dt += one[q].derated;
-            if (++q == sp.period) q = 0;
-          }
-        }
-        sum.time_s = t, sum.derated_time_s = dt;
-        done = sp.begin + sp.count;
-      }
-      add_kernels(done, kernels.size());
-      if (!fused) sum.time_s = clock.t, sum.derated_time_s = clock.dt;
-      add_overhead_parts(out.settings.execution, pl, kernels.size(), sum);
-      if (net.parallel.overlap_full && sum.comm_time_s > 0) {  // the collectives hidden behind the rest where they can be
-        const double c = sum.comm_time_s;
-        sum.time_s = std::max(sum.time_s - c, c);
-        sum.derated_time_s = std::max(sum.derated_time_s - c, c);
-        hide_comm(sum.parts, c), hide_comm(sum.dparts, c);
-      }
-      // the KV cache a token adds, per GPU (what each step appends over the tokens it processes),
-      // and the new tokens per sequence of a step (see max_batch_in_memory)
-      if (!net.phase.empty() && sum.tokens > 0 && sum.batch > 0) {
-        sum.kv_bytes_per_token = sum.kv_write_bytes / sum.tokens;
-        sum.new_tokens_per_seq = sum.tokens / sum.batch;
-      }
-      {
-        const double kv_one = sum.kv_cache_bytes;  // (a pipeline's fullest stage holds a share of it for each micro-batch)
-        if (staged) finish_pipeline(net, pipe, stage_link, sum);
-        if (staged && kv_one > 0) sum.kv_bytes_per_token *= sum.kv_cache_bytes / (sum.micro_batches * kv_one);
-      }
-      if (par.data > 1) sum.tokens *= static_cast<double>(par.data);
-      {  // the network's dtype: that of most MACs, else of most layers
-        size_t best = static_cast<size_t>(out.settings.dtype);
-        double most = 0;
-        const bool by_macs = sum.macs > 0;
-        for (size_t k = 0; k < sum.macs_by_dtype.size(); ++k) {
-          const double v = by_macs ? sum.macs_by_dtype[k] : sum.layers_by_dtype[k];
-          if (v > most) most = v, best = k;
-        }
-        sum.dtype = static_cast<DType>(best);
-        sum.dtype_from_file = (sum.file_dtypes >> best & 1u) != 0;
-      }
+      sum_kernels(kernels, spans, span_times, out.settings, pl, net, fused, launch, sum);
+      finish_sums(net, out.settings, staged, pipe, stage_link, sum);
       sum.kernels = static_cast<double>(kernels.size());
       sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
       sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
@@ -1131,6 +1017,5 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
   }
   if (!d.empty()) throw with_point(d);
 }
-}  // namespace
 
 }  // namespace rsim

@@ -207,7 +207,7 @@ double memory_kernel_time(double flops, double bytes, const MemoryParams& p, dou
 }
 
 bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
-                        double bytes, double bound_s, std::optional<DecodeShape>* decode) {
+                        double bytes, double bound_s, std::optional<DecodeShape>* decode, double held_gap) {
   const KernelModel& km = pl.kernel_model;
   double compute = 0, memory = 0, total = 0;
   const std::vector<GemmPart> parts = gemm_parts(L, bytes);
@@ -252,7 +252,8 @@ bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, 
     memory = bytes / (level.bandwidth_bytes_per_s * km.memory->bandwidth_efficiency);
     total = memory_kernel_time(work, bytes, *km.memory, roof.peak_flops_per_s, level.bandwidth_bytes_per_s);
   }
-  total = std::max(total, bound_s);
+  total = std::max(total - held_gap, bound_s);
+  compute = std::min(compute, total), memory = std::min(memory, total);
   const bool compute_bound = compute >= memory;
   derated.compute_time_s = compute_bound ? total : compute;  // the floor counts as work, on the larger path
   derated.memory_time_s = compute_bound ? memory : total;

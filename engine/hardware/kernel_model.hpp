@@ -239,8 +239,11 @@ struct RoofPoint;
 // larger, bound, attainable rate), never below `bound_s` (the layer's roofline bound on the
 // theoretical roofs). False, `derated` untouched, when the model does not cover the layer. A decode
 // attention priced by the decode model leaves its shape in `*decode` (the serving pricer's).
+// `held_gap`: the gap before each kernel that the execution mode adds and that the model's time
+// already holds (its figures were timed kernel after kernel in a CUDA graph: under `execution:
+// graph` the runtime's graph_gap), taken out of the time, never below `bound_s`.
 bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& level, double work,
-                        double bytes, double bound_s, std::optional<DecodeShape>* decode = nullptr);
+                        double bytes, double bound_s, std::optional<DecodeShape>* decode = nullptr, double held_gap = 0);
 
 // A collective's time by the model above
 double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth);
