@@ -188,6 +188,8 @@ const OpRegistry& builtin_ops();
 // embedding, swiglu, geglu, moe.
 void add_transformer_ops(OpRegistry& r);
 void add_sequence_ops(OpRegistry& r);  // ops_sequence.cpp: recurrent (LSTM, GRU, RNN), einsum
+// ops_layers.cpp: convolutions, dense, pooling, norms, activations, elementwise and layout operators
+void add_layer_ops(OpRegistry& r);
 
 // Read one attribute value from the scenario (errors at the value's location).
 bool parse_attr(const AttrSpec& spec, const CNode& value, AttrValue& out, Diags& d, const std::string& where);
