@@ -1,7 +1,11 @@
-// A point's platforms and networks bound (evaluate_point_once's first half): the platforms resolved
-// with the point's `${…}`, the networks built or re-bound in place from a worker's cache.
+// What the evaluation's files share (not for other rooms): a point's platforms and networks bound
+// (evaluate_point_once's first half: the platforms resolved with the point's `${…}`, the networks
+// built or re-bound in place from a worker's cache), the point evaluated, requests merged, a row's
+// finiteness check, a pipeline's stages.
 #pragma once
+#include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/eval/evaluate.hpp"
@@ -35,5 +39,42 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
 // A request's rows: its prefill and its decode steps at contexts N … N+M−1 merged into one summary
 // row per platform (evaluate_request.cpp)
 void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
+
+// Whether every number of a row is finite (per layer, in the evaluation's loop)
+// Whether every number of a row is finite, in one sum: a NaN or an infinity makes the sum one
+// too. When it is not, nonfinite_field looks closer (a sum that only overflows, or a layer's legal
+// infinite intensity, is not an error).
+inline bool sum_is_finite(const Row& r, const OpCost& cost) {
+  double sum = cost.macs + cost.flops + cost.params + cost.weight_bytes + r.bytes + r.efficiency.compute + r.efficiency.bandwidth;
+  for (const auto* rp : {&r.theoretical, &r.derated})
+    sum += rp->peak_flops_per_s + rp->bandwidth_bytes_per_s + rp->attainable_flops_per_s + rp->compute_time_s + rp->memory_time_s + rp->time_s +
+           rp->intensity;
+  for (double v : cost.input_bytes) sum += v;
+  for (double v : cost.output_bytes) sum += v;
+  for (double m : r.metrics) sum += m;
+  return std::isfinite(sum);
+}
+
+// A located error for the first number of a layer's row that is NaN or infinite: true if there is
+// one (evaluate_rows.cpp)
+bool report_nonfinite(const Row& r, const Layer& L, const Platform& pl, const ComputeRoof& roof, const MemoryLevel& mem, const SourceLoc& plat, Diags& d);
+
+// A network over parallel.pipeline stages (see plan_pipeline), and each stage's sums at one
+// platform (see finish_pipeline).
+struct PipelinePlan {
+  struct Stage {
+    double time = 0, derated = 0;  // its layers' roofline times (theoretical, derated), one micro-batch
+    double params = 0, weights = 0, kv = 0, activations = 0;  // one GPU's: parameters, resident weights, KV cache, largest layer's activations
+    double send_bytes = 0, sends = 0;  // tensors it sends on to later stages, one micro-batch
+  };
+  std::vector<int> stage_of;  // per layer
+  std::vector<Stage> stages;
+};
+
+// A network's layers cut into parallel.pipeline stages; false (an error in d) when it cannot be
+// (evaluate_pipeline.cpp)
+bool plan_pipeline(const Network& net, PipelinePlan& pp, Diags& d, const SourceLoc& loc);
+// A step of micro-batches through the stages: the network's summary (evaluate_pipeline.cpp)
+void finish_pipeline(const Network& net, const PipelinePlan& pp, const InterconnectLevel* link, SummaryRow& sum);
 
 }  // namespace rsim
