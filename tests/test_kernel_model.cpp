@@ -115,16 +115,19 @@ const char* kPlatform =
     "    kernel_model:\n      source: test\n"
     "      gemm: {bf16: {compute_efficiency: 1, pipeline_fill: 0, bandwidth_efficiency: 1, sm_bandwidth: 1000, floor: 1 us}}\n"
     "      memory: {bandwidth_efficiency: 0.5, floor: 2 us}\n";
+// A linear layer, a ReLU and a SwiGLU MLP on [64, 64] (the two tests below)
+const char* kMlpNet =
+    "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers:\n"
+    "      - {name: fc, op: linear, inputs: [x], out_features: 64, bias: false}\n"
+    "      - {name: act, op: relu, inputs: [fc]}\n"
+    "      - {name: mlp, op: swiglu, inputs: [act], intermediate: 64}\n";
 }  // namespace
 
 TEST_CASE("kernel model: the engine prices a linear layer by it, time_s stays the roofline", "[kernel_model]") {
   // linear 64 → 64 without bias on [64, 64] bf16: the tiny GEMM above, 1.524288 µs derated; the
   // theoretical bound max(524,288 / 132e12, 24,576 / 1e12) = 24.576 ns
   const std::string y = std::string("name: t\nsettings: {execution: ideal, dtype: bf16}\nplatforms:\n") + kPlatform +
-                        "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers:\n"
-                        "      - {name: fc, op: linear, inputs: [x], out_features: 64, bias: false}\n"
-                        "      - {name: act, op: relu, inputs: [fc]}\n"
-                        "      - {name: mlp, op: swiglu, inputs: [act], intermediate: 64}\n";
+                        kMlpNet;
   RunResult r = test::run_text(y);
   auto rows = test::rows_of(r, 0, "g");
   REQUIRE(rows.size() == 3);
@@ -159,11 +162,7 @@ TEST_CASE("kernel model: under execution graph its times give up the graph gap t
   //   total: launch 3 µs (the first) + 2 gaps of 0.5 µs + the three = 3 + 1 + 8.662688 = 12.662688 µs
   // (the model's own sum, 3 µs launch + 1.524288 + 2.032768 + 6.605632, less the first kernel's gap)
   const std::string y = std::string("name: t\nsettings: {execution: graph, dtype: bf16}\nplatforms:\n") + kPlatform +
-                        "    runtime: {launch_overhead: 3 us, graph_gap: 0.5 us}\n"
-                        "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers:\n"
-                        "      - {name: fc, op: linear, inputs: [x], out_features: 64, bias: false}\n"
-                        "      - {name: act, op: relu, inputs: [fc]}\n"
-                        "      - {name: mlp, op: swiglu, inputs: [act], intermediate: 64}\n";
+                        "    runtime: {launch_overhead: 3 us, graph_gap: 0.5 us}\n" + kMlpNet;
   RunResult r = test::run_text(y);
   auto rows = test::rows_of(r, 0, "g");
   REQUIRE(rows.size() == 3);
