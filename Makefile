@@ -39,9 +39,9 @@ build: configure
 run: build
 	./$(BUILD)/rsim run scenarios/group_conv_sweep.yaml
 
-# Every test.
+# Every test, $(JOBS) at a time (the tests share no files: each writes under its own folder).
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan:
