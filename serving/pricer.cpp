@@ -225,24 +225,38 @@ double BatchPricer::activation_bytes(long long tokens) {
 }
 
 double BatchPricer::cost(const std::vector<Work>& prefill, const std::vector<Work>& decode) {
-  double tokens = 0;
-  long long sampling = static_cast<long long>(decode.size());
-  for (const Work& w : prefill) tokens += static_cast<double>(w.tokens), sampling += w.last;
-  tokens += static_cast<double>(decode.size());
-  if (!(tokens > 0)) return 0;
-  double t = token_model(prefill.empty() ? 1 : 0).at(tokens) + lm_head(sampling);
+  Sums b;
+  b.sampling = static_cast<long long>(decode.size());
+  for (const Work& w : prefill) b.tokens += static_cast<double>(w.tokens), b.sampling += w.last;
+  b.tokens += static_cast<double>(decode.size());
+  b.prefill = !prefill.empty();
   // attention: per layer, the batch's sequences' compute and memory times summed, then the larger.
   // Each sum is the polynomial at the batch's sums: Σ q·k, Σ q², Σ q, Σ k and the count
-  attention_model();
-  double sqk = 0, sqq = 0, sq = 0, sk = 0, n = 0;
   for (const Work& w : prefill) {
     const double q = static_cast<double>(w.tokens), k = static_cast<double>(w.context);
-    sqk += q * k, sqq += q * q, sq += q, sk += k, n += 1;
+    b.sqk += q * k, b.sqq += q * q, b.sq += q, b.sk += k, b.n += 1;
   }
   // the decodes: their count, Σ k, the longest k
-  double nd = static_cast<double>(decode.size()), dk = 0, kmax = 0;
-  for (const Work& w : decode) dk += static_cast<double>(w.context), kmax = std::max(kmax, static_cast<double>(w.context));
-  auto sum = [&](const Poly& p) { return p.a * sqk + p.b * sqq + p.g * sq + p.d * sk + p.e * n; };
+  b.nd = static_cast<double>(decode.size());
+  for (const Work& w : decode) b.dk += static_cast<double>(w.context), b.kmax = std::max(b.kmax, static_cast<double>(w.context));
+  return price(b);
+}
+
+// (a decode-only batch: no prefill sums; Σ k of integers below 2^53 is exact either way)
+double BatchPricer::decode_cost(long long n, long long context_sum, long long context_max) {
+  Sums b;
+  b.sampling = n;
+  b.tokens = static_cast<double>(n);
+  b.nd = static_cast<double>(n), b.dk = static_cast<double>(context_sum), b.kmax = n > 0 ? static_cast<double>(context_max) : 0;
+  return price(b);
+}
+
+double BatchPricer::price(const Sums& b) {
+  if (!(b.tokens > 0)) return 0;
+  double t = token_model(b.prefill ? 0 : 1).at(b.tokens) + lm_head(b.sampling);
+  attention_model();
+  const double n = b.n, nd = b.nd, dk = b.dk, kmax = b.kmax;
+  auto sum = [&](const Poly& p) { return p.a * b.sqk + p.b * b.sqq + p.g * b.sq + p.d * b.sk + p.e * n; };
   for (const AttentionRow& r : attention_) {
     const DecodeLine& d = r.decode;
     auto line = [&](size_t j) { return nd * d.at0[j] + d.slope[j] * dk; };

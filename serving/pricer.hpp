@@ -37,8 +37,14 @@ class BatchPricer {
   BatchPricer(PointEvaluator& ev, const Scenario& base, const Point& point, const CNode& network, const CNode& platform, const std::string& prefill_execution,
               const std::string& decode_execution);
   double cost(const std::vector<Work>& prefill, const std::vector<Work>& decode);
+  // a batch of decodes only, from their count, the sum of their contexts and the longest: the same
+  // price as cost() of those decodes, to the bit
+  double decode_cost(long long n, long long context_sum, long long context_max);
   StepCost step_cost() {
     return [this](const std::vector<Work>& p, const std::vector<Work>& d) { return cost(p, d); };
+  }
+  DecodeCost decode_step_cost() {
+    return [this](long long n, long long sum, long long max) { return decode_cost(n, sum, max); };
   }
 
   // One GPU's figures for the KV cache's size (from a one-token decode and a prefill of
@@ -106,6 +112,14 @@ class BatchPricer {
   const Model& token_model(int mode);
   void attention_model();
   double lm_head(long long n);
+  // the prefill chunks' sums (Σ q·k, Σ q², Σ q, Σ k, their count) and the decodes' (count, Σ k,
+  // the longest k): cost() and decode_cost() price through it
+  struct Sums {
+    double tokens = 0, sqk = 0, sqq = 0, sq = 0, sk = 0, n = 0, nd = 0, dk = 0, kmax = 0;
+    long long sampling = 0;
+    bool prefill = false;
+  };
+  double price(const Sums& b);
 };
 
 // Whether a row is priced per sequence (attention and the KV cache), not over the batch's tokens

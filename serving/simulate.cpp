@@ -96,6 +96,7 @@ struct Shared {
   const std::vector<Request>& req;
   const EngineConfig& cfg;
   const StepCost& cost;
+  const DecodeCost& decode_cost;
   bool keep;
   std::vector<Seq> seqs;
   Simulation sim;
@@ -120,6 +121,10 @@ class Engine {
   // One iteration from now(): the requests it ends (finished; a prefill engine's: prefilled) into
   // `done`. False when nothing could be scheduled (the engine stalls until a request comes).
   bool step(std::vector<size_t>& done);
+  // The decode-only iterations that start before `until` and end no request (none admitted, none
+  // preempted), stepped from their aggregates with the shared decode cost: false when the next
+  // iteration is not one (the caller steps it)
+  bool fast_forward(double until);
   // a request no schedule can serve: its note
   static bool never_fits(Shared& sh, size_t i, long long total_blocks);
   std::vector<Sample> timeline;
@@ -138,6 +143,7 @@ class Engine {
   bool stalled_ = false;
   long long step_running_ = 0;
   std::vector<Work> prefill_, decode_;
+  std::vector<long long> slack_;  // (fast_forward's)
 
   void release(size_t i);
   void preempt(size_t i);
@@ -146,6 +152,13 @@ class Engine {
   long long admit(size_t i, long long budget, std::vector<Work>& prefill, std::vector<Work>& decode);
   void finish_step(const std::vector<Work>& prefill, const std::vector<Work>& decode, double start, std::vector<size_t>& done);
   void sample(double start, double end);
+  // what admitting request i takes: the cache's hits, the evictable ones among them, the first
+  // token computed, the tokens n and the new blocks
+  struct Admission {
+    long long hits = 0, evictable = 0, start = 0, n = 0, blocks = 0;
+  };
+  Admission plan_admit(size_t i, long long budget) const;
+  bool admits(const Admission& a, long long budget, long long available) const { return a.n <= budget && a.blocks + a.evictable <= available; }
 };
 
 // A request that no schedule can serve gets a note and no times
@@ -183,18 +196,24 @@ void Engine::preempt(size_t i) {
 // A waiting request into the batch, with the prompt blocks the cache holds (or, transferred, its
 // prompt's KV cache but the last token); false when its next tokens do not fit the budget (without
 // chunked prefill) or the free blocks (0 tokens)
+Engine::Admission Engine::plan_admit(size_t i, long long budget) const {
+  const Seq& s = sh_.seqs[i];
+  Admission a;
+  if (s.transferred) a.start = s.prompt - 1;
+  else if (cfg_.prefix_caching && s.computed == 0)  // at least one token computed: the last is never read from the cache
+    a.hits = pool_.lookup(sh_.req[i].block_hashes, (s.prompt + s.generated - 1) / cfg_.block_size, a.evictable), a.start = a.hits * cfg_.block_size;
+  const long long need = s.prompt + s.generated - a.start;
+  a.n = cfg_.chunked_prefill ? std::min(need, budget) : need;
+  a.blocks = ceil_div(a.start + a.n, cfg_.block_size) - a.hits;
+  return a;
+}
+
 long long Engine::admit(size_t i, long long budget, std::vector<Work>& prefill, std::vector<Work>& decode) {
   Seq& s = sh_.seqs[i];
   const std::vector<uint64_t>& h = sh_.req[i].block_hashes;
-  long long hits = 0, evictable = 0, start = 0;
-  if (s.transferred) start = s.prompt - 1;
-  else if (cfg_.prefix_caching && s.computed == 0)  // at least one token computed: the last is never read from the cache
-    hits = pool_.lookup(h, (s.prompt + s.generated - 1) / cfg_.block_size, evictable), start = hits * cfg_.block_size;
-  const long long need = s.prompt + s.generated - start;
-  const long long n = cfg_.chunked_prefill ? std::min(need, budget) : need;
-  if (n > budget) return 0;
-  const long long blocks = ceil_div(start + n, cfg_.block_size) - hits;
-  if (blocks + evictable > pool_.available()) return 0;
+  const Admission a = plan_admit(i, budget);
+  if (!admits(a, budget, pool_.available())) return 0;
+  const long long hits = a.hits, start = a.start, n = a.n, blocks = a.blocks;
   for (long long b = 0; b < hits; ++b) pool_.acquire(h[static_cast<size_t>(b)]);
   pool_.alloc(blocks);
   s.shared = hits, s.blocks = hits + blocks, s.computed = start;
@@ -355,13 +374,68 @@ bool Engine::step(std::vector<size_t>& done) {
   return true;
 }
 
+bool Engine::fast_forward(double until) {
+  const long long n = static_cast<long long>(running_.size()), bs = cfg_.block_size;
+  if (!sh_.decode_cost || sh_.keep || role_ != Role::Both || cfg_.scheduler != EngineConfig::Scheduler::Vllm || n == 0 || n > cfg_.max_num_batched_tokens ||
+      !(now_ < until))
+    return false;
+  // every running sequence decodes (its token of the last iteration is its latest), holds blocks
+  // to within one of its tokens and has no prompt block left to publish; none ends in the run
+  long long sum = 0, kmax = 0, left = std::numeric_limits<long long>::max();
+  std::vector<long long>& slack = slack_;  // how many blocks fall due at each step mod block_size
+  slack.assign(static_cast<size_t>(bs), 0);
+  for (size_t i : running_) {
+    const Seq& s = sh_.seqs[i];
+    const long long d = s.blocks * bs - s.computed;
+    if (s.generated == 0 || s.computed != s.prompt + s.generated - 1 || s.last_token_s != now_ || d < 0 || d >= bs) return false;
+    if (cfg_.prefix_caching && s.shared < static_cast<long long>(sh_.req[i].block_hashes.size()) && (s.shared + 1) * bs <= std::min(s.computed, s.prompt) &&
+        s.shared < s.blocks)
+      return false;
+    ++slack[static_cast<size_t>(d)];
+    sum += s.computed, kmax = std::max(kmax, s.computed), left = std::min(left, s.output - s.generated);
+  }
+  // a waiting request that could join: each iteration would admit it, unless its blocks do not
+  // fit (a run only takes blocks, so what does not fit now never does in it); the prefix cache's
+  // hits could change under eviction: not run then
+  const long long budget = cfg_.max_num_batched_tokens - n;
+  const bool could_admit = !waiting_.empty() && n < cfg_.max_num_seqs && budget > 0;
+  if (could_admit && cfg_.prefix_caching) return false;
+  const Admission next = could_admit ? plan_admit(waiting_.front(), budget) : Admission{};
+  long long m = 0;
+  for (; m < left - 1 && now_ < until; ++m) {
+    const long long due = slack[static_cast<size_t>(m % bs)];
+    if (due > pool_.available()) break;  // a preemption: the slow path's
+    if (could_admit && admits(next, budget, pool_.available() - due)) break;
+    if (due > 0) pool_.alloc(due);
+    const double start = now_, t = std::max(0.0, sh_.decode_cost(n, sum + n * m, kmax + m));
+    if (!std::isfinite(t)) throw std::runtime_error("an iteration's cost is not a finite time (" + std::to_string(t) + " s): the platform's roofs cannot price it");
+    const double kv = pool_.bounded() ? static_cast<double>(pool_.used()) / static_cast<double>(pool_.total()) : 0;
+    step_running_ = n;
+    running_time += t * static_cast<double>(n);
+    kv_time += t * kv;
+    ++iterations;
+    now_ = start + t;
+    sample(start, now_);
+    sh_.sim.itl_steps.emplace_back(now_ - start, n);
+    timeline[static_cast<size_t>(std::ceil(now_))].output_tokens += static_cast<double>(n);
+  }
+  if (m == 0) return false;
+  for (size_t i : running_) {
+    Seq& s = sh_.seqs[i];
+    const long long d = s.blocks * bs - s.computed;  // blocks fell due at steps d, d + bs, … (from 0)
+    if (d <= m - 1) s.blocks += 1 + (m - 1 - d) / bs;
+    s.computed += m, s.generated += m, s.last_token_s = now_;
+  }
+  return true;
+}
+
 // The deployment: arrivals (and a closed loop's sends, and KV transfers) delivered in time order,
 // each to an engine the router picks; the engine that is earliest steps next. An arrival at an
 // engine's step start joins that step.
 class Cluster {
  public:
-  Cluster(const std::vector<Request>& reqs, const EngineConfig& cfg, const StepCost& cost, bool keep, const Deployment& dep)
-      : sh_{reqs, cfg, cost, keep, std::vector<Seq>(reqs.size()), Simulation{}}, dep_(dep) {
+  Cluster(const std::vector<Request>& reqs, const EngineConfig& cfg, const StepCost& cost, const DecodeCost& decode_cost, bool keep, const Deployment& dep)
+      : sh_{reqs, cfg, cost, decode_cost, keep, std::vector<Seq>(reqs.size()), Simulation{}}, dep_(dep) {
     sh_.sim.requests.resize(reqs.size());
     for (size_t i = 0; i < reqs.size(); ++i) {
       Outcome& o = sh_.sim.requests[i];
@@ -462,6 +536,12 @@ Simulation Cluster::run() {
       sh_.sim.queue_unbounded = true;
       break;
     }
+    // one engine: a run of decode-only iterations up to the next arrival or send at once (with
+    // more, the engines' steps interleave: max_running sums them step by step)
+    if (engines_.size() == 1 && e->fast_forward(closed ? t_event : std::min({t_new, t_event, last_arrival + sh_.cfg.drain_s}))) {
+      sh_.sim.max_running = std::max(sh_.sim.max_running, e->step_running());
+      continue;
+    }
     done.clear();
     if (!e->step(done)) continue;
     running_sum = 0;
@@ -539,10 +619,11 @@ void four(double out[4], std::vector<T>& v) {
 
 }  // namespace
 
-Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps, const Deployment& dep) {
+Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps, const Deployment& dep,
+                    const DecodeCost& decode_cost) {
   if (dep.engines() < 1 || (dep.disaggregated && (dep.prefill_replicas < 1 || dep.decode_replicas < 1)))
     throw std::invalid_argument("a deployment needs at least one engine in each pool");
-  return Cluster(requests, cfg, cost, keep_steps, dep).run();
+  return Cluster(requests, cfg, cost, decode_cost, keep_steps, dep).run();
 }
 
 long long Simulation::itl_count() const {

@@ -60,6 +60,11 @@ struct Work {
 
 // The price of one iteration, in seconds: its prefill chunks and its decodes, run as one batch
 using StepCost = std::function<double(const std::vector<Work>& prefill, const std::vector<Work>& decode)>;
+// The price of an iteration of decodes only, from their aggregates: n sequences, the sum of their
+// contexts and the longest. Optional; where given it must equal StepCost's price of those decodes,
+// and a single engine then steps its runs of decode-only iterations (no arrival, no finish, no
+// admission, no preemption between) without listing their sequences: the same results, to the bit
+using DecodeCost = std::function<double(long long n, long long context_sum, long long context_max)>;
 
 struct Step {
   long long engine = 0;  // which engine of the deployment (disaggregated: the prefill pool's first)
@@ -109,7 +114,9 @@ struct Simulation {
 
 // Serves `requests` (arrivals in order; a closed loop sends them as earlier ones finish) on the
 // deployment's engines, all with `cfg` and `cost`. A closed loop's concurrency is the deployment's.
-Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false, const Deployment& dep = {});
+// (keep_steps lists every iteration: the decode-only runs are then stepped one by one)
+Simulation simulate(const std::vector<Request>& requests, const EngineConfig& cfg, const StepCost& cost, bool keep_steps = false, const Deployment& dep = {},
+                    const DecodeCost& decode_cost = {});
 
 // The pooled token gaps as (time, how many), sorted by time, equal times merged
 std::vector<std::pair<double, long long>> pooled_itl(const Simulation& s);

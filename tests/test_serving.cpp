@@ -512,3 +512,82 @@ TEST_CASE("serving: a deployment without engines or with an unreadable link is a
   CHECK(bw.find("bandwidth: ") != std::string::npos);
   CHECK(bw.find("latency: must be 0 or more") != std::string::npos);
 }
+
+namespace {
+
+// 10 ms an iteration, 0.1 ms a prefill token, 1 ms a decoding sequence, 1 µs a decode's context token
+double context_cost(const std::vector<Work>& prefill, const std::vector<Work>& decode) {
+  double tokens = 0, context = 0;
+  for (const Work& w : prefill) tokens += static_cast<double>(w.tokens);
+  for (const Work& w : decode) context += static_cast<double>(w.context);
+  return 0.010 + 0.0001 * tokens + 0.001 * static_cast<double>(decode.size()) + 1e-6 * context;
+}
+
+}  // namespace
+
+TEST_CASE("serving: a run of decode-only iterations stepped from its aggregates, by hand and as the slow path", "[serving]") {
+  long long aggregate_calls = 0;
+  const DecodeCost aggregate = [&](long long n, long long sum, long long) {
+    ++aggregate_calls;
+    return 0.010 + 0.001 * static_cast<double>(n) + 1e-6 * static_cast<double>(sum);
+  };
+  // One request, prompt 100, output 5: step 1 prefills (10 + 10 = 20 ms), then 4 decodes at
+  // contexts 100, 101, 102, 103: 11.100, 11.101, 11.102, 11.103 ms (the first three a run stepped
+  // from the aggregates; the fourth, which ends the request, one by one). Finish 20 + 44.406 ms,
+  // TPOT 44.406 / 4 = 11.1015 ms.
+  {
+    const std::vector<Request> rs = {req(0, 100, 5)};
+    EngineConfig cfg;
+    const Simulation s = simulate(rs, cfg, context_cost, false, {}, aggregate);
+    REQUIRE(s.requests[0].done());
+    CHECK(s.requests[0].first_token_s == Approx(0.020).epsilon(1e-12));
+    CHECK(s.requests[0].finish_s == Approx(0.064406).epsilon(1e-12));
+    CHECK(tpot_of(s.requests[0]) == Approx(0.0111015).epsilon(1e-12));
+    CHECK(s.iterations == 5);
+    CHECK(aggregate_calls == 3);
+    CHECK(s.itl_count() == 4);
+  }
+  // Against the slow path, bit for bit: open arrivals with a KV cache that preempts, a prefix cache
+  // on a shared system prompt, few sequences (requests wait), a closed loop
+  for (int variant = 0; variant < 4; ++variant) {
+    Synthetic w;
+    w.requests = 400;
+    w.arrivals = {Process::Poisson, 30, 1};
+    w.prompt = {Lengths::Dist::Lognormal, 300, 1, 8, 2000};
+    w.output = {Lengths::Dist::Lognormal, 60, 1, 2, 400};
+    EngineConfig cfg;
+    cfg.max_num_batched_tokens = 512;
+    if (variant == 0) cfg.kv_blocks = 600;
+    if (variant == 1) w.shared_prefix_tokens = 128, w.shared_prefix_groups = 3, cfg.prefix_caching = true, cfg.kv_blocks = 2000;
+    if (variant == 2) cfg.max_num_seqs = 6;
+    if (variant == 3) w.concurrency = 12, cfg.concurrency = 12, cfg.kv_blocks = 800;
+    const std::vector<Request> rs = generate(w, cfg.prefix_caching ? cfg.block_size : 0);
+    aggregate_calls = 0;
+    const Simulation slow = simulate(rs, cfg, context_cost);
+    const Simulation fast = simulate(rs, cfg, context_cost, false, {}, aggregate);
+    INFO("variant " << variant);
+    CHECK(aggregate_calls > 0);
+    REQUIRE(fast.requests.size() == slow.requests.size());
+    size_t same = 0;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const Outcome &a = slow.requests[i], &b = fast.requests[i];
+      same += a.first_token_s == b.first_token_s && a.finish_s == b.finish_s && a.scheduled_s == b.scheduled_s && a.preemptions == b.preemptions &&
+              a.cached_tokens == b.cached_tokens && a.arrival_s == b.arrival_s;
+    }
+    CHECK(same == rs.size());
+    CHECK(fast.iterations == slow.iterations);
+    CHECK(fast.preemptions == slow.preemptions);
+    CHECK(fast.max_running == slow.max_running);
+    CHECK(fast.running_time == slow.running_time);
+    CHECK(fast.kv_time == slow.kv_time);
+    CHECK(fast.itl_steps == slow.itl_steps);
+    CHECK(fast.itl_other_s == slow.itl_other_s);
+    REQUIRE(fast.timeline.size() == slow.timeline.size());
+    size_t same_seconds = 0;
+    for (size_t k = 0; k < fast.timeline.size(); ++k) {
+      const Sample &a = slow.timeline[k], &b = fast.timeline[k];
+      same_seconds += a.running == b.running && a.waiting == b.waiting && a.kv_usage == b.kv_usage && a.output_tokens == b.output_tokens && a.prompt_tokens == b.prompt_tokens;
+    }
+    CHECK(same_seconds == fast.timeline.size());
+  }
+}
