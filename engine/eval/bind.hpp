@@ -40,6 +40,37 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
 // row per platform (evaluate_request.cpp)
 void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out);
 
+// A layer's parts of its derated times from assumed figures, and what a calibrated platform's
+// error band adds at its 10th and 90th percentile (added into its kernel's)
+struct LayerExtra {
+  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
+};
+
+// What a layer's pricing reads of its platform and network at a point (evaluate_point_once sets it
+// once per network on each platform)
+struct LayerPricing {
+  const Platform& pl;
+  const Settings& st;
+  EvalContext& ctx;
+  Diags& d;
+  const SourceLoc& plat_loc;  // where the scenario names the platform
+  const MemoryLevel* mem;     // the point's memory level (memory_level: auto: each layer's, by its bytes)
+  bool auto_level;
+  bool full_rows;             // rows with their names and shapes (kept, or seen by a script)
+  MemoryModel mm;
+  double graph_gap;           // what a kernel model's times give up under execution: graph
+  const Parallelism& par;
+  const InterconnectLevel* link;         // tensor parallelism's
+  const InterconnectLevel* expert_link;  // expert parallelism's all-to-all
+};
+
+// A layer priced afresh into its row (evaluate_layer.cpp): its bytes, both roofs' times, its
+// efficiency, a kernel model's time, its collectives, a script's metrics; its class's host overhead
+// into host, its assumed parts and error band into extra, whether a platform's algorithm changed its
+// work into algorithm. Returns its memory level, or nullptr when an error went into lp.d (the
+// network's loop stops)
+const MemoryLevel* price_layer(const LayerPricing& lp, const Layer& L, const ComputeRoof& roof, Row& r, double& host, LayerExtra& extra, bool& algorithm);
+
 // Whether every number of a row is finite (per layer, in the evaluation's loop)
 // Whether every number of a row is finite, in one sum: a NaN or an infinity makes the sum one
 // too. When it is not, nonfinite_field looks closer (a sum that only overflows, or a layer's legal

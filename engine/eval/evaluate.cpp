@@ -32,11 +32,6 @@ struct KernelTime {
   double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
 };
 
-// A layer's share of those (per layer, added into its kernel's)
-struct LayerExtra {
-  double acompute = 0, amemory = 0, acomm = 0, lo = 0, hi = 0;
-};
-
 
 // A layer's roofline on a platform, kept for the later layers that do the same work.
 struct Bounded {
@@ -48,45 +43,6 @@ struct Bounded {
   bool algorithm = false;  // a platform's algorithm changed its work or bytes (its row's counts say how)
   LayerExtra extra;
 };
-
-// The work and bytes of a convolution under an algorithm the platform declares (`algorithms:`):
-// - conv3x3 winograd_f2x2 / winograd_f4x4, for a dense 3×3 stride-1 undilated convolution:
-//   F(m×m, 3×3) multiplies (m + 2)² times per m×m output tile per input and output channel, so
-//   MACs = N · ceil(Hout/m) · ceil(Wout/m) · (m + 2)² · Cin · Cout (4 / 9 and 1 / 4 of the direct
-//   count on whole tiles); the FLOPs it bounds are flops_per_mac × those;
-// - conv1x1_strided touched_input, for a 1×1 convolution with stride sh × sw > 1 and no padding: it
-//   reads one input pixel in sh · sw, so its input bytes are the input's / (sh · sw).
-// Returns whether one applied; `cost` (a row's copy) then carries the executed counts.
-bool apply_algorithm(const Platform& pl, const Layer& L, const Settings& st, double& work, double& bytes, OpCost* cost) {
-  if (!L.op || L.op->name != "conv2d" || L.in_shapes.empty() || L.out_shapes.empty()) return false;
-  const auto& k = L.attrs.ints("kernel");
-  const auto& s = L.attrs.ints("stride");
-  const auto& dl = L.attrs.ints("dilation");
-  const Shape& x = L.in_shapes[0];
-  const Shape& y = L.out_shapes[0];
-  if (k.size() != 2 || s.size() != 2 || dl.size() != 2 || x.size() != 4 || y.size() != 4) return false;
-  const DType cd = L.compute_dtype();
-  if (k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && dl[0] == 1 && dl[1] == 1 && L.attrs.i("groups") == 1) {
-    const std::string& a = pl.algorithm_for("conv3x3", cd);
-    const long long m = a == "winograd_f2x2" ? 2 : a == "winograd_f4x4" ? 4 : 0;
-    if (!m) return false;
-    const double tiles = static_cast<double>(y[0]) * static_cast<double>((y[2] + m - 1) / m) * static_cast<double>((y[3] + m - 1) / m);
-    const double macs = tiles * static_cast<double>((m + 2) * (m + 2)) * static_cast<double>(x[1]) * static_cast<double>(y[1]);
-    work = st.flops_per_mac * macs;
-    if (cost) cost->macs_executed = macs, cost->flops_executed = work;
-    return true;
-  }
-  const AttrValue& pad = L.attrs.at("padding");
-  const bool no_pad = pad.s == "valid" || (pad.s.empty() && std::all_of(pad.ints.begin(), pad.ints.end(), [](long long v) { return v == 0; }));
-  if (k[0] == 1 && k[1] == 1 && (s[0] > 1 || s[1] > 1) && no_pad && pl.algorithm_for("conv1x1_strided", cd) == "touched_input") {
-    if (st.memory_model != MemoryModel::InputsWeightsOutputs || L.cost.input_bytes.empty()) return false;
-    const double in = L.cost.input_bytes[0], touched = in / static_cast<double>(s[0] * s[1]);
-    bytes -= in - touched;
-    if (cost) cost->input_bytes[0] = touched;
-    return true;
-  }
-  return false;
-}
 
 // Kernels of a repeat's later copies whose times are added at once by evaluate_point's sum over
 // kernels (their layers each alone in a kernel, numbered one after the other): kernels [begin,
@@ -350,6 +306,245 @@ void finish_sums(const Network& net, const Settings& st, bool staged, const Pipe
   }
 }
 
+// The point's memory level on a platform (memory_level: auto: the first, each layer then its own),
+// once its runtime has what the execution mode needs: nullptr after an error into d
+const MemoryLevel* point_level(const Settings& st, const Platform& pl, const SourceLoc& plat_loc, Diags& d) {
+  const bool auto_level = st.memory_level == "auto";
+  if ((st.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
+      (st.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
+    const bool graph = st.execution == Execution::Graph;
+    const std::string key = graph ? "graph_gap" : "host_overhead";
+    d.error(st.execution_loc,
+            std::string("execution: ") + execution_name(st.execution) + " needs the platform's runtime." + key + "; platform '" + pl.name +
+                "' has none",
+            {Note{plat_loc, "platform used here"},
+             Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_" + execution_name(st.execution) + ", runtime: {" + key +
+                          (graph ? ": 2 us}}" : ": 20 us}}") + " (rsim calibrate fits both from measured network times)"}});
+    return nullptr;
+  }
+  const MemoryLevel* mem = st.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(st.memory_level);
+  if (!mem) {
+    std::vector<std::string> names;
+    for (const auto& m : pl.memory) names.push_back(m.name);
+    std::string hint = did_you_mean(st.memory_level, names);
+    d.error(plat_loc, "platform '" + pl.name + "' has no memory level '" + st.memory_level + "'",
+            {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
+    return nullptr;
+  }
+  return mem;
+}
+
+// A network's summary row begun on a platform: its names, shape and parallelism, its tokens and the
+// memory that holds it; false after an error into d (split over GPUs on a platform with no links)
+bool open_summary(SummaryRow& sum, const Point& p, const Platform& pl, const Network& net, const SourceLoc& net_loc, const SourceLoc& plat_loc, Diags& d) {
+  const Parallelism& par = net.parallel;
+  sum.clear();
+  sum.point = p.index;
+  sum.platform = pl.name;
+  sum.network = net.name;
+  if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
+  sum.phase = net.phase;
+  sum.tensor_parallel = static_cast<double>(par.tensor);
+  sum.pipeline_parallel = static_cast<double>(par.pipeline), sum.micro_batches = static_cast<double>(par.micro_batches);
+  sum.expert_parallel = static_cast<double>(par.expert), sum.data_parallel = static_cast<double>(par.data);
+  sum.gpus = static_cast<double>(par.gpus());
+  if ((par.tensor > 1 || par.expert > 1 || par.pipeline > 1) && pl.interconnect.empty()) {
+    const std::string split = par.tensor > 1 && par.pipeline > 1 ? std::to_string(par.tensor * par.pipeline) + " GPUs (tensor × pipeline)"
+                              : par.tensor > 1                   ? std::to_string(par.tensor) + " GPUs"
+                              : par.pipeline > 1                 ? std::to_string(par.pipeline) + " pipeline stages"
+                                                                 : std::to_string(par.expert) + " expert-parallel GPUs";
+    d.error(net_loc, "network '" + net.name + "' is split over " + split + ", but platform '" + pl.name + "' states no interconnect",
+            {Note{plat_loc, "platform used here"},
+             Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_nvlink, interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]}"}});
+    return false;
+  }
+  if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
+  // the capacity is the largest level's, unless a level states no size (main memory of
+  // unknown size holds anything: no capacity check)
+  bool unbounded = false;
+  for (const auto& m : pl.memory) unbounded = unbounded || !(m.size_bytes > 0);
+  for (const auto& m : pl.memory)
+    if (!unbounded && m.size_bytes > sum.memory_size_bytes) {
+      sum.memory_size_bytes = m.size_bytes;
+      sum.memory_name = m.name;
+    }
+  return true;
+}
+
+// A layer whose compute precision the platform has no roof for: the error, with what it has
+void report_missing_roof(const Platform& pl, const Network& net, const Layer& L, const SourceLoc& plat_loc, Diags& d) {
+  std::string have;
+  for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
+  std::vector<Note> notes = {Note{plat_loc, "platform used here"}, Note{{}, "its roofs cover: " + have}};
+  if (L.dtype_from_file && L.compute_dtype() == L.dtype)  // the model's published precision, not the scenario's
+    notes.push_back(Note{{}, std::string("network '") + net.name + "' runs in its model's published dtype, " + dtype_name(L.dtype) +
+                                 ", as no settings.dtype or network dtype says otherwise: give one this platform has, e.g. settings: {dtype: " +
+                                 (have.find("fp16") != std::string::npos ? "fp16" : "fp32") + "}"});
+  d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')", notes);
+}
+
+// A layer's row begun: its point, precisions and flags; with full rows its names, shapes (a layer
+// doing an earlier one's work, in kept rows: that row's text), roof, level and kernel
+void start_row(Row& r, size_t point, const Platform& pl, const Network& net, const Layer& L, size_t li, const ComputeRoof& roof, const MemoryLevel& mem,
+               const KernelIndex& kix, bool full_rows, bool kept, const std::vector<Row>& rows, size_t rows_base) {
+  r.point = point;
+  r.dtype = L.dtype;
+  r.compute_dtype = L.compute_dtype();
+  // the weights dtype labels matrix weights only: a norm's γ or RoPE's tables stay in the
+  // activation dtype whatever weights_dtype says
+  r.weights_dtype = L.cost.quantized_weight_bytes > 0 ? L.weights_dtype() : L.dtype;
+  r.kv_dtype = L.kv_dtype();
+  r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
+  r.touches_kv = L.touches_kv;
+  if (full_rows) {
+    r.platform = pl.name;
+    r.network = net.name;
+    r.layer = L.name;
+    r.op = L.op->name;
+    if (kept && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {  // the same shapes: the earlier row's text
+      const Row& t = rows[rows_base + static_cast<size_t>(L.same_as)];
+      r.input_shapes = t.input_shapes;
+      r.output_shapes = t.output_shapes;
+    } else {
+      append_shapes(r.input_shapes, L.in_shapes);
+      append_shapes(r.output_shapes, L.out_shapes);
+    }
+    if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
+    r.compute_roof = roof.name;
+    r.memory_level = mem.name;
+    r.kernel = L.kernel;
+    r.kernel_index = kix.of_layer[li];
+  }
+}
+
+// A network's summary finished from its totals: intensity, achieved rates, footprint (over the
+// memory: a footprint excess written, over the last point's), the operators it ignored
+void close_summary(SummaryRow& sum, const Network& net, const Platform& pl, const SourceLoc& net_loc, std::vector<FootprintExcess>& excess, size_t& excess_used) {
+  sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
+  sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
+  sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
+  sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
+  if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
+    // (written over the last point's: a sweep past the memory has one at nearly every point)
+    FootprintExcess& x = next_slot(excess, excess_used);
+    x.loc = net_loc;
+    x.network = net.name, x.platform = pl.name, x.memory = sum.memory_name;
+    x.footprint = sum.memory_footprint_bytes, x.size = sum.memory_size_bytes;
+    x.weights = sum.weight_footprint_bytes, x.kv_cache = sum.kv_cache_bytes, x.activations = sum.activation_bytes;
+  }
+  for (const auto& [op, n] : net.ignored)
+    sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
+}
+
+// A network's totals on a platform, layer by layer: each layer's roofline into its kernel's times,
+// its pipeline stage's sums and the network's summary
+struct Tally {
+  const Network& net;
+  const KernelIndex& kix;
+  std::vector<KernelTime>& kernels;
+  SummaryRow& sum;
+  PipelinePlan& pipe;
+  bool eager, staged;
+  void operator()(size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host, const LayerExtra& x) {
+  if (int k = kix.of_layer[li]; k >= 0) {
+    KernelTime& kt = kernels[static_cast<size_t>(k)];
+    kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
+    kt.compute += th.compute_time_s;
+    kt.memory += th.memory_time_s;
+    kt.dcompute += de.compute_time_s;
+    kt.dmemory += de.memory_time_s;
+    kt.comm += th.comm_time_s;
+    kt.dcomm += de.comm_time_s;
+    if (eager) kt.host = std::max(kt.host, host);
+  }
+  {
+    const Layer& TL = net.layers[li];
+    const size_t k = static_cast<size_t>(TL.dtype);
+    sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
+    if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
+  }
+  if (staged) {
+    PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
+    st.time += th.time_s, st.derated += de.time_s;
+    st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
+    st.activations = std::max(st.activations, cost.activation_bytes);
+  }
+  sum.params_per_gpu += cost.params * cost.shard;
+  sum.comm_bytes += cost.comm_bytes;
+  sum.comm_time_s += th.comm_time_s;
+  sum.layers += 1;
+  sum.macs += cost.macs;
+  sum.flops += cost.flops;
+  sum.params += cost.params;
+  sum.active_params += cost.active_params;
+  sum.weight_footprint_bytes += cost.resident_weight_bytes;
+  sum.kv_cache_bytes += cost.kv_cache_bytes;
+  sum.kv_write_bytes += cost.kv_write_bytes;
+  sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
+  sum.bytes += bytes;
+  sum.memory_bound += th.bound == Bound::Memory;
+  sum.compute_bound += th.bound == Bound::Compute;
+  sum.derated_memory_bound += de.bound == Bound::Memory;
+  sum.derated_compute_bound += de.bound == Bound::Compute;
+  }
+};
+
+// The point's errors, each with a note naming the sweep point (where it has bindings)
+ConfigError at_point(const Diags& d, const Point& p) {
+  std::vector<Diagnostic> list = d.list();
+  if (!p.bindings.empty())
+    for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
+  return ConfigError(list);
+}
+
+// The point's variables: its sweep bindings, then the scenario's vars in order (each may use what
+// came before, into with_vars); without vars, the point's bindings themselves
+const Env& point_env(const Scenario& s, const Point& p, EvalContext& ctx, Env& with_vars, Diags& d) {
+  if (s.vars.empty()) return p.bindings;
+  with_vars = p.bindings;
+  for (const auto& [name, node] : s.vars) {
+    try {
+      with_vars.emplace_back(name, substitute(node.scalar, with_vars, ctx.ev, node.loc));
+    } catch (const ConfigError& e) {
+      d.add(e);
+    }
+  }
+  return with_vars;
+}
+
+// count kernels' times, all zero (zero bits are 0.0); in eager mode each with no class's own host
+// overhead yet (-1: the runtime's)
+void reset_kernels(std::vector<KernelTime>& kernels, size_t count, bool eager) {
+  kernels.resize(count);
+  static_assert(std::is_trivially_copyable_v<KernelTime>);
+  if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
+  if (eager)
+    for (KernelTime& kt : kernels) kt.host = -1;
+}
+
+// A layer's row from the roofline of the earlier layer whose work it does (kept rows: that row is
+// its twin, with the decode kernel's shape and an algorithm's counts)
+void take_twin(Row& r, const Bounded& b, size_t same_as, size_t rows_base, bool kept, bool full_rows, const std::vector<Row>& rows) {
+  if (kept) {
+    r.twin = static_cast<int>(rows_base + same_as);
+    r.decode = rows[static_cast<size_t>(r.twin)].decode;  // (a decode kernel's shape)
+  }
+  if (kept && b.algorithm) r.cost = rows[rows_base + same_as].cost;  // (its algorithm's counts)
+  r.bytes = b.bytes;
+  if (full_rows) r.memory_level = b.level->name;
+  r.theoretical = b.theoretical;
+  r.derated = b.derated;
+  r.efficiency = b.efficiency;
+}
+
+// The point's networks as written (an optimized copy, named NAME.optimized, follows its network)
+std::vector<std::shared_ptr<const Network>> as_written(const std::vector<std::shared_ptr<const Network>>& nets) {
+  std::vector<std::shared_ptr<const Network>> written;
+  for (size_t i = 0; i < nets.size(); ++i)
+    if (!(i > 0 && nets[i]->name == nets[i - 1]->name + ".optimized")) written.push_back(nets[i]);
+  return written;
+}
+
 }  // namespace
 
 void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, PointResult& out) {
@@ -373,18 +568,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
   } trim{out, rows_used, summary_used, excess_used, ctx.rows};
   out.text_end = {};
   Diags d;
-  // variables: sweep bindings, then vars in order (each may use what came before); without vars,
-  // the point's bindings themselves
   Env with_vars;
-  if (!s.vars.empty()) with_vars = p.bindings;
-  for (const auto& [name, node] : s.vars) {
-    try {
-      with_vars.emplace_back(name, substitute(node.scalar, with_vars, ctx.ev, node.loc));
-    } catch (const ConfigError& e) {
-      d.add(e);
-    }
-  }
-  const Env& env = s.vars.empty() ? p.bindings : with_vars;
+  const Env& env = point_env(s, p, ctx, with_vars, d);
   if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
   thread_local PointLists lists;  // (per thread: a point allocates none of them)
   if (lists.busy) throw std::logic_error("evaluate_point: called within itself");
@@ -396,27 +581,9 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
   auto& [plat_nodes, nets, net_kernels, net_locs, net_repeats, busy_] = lists;
   bind_platforms(s, env, ctx, out, plat_nodes, d);
   bind_networks(s, env, ctx, out.settings, lists, d);
-  auto with_point = [&](const Diags& dd) {
-    std::vector<Diagnostic> list = dd.list();
-    if (!p.bindings.empty())
-      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
-    return ConfigError(list);
-  };
-  if (!d.empty()) {
-    if (!p.bindings.empty()) {
-      std::vector<Diagnostic> list = d.list();
-      for (auto& diag : list) diag.notes.push_back(Note{{}, "at sweep point " + std::to_string(p.index) + ": " + bindings_text(p.bindings)});
-      throw ConfigError(list);
-    }
-    d.throw_if_any();
-  }
+  if (!d.empty()) throw at_point(d, p);
 
-  if (ctx.on_networks) {  // the networks as written (an optimized copy is named NAME.optimized, after its network)
-    std::vector<std::shared_ptr<const Network>> written;
-    for (size_t i = 0; i < nets.size(); ++i)
-      if (!(i > 0 && nets[i]->name == nets[i - 1]->name + ".optimized")) written.push_back(nets[i]);
-    ctx.on_networks(p, written);
-  }
+  if (ctx.on_networks) ctx.on_networks(p, as_written(nets));
   MemoryModel mm = out.settings.memory_model;
   // rows with their names and shapes: kept, or handed to a script's efficiency model or metrics
   const bool full_rows = ctx.rows || (ctx.hooks && (ctx.hooks->has_efficiency() || !ctx.hooks->metric_names().empty()));
@@ -434,80 +601,28 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
     const double launch = out.settings.execution == Execution::Fused ? pl.runtime.launch_overhead_s : 0;
     // a kernel model's times hold the gap of the CUDA graph they were timed in: graph mode's gap comes out of them
     const double graph_gap = out.settings.execution == Execution::Graph && pl.kernel_model.active() ? std::max(0.0, pl.runtime.graph_gap_s) : 0;
-    if ((out.settings.execution == Execution::Graph && !pl.runtime.has_graph_gap()) ||
-        (out.settings.execution == Execution::Eager && !pl.runtime.has_host_overhead())) {
-      const bool graph = out.settings.execution == Execution::Graph;
-      const std::string key = graph ? "graph_gap" : "host_overhead";
-      d.error(out.settings.execution_loc,
-              std::string("execution: ") + execution_name(out.settings.execution) + " needs the platform's runtime." + key + "; platform '" + pl.name +
-                  "' has none",
-              {Note{plat_nodes[pi]->loc, "platform used here"},
-               Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_" + execution_name(out.settings.execution) + ", runtime: {" + key +
-                            (graph ? ": 2 us}}" : ": 20 us}}") + " (rsim calibrate fits both from measured network times)"}});
-      continue;
-    }
-    const MemoryLevel* mem = out.settings.memory_level.empty() || auto_level ? &pl.memory.front() : pl.level(out.settings.memory_level);
-    if (!mem) {
-      std::vector<std::string> names;
-      for (const auto& m : pl.memory) names.push_back(m.name);
-      std::string hint = did_you_mean(out.settings.memory_level, names);
-      d.error(plat_nodes[pi]->loc, "platform '" + pl.name + "' has no memory level '" + out.settings.memory_level + "'",
-              {Note{{}, hint.empty() ? "its levels: " + [&] { std::string a; for (auto& n : names) a += (a.empty() ? "" : ", ") + n; return a; }() : hint}});
-      continue;
-    }
+    const MemoryLevel* mem = point_level(out.settings, pl, plat_nodes[pi]->loc, d);
+    if (!mem) continue;
     for (size_t ni = 0; ni < nets.size(); ++ni) {
       const Network& net = *nets[ni];
       SummaryRow& sum = next_slot(out.summary, summary_used);
-      sum.clear();
-      sum.point = p.index;
-      sum.platform = pl.name;
-      sum.network = net.name;
-      if (!net.inputs.empty() && !net.inputs.front().second.empty()) sum.batch = static_cast<double>(net.inputs.front().second.front());
-      sum.phase = net.phase;
+      if (!open_summary(sum, p, pl, net, *net_locs[ni], plat_nodes[pi]->loc, d)) continue;
       const Parallelism& par = net.parallel;
-      sum.tensor_parallel = static_cast<double>(par.tensor);
-      sum.pipeline_parallel = static_cast<double>(par.pipeline), sum.micro_batches = static_cast<double>(par.micro_batches);
-      sum.expert_parallel = static_cast<double>(par.expert), sum.data_parallel = static_cast<double>(par.data);
-      sum.gpus = static_cast<double>(par.gpus());
       // the links the network's collectives run on: tensor parallelism's all-reduces among its T
       // GPUs, expert parallelism's all-to-all among T × E, a pipeline's sends among T × P
       const InterconnectLevel* link = par.tensor > 1 ? pl.link_for(par.tensor) : nullptr;
       const InterconnectLevel* expert_link = par.expert > 1 ? pl.link_for(par.tensor * par.expert) : nullptr;
       const InterconnectLevel* stage_link = par.pipeline > 1 ? pl.link_for(par.tensor * par.pipeline) : nullptr;
-      if ((par.tensor > 1 || par.expert > 1 || par.pipeline > 1) && pl.interconnect.empty()) {
-        const std::string split = par.tensor > 1 && par.pipeline > 1 ? std::to_string(par.tensor * par.pipeline) + " GPUs (tensor × pipeline)"
-                                  : par.tensor > 1                   ? std::to_string(par.tensor) + " GPUs"
-                                  : par.pipeline > 1                 ? std::to_string(par.pipeline) + " pipeline stages"
-                                                                     : std::to_string(par.expert) + " expert-parallel GPUs";
-        d.error(*net_locs[ni], "network '" + net.name + "' is split over " + split + ", but platform '" + pl.name + "' states no interconnect",
-                {Note{plat_nodes[pi]->loc, "platform used here"},
-                 Note{{}, "give it one, e.g. {base: " + pl.name + ", name: " + pl.name + "_nvlink, interconnect: [{name: NVLink, bandwidth: 450 GB/s, latency: 2 us, gpus: 8}]}"}});
-        continue;
-      }
       // a pipeline (or micro-batches run one after another): each layer's stage, the tensors each
       // stage sends on, and the stages' sums (see finish_pipeline)
       const bool staged = par.pipeline > 1 || par.micro_batches > 1;
       thread_local PipelinePlan pipe;
       if (staged && !plan_pipeline(net, pipe, d, *net_locs[ni])) continue;
-      if (!net.phase.empty() && !net.inputs.empty()) sum.tokens = elements(net.inputs.front().second);
-      // the capacity is the largest level's, unless a level states no size (main memory of
-      // unknown size holds anything: no capacity check)
-      bool unbounded = false;
-      for (const auto& m : pl.memory) unbounded = unbounded || !(m.size_bytes > 0);
-      for (const auto& m : pl.memory)
-        if (!unbounded && m.size_bytes > sum.memory_size_bytes) {
-          sum.memory_size_bytes = m.size_bytes;
-          sum.memory_name = m.name;
-        }
       std::shared_ptr<const KernelIndex> made;  // (when the network has none kept)
       const KernelIndex* kix = net_kernels[ni].get();
       if (!kix) made = std::make_shared<const KernelIndex>(index_kernels(net)), kix = made.get();
       thread_local std::vector<KernelTime> kernels;  // (plain numbers: its room is reused from point to point)
-      kernels.resize(kix->count);  // all zero: zero bits are 0.0
-      static_assert(std::is_trivially_copyable_v<KernelTime>);
-      if (!kernels.empty()) std::memset(static_cast<void*>(kernels.data()), 0, kernels.size() * sizeof(KernelTime));
-      if (eager)  // (no class's own host overhead yet: the runtime's)
-        for (KernelTime& kt : kernels) kt.host = -1;
+      reset_kernels(kernels, kix->count, eager);
       // each layer's roofline on this platform, for the later layers that do the same work
       // (Layer::same_as): they take it instead of computing it again (not for a script's
       // efficiency model or metrics, which see the layer's name)
@@ -516,49 +631,8 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       if (reuse) bounded.resize(std::max(bounded.size(), net.layers.size()));
       Row scratch;
       const size_t rows_base = rows_used;  // this network's first row on this platform
-      // a layer's roofline into its kernel's times and the network's totals
-      auto tally = [&](size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host, const LayerExtra& x) {
-        if (int k = kix->of_layer[li]; k >= 0) {
-          KernelTime& kt = kernels[static_cast<size_t>(k)];
-          kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
-          kt.compute += th.compute_time_s;
-          kt.memory += th.memory_time_s;
-          kt.dcompute += de.compute_time_s;
-          kt.dmemory += de.memory_time_s;
-          kt.comm += th.comm_time_s;
-          kt.dcomm += de.comm_time_s;
-          if (eager) kt.host = std::max(kt.host, host);
-        }
-        {
-          const Layer& TL = net.layers[li];
-          const size_t k = static_cast<size_t>(TL.dtype);
-          sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
-          if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
-        }
-        if (staged) {
-          PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
-          st.time += th.time_s, st.derated += de.time_s;
-          st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
-          st.activations = std::max(st.activations, cost.activation_bytes);
-        }
-        sum.params_per_gpu += cost.params * cost.shard;
-        sum.comm_bytes += cost.comm_bytes;
-        sum.comm_time_s += th.comm_time_s;
-        sum.layers += 1;
-        sum.macs += cost.macs;
-        sum.flops += cost.flops;
-        sum.params += cost.params;
-        sum.active_params += cost.active_params;
-        sum.weight_footprint_bytes += cost.resident_weight_bytes;
-        sum.kv_cache_bytes += cost.kv_cache_bytes;
-        sum.kv_write_bytes += cost.kv_write_bytes;
-        sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
-        sum.bytes += bytes;
-        sum.memory_bound += th.bound == Bound::Memory;
-        sum.compute_bound += th.bound == Bound::Compute;
-        sum.derated_memory_bound += de.bound == Bound::Memory;
-        sum.derated_compute_bound += de.bound == Bound::Compute;
-      };
+      Tally tally{net, *kix, kernels, sum, pipe, eager, staged};
+      const LayerPricing lp{pl, out.settings, ctx, d, plat_nodes[pi]->loc, mem, auto_level, full_rows, mm, graph_gap, par, link, expert_link};
       const std::vector<NetworkPlan::Repeat>* repeats = net_repeats[ni];
       size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
       thread_local std::vector<KernelSpan> spans;  // (in kernel order: repeats come in layer order)
@@ -586,14 +660,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         if (L.borrowed) throw std::logic_error("evaluate_point: layer '" + L.name + "' has no shapes of its own");
         const ComputeRoof* roof = pl.roof_for(L.compute_dtype());
         if (!roof) {
-          std::string have;
-          for (const auto& t : pl.dtypes()) have += (have.empty() ? "" : ", ") + t;
-          std::vector<Note> notes = {Note{plat_nodes[pi]->loc, "platform used here"}, Note{{}, "its roofs cover: " + have}};
-          if (L.dtype_from_file && L.compute_dtype() == L.dtype)  // the model's published precision, not the scenario's
-            notes.push_back(Note{{}, std::string("network '") + net.name + "' runs in its model's published dtype, " + dtype_name(L.dtype) +
-                                         ", as no settings.dtype or network dtype says otherwise: give one this platform has, e.g. settings: {dtype: " +
-                                         (have.find("fp16") != std::string::npos ? "fp16" : "fp32") + "}"});
-          d.error(L.loc, "platform '" + pl.name + "' has no compute roof for " + dtype_name(L.compute_dtype()) + " (layer '" + L.name + "')", notes);
+          report_missing_roof(pl, net, L, plat_nodes[pi]->loc, d);
           break;
         }
         // kept rows: the last point's row in this place written over (its strings' and lists'
@@ -601,154 +668,21 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
         Row& r = ctx.rows ? next_slot(out.rows, rows_used) : scratch;
         if (full_rows) r.clear();
         else scratch.efficiency = Efficiency{}, scratch.metrics.clear();
-        r.point = p.index;
-        r.dtype = L.dtype;
-        r.compute_dtype = L.compute_dtype();
-        // the weights dtype labels matrix weights only: a norm's γ or RoPE's tables stay in the
-        // activation dtype whatever weights_dtype says
-        r.weights_dtype = L.cost.quantized_weight_bytes > 0 ? L.weights_dtype() : L.dtype;
-        r.kv_dtype = L.kv_dtype();
-        r.has_weights = L.cost.weight_bytes > 0 || L.cost.resident_weight_bytes > 0;
-        r.touches_kv = L.touches_kv;
-        if (full_rows) {
-          r.platform = pl.name;
-          r.network = net.name;
-          r.layer = L.name;
-          r.op = L.op->name;
-          if (ctx.rows && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {  // the same shapes: the earlier row's text
-            const Row& t = out.rows[rows_base + static_cast<size_t>(L.same_as)];
-            r.input_shapes = t.input_shapes;
-            r.output_shapes = t.output_shapes;
-          } else {
-            append_shapes(r.input_shapes, L.in_shapes);
-            append_shapes(r.output_shapes, L.out_shapes);
-          }
-          if (!L.out_shapes.empty()) r.output_shape = L.out_shapes[0];
-          r.compute_roof = roof->name;
-          r.memory_level = mem->name;
-          r.kernel = L.kernel;
-          r.kernel_index = kix->of_layer[li];
-        }
+        start_row(r, p.index, pl, net, L, li, *roof, *mem, *kix, full_rows, ctx.rows, out.rows, rows_base);
         // summary only: the layer's cost is read in place (a row's copy holds two vectors)
         if (full_rows) r.cost = L.cost;
         const OpCost& cost = L.cost;
         double host = -1;  // the host time of the layer's class in eager mode (-1: the platform's)
         LayerExtra extra;  // its assumed parts and error band
         if (reuse && L.same_as >= 0 && static_cast<size_t>(L.same_as) < li) {
-          const Bounded& b = bounded[static_cast<size_t>(L.same_as)];
-          bounded[li] = b;
-          if (ctx.rows) {
-            r.twin = static_cast<int>(rows_base + static_cast<size_t>(L.same_as));
-            r.decode = out.rows[static_cast<size_t>(r.twin)].decode;  // (a decode kernel's shape)
-          }
-          if (ctx.rows && b.algorithm) r.cost = out.rows[rows_base + static_cast<size_t>(L.same_as)].cost;  // (its algorithm's counts)
-          r.bytes = b.bytes;
-          if (full_rows) r.memory_level = b.level->name;
-          r.theoretical = b.theoretical;
-          r.derated = b.derated;
-          r.efficiency = b.efficiency;
+          const Bounded& b = bounded[li] = bounded[static_cast<size_t>(L.same_as)];
+          take_twin(r, b, static_cast<size_t>(L.same_as), rows_base, ctx.rows, full_rows, out.rows);
           host = b.host;
           extra = b.extra;
         } else {
-          r.bytes = layer_bytes(L.cost, mm);
-          const MemoryLevel* lmem = auto_level ? pl.level_for(layer_bytes(L.cost, MemoryModel::InputsWeightsOutputs)) : mem;
-          if (full_rows) r.memory_level = lmem->name;
-          double work = out.settings.executed_work ? cost.flops_executed : cost.flops;  // FLOPs the roofline bounds
-          // an algorithm the platform's library runs instead (Winograd; a strided 1×1 reading the pixels it uses)
-          const bool algorithm = !pl.algorithms.empty() && apply_algorithm(pl, L, out.settings, work, r.bytes, full_rows ? &r.cost : nullptr);
-          const CalibrationRule* band = nullptr;  // the rule whose held-out errors give the layer its band
-          r.theoretical = roofline(work, r.bytes, roof->peak_flops_per_s, lmem->bandwidth_bytes_per_s);
-          if (ctx.hooks && ctx.hooks->has_efficiency()) {
-            try {
-              r.efficiency = ctx.hooks->efficiency(r, L, pl);
-            } catch (const ConfigError& e) {
-              d.add(e);
-              break;
-            }
-          } else if (const CalibrationRule* cal = pl.calibration_for(L.op->name, roof->name)) {  // fitted by rsim calibrate
-            const double cpg = channels_per_group(L);
-            const double outputs = L.out_shapes.empty() ? 0 : elements(L.out_shapes[0]);  // the occupancy factor's p
-            r.efficiency.compute = cal->compute.at(cost.macs > 0 ? cost.macs : work, cpg, outputs);
-            r.efficiency.bandwidth = cal->bandwidth_on(lmem->name).at(r.bytes, cpg);
-            host = cal->host_overhead_s;
-            band = cal->has_error_band() ? cal : nullptr;
-          }
-          if (!pl.measured_factors.empty() && !(ctx.hooks && ctx.hooks->has_efficiency())) {  // a shape rsim calibrate timed
-            thread_local std::string ins, outs;
-            ins.clear(), outs.clear();
-            append_shapes(ins, L.in_shapes);
-            append_shapes(outs, L.out_shapes);
-            divide_efficiencies(r.efficiency.compute, r.efficiency.bandwidth,
-                                pl.measured_factor(measured_layer_key(L.op->name, roof->name, ins, outs, cost.macs)));
-          }
-          r.derated = roofline(work, r.bytes, roof->derated_flops_per_s * r.efficiency.compute,
-                               lmem->derated_bandwidth_bytes_per_s * r.efficiency.bandwidth);
-          const bool kernel_model = pl.kernel_model.active() && !(ctx.hooks && ctx.hooks->has_efficiency()) &&  // a GPU kernel model's time
-                                    apply_kernel_model(r.derated, L, pl, *roof, *lmem, work, r.bytes, r.theoretical.time_s, &r.decode, graph_gap);
-          if (cost.comm_bytes > 0 && (link || expert_link)) {  // the all-reduce of its output, after it; a mixture's all-to-all
-            // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
-            auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)
-              const double reduced = cost.comm_bytes - cost.all_to_all_bytes - cost.all_gather_bytes;
-              CollectiveTime c = all_reduce_on(km, reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
-              c.time_s += all_gather_on(km, cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
-              return c;
-            };
-            // the dispatch of the routed tokens and their combine: two all-to-alls of half the payload
-            auto a2a_time = [&](const KernelModel& km) {
-              return expert_link && cost.all_to_all_bytes > 0 ? 2 * all_to_all_on(km, cost.all_to_all_bytes / 2, par.expert, expert_link->bandwidth_bytes_per_s, expert_link->latency_s) : 0;
-            };
-            static const KernelModel links;  // the theoretical roofs: the links' formulas
-            const CollectiveTime ct = link ? tp_time(link->latency_s, pl.kernel_model) : CollectiveTime{};
-            const double a2a = a2a_time(pl.kernel_model), comm0 = (link ? tp_time(link->latency_s, links).time_s : 0) + a2a_time(links);
-            for (RoofPoint* rp : {&r.theoretical, &r.derated}) {
-              const double c = rp == &r.theoretical ? comm0 : ct.time_s + a2a;
-              if (c > std::max(rp->compute_time_s, rp->memory_time_s)) rp->bound = Bound::Interconnect;
-              rp->comm_time_s = c;
-              rp->time_s += c;
-            }
-            // the part of it from assumed figures: all of a collective on a link whose bandwidth is
-            // assumed, else its latency terms where the latency is
-            for (const InterconnectLevel* lk : {link, expert_link}) {
-              if (!lk) continue;
-              const bool tp = lk == link;
-              const double t = tp ? ct.time_s : a2a;
-              if (lk->basis == Basis::Assumption) extra.acomm += t;
-              else if (lk->latency_basis == Basis::Assumption && t > 0)
-                extra.acomm += t - (tp ? tp_time(0, pl.kernel_model).time_s
-                                       : 2 * all_to_all_on(pl.kernel_model, cost.all_to_all_bytes / 2, par.expert, lk->bandwidth_bytes_per_s, 0));
-              if (link == expert_link) break;
-            }
-            if (full_rows)
-              r.collective = collective_text(cost.all_gather_bytes > 0, ct, a2a, par.tensor, link ? link->name : "", par.expert, expert_link ? expert_link->name : "");
-          }
-          if (pl.contention.active() && r.theoretical.bound == Bound::Compute && r.derated.time_s > 0) {  // fitted by rsim calibrate
-            const double f = pl.contention.apply(r.derated.time_s) / r.derated.time_s;
-            r.derated.compute_time_s *= f;
-            r.derated.memory_time_s *= f;
-            r.derated.time_s *= f;
-            r.derated.attainable_flops_per_s /= f;
-          }
-          if (ctx.hooks && !ctx.hooks->metric_names().empty()) {
-            try {
-              r.metrics = ctx.hooks->metrics(r, L);
-            } catch (const ConfigError& e) {
-              d.add(e);
-              break;
-            }
-          }
-          if (!sum_is_finite(r, cost) && report_nonfinite(r, L, pl, *roof, *mem, plat_nodes[pi]->loc, d)) break;
-          {  // the derated times' parts from assumed figures: a whole roof, or what its assumed derating adds
-            auto assumed = [](Basis figure, Basis derating, double derated, double theoretical) {
-              return figure == Basis::Assumption ? derated : derating == Basis::Assumption ? std::max(0.0, derated - theoretical) : 0.0;
-            };
-            // (a kernel model's time rests on the roofs' figures and its fitted parameters, not on the derating)
-            extra.acompute = assumed(roof->basis, kernel_model ? Basis::Calibrated : roof->derate_basis, r.derated.compute_time_s, r.theoretical.compute_time_s);
-            extra.amemory = assumed(lmem->basis, kernel_model ? Basis::Calibrated : lmem->derate_basis, r.derated.memory_time_s, r.theoretical.memory_time_s);
-            if (band) {  // the rule's held-out spread, on the layer's kernel time
-              const double w = std::max(r.derated.compute_time_s, r.derated.memory_time_s);
-              extra.lo = w * (band->error_lo - 1), extra.hi = w * (band->error_hi - 1);
-            }
-          }
+          bool algorithm = false;
+          const MemoryLevel* lmem = price_layer(lp, L, *roof, r, host, extra, algorithm);
+          if (!lmem) break;
           if (reuse) bounded[li] = Bounded{r.bytes, lmem, r.theoretical, r.derated, r.efficiency, host, algorithm, extra};
         }
         if (extra.lo != 0 || extra.hi != 0) sum.banded = true;
@@ -757,23 +691,10 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
       sum_kernels(kernels, spans, span_times, out.settings, pl, net, fused, launch, sum);
       finish_sums(net, out.settings, staged, pipe, stage_link, sum);
       sum.kernels = static_cast<double>(kernels.size());
-      sum.intensity = sum.flops > 0 ? (sum.bytes > 0 ? sum.flops / sum.bytes : INFINITY) : 0;
-      sum.achieved_flops_per_s = sum.time_s > 0 ? sum.flops / sum.time_s : 0;
-      sum.derated_achieved_flops_per_s = sum.derated_time_s > 0 ? sum.flops / sum.derated_time_s : 0;
-      sum.memory_footprint_bytes = sum.weight_footprint_bytes + sum.kv_cache_bytes + sum.activation_bytes;
-      if (sum.memory_size_bytes > 0 && sum.memory_footprint_bytes > sum.memory_size_bytes) {
-        // (written over the last point's: a sweep past the memory has one at nearly every point)
-        FootprintExcess& x = next_slot(out.footprint_excess, excess_used);
-        x.loc = *net_locs[ni];
-        x.network = net.name, x.platform = pl.name, x.memory = sum.memory_name;
-        x.footprint = sum.memory_footprint_bytes, x.size = sum.memory_size_bytes;
-        x.weights = sum.weight_footprint_bytes, x.kv_cache = sum.kv_cache_bytes, x.activations = sum.activation_bytes;
-      }
-      for (const auto& [op, n] : net.ignored)
-        sum.ignored += (sum.ignored.empty() ? "" : ", ") + op + " (" + std::to_string(n) + " node" + (n == 1 ? "" : "s") + ")";
+      close_summary(sum, net, pl, *net_locs[ni], out.footprint_excess, excess_used);
     }
   }
-  if (!d.empty()) throw with_point(d);
+  if (!d.empty()) throw at_point(d, p);
 }
 
 }  // namespace rsim
