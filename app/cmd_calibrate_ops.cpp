@@ -81,8 +81,9 @@ int read_op_tables(const std::vector<std::string>& files, const std::vector<std:
       auto r = measure::read_aiconfigurator_gemm(read(f), f, skipped);
       rows.insert(rows.end(), r.begin(), r.end());
     }
-    for (const auto& f : comm_files) {
-      auto r = measure::read_nccl_perf(read(f), f, skipped_comm);
+    for (const auto& f : comm_files) {  // (TensorRT-LLM's own all-reduce: custom_allreduce_perf)
+      auto r = f.find("custom_allreduce_perf") != std::string::npos ? measure::read_custom_allreduce_perf(read(f), f, skipped_comm)
+                                                                     : measure::read_nccl_perf(read(f), f, skipped_comm);
       comm.insert(comm.end(), r.begin(), r.end());
     }
   } catch (const std::exception& e) {
@@ -200,7 +201,7 @@ int decode_part(bool check, const std::vector<std::string>& files, const Platfor
 
 po::options_description calibrate_ops_options() {
   po::options_description d("rsim calibrate --ops options (the GPU kernel model, docs/kernel-models.md)");
-  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf, nccl_perf, context_attention_perf and generation_attention_perf .csv[.gz]")(
+  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf and generation_attention_perf .csv[.gz]")(
       "check", "with --ops: check the platform's kernel model (its own, or carried with kernel_model: {from: ...}) against the data; nothing fitted");
   return d;
 }
@@ -211,10 +212,11 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   if (!vm.count("platform")) return usage_error(err, "calibrate --ops needs --platform", "rsim calibrate --ops DIR --platform h200 -o h200_op.yaml");
   const bool check = vm.count("check") > 0;
   if (!check && !vm.count("output")) return usage_error(err, "calibrate --ops needs -o FITTED.yaml (or --check)");
-  const std::vector<std::string> files = tables(dir, "gemm_perf"), comm_files = tables(dir, "nccl_perf"), att_files = tables(dir, "context_attention_perf"),
-                                 dec_files = tables(dir, "generation_attention_perf");
+  const std::vector<std::string> files = tables(dir, "gemm_perf"), att_files = tables(dir, "context_attention_perf"), dec_files = tables(dir, "generation_attention_perf");
+  std::vector<std::string> comm_files = tables(dir, "nccl_perf");
+  for (const std::string& f : tables(dir, "custom_allreduce_perf")) comm_files.push_back(f);
   if (files.empty() && comm_files.empty() && att_files.empty() && dec_files.empty()) {
-    err << "rsim: error: no gemm_perf, nccl_perf, context_attention_perf or generation_attention_perf .csv[.gz] under '" << dir << "'\n";
+    err << "rsim: error: no gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf or generation_attention_perf .csv[.gz] under '" << dir << "'\n";
     return kConfig;
   }
   Platform p;
@@ -244,7 +246,7 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
     const InterconnectLevel* l = p.link_for(c.gpus);
     if (!l) throw std::runtime_error("platform '" + p.name + "' states no interconnect");
     const double bw = l->bandwidth_bytes_per_s, lat = l->latency_s;
-    return c.kind == Collective::AllReduce ? all_reduce_time(c.bytes, c.gpus, bw, lat).time_s
+    return c.kind == Collective::AllReduce || c.kind == Collective::CustomAllReduce ? all_reduce_time(c.bytes, c.gpus, bw, lat).time_s
            : c.kind == Collective::AllToAll ? all_to_all_time(c.bytes, c.gpus, bw, lat)
                                             : all_gather_time(c.bytes, c.gpus, bw, lat);
   };

@@ -295,6 +295,40 @@ std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std:
   return rows;
 }
 
+std::vector<CollectiveSample> read_custom_allreduce_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
+  std::istringstream in(text);
+  const std::array<size_t, 4> col =
+      header_columns<4>(in, {{"allreduce_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator custom_allreduce_perf.csv");
+  std::string line;
+  std::vector<CollectiveSample> rows;
+  std::vector<std::pair<std::string, size_t>> other;
+  size_t n = 1;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line == "\r") continue;
+    const std::vector<std::string> f = split(line);
+    const std::string dt = col[0] < f.size() ? f[col[0]] : "";
+    const double elem = dt == "half" || dt == "bfloat16" || dt == "float16" ? 2 : dt == "float" || dt == "float32" ? 4 : 0;
+    if (!(elem > 0)) {
+      auto it = std::find_if(other.begin(), other.end(), [&](const auto& o) { return o.first == dt; });
+      if (it == other.end()) other.emplace_back(dt, 1);
+      else ++it->second;
+      continue;
+    }
+    CollectiveSample s;
+    s.kind = Collective::CustomAllReduce;
+    const double gpus = number_at(f, col[1], "num_gpus", path, n);
+    if (gpus < 2 || gpus > 1e6 || gpus != std::floor(gpus)) throw std::runtime_error(path + ":" + std::to_string(n) + ": num_gpus must be a whole number of at least 2");
+    s.gpus = static_cast<long long>(gpus);
+    s.bytes = number_at(f, col[2], "message_size", path, n) * elem;
+    s.measured_s = number_at(f, col[3], "latency", path, n) * 1e-3;
+    s.line = n;
+    rows.push_back(s);
+  }
+  for (const auto& [k, c] : other) skipped.push_back("custom all-reduce " + k + ": " + std::to_string(c) + " rows");
+  return rows;
+}
+
 namespace {
 double link_bandwidth(const Platform& p, long long gpus) {
   const InterconnectLevel* l = p.link_for(gpus);

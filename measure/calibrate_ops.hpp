@@ -101,6 +101,9 @@ struct CollectiveSample {
 };
 // all_reduce, all_gather, reduce_scatter and alltoall rows; other ops or dtypes skipped and counted
 std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
+// TensorRT-LLM's own all-reduce (AIConfigurator's custom_allreduce_perf.csv: allreduce_dtype,
+// num_gpus, message_size in elements, latency in ms) as custom_all_reduce rows; other dtypes skipped
+std::vector<CollectiveSample> read_custom_allreduce_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
 // The collective model's time of a row on `p`'s interconnect level for its GPU count
 double predict_collective(const CollectiveSample& s, const CollectiveParams& c, const Platform& p);
 struct CollectiveFit {

@@ -66,7 +66,7 @@ void price_collectives(const LayerPricing& lp, const OpCost& cost, Row& r, Layer
     // tensor parallelism's: the all-reduce of its output, or the all-gather of a vocabulary-split LM head's logits
     auto tp_time = [&](double latency, const KernelModel& km) {  // (km: a collective model, on the derated roofs only)
       const double reduced = cost.comm_bytes - cost.all_to_all_bytes - cost.all_gather_bytes;
-      CollectiveTime c = all_reduce_on(km, reduced, par.tensor, link->bandwidth_bytes_per_s, latency);
+      CollectiveTime c = all_reduce_on(km, reduced, par.tensor, link->bandwidth_bytes_per_s, latency, link == &pl.interconnect.front());
       c.time_s += all_gather_on(km, cost.all_gather_bytes, par.tensor, link->bandwidth_bytes_per_s, latency);
       return c;
     };

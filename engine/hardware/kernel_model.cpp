@@ -28,6 +28,7 @@ const char* collective_name(Collective c) {
     case Collective::AllGather: return "all_gather";
     case Collective::ReduceScatter: return "reduce_scatter";
     case Collective::AllToAll: return "all_to_all";
+    case Collective::CustomAllReduce: return "custom_all_reduce";
   }
   return "all_reduce";
 }
@@ -35,6 +36,7 @@ const char* collective_name(Collective c) {
 const CollectiveParams* KernelModel::collective_for(Collective c) const {
   for (const auto& [k, p] : collectives)
     if (k == c) return &p;
+  if (c == Collective::CustomAllReduce) return nullptr;
   for (const auto& [k, p] : collectives)
     if (k == Collective::AllReduce) return &p;
   return nullptr;
@@ -43,15 +45,19 @@ const CollectiveParams* KernelModel::collective_for(Collective c) const {
 double collective_time(const CollectiveParams& p, Collective c, double bytes, long long n, double bandwidth) {
   if (n < 2 || !(bytes > 0)) return 0;
   const double share = static_cast<double>(n - 1) / static_cast<double>(n);
-  const double bus = (c == Collective::AllReduce ? 2 : 1) * share * bytes;
+  const double bus = (c == Collective::AllReduce || c == Collective::CustomAllReduce ? 2 : 1) * share * bytes;
   double move = bus / (bandwidth * p.bandwidth_efficiency);  // the small-message protocol
   if (p.bulk_efficiency > 0) move = std::min(move, bus / (bandwidth * p.bulk_efficiency) + p.bulk_latency_s);  // the bulk one, where it is faster
   return p.floor_s + p.step_s * static_cast<double>(n - 1) + move;
 }
 
-CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
-  if (const CollectiveParams* p = km.collective_for(Collective::AllReduce)) return CollectiveTime{collective_time(*p, Collective::AllReduce, bytes, n, bandwidth), false};
-  return all_reduce_time(bytes, n, bandwidth, latency);
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency, bool in_domain) {
+  CollectiveTime t;
+  if (const CollectiveParams* p = km.collective_for(Collective::AllReduce)) t = CollectiveTime{collective_time(*p, Collective::AllReduce, bytes, n, bandwidth), false};
+  else t = all_reduce_time(bytes, n, bandwidth, latency);
+  if (const CollectiveParams* c = in_domain ? km.collective_for(Collective::CustomAllReduce) : nullptr)
+    if (const double custom = collective_time(*c, Collective::CustomAllReduce, bytes, n, bandwidth); custom < t.time_s) t = CollectiveTime{custom, false};
+  return t;
 }
 double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency) {
   if (const CollectiveParams* p = km.collective_for(Collective::AllGather)) return collective_time(*p, Collective::AllGather, bytes, n, bandwidth);

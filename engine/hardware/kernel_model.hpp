@@ -25,7 +25,8 @@
 //   bus bytes: all-reduce 2(n − 1)/n · bytes; all-gather, reduce-scatter and all-to-all (n − 1)/n · bytes
 //   (bytes: the whole tensor; an all-to-all's, what each GPU sends). Two protocols, as NCCL's: one
 //   for small messages (low latency, a share of the bandwidth), one for bulk transfers (a start-up
-//   latency, nearly all of it; bulk_efficiency 0: none).
+//   latency, nearly all of it; bulk_efficiency 0: none). custom_all_reduce (the runtime's own, within
+//   the first interconnect level): the same formula; an all-reduce there takes the faster of the two.
 // Attention with a prefill's queries (flash, at least two queries: the context phase),
 // FlashAttention-style: each (sequence, head) tiles its Sq queries in tiles of kAttnTileM rows
 // (64 when Sq ≤ 64), each tile visiting the key blocks of kAttnBlockN keys (64 for head dims over
@@ -176,8 +177,12 @@ double attention_time(const AttentionShape& a, const AttentionTiles& t, double b
                       double bandwidth_bytes_per_s, int sm_count);
 std::string attention_params_yaml(const AttentionParams& p);
 
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll };
-const char* collective_name(Collective c);  // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+// CustomAllReduce: the inference runtime's own all-reduce within one NVLink domain (TensorRT-LLM's
+// one-shot/two-shot kernels, vLLM's custom all-reduce), the same formula as all_reduce's; the
+// engine's all-reduce on the platform's first interconnect level takes the faster of it and
+// all_reduce's (NCCL's), as TensorRT-LLM's AUTO strategy and vLLM do
+enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, CustomAllReduce };
+const char* collective_name(Collective c);  // "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "custom_all_reduce"
 struct CollectiveParams {
   double floor_s = 0, step_s = 0, bandwidth_efficiency = 1, bulk_efficiency = 0, bulk_latency_s = 0;
 };
@@ -188,7 +193,7 @@ struct KernelModel {
   std::vector<std::pair<DType, AttentionParams>> attention;  // context attention, per compute dtype
   std::vector<std::pair<DType, DecodeAttentionParams>> decode;  // decode attention, per KV-cache dtype
   std::vector<std::pair<Collective, CollectiveParams>> collectives;
-  // A kind's parameters: its own, else all_reduce's, else nullptr
+  // A kind's parameters: its own, else all_reduce's, else nullptr (custom_all_reduce: its own only)
   const CollectiveParams* collective_for(Collective c) const;
   std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
   SourceLoc from_loc;
@@ -250,7 +255,8 @@ double collective_time(const CollectiveParams& p, Collective c, double bytes, lo
 // The engine's collectives: by the platform's collective model where it has one, else the
 // roofline's formulas (roofline.hpp) with the link's latency
 struct CollectiveTime;
-CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
+// (in_domain: the GPUs share the platform's first interconnect level, where a custom all-reduce runs)
+CollectiveTime all_reduce_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency, bool in_domain = false);
 double all_gather_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
 double all_to_all_on(const KernelModel& km, double bytes, long long n, double bandwidth, double latency);
 std::string collective_params_yaml(const CollectiveParams& p);

@@ -160,7 +160,7 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
   if (const CNode* c = m.get("collective")) {
     if (from) d.error(c->loc, "kernel_model takes its parameters from '" + k.from + "' or states them, not both");
     MapReader cm(*c, keys::map("kernel_collective"), "kernel_model.collective", d);
-    for (Collective kind : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll})
+    for (Collective kind : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll, Collective::CustomAllReduce})
       if (const CNode* v = cm.get(collective_name(kind))) {
         const std::string what = std::string("kernel_model.collective.") + collective_name(kind);
         MapReader pm(*v, keys::map("collective_params"), what, d);

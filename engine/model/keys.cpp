@@ -123,6 +123,8 @@ std::vector<MapDef> platform_maps() {
            {"all_gather", map_of("collective_params"), false, "All-gather (bus bytes (n − 1)/n · the whole tensor)."},
            {"reduce_scatter", map_of("collective_params"), false, "Reduce-scatter (bus bytes (n − 1)/n · the whole tensor)."},
            {"all_to_all", map_of("collective_params"), false, "All-to-all (bus bytes (n − 1)/n · what each GPU sends)."},
+           {"custom_all_reduce", map_of("collective_params"), false,
+            "The inference runtime's own all-reduce within the platform's first interconnect level (TensorRT-LLM's one-shot/two-shot, vLLM's custom all-reduce; bus bytes 2(n − 1)/n · bytes): an all-reduce there takes the faster of it and all_reduce. No fallback to all_reduce's parameters."},
        }},
       {"collective_params", "One kind of collective: floor + step · (n − 1) + min(bus bytes / (bandwidth · bandwidth_efficiency), bus bytes / (bandwidth · bulk_efficiency) + bulk_latency)",
        {
