@@ -422,6 +422,281 @@ CNode overlay(const CNode& base, const CNode& top) {
   return out;
 }
 
+// `interconnect:` the levels between GPUs, from the smallest group to the largest
+void read_interconnect(const CNode* ic, Platform& p, Diags& d) {
+  if (!ic->is_seq() || ic->items.empty())
+    d.error(ic->loc, "interconnect must be a list of levels {name, bandwidth, latency, gpus}, e.g. NVLink then InfiniBand");
+  else
+    for (const auto& item : ic->items) {
+      InterconnectLevel l;
+      MapReader lm(item, keys::map("interconnect_level"), "interconnect level", d);
+      if (const CNode* v = lm.require("name")) l.name = to_string(*v, d, "name").value_or("");
+      if (const CNode* v = lm.require("bandwidth"))
+        if (auto b = quantity(v, Dim::ByteRate, d, "bandwidth")) l.bandwidth_bytes_per_s = *b;
+      if (auto t = runtime_time(lm.require("latency"), d, "latency")) l.latency_s = *t;
+      if (const CNode* v = lm.require("gpus"))
+        if (auto n = to_integer(*v, d, "gpus")) {
+          if (*n < 2 || *n > 1000000) d.error(v->loc, "gpus must be 2 to 1000000 (the GPUs this level connects)");
+          else l.gpus = *n;
+        }
+      if (const CNode* v = lm.get("source")) l.source = to_string(*v, d, "source").value_or("");
+      {
+        const BasisOf b = read_basis(lm.get("basis"), {"bandwidth", "latency"}, "interconnect level '" + l.name + "'", d);
+        l.basis = b.of("bandwidth"), l.latency_basis = b.of("latency");
+      }
+      if (!p.interconnect.empty() && l.gpus <= p.interconnect.back().gpus)
+        d.error(item.loc, "interconnect level '" + l.name + "' connects " + std::to_string(l.gpus) + " GPUs, no more than the level before it (" +
+                              std::to_string(p.interconnect.back().gpus) + ")",
+                {Note{{}, "list the levels from the smallest group (NVLink in a node) to the largest (the network between nodes)"}});
+      lm.finish();
+      p.interconnect.push_back(std::move(l));
+    }
+}
+
+// One rule of `calibration:` (rsim calibrate writes them), read after the memory levels (a rule's
+// bandwidth_by_level names them) and the roofs (its roof)
+CalibrationRule read_calibration_rule(const CNode& item, const Platform& p, Diags& d) {
+  CalibrationRule rule;
+  MapReader cm(item, "calibration rule", d);
+  if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
+  if (const CNode* v = cm.require("ops"))
+    for (const CNode* o : as_list(*v))
+      if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
+  if (const CNode* v = cm.get("roof")) rule.roof = to_string(*v, d, "roof").value_or("");
+  if (auto h = runtime_time(cm.get("host_overhead"), d, "host_overhead")) rule.host_overhead_s = *h;
+  if (const CNode* v = cm.get("error_band")) {  // [lo, hi]: measured / predicted, 0 < lo <= 1 <= hi
+    std::optional<double> lo, hi;
+    if (v->is_seq() && v->items.size() == 2) lo = to_number(v->items[0], d, "error_band"), hi = to_number(v->items[1], d, "error_band");
+    if (!lo || !hi || !(*lo > 0) || !(*lo <= *hi) || !(*hi <= 1000))
+      d.error(v->loc, "error_band must be [lo, hi] with 0 < lo <= hi <= 1000: measured / predicted at the 10th and 90th percentile of the class's held-out errors");
+    else rule.band = true, rule.error_lo = *lo, rule.error_hi = *hi;
+  }
+  if (const CNode* v = cm.get("extrapolated")) {
+    const std::string e = to_string(*v, d, "extrapolated").value_or("false");
+    if (e == "true") rule.extrapolated = true;
+    else if (e == "compute") rule.extrapolated_compute = true;
+    else if (e == "bandwidth") rule.extrapolated_bandwidth = true;
+    else if (e != "false")
+      d.error(v->loc, "extrapolated must be true, false, compute or bandwidth (the laws transferred from other classes)");
+  }
+  // [a, b] or [a, b, c]
+  auto read_law = [&](const CNode& v, const std::string& key, PowerLaw& pl) {
+    if (!v.is_seq() || v.items.size() < 2 || v.items.size() > 3) {
+      d.error(v.loc, key + " must be [a, b] or [a, b, c]: efficiency = a · x^b · (channels per group)^c");
+      return false;
+    }
+    auto a = to_number(v.items[0], d, "a");
+    auto b = to_number(v.items[1], d, "b");
+    if (a && !(*a > 0)) d.error(v.items[0].loc, "a must be positive");
+    if (a && *a > 0) pl.a = *a;
+    if (b) pl.b = *b;
+    if (v.items.size() == 3)
+      if (auto c = to_number(v.items[2], d, "c")) pl.c = *c;
+    return true;
+  };
+  for (const char* key : {"compute", "bandwidth"})
+    if (const CNode* v = cm.require(key)) read_law(*v, key, std::string(key) == "compute" ? rule.compute : rule.bandwidth);
+  // occupancy: [d, p_sat] on the compute law: × min(1, outputs / p_sat)^d
+  if (const CNode* v = cm.get("occupancy")) {
+    if (!v->is_seq() || v->items.size() != 2) {
+      d.error(v->loc, "occupancy must be [d, saturation]: compute efficiency × min(1, output elements / saturation)^d");
+    } else {
+      auto e = to_number(v->items[0], d, "occupancy exponent");
+      auto sat = to_number(v->items[1], d, "occupancy saturation");
+      if (e && !(*e >= 0 && *e <= 4)) d.error(v->items[0].loc, "the occupancy exponent must lie in [0, 4] (rsim calibrate fits it)");
+      else if (sat && !(*sat > 0)) d.error(v->items[1].loc, "the occupancy saturation must be a positive number of output elements");
+      else if (e && sat) rule.compute.d = *e, rule.compute.p_sat = *sat;
+    }
+  }
+  // range: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}
+  double range[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
+  if (const CNode* v = cm.get("range")) {
+    MapReader rm(*v, "range", d);
+    const char* keys[4] = {"compute_x", "bandwidth_x", "channels_per_group", "outputs"};
+    for (int k = 0; k < 4; ++k)
+      if (const CNode* r = rm.get(keys[k])) {
+        double lo = -1, hi = -1;
+        if (r->is_seq() && r->items.size() == 2) {
+          lo = to_number(r->items[0], d, keys[k]).value_or(-1);
+          hi = to_number(r->items[1], d, keys[k]).value_or(-1);
+        }
+        if (!(lo > 0) || !(hi >= lo))
+          d.error(r->loc, std::string("range.") + keys[k] + " must be [lo, hi] with 0 < lo ≤ hi: the range of the layers the laws were fitted on");
+        else
+          range[k][0] = lo, range[k][1] = hi;
+      }
+    rm.finish();
+  }
+  if (const CNode* v = cm.get("bandwidth_by_level")) {
+    if (!v->is_map()) {
+      d.error(v->loc, "bandwidth_by_level must map memory level names to [a, b] or [a, b, c]");
+    } else {
+      for (const auto& e : v->entries) {
+        PowerLaw pl;
+        if (std::none_of(p.memory.begin(), p.memory.end(), [&](const MemoryLevel& ml) { return ml.name == e.key; })) {
+          std::vector<std::string> names;
+          for (const auto& ml : p.memory) names.push_back(ml.name);
+          std::string hint = did_you_mean(e.key, names), list;
+          for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+          d.error(e.key_loc, "bandwidth_by_level names memory level '" + e.key + "', which the platform lacks",
+                  {Note{{}, !hint.empty() ? hint : "its levels: " + list}});
+        } else if (read_law(e.value, "bandwidth_by_level." + e.key, pl)) {
+          rule.bandwidth_by_level.emplace_back(e.key, pl);
+        }
+      }
+    }
+  }
+  auto set_range = [&](PowerLaw& pl, int k) {
+    pl.x_lo = range[k][0], pl.x_hi = range[k][1];
+    pl.g_lo = range[2][0], pl.g_hi = range[2][1];
+  };
+  set_range(rule.compute, 0);
+  rule.compute.p_lo = range[3][0], rule.compute.p_hi = range[3][1];
+  set_range(rule.bandwidth, 1);
+  for (auto& [level, pl] : rule.bandwidth_by_level) set_range(pl, 1);
+  cm.finish();
+  if (!rule.roof.empty() && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == rule.roof; })) {
+    std::vector<std::string> names;
+    for (const auto& r : p.compute) names.push_back(r.name);
+    std::string hint = did_you_mean(rule.roof, names), list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    d.error(cm.node().find("roof")->loc, "calibration rule '" + rule.name + "' names compute roof '" + rule.roof + "', which the platform lacks",
+            {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
+  }
+  return rule;
+}
+
+// `algorithms:` the convolution algorithms the platform's libraries run, per precision or for all
+void read_algorithms(const CNode* al, Platform& p, Diags& d) {
+  MapReader am(*al, keys::map("algorithms"), "algorithms", d);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {{"conv3x3", {"direct", "winograd_f2x2", "winograd_f4x4"}},
+                                                                                {"conv1x1_strided", {"full", "touched_input"}}};
+  for (const auto& [kind, choices] : kinds) {
+    const CNode* v = am.get(kind);
+    if (!v) continue;
+    auto add = [&, &kind = kind, &choices = choices](const CNode& n, std::optional<DType> dt) {
+      auto t = to_string(n, d, kind);
+      if (!t) return;
+      if (std::find(choices.begin(), choices.end(), *t) == choices.end()) {
+        std::string hint = did_you_mean(*t, choices), list;
+        for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+        d.error(n.loc, "unknown " + kind + " algorithm '" + *t + "'", {Note{{}, hint.empty() ? "choose " + list : hint}});
+        return;
+      }
+      p.algorithms.push_back(AlgorithmChoice{kind, dt, *t});
+    };
+    if (v->is_map()) {
+      for (const auto& e : v->entries) {
+        auto dt = parse_dtype(e.key);
+        if (!dt) {
+          d.error(e.key_loc, "'" + e.key + "' is not a precision", {Note{{}, "e.g. " + kind + ": {fp32: " + choices.back() + "}"}});
+          continue;
+        }
+        add(e.value, *dt);
+      }
+    } else {
+      add(*v, std::nullopt);
+    }
+  }
+  am.finish();
+}
+
+// `measured_layers:` (rsim calibrate): layer shapes timed on this platform whose class laws missed them
+void read_measured_layers(const CNode* ml, Platform& p, Diags& d) {
+  if (!ml->is_seq()) d.error(ml->loc, "measured_layers must be a list of {op, roof, input, output, macs, factor} (rsim calibrate writes it)");
+  else
+    for (const auto& item : ml->items) {
+      MapReader lm(item, keys::map("measured_layer"), "measured layer", d);
+      if (!lm.ok()) continue;
+      MeasuredLayer l;
+      bool good = true;
+      auto text = [&](const char* key, std::string& into) {
+        const CNode* v = lm.require(key);
+        auto t = v ? to_string(*v, d, key) : std::nullopt;
+        if (!t || t->empty()) {
+          if (v && t) d.error(v->loc, std::string(key) + " must not be empty");
+          good = false;
+          return;
+        }
+        into = *t;
+      };
+      text("op", l.op);
+      text("roof", l.roof);
+      text("input", l.input);
+      text("output", l.output);
+      if (const CNode* v = lm.require("macs")) {
+        auto x = to_number(*v, d, "macs");
+        if (x && !(*x >= 0 && *x < 1e30)) d.error(v->loc, "macs must be a number of MACs ≥ 0 (the layer's macs column)"), x.reset();
+        if (x) l.macs = *x;
+        else good = false;
+      } else {
+        good = false;
+      }
+      if (const CNode* v = lm.require("factor")) {
+        auto x = to_number(*v, d, "factor");
+        if (x && !(*x > 0 && *x <= 1000))
+          d.error(v->loc, "factor must lie in (0, 1000]: the layer's time over its law's (rsim calibrate fits it)"), x.reset();
+        if (x) l.factor = *x;
+        else good = false;
+      } else {
+        good = false;
+      }
+      if (const CNode* v = lm.get("from")) l.from = to_string(*v, d, "from").value_or("");
+      if (good && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == l.roof; })) {
+        std::vector<std::string> names;
+        for (const auto& r : p.compute) names.push_back(r.name);
+        std::string hint = did_you_mean(l.roof, names), list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        d.error(lm.node().find("roof")->loc, "measured layer names compute roof '" + l.roof + "', which the platform lacks",
+                {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
+        good = false;
+      }
+      lm.finish();
+      if (!good) continue;
+      auto [it, fresh] = p.measured_factors.emplace(measured_layer_key(l.op, l.roof, l.input, l.output, l.macs), l.factor);
+      if (!fresh) {
+        d.error(item.loc, "measured layer " + l.op + " " + l.input + " -> " + l.output + " on '" + l.roof + "' is listed twice",
+                {Note{{}, "keep one entry per operator, roof, shapes and MACs"}});
+        continue;
+      }
+      p.measured_layers.push_back(std::move(l));
+    }
+}
+
+// `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
+// theoretical and derated alike, e.g. on a `base:` platform
+void apply_scale(const CNode* sc, Platform& p, Diags& d) {
+  MapReader sm(*sc, keys::map("scale"), "scale", d);
+  if (sm.ok()) {
+    for (const char* key : {"compute", "bandwidth"}) {
+      const CNode* v = sm.get(key);
+      if (!v) continue;
+      auto f = to_number(*v, d, std::string("scale.") + key);
+      if (!f) continue;
+      if (!(*f > 0) || *f > 1e6) {
+        d.error(v->loc, std::string("scale.") + key + " must be a positive factor, got " + v->scalar);
+        continue;
+      }
+      std::string note = " × scale " + num(*f);
+      if (std::string(key) == "compute")
+        for (auto& r : p.compute) {
+          r.peak_flops_per_s *= *f, r.derated_flops_per_s *= *f;
+          r.derivation += note + " = " + si6(r.peak_flops_per_s, rate_unit(r));
+          r.derated_derivation += note + " = " + si6(r.derated_flops_per_s, rate_unit(r));
+        }
+      else
+        for (auto& l : p.memory) {
+          l.bandwidth_bytes_per_s *= *f, l.derated_bandwidth_bytes_per_s *= *f;
+          l.derivation += note + " = " + si6(l.bandwidth_bytes_per_s, "B/s");
+          l.derated_derivation += note + " = " + si6(l.derated_bandwidth_bytes_per_s, "B/s");
+        }
+    }
+    if (!sc->is_map() || (!sm.get("compute") && !sm.get("bandwidth")))
+      d.error(sc->loc, "scale needs compute and/or bandwidth factors, e.g. scale: {compute: 2, bandwidth: 1.5}");
+    sm.finish();
+  }
+}
+
 }  // namespace
 
 Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
@@ -448,35 +723,7 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
                           "}` (with graph_gap and host_overhead for `execution: graph | eager`)"}});
   }
   if (const CNode* rt = m.get("runtime")) p.runtime = read_runtime(*rt, d);
-  if (const CNode* ic = m.get("interconnect")) {
-    if (!ic->is_seq() || ic->items.empty())
-      d.error(ic->loc, "interconnect must be a list of levels {name, bandwidth, latency, gpus}, e.g. NVLink then InfiniBand");
-    else
-      for (const auto& item : ic->items) {
-        InterconnectLevel l;
-        MapReader lm(item, keys::map("interconnect_level"), "interconnect level", d);
-        if (const CNode* v = lm.require("name")) l.name = to_string(*v, d, "name").value_or("");
-        if (const CNode* v = lm.require("bandwidth"))
-          if (auto b = quantity(v, Dim::ByteRate, d, "bandwidth")) l.bandwidth_bytes_per_s = *b;
-        if (auto t = runtime_time(lm.require("latency"), d, "latency")) l.latency_s = *t;
-        if (const CNode* v = lm.require("gpus"))
-          if (auto n = to_integer(*v, d, "gpus")) {
-            if (*n < 2 || *n > 1000000) d.error(v->loc, "gpus must be 2 to 1000000 (the GPUs this level connects)");
-            else l.gpus = *n;
-          }
-        if (const CNode* v = lm.get("source")) l.source = to_string(*v, d, "source").value_or("");
-        {
-          const BasisOf b = read_basis(lm.get("basis"), {"bandwidth", "latency"}, "interconnect level '" + l.name + "'", d);
-          l.basis = b.of("bandwidth"), l.latency_basis = b.of("latency");
-        }
-        if (!p.interconnect.empty() && l.gpus <= p.interconnect.back().gpus)
-          d.error(item.loc, "interconnect level '" + l.name + "' connects " + std::to_string(l.gpus) + " GPUs, no more than the level before it (" +
-                                std::to_string(p.interconnect.back().gpus) + ")",
-                  {Note{{}, "list the levels from the smallest group (NVLink in a node) to the largest (the network between nodes)"}});
-        lm.finish();
-        p.interconnect.push_back(std::move(l));
-      }
-  }
+  if (const CNode* ic = m.get("interconnect")) read_interconnect(ic, p, d);
   Derating der = read_derating(m.get("derate"), d);
   if (const CNode* c = m.require("compute")) {
     if (!c->is_seq() || c->items.empty())
@@ -495,244 +742,11 @@ Platform build_platform(const CNode& node, const CNode* base, Diags& d) {
   if (const CNode* c = m.get("calibration")) {
     if (!c->is_seq()) d.error(c->loc, "calibration must be a list of {class, ops, compute: [a, b], bandwidth: [a, b]} (rsim calibrate writes it)");
     else
-      for (const auto& item : c->items) {
-        CalibrationRule rule;
-        MapReader cm(item, "calibration rule", d);
-        if (const CNode* v = cm.require("class")) rule.name = to_string(*v, d, "class").value_or("");
-        if (const CNode* v = cm.require("ops"))
-          for (const CNode* o : as_list(*v))
-            if (auto s = to_string(*o, d, "op")) rule.ops.push_back(*s);
-        if (const CNode* v = cm.get("roof")) rule.roof = to_string(*v, d, "roof").value_or("");
-        if (auto h = runtime_time(cm.get("host_overhead"), d, "host_overhead")) rule.host_overhead_s = *h;
-        if (const CNode* v = cm.get("error_band")) {  // [lo, hi]: measured / predicted, 0 < lo <= 1 <= hi
-          std::optional<double> lo, hi;
-          if (v->is_seq() && v->items.size() == 2) lo = to_number(v->items[0], d, "error_band"), hi = to_number(v->items[1], d, "error_band");
-          if (!lo || !hi || !(*lo > 0) || !(*lo <= *hi) || !(*hi <= 1000))
-            d.error(v->loc, "error_band must be [lo, hi] with 0 < lo <= hi <= 1000: measured / predicted at the 10th and 90th percentile of the class's held-out errors");
-          else rule.band = true, rule.error_lo = *lo, rule.error_hi = *hi;
-        }
-        if (const CNode* v = cm.get("extrapolated")) {
-          const std::string e = to_string(*v, d, "extrapolated").value_or("false");
-          if (e == "true") rule.extrapolated = true;
-          else if (e == "compute") rule.extrapolated_compute = true;
-          else if (e == "bandwidth") rule.extrapolated_bandwidth = true;
-          else if (e != "false")
-            d.error(v->loc, "extrapolated must be true, false, compute or bandwidth (the laws transferred from other classes)");
-        }
-        // [a, b] or [a, b, c]
-        auto read_law = [&](const CNode& v, const std::string& key, PowerLaw& pl) {
-          if (!v.is_seq() || v.items.size() < 2 || v.items.size() > 3) {
-            d.error(v.loc, key + " must be [a, b] or [a, b, c]: efficiency = a · x^b · (channels per group)^c");
-            return false;
-          }
-          auto a = to_number(v.items[0], d, "a");
-          auto b = to_number(v.items[1], d, "b");
-          if (a && !(*a > 0)) d.error(v.items[0].loc, "a must be positive");
-          if (a && *a > 0) pl.a = *a;
-          if (b) pl.b = *b;
-          if (v.items.size() == 3)
-            if (auto c = to_number(v.items[2], d, "c")) pl.c = *c;
-          return true;
-        };
-        for (const char* key : {"compute", "bandwidth"})
-          if (const CNode* v = cm.require(key)) read_law(*v, key, std::string(key) == "compute" ? rule.compute : rule.bandwidth);
-        // occupancy: [d, p_sat] on the compute law: × min(1, outputs / p_sat)^d
-        if (const CNode* v = cm.get("occupancy")) {
-          if (!v->is_seq() || v->items.size() != 2) {
-            d.error(v->loc, "occupancy must be [d, saturation]: compute efficiency × min(1, output elements / saturation)^d");
-          } else {
-            auto e = to_number(v->items[0], d, "occupancy exponent");
-            auto sat = to_number(v->items[1], d, "occupancy saturation");
-            if (e && !(*e >= 0 && *e <= 4)) d.error(v->items[0].loc, "the occupancy exponent must lie in [0, 4] (rsim calibrate fits it)");
-            else if (sat && !(*sat > 0)) d.error(v->items[1].loc, "the occupancy saturation must be a positive number of output elements");
-            else if (e && sat) rule.compute.d = *e, rule.compute.p_sat = *sat;
-          }
-        }
-        // range: {compute_x: [lo, hi], bandwidth_x: [lo, hi], channels_per_group: [lo, hi], outputs: [lo, hi]}
-        double range[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
-        if (const CNode* v = cm.get("range")) {
-          MapReader rm(*v, "range", d);
-          const char* keys[4] = {"compute_x", "bandwidth_x", "channels_per_group", "outputs"};
-          for (int k = 0; k < 4; ++k)
-            if (const CNode* r = rm.get(keys[k])) {
-              double lo = -1, hi = -1;
-              if (r->is_seq() && r->items.size() == 2) {
-                lo = to_number(r->items[0], d, keys[k]).value_or(-1);
-                hi = to_number(r->items[1], d, keys[k]).value_or(-1);
-              }
-              if (!(lo > 0) || !(hi >= lo))
-                d.error(r->loc, std::string("range.") + keys[k] + " must be [lo, hi] with 0 < lo ≤ hi: the range of the layers the laws were fitted on");
-              else
-                range[k][0] = lo, range[k][1] = hi;
-            }
-          rm.finish();
-        }
-        if (const CNode* v = cm.get("bandwidth_by_level")) {
-          if (!v->is_map()) {
-            d.error(v->loc, "bandwidth_by_level must map memory level names to [a, b] or [a, b, c]");
-          } else {
-            for (const auto& e : v->entries) {
-              PowerLaw pl;
-              if (std::none_of(p.memory.begin(), p.memory.end(), [&](const MemoryLevel& ml) { return ml.name == e.key; })) {
-                std::vector<std::string> names;
-                for (const auto& ml : p.memory) names.push_back(ml.name);
-                std::string hint = did_you_mean(e.key, names), list;
-                for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-                d.error(e.key_loc, "bandwidth_by_level names memory level '" + e.key + "', which the platform lacks",
-                        {Note{{}, !hint.empty() ? hint : "its levels: " + list}});
-              } else if (read_law(e.value, "bandwidth_by_level." + e.key, pl)) {
-                rule.bandwidth_by_level.emplace_back(e.key, pl);
-              }
-            }
-          }
-        }
-        auto set_range = [&](PowerLaw& pl, int k) {
-          pl.x_lo = range[k][0], pl.x_hi = range[k][1];
-          pl.g_lo = range[2][0], pl.g_hi = range[2][1];
-        };
-        set_range(rule.compute, 0);
-        rule.compute.p_lo = range[3][0], rule.compute.p_hi = range[3][1];
-        set_range(rule.bandwidth, 1);
-        for (auto& [level, pl] : rule.bandwidth_by_level) set_range(pl, 1);
-        cm.finish();
-        if (!rule.roof.empty() && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == rule.roof; })) {
-          std::vector<std::string> names;
-          for (const auto& r : p.compute) names.push_back(r.name);
-          std::string hint = did_you_mean(rule.roof, names), list;
-          for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-          d.error(cm.node().find("roof")->loc, "calibration rule '" + rule.name + "' names compute roof '" + rule.roof + "', which the platform lacks",
-                  {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
-        }
-        p.calibration.push_back(rule);
-      }
+      for (const auto& item : c->items) p.calibration.push_back(read_calibration_rule(item, p, d));
   }
-  if (const CNode* al = m.get("algorithms")) {
-    MapReader am(*al, keys::map("algorithms"), "algorithms", d);
-    const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {{"conv3x3", {"direct", "winograd_f2x2", "winograd_f4x4"}},
-                                                                                  {"conv1x1_strided", {"full", "touched_input"}}};
-    for (const auto& [kind, choices] : kinds) {
-      const CNode* v = am.get(kind);
-      if (!v) continue;
-      auto add = [&, &kind = kind, &choices = choices](const CNode& n, std::optional<DType> dt) {
-        auto t = to_string(n, d, kind);
-        if (!t) return;
-        if (std::find(choices.begin(), choices.end(), *t) == choices.end()) {
-          std::string hint = did_you_mean(*t, choices), list;
-          for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-          d.error(n.loc, "unknown " + kind + " algorithm '" + *t + "'", {Note{{}, hint.empty() ? "choose " + list : hint}});
-          return;
-        }
-        p.algorithms.push_back(AlgorithmChoice{kind, dt, *t});
-      };
-      if (v->is_map()) {
-        for (const auto& e : v->entries) {
-          auto dt = parse_dtype(e.key);
-          if (!dt) {
-            d.error(e.key_loc, "'" + e.key + "' is not a precision", {Note{{}, "e.g. " + kind + ": {fp32: " + choices.back() + "}"}});
-            continue;
-          }
-          add(e.value, *dt);
-        }
-      } else {
-        add(*v, std::nullopt);
-      }
-    }
-    am.finish();
-  }
-  // `measured_layers:` (rsim calibrate): layer shapes timed on this platform whose class laws missed them
-  if (const CNode* ml = m.get("measured_layers")) {
-    if (!ml->is_seq()) d.error(ml->loc, "measured_layers must be a list of {op, roof, input, output, macs, factor} (rsim calibrate writes it)");
-    else
-      for (const auto& item : ml->items) {
-        MapReader lm(item, keys::map("measured_layer"), "measured layer", d);
-        if (!lm.ok()) continue;
-        MeasuredLayer l;
-        bool good = true;
-        auto text = [&](const char* key, std::string& into) {
-          const CNode* v = lm.require(key);
-          auto t = v ? to_string(*v, d, key) : std::nullopt;
-          if (!t || t->empty()) {
-            if (v && t) d.error(v->loc, std::string(key) + " must not be empty");
-            good = false;
-            return;
-          }
-          into = *t;
-        };
-        text("op", l.op);
-        text("roof", l.roof);
-        text("input", l.input);
-        text("output", l.output);
-        if (const CNode* v = lm.require("macs")) {
-          auto x = to_number(*v, d, "macs");
-          if (x && !(*x >= 0 && *x < 1e30)) d.error(v->loc, "macs must be a number of MACs ≥ 0 (the layer's macs column)"), x.reset();
-          if (x) l.macs = *x;
-          else good = false;
-        } else {
-          good = false;
-        }
-        if (const CNode* v = lm.require("factor")) {
-          auto x = to_number(*v, d, "factor");
-          if (x && !(*x > 0 && *x <= 1000))
-            d.error(v->loc, "factor must lie in (0, 1000]: the layer's time over its law's (rsim calibrate fits it)"), x.reset();
-          if (x) l.factor = *x;
-          else good = false;
-        } else {
-          good = false;
-        }
-        if (const CNode* v = lm.get("from")) l.from = to_string(*v, d, "from").value_or("");
-        if (good && std::none_of(p.compute.begin(), p.compute.end(), [&](const ComputeRoof& r) { return r.name == l.roof; })) {
-          std::vector<std::string> names;
-          for (const auto& r : p.compute) names.push_back(r.name);
-          std::string hint = did_you_mean(l.roof, names), list;
-          for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-          d.error(lm.node().find("roof")->loc, "measured layer names compute roof '" + l.roof + "', which the platform lacks",
-                  {Note{{}, !hint.empty() ? hint : "its roofs: " + list}});
-          good = false;
-        }
-        lm.finish();
-        if (!good) continue;
-        auto [it, fresh] = p.measured_factors.emplace(measured_layer_key(l.op, l.roof, l.input, l.output, l.macs), l.factor);
-        if (!fresh) {
-          d.error(item.loc, "measured layer " + l.op + " " + l.input + " -> " + l.output + " on '" + l.roof + "' is listed twice",
-                  {Note{{}, "keep one entry per operator, roof, shapes and MACs"}});
-          continue;
-        }
-        p.measured_layers.push_back(std::move(l));
-      }
-  }
-  // `scale: {compute: 2, bandwidth: 1.5}`: a what-if that multiplies every roof (up or down),
-  // theoretical and derated alike, e.g. on a `base:` platform
-  if (const CNode* sc = m.get("scale")) {
-    MapReader sm(*sc, keys::map("scale"), "scale", d);
-    if (sm.ok()) {
-      for (const char* key : {"compute", "bandwidth"}) {
-        const CNode* v = sm.get(key);
-        if (!v) continue;
-        auto f = to_number(*v, d, std::string("scale.") + key);
-        if (!f) continue;
-        if (!(*f > 0) || *f > 1e6) {
-          d.error(v->loc, std::string("scale.") + key + " must be a positive factor, got " + v->scalar);
-          continue;
-        }
-        std::string note = " × scale " + num(*f);
-        if (std::string(key) == "compute")
-          for (auto& r : p.compute) {
-            r.peak_flops_per_s *= *f, r.derated_flops_per_s *= *f;
-            r.derivation += note + " = " + si6(r.peak_flops_per_s, rate_unit(r));
-            r.derated_derivation += note + " = " + si6(r.derated_flops_per_s, rate_unit(r));
-          }
-        else
-          for (auto& l : p.memory) {
-            l.bandwidth_bytes_per_s *= *f, l.derated_bandwidth_bytes_per_s *= *f;
-            l.derivation += note + " = " + si6(l.bandwidth_bytes_per_s, "B/s");
-            l.derated_derivation += note + " = " + si6(l.derated_bandwidth_bytes_per_s, "B/s");
-          }
-      }
-      if (!sc->is_map() || (!sm.get("compute") && !sm.get("bandwidth")))
-        d.error(sc->loc, "scale needs compute and/or bandwidth factors, e.g. scale: {compute: 2, bandwidth: 1.5}");
-      sm.finish();
-    }
-  }
+  if (const CNode* al = m.get("algorithms")) read_algorithms(al, p, d);
+  if (const CNode* ml = m.get("measured_layers")) read_measured_layers(ml, p, d);
+  if (const CNode* sc = m.get("scale")) apply_scale(sc, p, d);
   m.finish(merged.find("launch_overhead") ? std::vector<std::string>{"launch_overhead"} : std::vector<std::string>{});  // (reported above)
   return p;
 }

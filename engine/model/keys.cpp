@@ -320,8 +320,9 @@ std::vector<MapDef> platform_roof_maps() {
   };
 }
 
-std::vector<MapDef> build() {
-  std::vector<Key> plot_common = {
+// The keys every plot takes (plot.KIND adds its own)
+std::vector<Key> plot_common_keys() {
+  return {
       {"kind", choice(plot_kinds()), true,
        "The chart: roofline, trend (a column against a sweep variable), layers (one bar per layer), heatmap (two sweep variables) or compare (each network's time per platform, in its parts)."},
       {"name", str(), false, "File name of the figure (without extension); default from the kind."},
@@ -338,31 +339,11 @@ std::vector<MapDef> build() {
        "The line under the title: full (default: platforms, network, dtype, conventions, notes), short (its first part, the execution and launch "
        "overheads, and what marks mean), none."},
   };
-  std::vector<Key> figure_keys(plot_common.begin() + 6, plot_common.begin() + 11);  // style, width, height, font_size, dpi
-  auto plot = [&](std::string kind, std::string title, std::vector<Key> own) {
-    MapDef m{"plot." + kind, std::move(title), plot_common};
-    m.keys.insert(m.keys.end(), own.begin(), own.end());
-    return m;
-  };
+}
+
+// serving: and its parts (docs/serving.md)
+std::vector<MapDef> serving_maps() {
   return {
-      {"scenario", "An rsim scenario: networks evaluated on platforms over a sweep",
-       {
-           {"name", str(), true, "Scenario name, also the output folder out/NAME/ (letters, digits, '-', '_', '.')."},
-           {"description", str(), false, "One line on what the scenario shows."},
-           {"settings", map_of("settings"), false, "Precision, memory-traffic model and FLOP convention."},
-           {"vars", def("vars"), false, "Named values usable as ${name} anywhere below; `--set name=value` replaces one."},
-           {"sweep", map_of("sweep"), false, "Variables to sweep: one point per combination (grid) or per position (zip)."},
-           {"platforms", list_of("platform_ref"), true, "Catalog names (`rsim hw list`) or inline platforms (optionally `base: NAME`)."},
-           {"networks", list_of("network_item"), true, "Networks: layers written out, or `model: NAME` from the zoo."},
-           {"plots", list_of("plot"), false, "Figures to draw (default: a roofline per platform and a trend chart)."},
-           {"passes", def("passes"), false, "Graph passes (fusion, eliminations): each network is also evaluated optimized. `all`, `none` or a list."},
-           {"optimize", def("passes"), false, "Same as passes (give one of the two)."},
-           {"plugins", one_or_list(str()), false, "Lua files (relative to the scenario) defining operators, an efficiency model or metrics."},
-           {"lua", str(), false, "Inline Lua code, run after the plugins (lua: |)."},
-           {"limits", map_of("limits"), false, "Sandbox limits of the Lua scripts."},
-           {"serving", map_of("serving"), false,
-            "Serve every language model of the scenario under load: a request-level simulation of an inference engine (arrivals, continuous batching, chunked prefill, KV-cache capacity, prefix caching) on every platform at every point; writes requests.csv, serving.csv and timeline.csv (docs/serving.md)."},
-       }},
       {"serving", "A request-level simulation of an inference engine serving the scenario's language models",
        {
            {"workload", map_of("serving.workload"), true, "The requests: a trace file, or synthetic arrivals and lengths (an open loop at a rate, or a closed loop at a concurrency)."},
@@ -437,45 +418,12 @@ std::vector<MapDef> build() {
            {"ttft", qty(Dim::Time), false, "Time to first token, e.g. '2 s'."},
            {"tpot", qty(Dim::Time), false, "Time per output token, e.g. '50 ms'."},
        }},
-      {"settings", "Evaluation settings",
-       {
-           {"dtype", choice_from("dtype"), false, "Precision of every tensor unless a network or layer says otherwise (default fp32)."},
-           {"memory_model", choice({"inputs+weights+outputs", "weights+outputs"}), false, "Which tensors count as memory traffic (default inputs+weights+outputs)."},
-           {"flops_per_mac", choice({"1", "2"}), false, "FLOPs per multiply-accumulate: 2 (default) or 1 (report MACs as FLOPs)."},
-           {"memory_level", str(), false, "The platforms' memory level rooflines use (default: each platform's first; auto: the smallest level holding each layer's working set)."},
-           {"mac_count", choice({"conventional", "executed"}), false, "Work the roofline bounds: conventional MACs (default) or executed (convolution taps on padding skipped)."},
-           {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
-           {"embedding_dtype", choice_from("dtype"), false, "Precision of embedding tables and the LM head (int4 checkpoints keep them in bf16); default: weights_dtype."},
-           {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
-           {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
-           {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
-           {"execution", choice({"fused", "graph", "eager", "ideal"}), false, "How kernels are issued: fused (default: each kernel plus runtime.launch_overhead), graph (one CUDA graph: runtime.graph_gap between kernels), eager (host-issued: runtime.host_overhead per kernel) or ideal (the kernels' roofline times alone, no overhead; needs no runtime)."},
-           {"parallel", map_of("parallel"), false, "How every network is split over GPUs: {tensor: T, pipeline: P, micro_batches: m, expert: E, data: D, overlap: none | full} (a network's own parallel: wins)."},
-           {"figures", map_of("figures"), false, "Defaults for every figure: style, width, height, font_size, dpi."},
-       }},
-      {"figures", "Figure defaults (a plot's own keys win)", figure_keys},
-      {"sweep", "The sweep: grid variables multiply, zip variables advance together",
-       {
-           {"grid", def("sweep_vars"), false, "Variables whose values combine as a cartesian product, the last varying fastest."},
-           {"zip", def("sweep_vars"), false, "Variables of equal length that advance together (one dimension)."},
-           {"max_points", num(1, 0), false, "Refuse sweeps with more points than this (default 1000000)."},
-       }},
-      {"range", "A range of values (from, to and exactly one of step, factor or count) or a list of values, with a label and unit for figures",
-       {
-           {"from", num(), false, "First value (with to and one of step, factor, count)."},
-           {"to", num(), false, "Last value (included when the steps reach it)."},
-           {"step", num(), false, "Linear step."},
-           {"factor", num(), false, "Geometric factor (from and to positive)."},
-           {"count", integer(1, 1e7), false, "Number of evenly spaced values."},
-           {"values", def("values"), false, "The values as a list (instead of a range), to give them a label and unit."},
-           {"label", str(), false, "How figures name the variable, e.g. 'Vector clock'."},
-           {"unit", str(), false, "The variable's unit in figures, e.g. 'GHz' (\"Vector clock [GHz]\")."},
-       }},
-      {"limits", "Sandbox limits of Lua scripts",
-       {
-           {"instructions", num(1e3, 1e10), false, "Lua instructions per call into a script (default 10000000)."},
-           {"memory", qty(Dim::Bytes), false, "Memory per Lua state, 1 MiB to 4 GiB (default 64 MiB)."},
-       }},
+  };
+}
+
+// A network and what it is written of: layers, blocks, zoo models, requests, ONNX files
+std::vector<MapDef> network_maps() {
+  return {
       {"network", "A network: its input and its layers",
        {
            {"name", str(), true, "Network name (the network column of the results)."},
@@ -562,6 +510,18 @@ std::vector<MapDef> build() {
            {"onnx_recompose", boolean(), false, "Decomposed operators (LayerNorm before opset 17, GELU's Erf and tanh forms, SiLU, HardSwish, MatMul + bias Add) as one layer each (default true); false keeps one layer per node."},
            {"dtype", choice_from("dtype"), false, "Precision of the network's tensors."},
        }},
+  };
+}
+
+// plot.KIND: each chart's own keys after the common ones
+std::vector<MapDef> plot_maps() {
+  const std::vector<Key> plot_common = plot_common_keys();
+  auto plot = [&](std::string kind, std::string title, std::vector<Key> own) {
+    MapDef m{"plot." + kind, std::move(title), plot_common};
+    m.keys.insert(m.keys.end(), own.begin(), own.end());
+    return m;
+  };
+  return {
       plot("roofline", "A roofline chart per platform",
            {
                {"points", choice({"layers", "networks"}), false, "One point per layer (default) or per network."},
@@ -630,6 +590,77 @@ std::vector<MapDef> build() {
                 "(to share a scale between entries)."},
            }),
   };
+}
+
+std::vector<MapDef> build() {
+  const std::vector<Key> plot_common = plot_common_keys();
+  std::vector<Key> figure_keys(plot_common.begin() + 6, plot_common.begin() + 11);  // style, width, height, font_size, dpi
+  std::vector<MapDef> v = {
+      {"scenario", "An rsim scenario: networks evaluated on platforms over a sweep",
+       {
+           {"name", str(), true, "Scenario name, also the output folder out/NAME/ (letters, digits, '-', '_', '.')."},
+           {"description", str(), false, "One line on what the scenario shows."},
+           {"settings", map_of("settings"), false, "Precision, memory-traffic model and FLOP convention."},
+           {"vars", def("vars"), false, "Named values usable as ${name} anywhere below; `--set name=value` replaces one."},
+           {"sweep", map_of("sweep"), false, "Variables to sweep: one point per combination (grid) or per position (zip)."},
+           {"platforms", list_of("platform_ref"), true, "Catalog names (`rsim hw list`) or inline platforms (optionally `base: NAME`)."},
+           {"networks", list_of("network_item"), true, "Networks: layers written out, or `model: NAME` from the zoo."},
+           {"plots", list_of("plot"), false, "Figures to draw (default: a roofline per platform and a trend chart)."},
+           {"passes", def("passes"), false, "Graph passes (fusion, eliminations): each network is also evaluated optimized. `all`, `none` or a list."},
+           {"optimize", def("passes"), false, "Same as passes (give one of the two)."},
+           {"plugins", one_or_list(str()), false, "Lua files (relative to the scenario) defining operators, an efficiency model or metrics."},
+           {"lua", str(), false, "Inline Lua code, run after the plugins (lua: |)."},
+           {"limits", map_of("limits"), false, "Sandbox limits of the Lua scripts."},
+           {"serving", map_of("serving"), false,
+            "Serve every language model of the scenario under load: a request-level simulation of an inference engine (arrivals, continuous batching, chunked prefill, KV-cache capacity, prefix caching) on every platform at every point; writes requests.csv, serving.csv and timeline.csv (docs/serving.md)."},
+       }},
+  };
+  for (MapDef& m : serving_maps()) v.push_back(std::move(m));
+  std::vector<MapDef> more = {
+      {"settings", "Evaluation settings",
+       {
+           {"dtype", choice_from("dtype"), false, "Precision of every tensor unless a network or layer says otherwise (default fp32)."},
+           {"memory_model", choice({"inputs+weights+outputs", "weights+outputs"}), false, "Which tensors count as memory traffic (default inputs+weights+outputs)."},
+           {"flops_per_mac", choice({"1", "2"}), false, "FLOPs per multiply-accumulate: 2 (default) or 1 (report MACs as FLOPs)."},
+           {"memory_level", str(), false, "The platforms' memory level rooflines use (default: each platform's first; auto: the smallest level holding each layer's working set)."},
+           {"mac_count", choice({"conventional", "executed"}), false, "Work the roofline bounds: conventional MACs (default) or executed (convolution taps on padding skipped)."},
+           {"weights_dtype", choice_from("dtype"), false, "Precision of the weights (weight-only quantization), e.g. int4."},
+           {"embedding_dtype", choice_from("dtype"), false, "Precision of embedding tables and the LM head (int4 checkpoints keep them in bf16); default: weights_dtype."},
+           {"kv_dtype", choice_from("dtype"), false, "Precision of the KV cache."},
+           {"compute_dtype", choice_from("dtype"), false, "Precision of the arithmetic (which compute roof)."},
+           {"quant_group", integer(0, 1e9), false, "Quantization group size (0: no scales), e.g. 128."},
+           {"execution", choice({"fused", "graph", "eager", "ideal"}), false, "How kernels are issued: fused (default: each kernel plus runtime.launch_overhead), graph (one CUDA graph: runtime.graph_gap between kernels), eager (host-issued: runtime.host_overhead per kernel) or ideal (the kernels' roofline times alone, no overhead; needs no runtime)."},
+           {"parallel", map_of("parallel"), false, "How every network is split over GPUs: {tensor: T, pipeline: P, micro_batches: m, expert: E, data: D, overlap: none | full} (a network's own parallel: wins)."},
+           {"figures", map_of("figures"), false, "Defaults for every figure: style, width, height, font_size, dpi."},
+       }},
+      {"figures", "Figure defaults (a plot's own keys win)", figure_keys},
+      {"sweep", "The sweep: grid variables multiply, zip variables advance together",
+       {
+           {"grid", def("sweep_vars"), false, "Variables whose values combine as a cartesian product, the last varying fastest."},
+           {"zip", def("sweep_vars"), false, "Variables of equal length that advance together (one dimension)."},
+           {"max_points", num(1, 0), false, "Refuse sweeps with more points than this (default 1000000)."},
+       }},
+      {"range", "A range of values (from, to and exactly one of step, factor or count) or a list of values, with a label and unit for figures",
+       {
+           {"from", num(), false, "First value (with to and one of step, factor, count)."},
+           {"to", num(), false, "Last value (included when the steps reach it)."},
+           {"step", num(), false, "Linear step."},
+           {"factor", num(), false, "Geometric factor (from and to positive)."},
+           {"count", integer(1, 1e7), false, "Number of evenly spaced values."},
+           {"values", def("values"), false, "The values as a list (instead of a range), to give them a label and unit."},
+           {"label", str(), false, "How figures name the variable, e.g. 'Vector clock'."},
+           {"unit", str(), false, "The variable's unit in figures, e.g. 'GHz' (\"Vector clock [GHz]\")."},
+       }},
+      {"limits", "Sandbox limits of Lua scripts",
+       {
+           {"instructions", num(1e3, 1e10), false, "Lua instructions per call into a script (default 10000000)."},
+           {"memory", qty(Dim::Bytes), false, "Memory per Lua state, 1 MiB to 4 GiB (default 64 MiB)."},
+       }},
+  };
+  for (MapDef& m : more) v.push_back(std::move(m));
+  for (MapDef& m : network_maps()) v.push_back(std::move(m));
+  for (MapDef& m : plot_maps()) v.push_back(std::move(m));
+  return v;
 }
 
 std::vector<MapDef> all_maps() {
