@@ -382,15 +382,11 @@ static bool copies_agree(const NetworkPlan& plan, const Network& net, const Netw
   return true;
 }
 
-bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow) {
-  changed = false;
-  if (plan.borrowed && !borrow) {
-    materialize_twins(net), plan.borrowed = false;
-    for (auto& R : plan.repeats) R.held = false;
-  }
-  if (plan.group_of.size() != plan.slots.size()) make_groups(plan);
-  ++plan.stamp;
-  // the names whose values changed since the last point (all of them, when the names differ)
+namespace {
+
+// The names whose values changed since the last point, marked in plan.changed; true when the
+// names themselves differ (all of them changed)
+bool note_changed_names(NetworkPlan& plan, const Env& env) {
   std::fill(plan.changed.begin(), plan.changed.end(), 0);
   bool all = env.size() != plan.last_env.size();
   for (size_t i = 0; i < env.size() && !all; ++i) {
@@ -403,100 +399,109 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     }
   }
   if (all) plan.last_env = env;
-  // the bindings of each EnvDef, made when a slot first needs them (after the Env slots they use)
-  std::vector<Env>& envs = plan.bindings;
-  envs.resize(plan.envs.size());
-  std::vector<char>& made = plan.made;
-  made.assign(plan.envs.size(), 0);
-  auto env_of = [&](int k, auto& self) -> const Env& {
-    if (k == 0) return env;
-    size_t u = static_cast<size_t>(k);
-    if (!made[u]) {
-      const NetworkPlan::EnvDef& def = plan.envs[u];
-      envs[u] = self(def.parent, self);
-      for (const auto& a : def.adds) envs[u].emplace_back(a.name, a.slot < 0 ? a.value : plan.slots[static_cast<size_t>(a.slot)].value);
-      made[u] = 1;
-    }
-    return envs[u];
-  };
-  std::vector<char>& dirty = plan.dirty;
-  std::vector<NetworkPlan::Updates>& updates = plan.updates;
-  if (dirty.size() != net.layers.size()) {
-    dirty.assign(net.layers.size(), 0);
-    updates.assign(net.layers.size(), NetworkPlan::Updates{});
-  } else {  // only the layers a slot set at the last point hold anything
-    for (size_t l : plan.touched) dirty[l] = 0, updates[l] = NetworkPlan::Updates{};
-  }
-  plan.touched.clear();
-  bool any = false;
+  return all;
+}
+
+// A point's slots set on the network (rebind_network's first half): each slot's text substituted
+// again where a name it reads changed, and what it holds (an attribute, an input dimension, a
+// binding) set
+struct SlotSetter {
+  NetworkPlan& plan;
+  const Env& env;
+  const BuildOptions& opt;
+  Network& net;
+  bool all;  // every name changed
   // a subtree's slot text, substituted (its group is its own, so every read of it below follows
   // its assignment in the same iteration); one node for the loop, not one built per slot
   CNode tree;
-  // Substitutes slot si again where a name its text reads changed (or `force`: a slot left stale
-  // at earlier points) and sets what it holds: -1 when a guard changed or a value is invalid, 1
-  // when its value changed, 0 otherwise
-  auto apply = [&](size_t si, bool force) -> int {
-    NetworkPlan::Slot& sl = plan.slots[si];
-    NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
-    if (g.stamp != plan.stamp) {
-      g.stamp = plan.stamp;
-      g.dirty = all || g.opaque || std::any_of(g.names.begin(), g.names.end(), [&](int n) { return plan.changed[static_cast<size_t>(n)] != 0; });
-      g.text.reset();
-      g.parsed = false;
-    }
-    if (!g.dirty && !force) return 0;  // the names it reads have their last values: so has its text
-    if (!g.text) {
-      g.text = slot_text(*sl.raw, env_of(sl.env, env_of), opt.ev, g.tree ? &tree : nullptr);
-      if (!g.text) return -1;
-    }
-    const std::string* v = &*g.text;  // the slot's text at this point
-    // an integer attribute (the common case, as parse_attr reads it) compares its value
-    const bool int_attr = sl.int_attr;
-    if (int_attr) {
-      if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
-      if (sl.has_int && g.integer && *g.integer == sl.int_value) return 0;
-    }
-    if (!int_attr && *v == sl.value) return 0;
-    switch (sl.kind) {
-      case NetworkPlan::SlotKind::Guard: return -1;
-      case NetworkPlan::SlotKind::Env: break;
-      case NetworkPlan::SlotKind::Attr: {
-        if (sl.layer >= net.layers.size()) return -1;
-        if (int_attr) {
-          const std::optional<long long>& iv = g.integer;
-          if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return -1;
-          net.layers[sl.layer].attrs.set_int(sl.index, *iv);
-          sl.has_int = true, sl.int_value = *iv;
-        } else {
-          Diags d;
-          AttrValue av;
-          if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
-          if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return -1;
-          net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
-        }
-        if (!dirty[sl.layer]) plan.touched.push_back(sl.layer);
-        dirty[sl.layer] = 1;
-        if (NetworkPlan::Updates& u = updates[sl.layer]; u.n < 2) {
-          u.at[u.n] = static_cast<unsigned>(sl.index);
-          u.group[u.n] = plan.group_of[si];
-          ++u.n;
-        } else {
-          u.n = 3;  // too many to compare: the full comparison decides
-        }
-        break;
+  const Env& env_of(int k);
+  int apply(size_t si, bool force);
+};
+
+// The bindings of EnvDef k, made when a slot first needs them (after the Env slots they use)
+const Env& SlotSetter::env_of(int k) {
+  if (k == 0) return env;
+  size_t u = static_cast<size_t>(k);
+  if (!plan.made[u]) {
+    const NetworkPlan::EnvDef& def = plan.envs[u];
+    plan.bindings[u] = env_of(def.parent);
+    for (const auto& a : def.adds) plan.bindings[u].emplace_back(a.name, a.slot < 0 ? a.value : plan.slots[static_cast<size_t>(a.slot)].value);
+    plan.made[u] = 1;
+  }
+  return plan.bindings[u];
+}
+
+// Substitutes slot si again where a name its text reads changed (or `force`: a slot left stale
+// at earlier points) and sets what it holds: -1 when a guard changed or a value is invalid, 1
+// when its value changed, 0 otherwise
+int SlotSetter::apply(size_t si, bool force) {
+  NetworkPlan::Slot& sl = plan.slots[si];
+  NetworkPlan::Group& g = plan.groups[static_cast<size_t>(plan.group_of[si])];
+  if (g.stamp != plan.stamp) {
+    g.stamp = plan.stamp;
+    g.dirty = all || g.opaque || std::any_of(g.names.begin(), g.names.end(), [&](int n) { return plan.changed[static_cast<size_t>(n)] != 0; });
+    g.text.reset();
+    g.parsed = false;
+  }
+  if (!g.dirty && !force) return 0;  // the names it reads have their last values: so has its text
+  if (!g.text) {
+    g.text = slot_text(*sl.raw, env_of(sl.env), opt.ev, g.tree ? &tree : nullptr);
+    if (!g.text) return -1;
+  }
+  const std::string* v = &*g.text;  // the slot's text at this point
+  // an integer attribute (the common case, as parse_attr reads it) compares its value
+  const bool int_attr = sl.int_attr;
+  if (int_attr) {
+    if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // once per group and point
+    if (sl.has_int && g.integer && *g.integer == sl.int_value) return 0;
+  }
+  if (!int_attr && *v == sl.value) return 0;
+  switch (sl.kind) {
+    case NetworkPlan::SlotKind::Guard: return -1;
+    case NetworkPlan::SlotKind::Env: break;
+    case NetworkPlan::SlotKind::Attr: {
+      if (sl.layer >= net.layers.size()) return -1;
+      if (int_attr) {
+        const std::optional<long long>& iv = g.integer;
+        if (!iv || *iv > 1000000000LL || *iv < -1000000000LL) return -1;
+        net.layers[sl.layer].attrs.set_int(sl.index, *iv);
+        sl.has_int = true, sl.int_value = *iv;
+      } else {
+        Diags d;
+        AttrValue av;
+        if (sl.raw->is_scalar()) tree = CNode::make_scalar(*v, sl.raw->loc);
+        if (!parse_attr(*sl.spec, tree, av, d, "") || !d.empty()) return -1;
+        net.layers[sl.layer].attrs.set(sl.index, std::move(av));  // its position, found when the plan was made
       }
-      case NetworkPlan::SlotKind::InputDim: {
-        if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // (to_integer's reading, without its node)
-        const std::optional<long long>& dim = g.integer;
-        if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return -1;
-        net.inputs[sl.layer].second[sl.index] = *dim;
-        break;
+      if (!plan.dirty[sl.layer]) plan.touched.push_back(sl.layer);
+      plan.dirty[sl.layer] = 1;
+      if (NetworkPlan::Updates& u = plan.updates[sl.layer]; u.n < 2) {
+        u.at[u.n] = static_cast<unsigned>(sl.index);
+        u.group[u.n] = plan.group_of[si];
+        ++u.n;
+      } else {
+        u.n = 3;  // too many to compare: the full comparison decides
       }
+      break;
     }
-    if (!int_attr) sl.value = *v;
-    for (int n : plan.binds[si]) plan.changed[static_cast<size_t>(n)] = 1;  // a block argument: its parameter changed
-    return 1;
-  };
+    case NetworkPlan::SlotKind::InputDim: {
+      if (!g.parsed) g.parsed = true, g.integer = parse_integer(*v);  // (to_integer's reading, without its node)
+      const std::optional<long long>& dim = g.integer;
+      if (!dim || *dim <= 0 || *dim > 1000000000LL || sl.layer >= net.inputs.size() || sl.index >= net.inputs[sl.layer].second.size()) return -1;
+      net.inputs[sl.layer].second[sl.index] = *dim;
+      break;
+    }
+  }
+  if (!int_attr) sl.value = *v;
+  for (int n : plan.binds[si]) plan.changed[static_cast<size_t>(n)] = 1;  // a block argument: its parameter changed
+  return 1;
+}
+
+// Every slot set at this point (a repeat's later copies' attributes, borrowing: left stale until
+// the copy is looked at): -1 when a guard changed or a value is invalid, 1 when a value changed, 0 otherwise
+int set_slots(SlotSetter& set, bool borrow) {
+  NetworkPlan& plan = set.plan;
+  bool any = false;
   for (size_t si = 0; si < plan.slots.size(); ++si) {
     NetworkPlan::Slot& sl = plan.slots[si];
     // an attribute of a repeat's later copy, borrowing: left stale until the copy is looked at
@@ -508,18 +513,146 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
         si = sl.run_end - 1;
         continue;
       }
-      const int r = apply(si, R.stale);
-      if (r < 0) return false;
+      const int r = set.apply(si, R.stale);
+      if (r < 0) return -1;
       any = any || r > 0;
       continue;
     }
-    const int r = apply(si, false);
-    if (r < 0) return false;
+    const int r = set.apply(si, false);
+    if (r < 0) return -1;
     any = any || r > 0;
   }
   if (!borrow)
     for (auto& R : plan.repeats) R.stale = false;  // (each slot of theirs substituted above)
-  if (!any) return true;
+  return any ? 1 : 0;
+}
+
+// The graph, read once from the layers (a layer's first cache lines are the costly part of the
+// loop): each layer's inputs and kv-cache inputs, the repeats and their later copies' attribute
+// slots; false when a layer reads a later one or its shapes do not match its inputs
+bool read_graph(NetworkPlan& plan, const Network& net) {
+  const size_t n = net.layers.size();
+  plan.ref_begin.assign(1, 0);
+  plan.refs.clear();
+  plan.kv_mask.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Layer& L = net.layers[i];
+    if (L.in_shapes.size() != L.inputs.size()) return false;
+    for (size_t k = 0; k < L.inputs.size(); ++k) {
+      const TensorRef& r = L.inputs[k];
+      if (r.layer >= static_cast<int>(i)) return false;
+      if (r.layer >= 0 && net.layers[static_cast<size_t>(r.layer)].op->kv_outputs && k < 32) plan.kv_mask[i] |= 1u << k;
+      plan.refs.push_back(r);
+    }
+    plan.ref_begin.push_back(plan.refs.size());
+  }
+  find_repeats(plan, net);
+  for (size_t si = 0; si < plan.slots.size(); ++si) {  // the attribute slots of the repeats' later copies
+    NetworkPlan::Slot& sl = plan.slots[si];
+    if (sl.kind != NetworkPlan::SlotKind::Attr || plan.groups[static_cast<size_t>(plan.group_of[si])].tree) continue;
+    for (size_t ri = 0; ri < plan.repeats.size(); ++ri) {
+      NetworkPlan::Repeat& R = plan.repeats[ri];
+      if (sl.layer >= R.begin + R.period && sl.layer < R.begin + R.period * R.copies) sl.repeat = static_cast<int>(ri), R.copy_slots.push_back(static_cast<int>(si));
+    }
+  }
+  for (size_t si = plan.slots.size(); si-- > 0;) {
+    NetworkPlan::Slot& sl = plan.slots[si];
+    const bool joins = si + 1 < plan.slots.size() && plan.slots[si + 1].repeat == sl.repeat;
+    sl.run_end = joins ? plan.slots[si + 1].run_end : si + 1;
+  }
+  return true;
+}
+
+// A layer's shapes and cost inferred again (false: its shapes are invalid at this point)
+bool infer_layer(Network& net, Layer& L, unsigned kv_inputs, const BuildOptions& opt) {
+  expert_attr(net, L);
+  OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
+  try {
+    L.out_shapes = L.op->infer(args);
+    for (const auto& sh : L.out_shapes)
+      for (auto dim : sh)
+        if (dim <= 0 || dim > 1000000000000LL) return false;
+    layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac, L.cost);
+    if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
+    shard_cost(net, L);
+  } catch (const ShapeError&) {
+    return false;
+  } catch (const ConfigError&) {
+    return false;
+  }
+  return true;
+}
+
+// At a repeat's second copy, layer i (borrowing): when its inputs from before it have the shapes of
+// the first copy's, every later copy does the first copy's work, layer by layer (each reads its
+// copy's outputs, or earlier ones through the first copy's: by induction the same shapes). Its
+// layers borrow those of the first copy's first of their kind, without a look at each. Returns
+// the last layer so passed (the loop goes on after it), -2 when the copies are to be looked at one
+// by one, -1 when a slot of theirs is invalid
+long long borrow_repeat(SlotSetter& set, NetworkPlan::Repeat& R, size_t i, bool borrow) {
+  NetworkPlan& plan = set.plan;
+  Network& net = set.net;
+  const bool was = R.held;
+  R.held = borrow && copies_agree(plan, net, R);
+  if (!R.held && R.stale) {  // its layers are looked at one by one: their attributes of this point first
+    for (int si : R.copy_slots)
+      if (set.apply(static_cast<size_t>(si), true) < 0) return -1;
+    R.stale = false;
+  }
+  // the first of their kind of the first copy's layers: the later copies' layers still borrow
+  // theirs from the last point when the repeat held then too and these are the same
+  bool kept = was && R.held;
+  R.firsts.resize(R.period);
+  for (size_t q = 0; q < R.period && R.held; ++q) {
+    const int t = net.layers[R.begin + q].same_as;
+    const int f = t >= 0 ? t : static_cast<int>(R.begin + q);
+    kept = kept && R.firsts[q] == f;
+    R.firsts[q] = f;
+  }
+  if (kept) return static_cast<long long>(R.begin + R.period * R.copies - 1);
+  if (R.held) {
+    const size_t end = R.begin + R.period * R.copies;
+    for (size_t k = i; k < end; ++k) {
+      Layer& C = net.layers[k];
+      const int t = net.layers[k - R.period].same_as;
+      C.same_as = t >= 0 ? t : static_cast<int>(k - R.period);
+      C.borrowed = true;
+      plan.holder[k] = static_cast<size_t>(C.same_as);
+      plan.kv[k] = plan.kv_mask[k];
+    }
+    plan.borrowed = true;
+    return static_cast<long long>(end - 1);
+  }
+  return -2;
+}
+
+}  // namespace
+
+bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, Network& net, bool& changed, bool borrow) {
+  changed = false;
+  if (plan.borrowed && !borrow) {
+    materialize_twins(net), plan.borrowed = false;
+    for (auto& R : plan.repeats) R.held = false;
+  }
+  if (plan.group_of.size() != plan.slots.size()) make_groups(plan);
+  ++plan.stamp;
+  // the names whose values changed since the last point (all of them, when the names differ)
+  const bool all = note_changed_names(plan, env);
+  plan.bindings.resize(plan.envs.size());  // (each EnvDef's, made when a slot first needs them)
+  plan.made.assign(plan.envs.size(), 0);
+  std::vector<char>& dirty = plan.dirty;
+  std::vector<NetworkPlan::Updates>& updates = plan.updates;
+  if (dirty.size() != net.layers.size()) {
+    dirty.assign(net.layers.size(), 0);
+    updates.assign(net.layers.size(), NetworkPlan::Updates{});
+  } else {  // only the layers a slot set at the last point hold anything
+    for (size_t l : plan.touched) dirty[l] = 0, updates[l] = NetworkPlan::Updates{};
+  }
+  plan.touched.clear();
+  SlotSetter set{plan, env, opt, net, all, CNode{}};
+  const int slots = set_slots(set, borrow);
+  if (slots < 0) return false;
+  if (slots == 0) return true;
   changed = true;
   // shapes and costs, in layer order: only where attributes or input shapes changed; a layer
   // that does the same work as an earlier one (the same operator, attributes, input shapes and
@@ -536,36 +669,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
     for (size_t at : plan.memo_used) memo[at] = 0;
   }
   plan.memo_used.clear();
-  if (plan.ref_begin.size() != n + 1) {  // the graph, read once from the layers (a layer's first cache lines are the costly part of the loop)
-    plan.ref_begin.assign(1, 0);
-    plan.refs.clear();
-    plan.kv_mask.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const Layer& L = net.layers[i];
-      if (L.in_shapes.size() != L.inputs.size()) return false;
-      for (size_t k = 0; k < L.inputs.size(); ++k) {
-        const TensorRef& r = L.inputs[k];
-        if (r.layer >= static_cast<int>(i)) return false;
-        if (r.layer >= 0 && net.layers[static_cast<size_t>(r.layer)].op->kv_outputs && k < 32) plan.kv_mask[i] |= 1u << k;
-        plan.refs.push_back(r);
-      }
-      plan.ref_begin.push_back(plan.refs.size());
-    }
-    find_repeats(plan, net);
-    for (size_t si = 0; si < plan.slots.size(); ++si) {  // the attribute slots of the repeats' later copies
-      NetworkPlan::Slot& sl = plan.slots[si];
-      if (sl.kind != NetworkPlan::SlotKind::Attr || plan.groups[static_cast<size_t>(plan.group_of[si])].tree) continue;
-      for (size_t ri = 0; ri < plan.repeats.size(); ++ri) {
-        NetworkPlan::Repeat& R = plan.repeats[ri];
-        if (sl.layer >= R.begin + R.period && sl.layer < R.begin + R.period * R.copies) sl.repeat = static_cast<int>(ri), R.copy_slots.push_back(static_cast<int>(si));
-      }
-    }
-    for (size_t si = plan.slots.size(); si-- > 0;) {
-      NetworkPlan::Slot& sl = plan.slots[si];
-      const bool joins = si + 1 < plan.slots.size() && plan.slots[si + 1].repeat == sl.repeat;
-      sl.run_end = joins ? plan.slots[si + 1].run_end : si + 1;
-    }
-  }
+  if (plan.ref_begin.size() != n + 1 && !read_graph(plan, net)) return false;  // (once)
   std::vector<size_t>& holder = plan.holder;
   holder.resize(n);
   std::vector<const Shape*>& sources = plan.sources;
@@ -575,45 +679,12 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
   const Shape* equal_b = nullptr;
   size_t next_repeat = 0;  // the first repeat whose second copy is not reached yet
   for (size_t i = 0; i < n; ++i) {
-    // At a repeat's second copy (borrowing): when its inputs from before it have the shapes of the
-    // first copy's, every later copy does the first copy's work, layer by layer (each reads its
-    // copy's outputs, or earlier ones through the first copy's: by induction the same shapes). Its
-    // layers borrow those of the first copy's first of their kind, without a look at each.
+    // at a repeat's second copy: its later copies borrowed at once, where they do the first copy's work
     if (next_repeat < plan.repeats.size() && i == plan.repeats[next_repeat].begin + plan.repeats[next_repeat].period) {
-      NetworkPlan::Repeat& R = plan.repeats[next_repeat++];
-      const bool was = R.held;
-      R.held = borrow && copies_agree(plan, net, R);
-      if (!R.held && R.stale) {  // its layers are looked at one by one: their attributes of this point first
-        for (int si : R.copy_slots)
-          if (apply(static_cast<size_t>(si), true) < 0) return false;
-        R.stale = false;
-      }
-      // the first of their kind of the first copy's layers: the later copies' layers still borrow
-      // theirs from the last point when the repeat held then too and these are the same
-      bool kept = was && R.held;
-      R.firsts.resize(R.period);
-      for (size_t q = 0; q < R.period && R.held; ++q) {
-        const int t = net.layers[R.begin + q].same_as;
-        const int f = t >= 0 ? t : static_cast<int>(R.begin + q);
-        kept = kept && R.firsts[q] == f;
-        R.firsts[q] = f;
-      }
-      if (kept) {
-        i = R.begin + R.period * R.copies - 1;
-        continue;
-      }
-      if (R.held) {
-        const size_t end = R.begin + R.period * R.copies;
-        for (size_t k = i; k < end; ++k) {
-          Layer& C = net.layers[k];
-          const int t = net.layers[k - R.period].same_as;
-          C.same_as = t >= 0 ? t : static_cast<int>(k - R.period);
-          C.borrowed = true;
-          holder[k] = static_cast<size_t>(C.same_as);
-          kv[k] = plan.kv_mask[k];
-        }
-        plan.borrowed = true;
-        i = end - 1;
+      const long long last = borrow_repeat(set, plan.repeats[next_repeat++], i, borrow);
+      if (last == -1) return false;
+      if (last >= 0) {
+        i = static_cast<size_t>(last);
         continue;
       }
     }
@@ -691,21 +762,7 @@ bool rebind_network(NetworkPlan& plan, const Env& env, const BuildOptions& opt, 
       same = true;
     }
     if (same) continue;
-    expert_attr(net, L);
-    OpArgs args{L.attrs, L.in_shapes, L.dtype, L.precision, kv_inputs};
-    try {
-      L.out_shapes = L.op->infer(args);
-      for (const auto& sh : L.out_shapes)
-        for (auto dim : sh)
-          if (dim <= 0 || dim > 1000000000000LL) return false;
-      layer_cost(*L.op, args, L.out_shapes, opt.flops_per_mac, L.cost);
-      if (L.tied_weights) L.cost.params = L.cost.active_params = L.cost.resident_weight_bytes = 0;
-      shard_cost(net, L);
-    } catch (const ShapeError&) {
-      return false;
-    } catch (const ConfigError&) {
-      return false;
-    }
+    if (!infer_layer(net, L, kv_inputs, opt)) return false;
   }
   return true;
 }

@@ -293,6 +293,22 @@ class Importer {
   bool fold_elementwise(const std::function<double(const std::vector<double>&)>& f, bool out_int, int arity);
   Val reshaped(const Val& v, Shape s);
   bool try_fold();
+  // try_fold's families
+  bool fold_constant();
+  bool fold_shape(const std::string& t);
+  bool fold_constant_of_shape();
+  bool fold_range();
+  bool fold_shape_only(const std::string& t);
+  bool fold_cast(const std::string& t);
+  std::optional<bool> fold_math(const std::string& t, bool iout);
+  bool fold_concat(bool iout);
+  bool fold_gather();
+  bool fold_slice(bool iout);
+  bool fold_transpose(bool iout);
+  bool fold_expand(bool iout);
+  bool fold_tile(bool iout);
+  bool fold_reduce(const std::string& t, bool iout);
+  bool fold_scatter(const std::string& t);
   Shape bcast(const Shape& a, const Shape& b);
 };
 
