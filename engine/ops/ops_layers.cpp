@@ -507,6 +507,7 @@ void add_elementwise(OpRegistry& r) {
   }
 }
 
+// Tensors joined and cut: concat, split, slice
 void add_layout(OpRegistry& r) {
   OpDef cat;
   cat.name = "concat";
@@ -585,7 +586,11 @@ void add_layout(OpRegistry& r) {
     return {y};
   };
   r.add(sl);
+}
 
+// Views and copies to a new shape or order (reshape, reshape_copy, flatten, transpose, permute),
+// upsample, softmax and identity
+void add_reshapes(OpRegistry& r) {
   auto reshape_infer = [](const OpArgs& a) -> std::vector<Shape> {
     const Shape& x = a.in[0];
     const auto& want = a.attrs.ints("shape");
@@ -753,6 +758,7 @@ void add_layer_ops(OpRegistry& r) {
   add_activations(r);
   add_elementwise(r);
   add_layout(r);
+  add_reshapes(r);
 }
 
 }  // namespace rsim

@@ -481,6 +481,7 @@ void add_reductions(OpRegistry& r) {
   }
 }
 
+// Data looked up or placed: constant, gather, scatter, topk, nonzero
 void add_data_movement(OpRegistry& r) {
   OpDef c;
   c.name = "constant";
@@ -612,7 +613,10 @@ void add_data_movement(OpRegistry& r) {
     return w;
   };
   r.add(nz);
+}
 
+// Data sampled or moved to a new shape, materialised: grid_sample, expand, tile, pad, slice_nd, interpolate
+void add_reshaping_copies(OpRegistry& r) {
   OpDef gs;
   gs.name = "grid_sample";
   gs.summary = "sample (N, C, H, W) at the (x, y) positions of a grid (N, Hg, Wg, 2) (ONNX GridSample, torch grid_sample)";
@@ -764,6 +768,7 @@ void add_tensor_ops(OpRegistry& r) {
   add_broadcasting(r);
   add_reductions(r);
   add_data_movement(r);
+  add_reshaping_copies(r);
 }
 
 }  // namespace rsim

@@ -63,6 +63,7 @@ double score_pairs(double sq, double skv, bool causal, bool naive, double window
   return sq * skv - sq * (sq - 1) / 2;
 }
 
+// Scaled dot-product attention (causal, windowed, grouped-query; a prefill's or a decode's)
 void add_attention(OpRegistry& r) {
   OpDef a;
   a.name = "attention";
@@ -126,7 +127,10 @@ void add_attention(OpRegistry& r) {
     return w;
   };
   r.add(a);
+}
 
+// Multi-head latent attention (DeepSeek-V2/V3) and the KV cache it and attention read
+void add_latent_attention_and_cache(OpRegistry& r) {
   OpDef m;
   m.name = "mla_attention";
   m.summary = "multi-head latent attention (DeepSeek-V2/V3): q (B, Sq, H·(N+R)) over a cached latent (B, Skv, L) and rope key (B, Skv, R)";
@@ -451,6 +455,7 @@ void add_mlps(OpRegistry& r) {
 
 void add_transformer_ops(OpRegistry& r) {
   add_attention(r);
+  add_latent_attention_and_cache(r);
   add_norm_and_position(r);
   add_mlps(r);
 }
