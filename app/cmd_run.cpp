@@ -70,9 +70,10 @@ void restyle(std::vector<plots::PlotSpec>& v, const std::string& style) {
   }
 }
 
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) { return cmd_run(args, out, err, nullptr); }
+namespace {
 
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, MergeRun* merge) {
+// rsim run's options
+po::options_description run_options() {
   po::options_description desc("rsim run options");
   desc.add_options()("help,h", "show this help")("file", po::value<std::string>(), "scenario YAML file")(
       "out,o", po::value<std::string>(), "output folder (default: out/<scenario name>)")(
@@ -86,6 +87,81 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "style", po::value<std::string>(), "draw every figure in this style: screen, paper, paper-wide, slides (overrides the scenario's)")(
       "shard", po::value<std::string>(), "K/N: evaluate only the points whose index is K mod N into DIR/shard.rsim, for rsim merge; slurm: K and N of the array job");
   desc.add(hw_dir_option());
+  return desc;
+}
+
+// The request-level simulation's tables (requests.csv, serving.csv, timeline.csv) into the staging
+// folder beside the run's, and its rows into results.json; its terminal lines into `served`, its
+// report section into `report`
+serving::ServingTables serve_into(const Scenario& s, const Catalog& catalog, const RunOptions& opt, const std::string& staging,
+                                  std::vector<std::string>& written, std::string& served, std::string& report) {
+  serving::ServingTables st = serving::serve_scenario(s, catalog, opt);
+  for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"requests.csv", &st.requests_csv}, {"serving.csv", &st.serving_csv},
+                                   {"timeline.csv", &st.timeline_csv}}) {
+    write_file_atomic((fs::path(staging) / name).string(), *text);
+    written.push_back(name);
+  }
+  served = st.text;
+  // results.json gains the serving rows (its last '}' closes the document)
+  const std::string json_path = (fs::path(staging) / "results.json").string();
+  if (std::ifstream in(json_path, std::ios::binary); in) {
+    std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t end = doc.find_last_of('}');
+    if (end != std::string::npos) {
+      doc.insert(end, ",\"serving\":" + serving::serving_json(st));
+      write_file_atomic(json_path, doc);
+    }
+  }
+  report = serving::serving_markdown(st);
+  return st;
+}
+
+// The warning for tables projected past 1 GB
+void warn_projection(std::ostream& err, double bytes, Tables tables, bool quiet) {
+  if (bytes <= 1e9 || quiet) return;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  err << "rsim: warning: the tables of this run will take about " << buf << " ("
+      << (tables == Tables::All ? "per-layer rows of every point" : "network totals of every point") << ")\n";
+  if (tables == Tables::All) err << "rsim: note: `--tables summary` writes network totals only\n";
+  err.flush();
+}
+
+// What a run prints: its conventions, the layer table, the network totals, the serving runs and
+// the files written
+void print_run(std::ostream& out, const Scenario& s, const RunResult& r, const po::variables_map& vm, Tables tables, bool want_plots, size_t total_rows,
+               size_t total_summary, const std::string& served, const fs::path& dir, size_t n_figures, double secs) {
+  size_t n_points = want_plots ? r.points.size() : static_cast<size_t>(point_count(s.sweep));
+  const PointResult& first = r.results.front();
+  out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
+      << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
+      << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << run_dtype_label(r);
+  const Precision& pc = first.settings.precision;
+  if (pc.weights) out << ", weights " << dtype_name(*pc.weights) << (pc.quant_group > 0 ? " (scale per " + std::to_string(pc.quant_group) + ")" : "");
+  if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
+  if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
+  out << "\n\n";
+  if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), total_rows) << "\n";
+  const size_t rows = vm["rows"].as<size_t>();
+  if (rows > 0)
+    out << "network totals (time = the kernels' work plus what the execution mode adds; mem/comp = memory- and compute-bound layers, theoretical roofs; "
+           "limit = the part with the largest share of the derated time):\n";
+  out << terminal_summary(r, rows, total_summary) << "\n";
+  if (!served.empty()) out << "serving (docs/serving.md; requests.csv, serving.csv, timeline.csv):\n" << served << "\n";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f s", secs);
+  out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, ops.csv, results.json" : "summary.csv, results.json (network totals)");
+  if (!served.empty()) out << ", requests.csv, serving.csv, timeline.csv";
+  if (n_figures) out << ", report.md, report.html and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
+  out << " (evaluated in " << buf << ")\n";
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) { return cmd_run(args, out, err, nullptr); }
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, MergeRun* merge) {
+  const po::options_description desc = run_options();
   po::positional_options_description pos;
   pos.add("file", 1);
   po::variables_map vm;
@@ -174,15 +250,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     RunInfo info{RSIM_VERSION, &s};
     TableWriter writer(set->staging(), tables, info);
-    writer.on_projection = [&](double bytes) {
-      if (bytes <= 1e9 || vm.count("quiet")) return;
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
-      err << "rsim: warning: the tables of this run will take about " << buf << " ("
-          << (tables == Tables::All ? "per-layer rows of every point" : "network totals of every point") << ")\n";
-      if (tables == Tables::All) err << "rsim: note: `--tables summary` writes network totals only\n";
-      err.flush();
-    };
+    const bool quiet = vm.count("quiet") > 0;
+    writer.on_projection = [&err, tables, quiet](double bytes) { warn_projection(err, bytes, tables, quiet); };
     RunResult collected;  // every point's totals and the layer rows the figures draw
     plots::FigureCollector collect(collected, specs);
     PreviewSink preview(vm["rows"].as<size_t>(), 40);  // without figures: the first points only
@@ -202,27 +271,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     std::string serving_report;  // report.md's serving section
     try {
       std::vector<std::string> written = writer.finish();
-      if (!s.serving.is_null()) {  // the request-level simulation, its tables beside the run's
-        serving::ServingTables st = serving::serve_scenario(s, catalog, opt);
-        for (const auto& [name, text] : {std::pair<const char*, const std::string*>{"requests.csv", &st.requests_csv}, {"serving.csv", &st.serving_csv},
-                                         {"timeline.csv", &st.timeline_csv}}) {
-          write_file_atomic((fs::path(set->staging()) / name).string(), *text);
-          written.push_back(name);
-        }
-        served = st.text;
-        // results.json gains the serving rows (its last '}' closes the document)
-        const std::string json_path = (fs::path(set->staging()) / "results.json").string();
-        if (std::ifstream in(json_path, std::ios::binary); in) {
-          std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-          const size_t end = doc.find_last_of('}');
-          if (end != std::string::npos) {
-            doc.insert(end, ",\"serving\":" + serving::serving_json(st));
-            write_file_atomic(json_path, doc);
-          }
-        }
-        serving_report = serving::serving_markdown(st);
-        served_tables = std::move(st);
-      }
+      if (!s.serving.is_null())  // the request-level simulation, its tables beside the run's
+        served_tables = serve_into(s, catalog, opt, set->staging(), written, served, serving_report);
       if (want_plots) {
         if (specs.empty()) {
           specs = plots::default_plot_specs(collected, s);
@@ -251,32 +301,9 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return kConfig;
     }
     for (const auto& f : failures) err << "rsim: warning: figure " << f << "; not drawn (the tables are written)\n";
-    if (!vm.count("quiet")) {
-      const RunResult& r = want_plots ? collected : preview.result();
-      size_t n_points = want_plots ? r.points.size() : static_cast<size_t>(point_count(s.sweep));
-      const PointResult& first = r.results.front();
-      out << s.name << ": " << n_points << " point" << (n_points == 1 ? "" : "s") << " × " << first.platforms.size()
-          << " platform" << (first.platforms.size() == 1 ? "" : "s") << "; FLOPs = " << format_number(first.settings.flops_per_mac)
-          << "×MAC, bytes = " << memory_model_name(first.settings.memory_model) << ", " << run_dtype_label(r);
-      const Precision& pc = first.settings.precision;
-      if (pc.weights) out << ", weights " << dtype_name(*pc.weights) << (pc.quant_group > 0 ? " (scale per " + std::to_string(pc.quant_group) + ")" : "");
-      if (pc.kv) out << ", KV cache " << dtype_name(*pc.kv);
-      if (pc.compute) out << ", math in " << dtype_name(*pc.compute);
-      out << "\n\n";
-      if (tables == Tables::All) out << terminal_table(r, vm["rows"].as<size_t>(), want_plots ? collect.total_rows() : preview.total_rows()) << "\n";
-      const size_t rows = vm["rows"].as<size_t>();
-      if (rows > 0)
-        out << "network totals (time = the kernels' work plus what the execution mode adds; mem/comp = memory- and compute-bound layers, theoretical roofs; "
-               "limit = the part with the largest share of the derated time):\n";
-      out << terminal_summary(r, rows, want_plots ? collect.total_summary() : preview.total_summary()) << "\n";
-      if (!served.empty()) out << "serving (docs/serving.md; requests.csv, serving.csv, timeline.csv):\n" << served << "\n";
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.3f s", secs);
-      out << "wrote " << dir.string() << "/: " << (tables == Tables::All ? "results.csv, summary.csv, kernels.csv, ops.csv, results.json" : "summary.csv, results.json (network totals)");
-      if (!served.empty()) out << ", requests.csv, serving.csv, timeline.csv";
-      if (n_figures) out << ", report.md, report.html and " << n_figures << " figure" << (n_figures == 1 ? "" : "s");
-      out << " (evaluated in " << buf << ")\n";
-    }
+    if (!vm.count("quiet"))
+      print_run(out, s, want_plots ? collected : preview.result(), vm, tables, want_plots, want_plots ? collect.total_rows() : preview.total_rows(),
+                want_plots ? collect.total_summary() : preview.total_summary(), served, dir, n_figures, secs);
     return kOk;
   } catch (const ConfigError& e) {
     return print_config_error(err, e);
