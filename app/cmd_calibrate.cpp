@@ -146,6 +146,69 @@ int calibrate_gpu(const po::variables_map& vm, const std::string& path, const st
 po::options_description calibrate_ops_options();
 int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err);
 
+namespace {
+
+// What a CPU fit found: each class's laws, the overhead and the contention, then the
+// cross-validation's errors per network and per pair of networks
+void print_cpu_fit(std::ostream& out, size_t samples_n, const measure::Model& model, const measure::CrossValidation& cv) {
+  const auto& rules = model.rules;
+  char buf[256];
+  out << "fitted on " << samples_n << " measured layers; efficiency = a · x^b · g^c per class (x: MACs for compute, bytes for bandwidth; g: channels per group):\n";
+  for (const auto& r : rules) {
+    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f%s\n", r.name.c_str(), r.compute.a, r.compute.b,
+                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c,
+                  r.extrapolated           ? "   (extrapolated: no layer of the class measured)"
+                  : r.extrapolated_compute ? "   (compute law extrapolated: no compute-bound layer)"
+                  : r.extrapolated_bandwidth ? "   (bandwidth law extrapolated: no memory-bound layer)"
+                                             : "");
+    out << buf;
+    for (const auto& [level, law] : r.bandwidth_by_level) {
+      std::snprintf(buf, sizeof buf, "  %-15s %-37s bandwidth a %.4g b %+.4f c %+.4f\n", "", ("  on " + level).c_str(), law.a, law.b, law.c);
+      out << buf;
+    }
+  }
+  if (model.overhead_s > 0) {
+    std::snprintf(buf, sizeof buf, "  overhead        %.3g µs per layer (the platform's runtime.launch_overhead)\n", model.overhead_s * 1e6);
+    out << buf;
+  } else {
+    out << "  overhead        none\n";
+  }
+  if (model.contention.active()) {
+    std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms take up to %.3g× the class laws' time (time sharing, or long layers' "
+                  "own slowdown; onset_s %.4g, slowdown %.4g)\n",
+                  model.contention.onset_s * 1e3, model.contention.slowdown, model.contention.onset_s, model.contention.slowdown);
+    out << buf;
+  } else {
+    out << "  contention      none (the measured core was not shared, or the fit found no sign of it)\n";
+  }
+  if (cv.folds.empty()) {
+    out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
+  } else {
+    if (cv.grouped_networks)
+      out << "cross-validated (" << cv.grouped_networks << " networks in " << cv.folds.size()
+          << " folds: each fold's networks predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    else
+      out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
+    for (const auto& f : cv.folds) {
+      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%  extrapolated: %zu\n",
+                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err, f.extrapolated);
+      out << buf;
+    }
+    if (cv.grouped_networks)
+      out << "each network predicted by a fit on one other alone: not fitted past " << measure::kMaxFolds << " networks (" << cv.grouped_networks
+          << " here; every ordered pair would be " << cv.grouped_networks * (cv.grouped_networks - 1) << " predictions)\n";
+    else
+      out << "each network predicted by a fit on one other network alone (how a user calibrates on one model and predicts the next):\n";
+    for (const auto& p : cv.pairs) {
+      std::snprintf(buf, sizeof buf, "  %-24s -> %-24s within 1.5×: %3.0f %%  network time %.1f %%  extrapolated: %zu of %zu\n", p.fit_on.c_str(),
+                    p.predicted.c_str(), 100 * p.within_1_5x, 100 * p.network_err, p.extrapolated, p.layers);
+      out << buf;
+    }
+  }
+}
+
+}  // namespace
+
 int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim calibrate options");
   desc.add_options()("help,h", "show this help")("files", po::value<std::vector<std::string>>(), "measured.csv and measured_networks.csv files (rsim measure, rsim_torch), in any order")(
@@ -279,59 +342,7 @@ int cmd_calibrate(const std::vector<std::string>& args, std::ostream& out, std::
     err << "rsim: error: " << e.what() << "\n";
     return kConfig;
   }
-  char buf[256];
-  out << "fitted on " << samples.size() << " measured layers; efficiency = a · x^b · g^c per class (x: MACs for compute, bytes for bandwidth; g: channels per group):\n";
-  for (const auto& r : rules) {
-    std::snprintf(buf, sizeof buf, "  %-15s compute a %.4g b %+.4f c %+.4f   bandwidth a %.4g b %+.4f c %+.4f%s\n", r.name.c_str(), r.compute.a, r.compute.b,
-                  r.compute.c, r.bandwidth.a, r.bandwidth.b, r.bandwidth.c,
-                  r.extrapolated           ? "   (extrapolated: no layer of the class measured)"
-                  : r.extrapolated_compute ? "   (compute law extrapolated: no compute-bound layer)"
-                  : r.extrapolated_bandwidth ? "   (bandwidth law extrapolated: no memory-bound layer)"
-                                             : "");
-    out << buf;
-    for (const auto& [level, law] : r.bandwidth_by_level) {
-      std::snprintf(buf, sizeof buf, "  %-15s %-37s bandwidth a %.4g b %+.4f c %+.4f\n", "", ("  on " + level).c_str(), law.a, law.b, law.c);
-      out << buf;
-    }
-  }
-  if (model.overhead_s > 0) {
-    std::snprintf(buf, sizeof buf, "  overhead        %.3g µs per layer (the platform's runtime.launch_overhead)\n", model.overhead_s * 1e6);
-    out << buf;
-  } else {
-    out << "  overhead        none\n";
-  }
-  if (model.contention.active()) {
-    std::snprintf(buf, sizeof buf, "  contention      compute-bound layers longer than %.3g ms take up to %.3g× the class laws' time (time sharing, or long layers' "
-                  "own slowdown; onset_s %.4g, slowdown %.4g)\n",
-                  model.contention.onset_s * 1e3, model.contention.slowdown, model.contention.onset_s, model.contention.slowdown);
-    out << buf;
-  } else {
-    out << "  contention      none (the measured core was not shared, or the fit found no sign of it)\n";
-  }
-  if (cv.folds.empty()) {
-    out << "cross-validation: needs measurements of at least two networks (fit on the others, predict the held-out one)\n";
-  } else {
-    if (cv.grouped_networks)
-      out << "cross-validated (" << cv.grouped_networks << " networks in " << cv.folds.size()
-          << " folds: each fold's networks predicted by a fit on the others): |predicted/measured − 1| per layer\n";
-    else
-      out << "cross-validated (each network predicted by a fit on the others): |predicted/measured − 1| per layer\n";
-    for (const auto& f : cv.folds) {
-      std::snprintf(buf, sizeof buf, "  %-24s %4zu layers  median %.2f (uncalibrated %.2f)  p90 %.2f  within 1.5×: %.0f %%  network time %.1f %%  extrapolated: %zu\n",
-                    f.network.c_str(), f.layers, f.median_err, f.median_err_before, f.p90_err, 100 * f.within_1_5x, 100 * f.network_err, f.extrapolated);
-      out << buf;
-    }
-    if (cv.grouped_networks)
-      out << "each network predicted by a fit on one other alone: not fitted past " << measure::kMaxFolds << " networks (" << cv.grouped_networks
-          << " here; every ordered pair would be " << cv.grouped_networks * (cv.grouped_networks - 1) << " predictions)\n";
-    else
-      out << "each network predicted by a fit on one other network alone (how a user calibrates on one model and predicts the next):\n";
-    for (const auto& p : cv.pairs) {
-      std::snprintf(buf, sizeof buf, "  %-24s -> %-24s within 1.5×: %3.0f %%  network time %.1f %%  extrapolated: %zu of %zu\n", p.fit_on.c_str(),
-                    p.predicted.c_str(), 100 * p.within_1_5x, 100 * p.network_err, p.extrapolated, p.layers);
-      out << buf;
-    }
-  }
+  print_cpu_fit(out, samples.size(), model, cv);
   out << "wrote " << vm["output"].as<std::string>() << "\n" << (vm.count("predictions") ? "wrote " + vm["predictions"].as<std::string>() + "\n" : "");
   return kOk;
 }

@@ -34,6 +34,119 @@ std::string percent(double share) {
 
 }  // namespace
 
+namespace {
+
+// The totals, one column per platform, and each platform's limit in words
+void print_totals(std::ostream& out, const RunResult& r, const std::string& phase) {
+  const PointResult& pr = r.results.front();
+  const std::vector<SummaryRow>& rows = pr.summary;
+  const SummaryRow& first = rows.front();
+  out << first.network << (phase.empty() ? "" : " (" + phase + ")") << ": " << run_dtype_label(r) << ", execution " << execution_name(pr.settings.execution)
+      << "; FLOPs = " << format_number(pr.settings.flops_per_mac) << "×MAC, bytes = " << memory_model_name(pr.settings.memory_model) << "\n\n";
+  std::vector<std::vector<std::string>> t = {{""}};
+  for (const auto& s : rows) t[0].push_back(s.platform);
+  auto line = [&](const std::string& what, auto cell) {
+    std::vector<std::string> l = {what};
+    for (const auto& s : rows) l.push_back(cell(s));
+    t.push_back(l);
+  };
+  line("layers / kernels", [](const SummaryRow& s) { return format_number(s.layers) + " / " + format_number(s.kernels); });
+  line("MACs", [](const SummaryRow& s) { return si(s.macs, "", 4); });
+  line("FLOPs", [](const SummaryRow& s) { return si(s.flops, "", 4); });
+  line("params", [](const SummaryRow& s) { return si(s.params, "", 4); });
+  line("bytes", [](const SummaryRow& s) { return si(s.bytes, "B", 4); });
+  line("FLOP/byte", [](const SummaryRow& s) { return std::isfinite(s.intensity) ? format_number(std::round(s.intensity * 100) / 100) : std::string("inf"); });
+  line("time (theoretical roofs)", [](const SummaryRow& s) { return si(s.time_s, "s", 4); });
+  line("time (derated roofs)", [](const SummaryRow& s) {
+    return si(s.derated_time_s, "s", 4) + (s.banded ? " (" + si(s.derated_time_s + s.dparts.lo, "s", 2) + "–" + si(s.derated_time_s + s.dparts.hi, "s", 2) + ")" : "");
+  });
+  line("  work", [](const SummaryRow& s) { return si(s.dparts.work(), "s", 4); });
+  line("  overhead", [](const SummaryRow& s) { return si(s.dparts.overhead(), "s", 4); });
+  if (std::any_of(rows.begin(), rows.end(), [](const SummaryRow& s) { return s.dparts.comm > 0; }))
+    line("  exposed comm", [](const SummaryRow& s) { return si(s.dparts.comm, "s", 4); });
+  line("limit", [](const SummaryRow& s) { return limit_text(s); });
+  line("assumed share", [](const SummaryRow& s) { return s.derated_time_s > 0 ? percent(std::min(1.0, s.dparts.assumed_total() / s.derated_time_s)) : "0 %"; });
+  if (!phase.empty()) {
+    line(phase == "decode" ? "time per output token" : "time to first token", [](const SummaryRow& s) { return si(s.derated_time_s, "s", 4); });
+    line("tokens/s", [](const SummaryRow& s) { return s.derated_time_s > 0 ? si(s.tokens / s.derated_time_s, "", 4) : std::string(); });
+    line("KV bytes per token", [](const SummaryRow& s) { return si(s.kv_bytes_per_token, "B", 4); });
+  }
+  line("memory footprint", [](const SummaryRow& s) {
+    return si(s.memory_footprint_bytes, "B", 4) + (s.memory_size_bytes > 0 ? (s.memory_footprint_bytes <= s.memory_size_bytes ? " (fits)" : " (does not fit)") : "");
+  });
+  out << text_table(t);
+  for (const auto& s : rows) {
+    const Platform* pl = nullptr;
+    for (const auto& p : pr.platforms)
+      if (p->name == s.platform) pl = p.get();
+    if (const std::string words = limit_sentence(s, pr.settings, pl); !words.empty()) out << words << "\n";
+  }
+}
+
+// Per op type (derated): each op's layers' time and its share of the network's, then the overhead
+void print_op_types(std::ostream& out, const PointResult& pr) {
+  const std::vector<SummaryRow>& rows = pr.summary;
+  const SummaryRow& first = rows.front();
+  std::vector<std::string> ops;
+  std::map<std::string, std::vector<const Row*>> by_op;
+  for (const Row& row : pr.rows)
+    if (row.platform == first.platform) {
+      if (!by_op.count(row.op)) ops.push_back(row.op);
+      by_op[row.op].push_back(&row);
+    }
+  auto op_time = [&](const std::string& op, const std::string& plat) {
+    double t = 0;
+    for (const Row& row : pr.rows)
+      if (row.platform == plat && row.op == op && !row.kernel.empty()) t += row.derated.time_s;
+    return t;
+  };
+  std::stable_sort(ops.begin(), ops.end(), [&](const std::string& x, const std::string& y) { return op_time(x, first.platform) > op_time(y, first.platform); });
+  std::vector<std::vector<std::string>> ot = {{"op", "layers", "FLOPs", "bytes"}};
+  for (const auto& s : rows) ot[0].push_back(s.platform + " (share)");
+  for (const auto& op : ops) {
+    double flops = 0, bytes = 0;
+    for (const Row* row : by_op[op]) flops += row->cost.flops, bytes += row->bytes;
+    std::vector<std::string> l = {op, std::to_string(by_op[op].size()), si(flops, "", 4), si(bytes, "B", 4)};
+    for (const auto& s : rows) {
+      const double t_op = op_time(op, s.platform);
+      l.push_back(si(t_op, "s", 4) + " (" + percent(s.derated_time_s > 0 ? t_op / s.derated_time_s : 0) + ")");
+    }
+    ot.push_back(l);
+  }
+  {
+    std::vector<std::string> l = {"overhead", "", "", ""};
+    for (const auto& s : rows) l.push_back(si(s.dparts.overhead(), "s", 4) + " (" + percent(s.derated_time_s > 0 ? s.dparts.overhead() / s.derated_time_s : 0) + ")");
+    ot.push_back(l);
+  }
+  out << "\nper op type (derated times; a layer's collectives with it):\n" << text_table(ot);
+}
+
+// The five slowest layers on the first platform, with their times on every platform
+void print_slowest_layers(std::ostream& out, const PointResult& pr) {
+  const std::vector<SummaryRow>& rows = pr.summary;
+  const SummaryRow& first = rows.front();
+  std::vector<const Row*> layers;
+  for (const Row& row : pr.rows)
+    if (row.platform == first.platform) layers.push_back(&row);
+  std::stable_sort(layers.begin(), layers.end(), [](const Row* x, const Row* y) { return x->derated.time_s > y->derated.time_s; });
+  if (layers.size() > 5) layers.resize(5);
+  std::vector<std::vector<std::string>> lt = {{"layer", "op", "bound"}};
+  for (const auto& s : rows) lt[0].push_back(s.platform);
+  for (const Row* l : layers) {
+    std::vector<std::string> c = {l->layer, l->op, bound_name(l->derated.bound)};
+    for (const auto& s : rows) {
+      std::string v;
+      for (const Row& row : pr.rows)
+        if (row.platform == s.platform && row.layer == l->layer) v = si(row.derated.time_s, "s", 4);
+      c.push_back(v);
+    }
+    lt.push_back(c);
+  }
+  out << "\nslowest layers on " << first.platform << " (derated):\n" << text_table(lt);
+}
+
+}  // namespace
+
 int cmd_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("rsim estimate options");
   desc.add_options()("help,h", "show this help")("model", po::value<std::string>(), "a zoo model's name, an .onnx file or a Hugging Face config.json")(
@@ -149,101 +262,9 @@ int cmd_estimate(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   if (r.results.empty() || r.results.front().summary.empty()) return fail("'" + model + "' gave no network to estimate");
   const PointResult& pr = r.results.front();
-  const std::vector<SummaryRow>& rows = pr.summary;
-  const SummaryRow& first = rows.front();
-  // the totals, one column per platform
-  out << first.network << (phase.empty() ? "" : " (" + phase + ")") << ": " << run_dtype_label(r) << ", execution " << execution_name(pr.settings.execution)
-      << "; FLOPs = " << format_number(pr.settings.flops_per_mac) << "×MAC, bytes = " << memory_model_name(pr.settings.memory_model) << "\n\n";
-  std::vector<std::vector<std::string>> t = {{""}};
-  for (const auto& s : rows) t[0].push_back(s.platform);
-  auto line = [&](const std::string& what, auto cell) {
-    std::vector<std::string> l = {what};
-    for (const auto& s : rows) l.push_back(cell(s));
-    t.push_back(l);
-  };
-  line("layers / kernels", [](const SummaryRow& s) { return format_number(s.layers) + " / " + format_number(s.kernels); });
-  line("MACs", [](const SummaryRow& s) { return si(s.macs, "", 4); });
-  line("FLOPs", [](const SummaryRow& s) { return si(s.flops, "", 4); });
-  line("params", [](const SummaryRow& s) { return si(s.params, "", 4); });
-  line("bytes", [](const SummaryRow& s) { return si(s.bytes, "B", 4); });
-  line("FLOP/byte", [](const SummaryRow& s) { return std::isfinite(s.intensity) ? format_number(std::round(s.intensity * 100) / 100) : std::string("inf"); });
-  line("time (theoretical roofs)", [](const SummaryRow& s) { return si(s.time_s, "s", 4); });
-  line("time (derated roofs)", [](const SummaryRow& s) {
-    return si(s.derated_time_s, "s", 4) + (s.banded ? " (" + si(s.derated_time_s + s.dparts.lo, "s", 2) + "–" + si(s.derated_time_s + s.dparts.hi, "s", 2) + ")" : "");
-  });
-  line("  work", [](const SummaryRow& s) { return si(s.dparts.work(), "s", 4); });
-  line("  overhead", [](const SummaryRow& s) { return si(s.dparts.overhead(), "s", 4); });
-  if (std::any_of(rows.begin(), rows.end(), [](const SummaryRow& s) { return s.dparts.comm > 0; }))
-    line("  exposed comm", [](const SummaryRow& s) { return si(s.dparts.comm, "s", 4); });
-  line("limit", [](const SummaryRow& s) { return limit_text(s); });
-  line("assumed share", [](const SummaryRow& s) { return s.derated_time_s > 0 ? percent(std::min(1.0, s.dparts.assumed_total() / s.derated_time_s)) : "0 %"; });
-  if (!phase.empty()) {
-    line(phase == "decode" ? "time per output token" : "time to first token", [](const SummaryRow& s) { return si(s.derated_time_s, "s", 4); });
-    line("tokens/s", [](const SummaryRow& s) { return s.derated_time_s > 0 ? si(s.tokens / s.derated_time_s, "", 4) : std::string(); });
-    line("KV bytes per token", [](const SummaryRow& s) { return si(s.kv_bytes_per_token, "B", 4); });
-  }
-  line("memory footprint", [](const SummaryRow& s) {
-    return si(s.memory_footprint_bytes, "B", 4) + (s.memory_size_bytes > 0 ? (s.memory_footprint_bytes <= s.memory_size_bytes ? " (fits)" : " (does not fit)") : "");
-  });
-  out << text_table(t);
-  for (const auto& s : rows) {
-    const Platform* pl = nullptr;
-    for (const auto& p : pr.platforms)
-      if (p->name == s.platform) pl = p.get();
-    if (const std::string words = limit_sentence(s, pr.settings, pl); !words.empty()) out << words << "\n";
-  }
-  // per op type (derated): each op's layers' time and its share of the network's, then the overhead
-  std::vector<std::string> ops;
-  std::map<std::string, std::vector<const Row*>> by_op;
-  for (const Row& row : pr.rows)
-    if (row.platform == first.platform) {
-      if (!by_op.count(row.op)) ops.push_back(row.op);
-      by_op[row.op].push_back(&row);
-    }
-  auto op_time = [&](const std::string& op, const std::string& plat) {
-    double t = 0;
-    for (const Row& row : pr.rows)
-      if (row.platform == plat && row.op == op && !row.kernel.empty()) t += row.derated.time_s;
-    return t;
-  };
-  std::stable_sort(ops.begin(), ops.end(), [&](const std::string& x, const std::string& y) { return op_time(x, first.platform) > op_time(y, first.platform); });
-  std::vector<std::vector<std::string>> ot = {{"op", "layers", "FLOPs", "bytes"}};
-  for (const auto& s : rows) ot[0].push_back(s.platform + " (share)");
-  for (const auto& op : ops) {
-    double flops = 0, bytes = 0;
-    for (const Row* row : by_op[op]) flops += row->cost.flops, bytes += row->bytes;
-    std::vector<std::string> l = {op, std::to_string(by_op[op].size()), si(flops, "", 4), si(bytes, "B", 4)};
-    for (const auto& s : rows) {
-      const double t_op = op_time(op, s.platform);
-      l.push_back(si(t_op, "s", 4) + " (" + percent(s.derated_time_s > 0 ? t_op / s.derated_time_s : 0) + ")");
-    }
-    ot.push_back(l);
-  }
-  {
-    std::vector<std::string> l = {"overhead", "", "", ""};
-    for (const auto& s : rows) l.push_back(si(s.dparts.overhead(), "s", 4) + " (" + percent(s.derated_time_s > 0 ? s.dparts.overhead() / s.derated_time_s : 0) + ")");
-    ot.push_back(l);
-  }
-  out << "\nper op type (derated times; a layer's collectives with it):\n" << text_table(ot);
-  // the five slowest layers on the first platform
-  std::vector<const Row*> layers;
-  for (const Row& row : pr.rows)
-    if (row.platform == first.platform) layers.push_back(&row);
-  std::stable_sort(layers.begin(), layers.end(), [](const Row* x, const Row* y) { return x->derated.time_s > y->derated.time_s; });
-  if (layers.size() > 5) layers.resize(5);
-  std::vector<std::vector<std::string>> lt = {{"layer", "op", "bound"}};
-  for (const auto& s : rows) lt[0].push_back(s.platform);
-  for (const Row* l : layers) {
-    std::vector<std::string> c = {l->layer, l->op, bound_name(l->derated.bound)};
-    for (const auto& s : rows) {
-      std::string v;
-      for (const Row& row : pr.rows)
-        if (row.platform == s.platform && row.layer == l->layer) v = si(row.derated.time_s, "s", 4);
-      c.push_back(v);
-    }
-    lt.push_back(c);
-  }
-  out << "\nslowest layers on " << first.platform << " (derated):\n" << text_table(lt);
+  print_totals(out, r, phase);
+  print_op_types(out, pr);
+  print_slowest_layers(out, pr);
   return kOk;
 }
 

@@ -145,10 +145,9 @@ RUN_FILES = [("run 1", "torchvision_networks.csv"), ("run 2", "torchvision_netwo
              ("run 3", "torchvision_networks_run3.csv"), ("run 3b", "torchvision_networks_run3b.csv")]
 
 
-def heldout_section(args, catalog, cal, work, w):
-    """The acceptance check of issue 25: the calibration (fitted on the shared files alone) against
-    torchvision networks measured on other days' H200s with scripts/gpu (tests/data/h200_heldout)."""
-    d = args.heldout
+def heldout_measured(d):
+    """The held-out runs found in `d`: (runs, their labels, each case's time per run, the cases in the
+    report's order, the cases as rows to predict)."""
     runs = [(label, read(os.path.join(d, f))) for label, f in RUN_FILES if os.path.exists(os.path.join(d, f))]
     labels = [label for label, _ in runs]
     keyed = {}
@@ -157,8 +156,12 @@ def heldout_section(args, catalog, cal, work, w):
             keyed.setdefault((r["model"], r["batch"], r["dtype"], r["execution"]), {})[label] = float(r["measured_min_s"])
     cases = sorted(keyed, key=lambda k: (k[0] == "resnet50", k[0], k[2], int(k[1]), k[3]))
     rows = [{"model": m, "batch": b, "dtype": dt, "execution": e, "measured_note": ""} for m, b, dt, e in cases]
-    calp = predict(args.rsim, catalog, cal, rows, work)
-    uncal = predict(args.rsim, catalog, args.platform, rows, work)
+    return runs, labels, keyed, cases, rows
+
+
+def heldout_table(d, labels, keyed, cases, calp, uncal, w):
+    """The held-out networks' table, each run against the catalog and the calibration: returns its
+    cases, one dict per row."""
     w("## Held-out networks")
     w("")
     w("The calibration above, fitted on the shared files alone, predicting networks it never saw: torchvision MobileNetV2, "
@@ -181,6 +184,11 @@ def heldout_section(args, catalog, cal, work, w):
             " | ".join("%.2f" % (c / t[l]) if l in t else "–" for l in labels)))
         out.append(dict({"network": "%s b%s %s" % (m, b, dt), "model": m, "batch": b, "dtype": dt, "execution": e, "cal": c,
                          "uncal": uncal[(i, e)]}, **{l: t.get(l) for l in labels}))
+    return out
+
+
+def heldout_acceptance(labels, out, w):
+    """Issue 25's counts: the cases within 1.25× per mode and run."""
     w("")
     w("Issue 25's acceptance counts the twelve cases of MobileNetV2, ResNet-18 and VGG16 at batch 1 and 32 in fp16 and fp32 "
       "(ResNet-50 is the calibration's own network, on another machine):")
@@ -201,6 +209,10 @@ def heldout_section(args, catalog, cal, work, w):
         inside = sum(1 for c in sel if 0.8 <= c["cal"] / c[run_label] <= 1.25)
         w("- Every batch of %s (1, 8, 32, 128; both modes): %d of %d within 1.25×." % (run_label, inside, len(sel)))
     w("")
+
+
+def heldout_cards(args, labels, keyed, w):
+    """ResNet-50 in every run against the shared files: how much the cards differ."""
     # the cards themselves: ResNet-50, in the shared files and in every run
     shared = {(r["model"], r["batch"], r["dtype"], r["execution"]): float(r["measured_min_s"])
               for r in read(os.path.join(args.data, "measured_networks.csv")) if r["model"] == "resnet50"}
@@ -224,6 +236,10 @@ def heldout_section(args, catalog, cal, work, w):
       "then in 3.8 ms in the same call (run 3b), where run 1 and the shared card took 3.5–3.6 ms; fp32 at batch 1 ran "
       "eager in 0.60–0.70 of the shared card's time on every lent card.")
     w("")
+
+
+def heldout_misses(w):
+    """What the misses are: the model errors and the hosts, case by case."""
     w("What the misses are. The graph-mode misses are the same two cases on every card, a model error and not noise "
       "(run 3b adds ResNet-18 at batch 1 in fp16, near 0.8). "
       "MobileNetV2 at batch 32 in fp16 (about 1.28): its layers' predicted times add up to 1.46 ms against 1.39 ms measured "
@@ -247,10 +263,10 @@ def heldout_section(args, catalog, cal, work, w):
       "the calibration's card predicts them about 1.3–1.4× slow. Per-layer times in a CUDA graph (`rsim_torch measure "
       "--execution graph`, in `cnn.measured.csv`) show each directly.")
     w("")
-    heldout_figure([dict(c, measured=c["run 1"]) for c in out if c["model"] != "resnet50" and c["run 1"]],
-                   os.path.join(ROOT, "docs", "images", "validation_gpu_heldout.png"))
-    w("![held-out networks](images/validation_gpu_heldout.png)")
-    w("")
+
+
+def heldout_own_calibration(args, catalog, work, d, labels, keyed, cases, rows, w):
+    """The acceptance again, calibrated on a lent card's own files (when `d` has them)."""
     # the same check with a lent card's own calibration files: the method, without the card offset
     own = [os.path.join(d, f) for f in ("resnet50.measured.csv", "resnet50_networks.csv", "llm.measured.csv", "llm_networks.csv")]
     if all(os.path.exists(f) for f in own):
@@ -303,6 +319,10 @@ def heldout_section(args, catalog, cal, work, w):
           "3's host (2.2× slower than run 1's on the same forward) is outside every calibration. `scripts/gpu/run5.sh` "
           "measures the layers and the torchvision networks on one machine in one call, for the next lent card.")
         w("")
+
+
+def heldout_plans(d, runs, w):
+    """rsim_torch's forward passes of rsim's plans against torchvision's modules."""
     # rsim_torch's own forward passes of rsim's plans against torchvision's
     plan_rows = read(os.path.join(d, "cnn_networks.csv"))
     tv = {(r["model"], r["batch"], r["dtype"], r["execution"]): float(r["measured_min_s"]) for r in runs[0][1]}
@@ -319,6 +339,10 @@ def heldout_section(args, catalog, cal, work, w):
             p = float(r["measured_min_s"])
             w("| %s | %s | %s | %s | %.3f | %.3f | %.2f |" % (key + (tv[key] * 1e3, p * 1e3, p / tv[key])))
     w("")
+
+
+def heldout_llm(args, catalog, cal, work, d, w):
+    """The Llama-2-7B-shaped steps through rsim's plan, measured against calibrated."""
     llm = read(os.path.join(d, "llm_networks.csv"))
     rows = []
     for r in llm:
@@ -336,6 +360,26 @@ def heldout_section(args, catalog, cal, work, w):
         c = calp[(i, r["execution"])]
         w("| %s | %s | %.3f | %.3f | %.2f |" % (r["name"], r["execution"], r["t"] * 1e3, c * 1e3, c / r["t"]))
     w("")
+
+
+def heldout_section(args, catalog, cal, work, w):
+    """The acceptance check of issue 25: the calibration (fitted on the shared files alone) against
+    torchvision networks measured on other days' H200s with scripts/gpu (tests/data/h200_heldout)."""
+    d = args.heldout
+    runs, labels, keyed, cases, rows = heldout_measured(d)
+    calp = predict(args.rsim, catalog, cal, rows, work)
+    uncal = predict(args.rsim, catalog, args.platform, rows, work)
+    out = heldout_table(d, labels, keyed, cases, calp, uncal, w)
+    heldout_acceptance(labels, out, w)
+    heldout_cards(args, labels, keyed, w)
+    heldout_misses(w)
+    heldout_figure([dict(c, measured=c["run 1"]) for c in out if c["model"] != "resnet50" and c["run 1"]],
+                   os.path.join(ROOT, "docs", "images", "validation_gpu_heldout.png"))
+    w("![held-out networks](images/validation_gpu_heldout.png)")
+    w("")
+    heldout_own_calibration(args, catalog, work, d, labels, keyed, cases, rows, w)
+    heldout_plans(d, runs, w)
+    heldout_llm(args, catalog, cal, work, d, w)
 
 
 def main():

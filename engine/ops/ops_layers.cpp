@@ -588,8 +588,7 @@ void add_layout(OpRegistry& r) {
   r.add(sl);
 }
 
-// Views and copies to a new shape or order (reshape, reshape_copy, flatten, transpose, permute),
-// upsample, softmax and identity
+// Views and copies to a new shape or order: reshape, reshape_copy, flatten, transpose, permute
 void add_reshapes(OpRegistry& r) {
   auto reshape_infer = [](const OpArgs& a) -> std::vector<Shape> {
     const Shape& x = a.in[0];
@@ -694,7 +693,10 @@ void add_reshapes(OpRegistry& r) {
     return {y};
   };
   r.add(pm);
+}
 
+// upsample, softmax and identity
+void add_resample_softmax_identity(OpRegistry& r) {
   OpDef up;
   up.name = "upsample";
   up.summary = "spatial upsampling of (N, C, H, W) by a scale or to a size";
@@ -759,6 +761,7 @@ void add_layer_ops(OpRegistry& r) {
   add_elementwise(r);
   add_layout(r);
   add_reshapes(r);
+  add_resample_softmax_identity(r);
 }
 
 }  // namespace rsim

@@ -136,17 +136,8 @@ def _attention(q, k, v, heads, kv_heads, head_dim, causal):
     return o.transpose(1, 2).reshape(b, sq, heads * head_dim)
 
 
-def build(layer, dev):
-    """The layer as a callable on `dev`: Built(fn(inputs) -> outputs, impl)."""
-    op = layer["op"]
-    a = layer["attrs"]
-    ins = layer["input_shapes"]
-    outs = layer["output_shapes"]
-    note = quantized_note(layer)
-    if layer.get("view"):
-        shape = tuple(outs[0]) if outs else None
-        return Built(lambda x: [x[0].reshape(shape)], "Tensor.reshape (a view)", note)
-    wdt = _math_dtype(layer)
+def _build_weighted(op, layer, a, ins, outs, wdt, dev, note):
+    """Convolutions, linear layers, gated MLPs and matmuls: the ops with weights of `wdt`, or None."""
     if op in ("conv2d", "depthwise_conv2d"):
         x = ins[0]
         cin = x[1]
@@ -196,6 +187,11 @@ def build(layer, dev):
         if op == "gemm" and (a.get("trans_a") or a.get("trans_b") or len(ins) > 2):
             raise Unsupported("gemm with transposes or a C input: not built (use matmul)")
         return Built(lambda t: [torch.matmul(t[0], t[1])], "torch.matmul", note)
+    return None
+
+
+def _build_pool_norm(op, layer, a, ins, outs, wdt, dev, note):
+    """Pooling and normalization, or None."""
     if op in ("max_pool2d", "avg_pool2d"):
         k = _pair(a["kernel"])
         s = _pair(a.get("stride"), 0) if a.get("stride") is not None else k
@@ -234,6 +230,11 @@ def build(layer, dev):
             return [y * g if g is not None else y]
 
         return Built(rms, "x · rsqrt(mean(x²) + ε) · γ (torch has no rms_norm here)", note)
+    return None
+
+
+def _build_pointwise(op, layer, a, ins, outs, wdt, dev, note):
+    """Softmax, activations, clamps and elementwise ops of one or two inputs, or None."""
     if op == "softmax":
         axis = int(a.get("axis", -1))
         if len(ins) == 2:  # scores + an additive attention mask, as an export spells it
@@ -255,6 +256,11 @@ def build(layer, dev):
     if bi and len(ins) == 2:
         fn, name = bi
         return Built(lambda t: [fn(t[0], t[1])], name, note)
+    return None
+
+
+def _build_data_movement(op, layer, a, ins, outs, wdt, dev, note):
+    """Concatenation, transposes, copies, slices, splits and resampling, or None."""
     if op == "concat":
         axis = int(a.get("axis", 1))
         return Built(lambda t: [torch.cat(t, dim=axis)], "torch.cat", note)
@@ -287,6 +293,11 @@ def build(layer, dev):
         if mode not in ("nearest", "bilinear"):
             raise Unsupported("interpolate mode %s: not built" % mode)
         return Built(lambda t: [F.interpolate(t[0], size=size, mode=mode)], "torch.nn.functional.interpolate (%s)" % mode, note)
+    return None
+
+
+def _build_transformer(op, layer, a, ins, outs, wdt, dev, note):
+    """Embedding, RoPE, the KV cache append and attention, or None."""
     if op == "embedding":
         vocab, dim = int(a["vocab"]), int(a["dim"])
         table = _weight((vocab, dim), _act_dtype(layer), dev, 1)
@@ -327,6 +338,11 @@ def build(layer, dev):
         causal = bool(a.get("causal"))
         impl = "torch.nn.functional.scaled_dot_product_attention" if hasattr(F, "scaled_dot_product_attention") else "matmul, softmax, matmul (torch has no SDPA here)"
         return Built(lambda t: [_attention(t[0], t[1], t[2], heads, kvh, hd, causal)], impl, note)
+    return None
+
+
+def _build_reduce(op, layer, a, ins, outs, wdt, dev, note):
+    """reduce_sum / mean / max / min / prod, or None."""
     if op.startswith("reduce_") and op[7:] in ("sum", "mean", "max", "min", "prod"):
         axes = a.get("axes")
         keep = bool(a.get("keepdims", True))
@@ -342,6 +358,25 @@ def build(layer, dev):
             return [x]
 
         return Built(red, "torch.%s" % kind, note)
+    return None
+
+
+def build(layer, dev):
+    """The layer as a callable on `dev`: Built(fn(inputs) -> outputs, impl)."""
+    op = layer["op"]
+    a = layer["attrs"]
+    ins = layer["input_shapes"]
+    outs = layer["output_shapes"]
+    note = quantized_note(layer)
+    if layer.get("view"):
+        shape = tuple(outs[0]) if outs else None
+        return Built(lambda x: [x[0].reshape(shape)], "Tensor.reshape (a view)", note)
+    wdt = _math_dtype(layer)
+    # each group returns None for an op it does not build, so the first that builds it wins (in this order)
+    for group in (_build_weighted, _build_pool_norm, _build_pointwise, _build_data_movement, _build_transformer, _build_reduce):
+        built = group(op, layer, a, ins, outs, wdt, dev, note)
+        if built is not None:
+            return built
     raise Unsupported("operator %s has no torch builder in rsim_torch" % op)
 
 
