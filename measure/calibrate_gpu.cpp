@@ -234,20 +234,10 @@ double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-}  // namespace
-
-Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base) {
-  Model model;
-  model.gpu = true;
-  model.runtime = base;
-  std::vector<Sample> timed;
-  for (const auto& s : rows)
-    if (s.measured_s > 0) timed.push_back(s);
-  // 1. a rule per class and roof; the layers each rule's laws were fitted on, for the transfers
-  std::vector<const Sample*> kernel_timed;  // layers whose time is their kernel's
-  std::map<std::string, std::vector<double>> hosts_of_roof;
-  std::vector<Sample> shifted;  // graph-timed layers with the rule's fixed time taken out
-  shifted.reserve(timed.size());
+// 1. (per class and roof) the rule, with its host or fixed time; the layers its laws were fitted
+// on into kernel_timed (the graph-timed ones with the fixed time taken out, into `shifted`)
+void fit_class_rules(const std::vector<Sample>& timed, Model& model, std::vector<const Sample*>& kernel_timed,
+                     std::map<std::string, std::vector<double>>& hosts_of_roof, std::vector<Sample>& shifted) {
   for (const auto& [key, all] : by_class_and_roof(timed)) {
     // layers timed both ways (rsim_torch measures eager and graph on CUDA by default): a layer's time
     // in a CUDA graph is its kernel's (and the graph's launch), its eager time mostly the host's, so
@@ -279,8 +269,12 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
       model.rules.push_back(std::move(r));
     }
   }
-  for (const auto& s : shifted) kernel_timed.push_back(&s);
-  // 2. classes the networks run but no timed layer showed on their roof: the roof's other classes' laws
+}
+
+// 2. the rules of the classes the networks run but no timed layer showed on their roof, from the
+// roof's other classes' layers
+void extrapolate_missing_rules(const std::vector<Sample>& rows, const std::vector<const Sample*>& kernel_timed,
+                               const std::map<std::string, std::vector<double>>& hosts_of_roof, Model& model) {
   std::vector<std::pair<std::string, std::string>> missing;  // class, roof
   for (const auto& s : rows) {
     const std::string cls = op_class(s.op);
@@ -298,76 +292,76 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
     if (auto it = hosts_of_roof.find(roof); it != hosts_of_roof.end()) r.host_overhead_s = median_of(it->second);
     model.rules.push_back(std::move(r));
   }
-  // 2b. the layer shapes the laws miss: a library's choice per shape (cuDNN runs some 3×3
-  // convolutions as Winograd and others of the same MACs not) that no smooth law follows. Each
-  // shape timed well above the host (the layers the laws were fitted on) and long by its law too,
-  // whose median measured / law time lies beyond kMeasuredMiss either way, is kept with that
-  // factor; a network layer of the same operator, roof, shapes and MACs then runs at its law's
-  // time × factor.
-  {
-    std::map<std::string, std::vector<std::pair<double, const Sample*>>> by_shape;  // (sorted by key: the same list from every run)
-    for (const Sample* s : kernel_timed) {
-      if (s->input_shape.empty() || s->output_shape.empty() || s->roof.empty() || !(s->measured_s > 0)) continue;
-      const CalibrationRule* r = rule_for(model.rules, s->op, s->roof);
-      if (!r || r->extrapolated) continue;
-      const double t = rule_time(*s, *r);
-      // timed one by one in eager mode: a layer whose law puts its kernel well under the host's time
-      // per call was timed at the host's pace however long it took (a slow call, not a slow kernel)
-      if (t > 0 && std::isfinite(t) && (s->execution != "eager" || t >= r->host_overhead_s))
-        by_shape[measured_layer_key(s->op, s->roof, s->input_shape, s->output_shape, s->macs_counted)].emplace_back(s->measured_s / t, s);
-    }
-    for (auto& [key, v] : by_shape) {
-      std::vector<double> f;
-      for (const auto& x : v) f.push_back(x.first);
-      const double m = median_of(f);
-      if (!(std::fabs(std::log(m)) > std::log(kMeasuredMiss))) continue;
-      const Sample& s = *v.front().second;
-      MeasuredLayer l;
-      l.op = s.op, l.roof = s.roof, l.input = s.input_shape, l.output = s.output_shape, l.macs = s.macs_counted, l.factor = m;
-      l.from = s.network + "/" + s.layer + (v.size() > 1 ? " (median of " + std::to_string(v.size()) + " layers)" : "");
-      model.measured_factors.emplace(key, m);
-      model.measured_layers.push_back(std::move(l));
-    }
+}
+
+// 2b. the shapes whose median measured / law time lies beyond kMeasuredMiss, with their factors
+void fit_measured_shapes(const std::vector<const Sample*>& kernel_timed, Model& model) {
+  std::map<std::string, std::vector<std::pair<double, const Sample*>>> by_shape;  // (sorted by key: the same list from every run)
+  for (const Sample* s : kernel_timed) {
+    if (s->input_shape.empty() || s->output_shape.empty() || s->roof.empty() || !(s->measured_s > 0)) continue;
+    const CalibrationRule* r = rule_for(model.rules, s->op, s->roof);
+    if (!r || r->extrapolated) continue;
+    const double t = rule_time(*s, *r);
+    // timed one by one in eager mode: a layer whose law puts its kernel well under the host's time
+    // per call was timed at the host's pace however long it took (a slow call, not a slow kernel)
+    if (t > 0 && std::isfinite(t) && (s->execution != "eager" || t >= r->host_overhead_s))
+      by_shape[measured_layer_key(s->op, s->roof, s->input_shape, s->output_shape, s->macs_counted)].emplace_back(s->measured_s / t, s);
   }
-  // 3. the network rows: each network's layers timed under the rules; per roof and bound, a
-  // correction of the layers' times (layers timed one by one hide short kernels behind the host),
-  // the graph gap and the scale of the host overheads, fitted together on the networks' times
-  const std::map<std::string, std::vector<const Sample*>> layers_of = network_layers(rows);
-  std::vector<std::string> roofs;  // roofs with a rule, in order
-  for (const auto& r : model.rules)
-    if (std::find(roofs.begin(), roofs.end(), r.roof) == roofs.end()) roofs.push_back(r.roof);
-  std::vector<PlannedNetwork> planned;
-  std::vector<char> pair_used(model.rules.size(), 0);
-  std::vector<double> rule_hosts;
-  for (const auto& r : model.rules)
-    if (r.host_overhead_s >= 0 && !r.extrapolated) rule_hosts.push_back(r.host_overhead_s);
-  const double h0 = !rule_hosts.empty() ? median_of(rule_hosts) : base.has_host_overhead() ? base.host_overhead_s : 0;
-  for (const auto& n : nets) {
-    auto it = layers_of.find(n.network);
-    if (it == layers_of.end()) continue;  // no layer rows: nothing to time it by
-    PlannedNetwork p;
-    p.m = &n;
-    std::map<std::string, size_t> at;
-    for (const Sample* s : it->second) {
-      if (s->kernel.empty()) continue;
-      auto [k, fresh] = at.try_emplace(s->kernel, at.size());
-      PlannedLayer l;
-      l.kernel = k->second;
-      l.compute = s->work / s->peak;
-      l.memory = s->bytes / s->bandwidth;
-      l.shape = measured_factor(*s, &model.measured_factors);  // a measured shape (2b)
-      if (const CalibrationRule* r = rule_for(model.rules, s->op, s->roof)) {
-        l.ec = r->compute.raw(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
-        l.eb = r->bandwidth_on(s->level).raw(s->bytes, s->cpg);
-        l.host = r->host_overhead_s;
-        l.pair = static_cast<int>(r - model.rules.data());
-        pair_used[static_cast<size_t>(l.pair)] = 1;
-      }
-      p.layers.push_back(l);
-    }
-    p.kernels = at.size();
-    if (p.kernels) planned.push_back(std::move(p));
+  for (auto& [key, v] : by_shape) {
+    std::vector<double> f;
+    for (const auto& x : v) f.push_back(x.first);
+    const double m = median_of(f);
+    if (!(std::fabs(std::log(m)) > std::log(kMeasuredMiss))) continue;
+    const Sample& s = *v.front().second;
+    MeasuredLayer l;
+    l.op = s.op, l.roof = s.roof, l.input = s.input_shape, l.output = s.output_shape, l.macs = s.macs_counted, l.factor = m;
+    l.from = s.network + "/" + s.layer + (v.size() > 1 ? " (median of " + std::to_string(v.size()) + " layers)" : "");
+    model.measured_factors.emplace(key, m);
+    model.measured_layers.push_back(std::move(l));
   }
+}
+
+// 3. a network's layers (those that run a kernel) timed under the rules, each rule it uses marked
+// in pair_used
+PlannedNetwork plan_network(const NetworkSample& n, const std::vector<const Sample*>& layers, const Model& model, std::vector<char>& pair_used) {
+  PlannedNetwork p;
+  p.m = &n;
+  std::map<std::string, size_t> at;
+  for (const Sample* s : layers) {
+    if (s->kernel.empty()) continue;
+    auto [k, fresh] = at.try_emplace(s->kernel, at.size());
+    PlannedLayer l;
+    l.kernel = k->second;
+    l.compute = s->work / s->peak;
+    l.memory = s->bytes / s->bandwidth;
+    l.shape = measured_factor(*s, &model.measured_factors);  // a measured shape (2b)
+    if (const CalibrationRule* r = rule_for(model.rules, s->op, s->roof)) {
+      l.ec = r->compute.raw(s->macs > 0 ? s->macs : s->work, s->cpg, s->outputs);
+      l.eb = r->bandwidth_on(s->level).raw(s->bytes, s->cpg);
+      l.host = r->host_overhead_s;
+      l.pair = static_cast<int>(r - model.rules.data());
+      pair_used[static_cast<size_t>(l.pair)] = 1;
+    }
+    p.layers.push_back(l);
+  }
+  p.kernels = at.size();
+  return p;
+}
+
+// What the fit of the network rows found: per rule the factor on its layers' times, which
+// executions the rows ran, the runtime with the graph gap, the scale of the rules' host overheads
+// and the host time of kernels of no rule
+struct NetworkFit {
+  std::vector<double> factor;
+  bool graph_rows = false, eager_rows = false;
+  Runtime rt;
+  double scale = 1, host = 0;
+};
+
+// 3. the correction per rule, the graph gap and the scale of the host overheads, fitted together
+// on the planned networks' times
+NetworkFit fit_network_factors(const Model& model, const std::vector<PlannedNetwork>& planned, const std::vector<char>& pair_used,
+                               const std::vector<double>& rule_hosts, const Runtime& base, double h0) {
   std::vector<double> factor(model.rules.size(), 1.0);  // per rule: the factor on its layers' times
   bool graph_rows = false, eager_rows = false;
   for (const auto& p : planned) graph_rows |= p.m->execution == Execution::Graph, eager_rows |= p.m->execution == Execution::Eager;
@@ -441,6 +435,54 @@ Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSa
       }
     }
   }
+  return NetworkFit{std::move(factor), graph_rows, eager_rows, rt, scale, host};
+}
+
+}  // namespace
+
+Model fit_gpu_model(const std::vector<Sample>& rows, const std::vector<NetworkSample>& nets, const Runtime& base) {
+  Model model;
+  model.gpu = true;
+  model.runtime = base;
+  std::vector<Sample> timed;
+  for (const auto& s : rows)
+    if (s.measured_s > 0) timed.push_back(s);
+  // 1. a rule per class and roof; the layers each rule's laws were fitted on, for the transfers
+  std::vector<const Sample*> kernel_timed;  // layers whose time is their kernel's
+  std::map<std::string, std::vector<double>> hosts_of_roof;
+  std::vector<Sample> shifted;  // graph-timed layers with the rule's fixed time taken out
+  shifted.reserve(timed.size());
+  fit_class_rules(timed, model, kernel_timed, hosts_of_roof, shifted);
+  for (const auto& s : shifted) kernel_timed.push_back(&s);
+  // 2. classes the networks run but no timed layer showed on their roof: the roof's other classes' laws
+  extrapolate_missing_rules(rows, kernel_timed, hosts_of_roof, model);
+  // 2b. the layer shapes the laws miss: a library's choice per shape (cuDNN runs some 3×3
+  // convolutions as Winograd and others of the same MACs not) that no smooth law follows. Each
+  // shape timed well above the host (the layers the laws were fitted on) and long by its law too,
+  // whose median measured / law time lies beyond kMeasuredMiss either way, is kept with that
+  // factor; a network layer of the same operator, roof, shapes and MACs then runs at its law's
+  // time × factor.
+  fit_measured_shapes(kernel_timed, model);
+  // 3. the network rows: each network's layers timed under the rules; per roof and bound, a
+  // correction of the layers' times (layers timed one by one hide short kernels behind the host),
+  // the graph gap and the scale of the host overheads, fitted together on the networks' times
+  const std::map<std::string, std::vector<const Sample*>> layers_of = network_layers(rows);
+  std::vector<std::string> roofs;  // roofs with a rule, in order
+  for (const auto& r : model.rules)
+    if (std::find(roofs.begin(), roofs.end(), r.roof) == roofs.end()) roofs.push_back(r.roof);
+  std::vector<PlannedNetwork> planned;
+  std::vector<char> pair_used(model.rules.size(), 0);
+  std::vector<double> rule_hosts;
+  for (const auto& r : model.rules)
+    if (r.host_overhead_s >= 0 && !r.extrapolated) rule_hosts.push_back(r.host_overhead_s);
+  const double h0 = !rule_hosts.empty() ? median_of(rule_hosts) : base.has_host_overhead() ? base.host_overhead_s : 0;
+  for (const auto& n : nets) {
+    auto it = layers_of.find(n.network);
+    if (it == layers_of.end()) continue;  // no layer rows: nothing to time it by
+    PlannedNetwork p = plan_network(n, it->second, model, pair_used);
+    if (p.kernels) planned.push_back(std::move(p));
+  }
+  auto [factor, graph_rows, eager_rows, rt, scale, host] = fit_network_factors(model, planned, pair_used, rule_hosts, base, h0);
   // each rule's factor into its laws: a time × f is an efficiency ÷ f
   for (size_t k = 0; k < model.rules.size(); ++k) {
     CalibrationRule& r = model.rules[k];

@@ -80,16 +80,22 @@ std::pair<long long, long long> pads_of(const Layer& L, size_t axis, long long i
   return window_padding(in, out, k, s, d, begin);
 }
 
-std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
-  auto& eng = cpu_engine();
-  const std::string& op = L.op->name;
-  const Shape& x = L.in_shapes.at(0);
-  const Shape& y = L.out_shapes.at(0);
-  auto pk = dnnl::prop_kind::forward_inference;
-  // integer convolutions and products: u8 activations, s8 weights, s32 results
-  dt src_t = t == dt::s8 ? dt::u8 : t, wei_t = t, dst_t = t == dt::s8 ? dt::s32 : t;
+// A layer's primitive being described: the layer, its dtype, where a refusal says why, the engine,
+// the operator, the first input and output shapes, the propagation kind and the dtypes of the
+// sources, weights and results; a member function per operator family.
+struct LayerPrimitive {
+  const Layer& L;
+  dt t;
+  std::string& why;
+  dnnl::engine& eng;
+  const std::string& op;
+  const Shape& x;
+  const Shape& y;
+  dnnl::prop_kind pk;
+  dt src_t, wei_t, dst_t;
 
-  if (op == "conv2d" || op == "depthwise_conv2d") {
+  // conv2d, depthwise_conv2d
+  Prepared convolution() const {
     long long g = op == "depthwise_conv2d" ? x[1] : L.attrs.i("groups");
     const auto& k = L.attrs.ints("kernel");
     const auto& s = L.attrs.ints("stride");
@@ -103,7 +109,9 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
                                       {dl[0] - 1, dl[1] - 1}, {ph.first, pw.first}, {ph.second, pw.second});
     return make<dnnl::convolution_forward>(dnnl::convolution_forward::primitive_desc(d, eng), "convolution");
   }
-  if (op == "conv_transpose2d") {
+
+  // conv_transpose2d
+  Prepared deconvolution() const {
     long long g = L.attrs.i("groups");
     const auto& k = L.attrs.ints("kernel");
     const auto& s = L.attrs.ints("stride");
@@ -119,7 +127,8 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
                                         {dl[0] - 1, dl[1] - 1}, {p[0], p[1]}, {prh, prw});
     return make<dnnl::deconvolution_forward>(dnnl::deconvolution_forward::primitive_desc(d, eng), "deconvolution");
   }
-  if (op == "linear") {
+
+  Prepared linear() const {
     // (B, K) × (K, N) with B the product of the leading dims
     long long K = x.back(), N = y.back(), B = 1;
     for (size_t i = 0; i + 1 < x.size(); ++i) B *= x[i];
@@ -130,7 +139,8 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
     p.dst_mds = {plain(y, dst_t)};  // reported in the layer's own shape
     return p;
   }
-  if (op == "matmul") {
+
+  std::optional<Prepared> matmul() const {
     const Shape& b = L.in_shapes.at(1);
     if (x.size() != b.size() || x.size() < 2 || x.size() > 4) {
       why = "matmul of ranks " + std::to_string(x.size()) + " and " + std::to_string(b.size()) + " (oneDNN needs equal ranks 2 to 4)";
@@ -139,7 +149,9 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
     dnnl::matmul::desc d(plain(x, src_t), plain(b, t == dt::s8 ? dt::s8 : t), plain(y, dst_t));
     return make<dnnl::matmul>(dnnl::matmul::primitive_desc(d, eng), "matmul");
   }
-  if (op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool" || op == "adaptive_avg_pool2d") {
+
+  // max_pool2d, avg_pool2d, global_avg_pool, adaptive_avg_pool2d
+  std::optional<Prepared> pooling() const {
     long long kh, kw, sh, sw;
     std::pair<long long, long long> ph{0, 0}, pw{0, 0};
     if (op == "global_avg_pool") {
@@ -163,6 +175,51 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
     dnnl::pooling_forward::desc d(pk, alg, act(x, t), act(y, t), {sh, sw}, {kh, kw}, {ph.first, pw.first}, {ph.second, pw.second});
     return make<dnnl::pooling_forward>(dnnl::pooling_forward::primitive_desc(d, eng), "pooling");
   }
+
+  // transpose, permute, reshape_copy
+  Prepared layout_copy() const {
+    // a layout copy: read the input in one order, write it in another
+    Shape src = x;
+    dnnl::memory::desc smd = plain(src, t);
+    dnnl::memory::desc dmd;
+    if (op == "reshape_copy") {
+      dmd = plain(y, t).reshape(to_dims(x));
+    } else {
+      std::vector<int> perm(x.size());
+      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
+      if (op == "transpose") {
+        long long a = L.attrs.ints("dims").at(0), b = L.attrs.ints("dims").at(1);
+        if (a < 0) a += static_cast<long long>(x.size());
+        if (b < 0) b += static_cast<long long>(x.size());
+        std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
+      } else {
+        const auto& ds = L.attrs.ints("dims");
+        for (size_t i = 0; i < ds.size() && i < perm.size(); ++i) perm[i] = static_cast<int>(ds[i] < 0 ? ds[i] + static_cast<long long>(x.size()) : ds[i]);
+      }
+      // dst: the input's dims stored in the permuted order
+      dmd = plain(y, t).permute_axes(perm);
+    }
+    dnnl::reorder::primitive_desc pd(eng, smd, eng, dmd);
+    Prepared p{dnnl::reorder(pd), pd, "reorder", {plain(y, t)}};
+    return p;
+  }
+};
+
+std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
+  auto& eng = cpu_engine();
+  const std::string& op = L.op->name;
+  const Shape& x = L.in_shapes.at(0);
+  const Shape& y = L.out_shapes.at(0);
+  auto pk = dnnl::prop_kind::forward_inference;
+  // integer convolutions and products: u8 activations, s8 weights, s32 results
+  dt src_t = t == dt::s8 ? dt::u8 : t, wei_t = t, dst_t = t == dt::s8 ? dt::s32 : t;
+  const LayerPrimitive lp{L, t, why, eng, op, x, y, pk, src_t, wei_t, dst_t};
+
+  if (op == "conv2d" || op == "depthwise_conv2d") return lp.convolution();
+  if (op == "conv_transpose2d") return lp.deconvolution();
+  if (op == "linear") return lp.linear();
+  if (op == "matmul") return lp.matmul();
+  if (op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool" || op == "adaptive_avg_pool2d") return lp.pooling();
   if (op == "batchnorm") {
     dnnl::batch_normalization_forward::desc d(pk, act(x, t), 1e-5f,
                                               dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
@@ -220,32 +277,7 @@ std::optional<Prepared> prepare(const Layer& L, dt t, std::string& why) {
     Prepared p{dnnl::concat(pd), pd, "concat", {pd.dst_desc()}};
     return p;
   }
-  if (op == "transpose" || op == "permute" || op == "reshape_copy") {
-    // a layout copy: read the input in one order, write it in another
-    Shape src = x;
-    dnnl::memory::desc smd = plain(src, t);
-    dnnl::memory::desc dmd;
-    if (op == "reshape_copy") {
-      dmd = plain(y, t).reshape(to_dims(x));
-    } else {
-      std::vector<int> perm(x.size());
-      for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
-      if (op == "transpose") {
-        long long a = L.attrs.ints("dims").at(0), b = L.attrs.ints("dims").at(1);
-        if (a < 0) a += static_cast<long long>(x.size());
-        if (b < 0) b += static_cast<long long>(x.size());
-        std::swap(perm[static_cast<size_t>(a)], perm[static_cast<size_t>(b)]);
-      } else {
-        const auto& ds = L.attrs.ints("dims");
-        for (size_t i = 0; i < ds.size() && i < perm.size(); ++i) perm[i] = static_cast<int>(ds[i] < 0 ? ds[i] + static_cast<long long>(x.size()) : ds[i]);
-      }
-      // dst: the input's dims stored in the permuted order
-      dmd = plain(y, t).permute_axes(perm);
-    }
-    dnnl::reorder::primitive_desc pd(eng, smd, eng, dmd);
-    Prepared p{dnnl::reorder(pd), pd, "reorder", {plain(y, t)}};
-    return p;
-  }
+  if (op == "transpose" || op == "permute" || op == "reshape_copy") return lp.layout_copy();
   why = "operator '" + op + "' has no oneDNN primitive here";
   return std::nullopt;
 }

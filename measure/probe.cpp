@@ -409,36 +409,28 @@ const Plateau* find_plateau(const ProbeResult& r, const std::string& kernel, int
   return nullptr;
 }
 
-ProbeResult run_probe(const ProbeOptions& opt) {
-  auto t_start = Clock::now();
-  ProbeResult r;
-  r.quick = opt.quick;
-  r.cpu = cpu_model_name();
-  r.features = detect_features();
-  r.caches = detect_caches();
-  r.threads = opt.threads > 0 ? opt.threads : online_cpus();
-  auto say = [&](const std::string& s) {
-    if (opt.progress) opt.progress(s);
-  };
-  // Many short samples, best taken: on a shared machine a short window without interference is
-  // likelier than a long one.
-  const double sample_s = opt.quick ? 0.002 : 0.005;
-  const int samples = opt.quick ? 5 : 9;
-  const double sample_s_default = sample_s;
-  const int samples_default = samples;
+namespace {
 
-  // An all-thread run whose best sample stays below what the cores should reach (one core's rate
-  // × cores) is sampled again, for at most this long: on a virtual machine the host sometimes
-  // leaves a vCPU unscheduled for longer than a whole series of short samples (seen here: the
-  // two-thread FMA peak measured at one core's rate, once in a run).
-  const double retry_budget_s = opt.quick ? 0.5 : 2.0;
-  auto seconds_now = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
+// One probe: its options, the result it fills, how long and how often a rate is sampled, and the
+// physical cores the threads run on; each stage a member function.
+struct Prober {
+  const ProbeOptions& opt;
+  ProbeResult& r;
+  const double sample_s_default;
+  const int samples_default;
+  const double retry_budget_s;
+  const int cores;
+
+  void say(const std::string& s) const {
+    if (opt.progress) opt.progress(s);
+  }
 
   // Runs `kernel(iters)` on `threads` threads, with iters sized for `sample_s`; returns the best
   // rate (units of work per second) over the samples, `work(iters)` = work per thread. With
   // `expect` > 0, samples until the best reaches it or retry_budget_s passes (then `missed`).
-  auto best_rate = [&](int threads, const std::function<void(long)>& kernel, const std::function<double(long)>& work,
-                       double sample_s = 0, int samples = 0, double expect = 0, bool* missed = nullptr) {
+  double best_rate(int threads, const std::function<void(long)>& kernel, const std::function<double(long)>& work,
+                   double sample_s = 0, int samples = 0, double expect = 0, bool* missed = nullptr) const {
+    auto seconds_now = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
     if (sample_s <= 0) sample_s = sample_s_default;
     if (samples <= 0) samples = samples_default;
     long iters = 1000;
@@ -457,84 +449,78 @@ ProbeResult run_probe(const ProbeOptions& opt) {
     SampleOutcome o = sample_best(one, samples, expect, retry_budget_s, seconds_now);
     if (missed) *missed = !o.reached;
     return o.best;
-  };
-  // what `n` of this CPU's cores reach: the logical CPUs the threads are pinned to may share cores
-  const int cores = physical_cores_among(std::min(r.threads, online_cpus()));
-  auto scaled = [&](const std::string& what, double one, double all, double expect_factor) {
+  }
+
+  void scaled(const std::string& what, double one, double all, double expect_factor) {
     r.warnings.push_back(what + " on " + std::to_string(r.threads) + " threads reached " + fmt_ratio(all / one) +
                          "× the 1-thread rate (expected about " + fmt_ratio(expect_factor) + "× from " + std::to_string(cores) +
                          " physical core" + (cores == 1 ? "" : "s") + ") after " + fmt_ratio(retry_budget_s) +
                          " s of samples: other work on the CPUs, or a virtual CPU the host did not run; probe again on a quieter machine");
-  };
-
-  auto stage_start = Clock::now();
-  auto stage_done = [&](const char* name) {
-    r.stage_seconds.emplace_back(name, since(stage_start));
-    stage_start = Clock::now();
-  };
-  // 1. clock
-  say("clock: dependent add chain");
-  // the clock scales every theoretical roof: 60 samples of 0.25 ms, so that some run undisturbed
-  auto cycles = [](long it) { return static_cast<double>(it) * 100; };
-  r.clock_hz = best_rate(1, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60);
-  if (r.threads > 1) {
-    // a dependent chain per thread: every logical CPU runs one at the clock, SMT siblings too
-    bool missed = false;
-    r.clock_all_hz = best_rate(r.threads, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60, 0.95 * r.clock_hz * r.threads, &missed) / r.threads;
-    if (missed) scaled("the clock chain", r.clock_hz, r.clock_all_hz * r.threads, r.threads);
-  } else {
-    r.clock_all_hz = r.clock_hz;
   }
 
-  stage_done("clock");
+  // 1. clock
+  void probe_clock() {
+    say("clock: dependent add chain");
+    // the clock scales every theoretical roof: 60 samples of 0.25 ms, so that some run undisturbed
+    auto cycles = [](long it) { return static_cast<double>(it) * 100; };
+    r.clock_hz = best_rate(1, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60);
+    if (r.threads > 1) {
+      // a dependent chain per thread: every logical CPU runs one at the clock, SMT siblings too
+      bool missed = false;
+      r.clock_all_hz = best_rate(r.threads, [](long it) { add_chain_cycles(it); }, cycles, 0.00025, 60, 0.95 * r.clock_hz * r.threads, &missed) / r.threads;
+      if (missed) scaled("the clock chain", r.clock_hz, r.clock_all_hz * r.threads, r.threads);
+    } else {
+      r.clock_all_hz = r.clock_hz;
+    }
+  }
 
   // 2. peaks
-  std::vector<std::string> skipped_isas;
-  for (const FmaKernel& k : fma_kernels()) {
-    if (!k.available(r.features)) {
-      // the scalar mul+add fallback is only for CPUs without FMA: not a skipped ISA
-      if (std::string(k.isa) == "scalar") continue;
-      std::string msg = std::string(k.isa) + " " + k.precision + ": the CPU lacks " + k.needs;
-      r.skipped.push_back(msg);
-      continue;
+  void probe_peaks() {
+    std::vector<std::string> skipped_isas;
+    for (const FmaKernel& k : fma_kernels()) {
+      if (!k.available(r.features)) {
+        // the scalar mul+add fallback is only for CPUs without FMA: not a skipped ISA
+        if (std::string(k.isa) == "scalar") continue;
+        std::string msg = std::string(k.isa) + " " + k.precision + ": the CPU lacks " + k.needs;
+        r.skipped.push_back(msg);
+        continue;
+      }
+      say(std::string("peak: ") + k.isa + " " + k.precision);
+      PeakResult p;
+      p.isa = k.isa;
+      p.precision = k.precision;
+      p.lanes = k.lanes;
+      p.fma = k.fma;
+      double per_iter_per_chain = k.lanes * k.flops_per_lane;
+      for (int c : {1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}) {
+        if (c > k.max_chains) break;
+        double rate = best_rate(1, [&](long it) { g_sink = k.run(c, it); },
+                                [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; });
+        p.chain_sweep.emplace_back(c, rate);
+      }
+      p.chains = saturating_chains(p.chain_sweep);
+      for (const auto& [c, rate] : p.chain_sweep) p.flops_per_s = std::max(p.flops_per_s, rate);
+      p.threads = 1;
+      r.peaks.push_back(p);
+      if (r.threads > 1) {
+        PeakResult all = p;
+        all.threads = r.threads;
+        all.chain_sweep.clear();
+        int c = p.chains;
+        // the FMA pipes are per core: logical CPUs on one core share them
+        bool missed = false;
+        all.flops_per_s = best_rate(r.threads, [&](long it) { g_sink = k.run(c, it); },
+                                    [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; }, 0, 0,
+                                    0.9 * p.flops_per_s * cores, &missed);
+        if (missed) scaled(std::string(k.isa) + " " + k.precision + " FMA peak", p.flops_per_s, all.flops_per_s, cores);
+        r.peaks.push_back(all);
+      }
+      if (r.best_isa.empty()) r.best_isa = k.isa;
     }
-    say(std::string("peak: ") + k.isa + " " + k.precision);
-    PeakResult p;
-    p.isa = k.isa;
-    p.precision = k.precision;
-    p.lanes = k.lanes;
-    p.fma = k.fma;
-    double per_iter_per_chain = k.lanes * k.flops_per_lane;
-    for (int c : {1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24}) {
-      if (c > k.max_chains) break;
-      double rate = best_rate(1, [&](long it) { g_sink = k.run(c, it); },
-                              [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; });
-      p.chain_sweep.emplace_back(c, rate);
-    }
-    p.chains = saturating_chains(p.chain_sweep);
-    for (const auto& [c, rate] : p.chain_sweep) p.flops_per_s = std::max(p.flops_per_s, rate);
-    p.threads = 1;
-    r.peaks.push_back(p);
-    if (r.threads > 1) {
-      PeakResult all = p;
-      all.threads = r.threads;
-      all.chain_sweep.clear();
-      int c = p.chains;
-      // the FMA pipes are per core: logical CPUs on one core share them
-      bool missed = false;
-      all.flops_per_s = best_rate(r.threads, [&](long it) { g_sink = k.run(c, it); },
-                                  [&](long it) { return static_cast<double>(it) * c * per_iter_per_chain; }, 0, 0,
-                                  0.9 * p.flops_per_s * cores, &missed);
-      if (missed) scaled(std::string(k.isa) + " " + k.precision + " FMA peak", p.flops_per_s, all.flops_per_s, cores);
-      r.peaks.push_back(all);
-    }
-    if (r.best_isa.empty()) r.best_isa = k.isa;
   }
 
-  stage_done("peaks");
-
   // 3. bandwidth
-  if (opt.bandwidth) {
+  void probe_bandwidth() {
     BwKernels bk = bw_kernels(r.features);
     if (!bk.read) {
       r.skipped.push_back("bandwidth: no vector ISA on this CPU");
@@ -574,84 +560,129 @@ ProbeResult run_probe(const ProbeOptions& opt) {
         std::string kn = kname;
         say("bandwidth: " + kn);
         for (int T : thread_counts) {
-          for (double ws : sizes) {
-            // elements per array for one thread's share, a multiple of 64 floats
-            double share = ws / T;
-            if (share < 8 * 1024) continue;  // below 8 KiB a thread's share is all start-up
-            int arrays = kn == "copy" ? 2 : kn == "triad" ? 3 : 1;
-            size_t n = static_cast<size_t>(share / sizeof(float) / arrays) / 64 * 64;
-            if (n < 64) continue;
-            double bytes_per_pass = static_cast<double>(n) * sizeof(float) * arrays;  // STREAM counting
-            // Where the arrays sit matters, not only how large they are: an L1 that finds a line's way
-            // from a hash of its virtual address (AMD Zen's "utag" way predictor) cannot hold two lines
-            // of one set whose hashes match, and pages on either side of a large power-of-two address
-            // boundary (every bit above the page offset flips) can hash alike. malloc placed the large
-            // buffer just below a 64 MiB-aligned address (0x…effff040 here), so a working set at its
-            // start straddled such a boundary: every pass missed L1 on the colliding page pair, and the
-            // probe read L1 at half its bandwidth (a V-shaped curve inside L1, since a larger working
-            // set dilutes the misses of a fixed page pair). Each working set therefore starts at an
-            // address aligned to the power of two that holds it, where its pages differ only in their
-            // low bits, as an ordinary allocation's do.
-            // Consecutive arrays start `stride` floats apart, at page offsets 0, 1/3 and 2/3 of 4 KiB
-            // (copy: 0 and 1/2), rounded to a cache line. A load from b + i or c + i then shares its
-            // low 12 address bits (whose match with an older store in flight stalls the load: 4K
-            // aliasing) only with stores to a at least 1.3 KiB back; with the arrays n + 16 floats
-            // apart that distance depended on n and fell to 192 bytes at some sizes, which dipped
-            // triad in L1. Spread over the page, the arrays also cover the L1 sets as evenly as one
-            // contiguous block does, and cross their pages at different times (arrays at one page
-            // offset, tried, overfilled some sets near the L1 size and lost 6 % in L3).
-            const size_t page = 4096 / sizeof(float), shift = page / static_cast<size_t>(arrays) / 16 * 16;
-            size_t stride = (n + page - 1 - shift) / page * page + shift;
-            size_t used = (static_cast<size_t>(arrays - 1) * stride + n) * sizeof(float);
-            auto pass = [&](int t, long passes) {
-              float* base = bufs[static_cast<size_t>(t)].get();
-              float* a = base + placement_offset(reinterpret_cast<std::uintptr_t>(base), cap[static_cast<size_t>(t)] * sizeof(float), used) /
-                                    sizeof(float);
-              // the kernel chosen once per sample: a pass of a small working set lasts ~100 cycles,
-              // which the name comparisons per pass would lengthen measurably
-              double s = 0;
-              if (arrays == 1 && kn == "read")
-                s = bk.read(a, n, passes);
-              else if (arrays == 1)
-                for (long k = 0; k < passes; ++k) s += bk.write(a, n);
-              else if (arrays == 2)
-                for (long k = 0; k < passes; ++k) s += bk.copy(a, a + stride, n);
-              else
-                for (long k = 0; k < passes; ++k) s += bk.triad(a, a + stride, a + 2 * stride, n);
-              if (s == 12345.678) g_sink = s;
-            };
-            // The passes per sample grow until a sample lasts half of sample_s; only samples that
-            // long count (the first, short ones warm the caches). A sample slowed by another process
-            // is just a bad sample: it cannot shrink the later ones to a few passes whose time
-            // would be the threads' start-up (which drew tiny working sets at MB/s).
-            const int want = ws > 4 * last_cache && last_cache > 0 ? (opt.quick ? 2 : 4) : (opt.quick ? 3 : samples);
-            long passes = 1;
-            double best = 0;
-            for (int taken = 0, runs = 0; taken < want && runs < 64; ++runs) {
-              double t = run_pinned(T, [&](int t) { pass(t, passes); });
-              if (t >= sample_s / 2) {
-                best = std::max(best, bytes_per_pass * static_cast<double>(passes) * T / t);
-                ++taken;
-              } else {
-                double grow = t > 0 ? sample_s / t : 1024;
-                passes = std::max(passes + 1, static_cast<long>(static_cast<double>(passes) * std::min(grow, 1024.0)));
-              }
-            }
-            r.bandwidth.push_back(BandwidthSample{kn, T, bytes_per_pass * T, best});
-          }
-          std::vector<CurvePoint> curve;
-          for (const auto& b : r.bandwidth)
-            if (b.kernel == kn && b.threads == T) curve.push_back(CurvePoint{b.working_set_bytes, b.bytes_per_s});
-          LevelDetection det = detect_levels(curve, level_sizes(r.caches, T));
-          for (const auto& w : det.warnings) {  // (each once: the kernels see the same levels)
-            const std::string text = kn + ", " + std::to_string(T) + " thread" + (T == 1 ? "" : "s") + ": " + w;
-            if (kn == "read") r.warnings.push_back(text);
-          }
-          r.plateaus.push_back(LevelPlateaus{kn, T, std::move(det.plateaus)});
+          for (double ws : sizes) bandwidth_sample(bk, bufs, cap, kn, T, ws, last_cache);
+          bandwidth_levels(kn, T);
         }
       }
     }
   }
+
+  // One kernel's bandwidth on T threads over a working set of `ws` bytes (none below 8 KiB a thread)
+  void bandwidth_sample(const BwKernels& bk, const std::vector<Buffer>& bufs, const std::vector<size_t>& cap, const std::string& kn, int T, double ws,
+                        double last_cache) {
+    // elements per array for one thread's share, a multiple of 64 floats
+    double share = ws / T;
+    if (share < 8 * 1024) return;  // below 8 KiB a thread's share is all start-up
+    int arrays = kn == "copy" ? 2 : kn == "triad" ? 3 : 1;
+    size_t n = static_cast<size_t>(share / sizeof(float) / arrays) / 64 * 64;
+    if (n < 64) return;
+    double bytes_per_pass = static_cast<double>(n) * sizeof(float) * arrays;  // STREAM counting
+    // Where the arrays sit matters, not only how large they are: an L1 that finds a line's way
+    // from a hash of its virtual address (AMD Zen's "utag" way predictor) cannot hold two lines
+    // of one set whose hashes match, and pages on either side of a large power-of-two address
+    // boundary (every bit above the page offset flips) can hash alike. malloc placed the large
+    // buffer just below a 64 MiB-aligned address (0x…effff040 here), so a working set at its
+    // start straddled such a boundary: every pass missed L1 on the colliding page pair, and the
+    // probe read L1 at half its bandwidth (a V-shaped curve inside L1, since a larger working
+    // set dilutes the misses of a fixed page pair). Each working set therefore starts at an
+    // address aligned to the power of two that holds it, where its pages differ only in their
+    // low bits, as an ordinary allocation's do.
+    // Consecutive arrays start `stride` floats apart, at page offsets 0, 1/3 and 2/3 of 4 KiB
+    // (copy: 0 and 1/2), rounded to a cache line. A load from b + i or c + i then shares its
+    // low 12 address bits (whose match with an older store in flight stalls the load: 4K
+    // aliasing) only with stores to a at least 1.3 KiB back; with the arrays n + 16 floats
+    // apart that distance depended on n and fell to 192 bytes at some sizes, which dipped
+    // triad in L1. Spread over the page, the arrays also cover the L1 sets as evenly as one
+    // contiguous block does, and cross their pages at different times (arrays at one page
+    // offset, tried, overfilled some sets near the L1 size and lost 6 % in L3).
+    const size_t page = 4096 / sizeof(float), shift = page / static_cast<size_t>(arrays) / 16 * 16;
+    size_t stride = (n + page - 1 - shift) / page * page + shift;
+    size_t used = (static_cast<size_t>(arrays - 1) * stride + n) * sizeof(float);
+    auto pass = [&](int t, long passes) {
+      float* base = bufs[static_cast<size_t>(t)].get();
+      float* a = base + placement_offset(reinterpret_cast<std::uintptr_t>(base), cap[static_cast<size_t>(t)] * sizeof(float), used) /
+                            sizeof(float);
+      // the kernel chosen once per sample: a pass of a small working set lasts ~100 cycles,
+      // which the name comparisons per pass would lengthen measurably
+      double s = 0;
+      if (arrays == 1 && kn == "read")
+        s = bk.read(a, n, passes);
+      else if (arrays == 1)
+        for (long k = 0; k < passes; ++k) s += bk.write(a, n);
+      else if (arrays == 2)
+        for (long k = 0; k < passes; ++k) s += bk.copy(a, a + stride, n);
+      else
+        for (long k = 0; k < passes; ++k) s += bk.triad(a, a + stride, a + 2 * stride, n);
+      if (s == 12345.678) g_sink = s;
+    };
+    // The passes per sample grow until a sample lasts half of sample_s; only samples that
+    // long count (the first, short ones warm the caches). A sample slowed by another process
+    // is just a bad sample: it cannot shrink the later ones to a few passes whose time
+    // would be the threads' start-up (which drew tiny working sets at MB/s).
+    const int want = ws > 4 * last_cache && last_cache > 0 ? (opt.quick ? 2 : 4) : (opt.quick ? 3 : samples_default);
+    long passes = 1;
+    double best = 0;
+    for (int taken = 0, runs = 0; taken < want && runs < 64; ++runs) {
+      double t = run_pinned(T, [&](int t) { pass(t, passes); });
+      if (t >= sample_s_default / 2) {
+        best = std::max(best, bytes_per_pass * static_cast<double>(passes) * T / t);
+        ++taken;
+      } else {
+        double grow = t > 0 ? sample_s_default / t : 1024;
+        passes = std::max(passes + 1, static_cast<long>(static_cast<double>(passes) * std::min(grow, 1024.0)));
+      }
+    }
+    r.bandwidth.push_back(BandwidthSample{kn, T, bytes_per_pass * T, best});
+  }
+
+  // The levels a kernel's curve on T threads shows (its samples so far), with the read's warnings
+  void bandwidth_levels(const std::string& kn, int T) {
+    std::vector<CurvePoint> curve;
+    for (const auto& b : r.bandwidth)
+      if (b.kernel == kn && b.threads == T) curve.push_back(CurvePoint{b.working_set_bytes, b.bytes_per_s});
+    LevelDetection det = detect_levels(curve, level_sizes(r.caches, T));
+    for (const auto& w : det.warnings) {  // (each once: the kernels see the same levels)
+      const std::string text = kn + ", " + std::to_string(T) + " thread" + (T == 1 ? "" : "s") + ": " + w;
+      if (kn == "read") r.warnings.push_back(text);
+    }
+    r.plateaus.push_back(LevelPlateaus{kn, T, std::move(det.plateaus)});
+  }
+};
+
+}  // namespace
+
+ProbeResult run_probe(const ProbeOptions& opt) {
+  auto t_start = Clock::now();
+  ProbeResult r;
+  r.quick = opt.quick;
+  r.cpu = cpu_model_name();
+  r.features = detect_features();
+  r.caches = detect_caches();
+  r.threads = opt.threads > 0 ? opt.threads : online_cpus();
+  // Many short samples, best taken: on a shared machine a short window without interference is
+  // likelier than a long one.
+  const double sample_s = opt.quick ? 0.002 : 0.005;
+  const int samples = opt.quick ? 5 : 9;
+
+  // An all-thread run whose best sample stays below what the cores should reach (one core's rate
+  // × cores) is sampled again, for at most this long: on a virtual machine the host sometimes
+  // leaves a vCPU unscheduled for longer than a whole series of short samples (seen here: the
+  // two-thread FMA peak measured at one core's rate, once in a run).
+  const double retry_budget_s = opt.quick ? 0.5 : 2.0;
+  // what `n` of this CPU's cores reach: the logical CPUs the threads are pinned to may share cores
+  const int cores = physical_cores_among(std::min(r.threads, online_cpus()));
+  Prober p{opt, r, sample_s, samples, retry_budget_s, cores};
+
+  auto stage_start = Clock::now();
+  auto stage_done = [&](const char* name) {
+    r.stage_seconds.emplace_back(name, since(stage_start));
+    stage_start = Clock::now();
+  };
+  p.probe_clock();
+  stage_done("clock");
+  p.probe_peaks();
+  stage_done("peaks");
+  if (opt.bandwidth) p.probe_bandwidth();
   if (opt.bandwidth) stage_done("bandwidth");
   r.seconds = since(t_start);
   return r;

@@ -98,7 +98,7 @@ int saturating_chains(const std::vector<std::pair<int, double>>& sweep, double w
 // Where a working set of `bytes` starts in a buffer at address `base` holding `capacity` bytes: the
 // byte offset of the first address aligned to the smallest power of two ≥ `bytes` from which the
 // working set still fits, 0 if none does (pure; for tests). The probe's small working sets thus
-// never straddle a large power-of-two address boundary (see run_probe's bandwidth sweep).
+// never straddle a large power-of-two address boundary (see the bandwidth sweep in probe.cpp (Prober::bandwidth_sample)).
 size_t placement_offset(std::uintptr_t base, size_t capacity, size_t bytes);
 
 // Runs body(t) on `threads` threads, thread t pinned to CPU t mod online CPUs, started together;

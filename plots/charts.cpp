@@ -385,6 +385,198 @@ void apply_figure_defaults(std::vector<PlotSpec>& specs, const CNode& settings, 
   }
 }
 
+namespace {
+
+// A plot entry's keys read against its kind's key table (engine/model/keys.cpp): a text from a set of
+// choices, a [lo, hi] range, a sweep variable
+struct PlotReader {
+  MapReader& m;
+  Diags& d;
+  const CNode& item;
+  const std::string& kind;
+  const std::vector<std::string>& sweep_vars;
+  // the choices of a key, from the plot kind's key table, as `rsim schema` lists them
+  std::vector<std::string> table_choices(const char* key) const { return keys::map("plot." + kind).find(key)->type.choices; }
+  void str(const char* key, std::string& dst, std::vector<std::string> choices = {}) {
+    if (const CNode* v = m.get(key)) {
+      auto t = to_string(*v, d, key);
+      if (!t) return;
+      if (!choices.empty() && std::find(choices.begin(), choices.end(), *t) == choices.end()) {
+        std::string hint = did_you_mean(*t, choices), all;
+        for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
+        d.error(v->loc, std::string(key) + " cannot be '" + *t + "'", {Note{{}, hint.empty() ? "choose one of: " + all : hint}});
+        return;
+      }
+      dst = *t;
+    }
+  }
+  // [lo, hi] with lo < hi (and lo > 0 on a log axis, checked where the axis is known)
+  void range(const char* key, std::vector<double>& dst) {
+    const CNode* v = m.get(key);
+    if (!v) return;
+    std::vector<double> got;
+    if (v->is_seq())
+      for (const auto& i : v->items)
+        if (auto x = to_number(i, d, key)) got.push_back(*x);
+    if (got.size() != 2 || !(got[0] < got[1]) || !std::isfinite(got[0]) || !std::isfinite(got[1])) {
+      if (got.size() == v->items.size() || !v->is_seq())
+        d.error(v->loc, std::string(key) + " must be [lo, hi] with lo < hi", {Note{{}, std::string("e.g. ") + key + ": [0.1, 1000]"}});
+      return;
+    }
+    dst = got;
+  }
+  void check_var(const char* key, const std::string& v, const std::vector<std::string>& extra) {
+    std::vector<std::string> ok = sweep_vars;
+    ok.insert(ok.end(), extra.begin(), extra.end());
+    if (std::find(ok.begin(), ok.end(), v) == ok.end()) {
+      std::string hint = did_you_mean(v, ok), all;
+      for (const auto& c : ok) all += (all.empty() ? "" : ", ") + c;
+      d.error(item.find(key) ? item.find(key)->loc : item.loc, std::string(key) + " '" + v + "' is not a sweep variable" + (extra.empty() ? "" : " or a layer attribute"),
+              {Note{{}, hint.empty() ? (all.empty() ? "this scenario sweeps nothing" : "choose one of: " + all) : hint}});
+    }
+  }
+};
+
+// The keys every plot takes: name (the figure's files), title, networks, platforms, formats, style, subtitle
+void read_plot_common(PlotReader& pr, PlotSpec& p, const std::vector<PlotSpec>& specs) {
+  MapReader& m = pr.m;
+  Diags& d = pr.d;
+  const CNode& item = pr.item;
+  pr.str("name", p.name);
+  if (!p.name.empty()) {
+    const CNode* nn = item.find("name");
+    bool chars = std::all_of(p.name.begin(), p.name.end(),
+                             [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+    if (!chars || p.name.find_first_not_of('.') == std::string::npos)
+      d.error(nn->loc, "plot name '" + printable(p.name) + "' names the figure's files: use letters, digits, '-', '_' and '.'");
+    else if (p.name == "results" || p.name == "summary" || p.name == "report")
+      d.error(nn->loc, "plot name '" + p.name + "' would overwrite the run's " + (p.name == "report" ? "report.md" : p.name + ".csv") + "; pick another");
+    else
+      for (const PlotSpec& o : specs)
+        if (o.name == p.name) d.error(nn->loc, "two plots are named '" + p.name + "': their files would overwrite each other", {Note{o.loc, "the other plot"}});
+  }
+  pr.str("title", p.title);
+  if (const CNode* v = m.get("network")) {  // a name or a list of names
+    for (const CNode* i : as_list(*v))
+      if (auto t = to_string(*i, d, "network")) p.networks.push_back(*t), p.network_locs.push_back(i->loc);
+  }
+  if (const CNode* v = m.get("platforms")) {
+    for (const CNode* i : as_list(*v))
+      if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t), p.platform_locs.push_back(i->loc);
+  }
+  if (const CNode* v = m.get("formats")) {
+    for (const CNode* i : as_list(*v)) {
+      auto t = to_string(*i, d, "format");
+      if (!t) continue;
+      if (*t == "png") p.formats.push_back(Format::PNG);
+      else if (*t == "svg") p.formats.push_back(Format::SVG);
+      else if (*t == "pdf") p.formats.push_back(Format::PDF);
+      else d.error(i->loc, "unknown format '" + *t + "'", {Note{{}, "formats: png, svg, pdf"}});
+    }
+  }
+  read_style_keys(m, p, d);
+  pr.str("subtitle", p.subtitle, {"full", "short", "none"});
+}
+
+// A plot kind's own keys
+void read_plot_kind(PlotReader& pr, PlotSpec& p) {
+  MapReader& m = pr.m;
+  Diags& d = pr.d;
+  const CNode& item = pr.item;
+  const std::vector<std::string>& sweep_vars = pr.sweep_vars;
+  std::vector<std::string> cols = plottable_columns();
+  switch (p.kind) {
+    case Kind::Roofline:
+      pr.str("points", p.points, pr.table_choices("points"));
+      pr.str("color", p.color, pr.table_choices("color"));
+      if (item.find("color")) p.given.push_back("color");
+      pr.str("marker", p.marker, pr.table_choices("marker"));
+      pr.str("labels", p.labels, pr.table_choices("labels"));
+      pr.str("roofs", p.roofs, pr.table_choices("roofs"));
+      pr.str("intensity", p.intensity, pr.table_choices("intensity"));
+      if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
+      pr.range("xlim", p.xlim);
+      pr.range("ylim", p.ylim);
+      for (const auto* lim : {&p.xlim, &p.ylim})
+        if (!lim->empty() && lim->front() <= 0)
+          d.error(item.find(lim == &p.xlim ? "xlim" : "ylim")->loc, std::string(lim == &p.xlim ? "xlim" : "ylim") + " must be positive: a roofline's axes are logarithmic");
+      break;
+    case Kind::Trend:
+      if (m.require("x")) {
+        pr.str("x", p.x);
+        pr.check_var("x", p.x, {"layer", "output_size", "out_channels"});
+      }
+      pr.str("y", p.y, cols);
+      {
+        std::vector<std::string> choices = {"auto", "platform", "network", "layer"};
+        choices.insert(choices.end(), sweep_vars.begin(), sweep_vars.end());
+        pr.str("series", p.series, choices);  // a sweep variable: one line per value
+      }
+      pr.str("layer", p.layer);
+      pr.str("op", p.op);
+      pr.str("xscale", p.xscale, pr.table_choices("xscale"));
+      pr.str("yscale", p.yscale, pr.table_choices("yscale"));
+      if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+      pr.range("xlim", p.xlim);
+      pr.range("ylim", p.ylim);
+      break;
+    case Kind::Layers:
+      pr.str("metric", p.metric, pr.table_choices("metric"));
+      pr.str("xscale", p.xscale, pr.table_choices("xscale"));
+      if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+      break;
+    case Kind::Timeline:
+      p.y = "requests";
+      pr.str("y", p.y, pr.table_choices("y"));
+      if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+      break;
+    case Kind::LatencyCdf:
+      p.y = "ttft", p.point = -1;
+      pr.str("y", p.y, pr.table_choices("y"));
+      pr.str("xscale", p.xscale, pr.table_choices("xscale"));
+      if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+      break;
+    case Kind::ServingCurve:
+      p.y = "ttft_p99_s";
+      if (m.require("x")) {
+        pr.str("x", p.x);
+        pr.check_var("x", p.x, {});
+      }
+      pr.str("y", p.y, pr.table_choices("y"));
+      pr.str("xscale", p.xscale, pr.table_choices("xscale"));
+      pr.str("yscale", p.yscale, pr.table_choices("yscale"));
+      break;
+    case Kind::Compare:
+      if (const CNode* v = m.get("baseline")) p.baseline = to_string(*v, d, "baseline").value_or(""), p.baseline_loc = v->loc;
+      if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
+      p.roofs = "derated";
+      pr.str("roofs", p.roofs, pr.table_choices("roofs"));
+      break;
+    case Kind::Heatmap:
+      if (m.require("x")) {
+        pr.str("x", p.x);
+        pr.check_var("x", p.x, {});
+      }
+      if (m.require("y")) {
+        pr.str("y", p.layer);
+        pr.check_var("y", p.layer, {});
+      }
+      pr.str("value", p.value, cols);
+      if (const CNode* v = item.find("color_scale")) {
+        if (v->is_seq()) {
+          pr.range("color_scale", p.color_range);
+          if (!p.color_range.empty()) p.color_scale = "range";
+        } else {
+          pr.str("color_scale", p.color_scale, {"auto", "shared"});
+        }
+        m.get("color_scale");
+      }
+      break;
+  }
+}
+
+}  // namespace
+
 std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std::string>& sweep_vars, Diags& d) {
   std::vector<PlotSpec> specs;
   if (!node.is_seq()) {
@@ -416,169 +608,9 @@ std::vector<PlotSpec> parse_plot_specs(const CNode& node, const std::vector<std:
     } else {
       continue;  // no kind (m.require reported it): nothing more can be checked against a kind's keys
     }
-    // the choices of a key, from the plot kind's key table (engine/model/keys.cpp), as `rsim schema` lists them
-    auto table_choices = [&](const char* key) { return keys::map("plot." + kind).find(key)->type.choices; };
-    auto str = [&](const char* key, std::string& dst, std::vector<std::string> choices = {}) {
-      if (const CNode* v = m.get(key)) {
-        auto t = to_string(*v, d, key);
-        if (!t) return;
-        if (!choices.empty() && std::find(choices.begin(), choices.end(), *t) == choices.end()) {
-          std::string hint = did_you_mean(*t, choices), all;
-          for (const auto& c : choices) all += (all.empty() ? "" : ", ") + c;
-          d.error(v->loc, std::string(key) + " cannot be '" + *t + "'", {Note{{}, hint.empty() ? "choose one of: " + all : hint}});
-          return;
-        }
-        dst = *t;
-      }
-    };
-    str("name", p.name);
-    if (!p.name.empty()) {
-      const CNode* nn = item.find("name");
-      bool chars = std::all_of(p.name.begin(), p.name.end(),
-                               [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
-      if (!chars || p.name.find_first_not_of('.') == std::string::npos)
-        d.error(nn->loc, "plot name '" + printable(p.name) + "' names the figure's files: use letters, digits, '-', '_' and '.'");
-      else if (p.name == "results" || p.name == "summary" || p.name == "report")
-        d.error(nn->loc, "plot name '" + p.name + "' would overwrite the run's " + (p.name == "report" ? "report.md" : p.name + ".csv") + "; pick another");
-      else
-        for (const PlotSpec& o : specs)
-          if (o.name == p.name) d.error(nn->loc, "two plots are named '" + p.name + "': their files would overwrite each other", {Note{o.loc, "the other plot"}});
-    }
-    str("title", p.title);
-    if (const CNode* v = m.get("network")) {  // a name or a list of names
-      for (const CNode* i : as_list(*v))
-        if (auto t = to_string(*i, d, "network")) p.networks.push_back(*t), p.network_locs.push_back(i->loc);
-    }
-    if (const CNode* v = m.get("platforms")) {
-      for (const CNode* i : as_list(*v))
-        if (auto t = to_string(*i, d, "platform")) p.platforms.push_back(*t), p.platform_locs.push_back(i->loc);
-    }
-    if (const CNode* v = m.get("formats")) {
-      for (const CNode* i : as_list(*v)) {
-        auto t = to_string(*i, d, "format");
-        if (!t) continue;
-        if (*t == "png") p.formats.push_back(Format::PNG);
-        else if (*t == "svg") p.formats.push_back(Format::SVG);
-        else if (*t == "pdf") p.formats.push_back(Format::PDF);
-        else d.error(i->loc, "unknown format '" + *t + "'", {Note{{}, "formats: png, svg, pdf"}});
-      }
-    }
-    read_style_keys(m, p, d);
-    str("subtitle", p.subtitle, {"full", "short", "none"});
-    // [lo, hi] with lo < hi (and lo > 0 on a log axis, checked where the axis is known)
-    auto range = [&](const char* key, std::vector<double>& dst) {
-      const CNode* v = m.get(key);
-      if (!v) return;
-      std::vector<double> got;
-      if (v->is_seq())
-        for (const auto& i : v->items)
-          if (auto x = to_number(i, d, key)) got.push_back(*x);
-      if (got.size() != 2 || !(got[0] < got[1]) || !std::isfinite(got[0]) || !std::isfinite(got[1])) {
-        if (got.size() == v->items.size() || !v->is_seq())
-          d.error(v->loc, std::string(key) + " must be [lo, hi] with lo < hi", {Note{{}, std::string("e.g. ") + key + ": [0.1, 1000]"}});
-        return;
-      }
-      dst = got;
-    };
-    std::vector<std::string> cols = plottable_columns();
-    auto check_var = [&](const char* key, const std::string& v, const std::vector<std::string>& extra) {
-      std::vector<std::string> ok = sweep_vars;
-      ok.insert(ok.end(), extra.begin(), extra.end());
-      if (std::find(ok.begin(), ok.end(), v) == ok.end()) {
-        std::string hint = did_you_mean(v, ok), all;
-        for (const auto& c : ok) all += (all.empty() ? "" : ", ") + c;
-        d.error(item.find(key) ? item.find(key)->loc : item.loc, std::string(key) + " '" + v + "' is not a sweep variable" + (extra.empty() ? "" : " or a layer attribute"),
-                {Note{{}, hint.empty() ? (all.empty() ? "this scenario sweeps nothing" : "choose one of: " + all) : hint}});
-      }
-    };
-    switch (p.kind) {
-      case Kind::Roofline:
-        str("points", p.points, table_choices("points"));
-        str("color", p.color, table_choices("color"));
-        if (item.find("color")) p.given.push_back("color");
-        str("marker", p.marker, table_choices("marker"));
-        str("labels", p.labels, table_choices("labels"));
-        str("roofs", p.roofs, table_choices("roofs"));
-        str("intensity", p.intensity, table_choices("intensity"));
-        if (const CNode* v = m.get("overlay")) p.overlay = to_bool(*v, d, "overlay").value_or(false);
-        range("xlim", p.xlim);
-        range("ylim", p.ylim);
-        for (const auto* lim : {&p.xlim, &p.ylim})
-          if (!lim->empty() && lim->front() <= 0)
-            d.error(item.find(lim == &p.xlim ? "xlim" : "ylim")->loc, std::string(lim == &p.xlim ? "xlim" : "ylim") + " must be positive: a roofline's axes are logarithmic");
-        break;
-      case Kind::Trend:
-        if (m.require("x")) {
-          str("x", p.x);
-          check_var("x", p.x, {"layer", "output_size", "out_channels"});
-        }
-        str("y", p.y, cols);
-        {
-          std::vector<std::string> choices = {"auto", "platform", "network", "layer"};
-          choices.insert(choices.end(), sweep_vars.begin(), sweep_vars.end());
-          str("series", p.series, choices);  // a sweep variable: one line per value
-        }
-        str("layer", p.layer);
-        str("op", p.op);
-        str("xscale", p.xscale, table_choices("xscale"));
-        str("yscale", p.yscale, table_choices("yscale"));
-        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
-        range("xlim", p.xlim);
-        range("ylim", p.ylim);
-        break;
-      case Kind::Layers:
-        str("metric", p.metric, table_choices("metric"));
-        str("xscale", p.xscale, table_choices("xscale"));
-        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
-        break;
-      case Kind::Timeline:
-        p.y = "requests";
-        str("y", p.y, table_choices("y"));
-        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
-        break;
-      case Kind::LatencyCdf:
-        p.y = "ttft", p.point = -1;
-        str("y", p.y, table_choices("y"));
-        str("xscale", p.xscale, table_choices("xscale"));
-        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
-        break;
-      case Kind::ServingCurve:
-        p.y = "ttft_p99_s";
-        if (m.require("x")) {
-          str("x", p.x);
-          check_var("x", p.x, {});
-        }
-        str("y", p.y, table_choices("y"));
-        str("xscale", p.xscale, table_choices("xscale"));
-        str("yscale", p.yscale, table_choices("yscale"));
-        break;
-      case Kind::Compare:
-        if (const CNode* v = m.get("baseline")) p.baseline = to_string(*v, d, "baseline").value_or(""), p.baseline_loc = v->loc;
-        if (const CNode* v = m.get("point")) p.point = to_integer(*v, d, "point").value_or(0);
-        p.roofs = "derated";
-        str("roofs", p.roofs, table_choices("roofs"));
-        break;
-      case Kind::Heatmap:
-        if (m.require("x")) {
-          str("x", p.x);
-          check_var("x", p.x, {});
-        }
-        if (m.require("y")) {
-          str("y", p.layer);
-          check_var("y", p.layer, {});
-        }
-        str("value", p.value, cols);
-        if (const CNode* v = item.find("color_scale")) {
-          if (v->is_seq()) {
-            range("color_scale", p.color_range);
-            if (!p.color_range.empty()) p.color_scale = "range";
-          } else {
-            str("color_scale", p.color_scale, {"auto", "shared"});
-          }
-          m.get("color_scale");
-        }
-        break;
-    }
+    PlotReader pr{m, d, item, kind, sweep_vars};
+    read_plot_common(pr, p, specs);
+    read_plot_kind(pr, p);
     m.finish();
     specs.push_back(p);
   }

@@ -69,6 +69,179 @@ RunResult run_scenario(const Scenario& s, const Catalog& catalog, const RunOptio
   return rr;
 }
 
+namespace {
+
+// A point's text and rows held while it waits for its turn
+size_t held_bytes(const PointResult& r) { return r.text.capacity() + r.rows.capacity() * sizeof(Row); }
+
+// A streamed run's workers and what they share: each evaluates the next point, and whoever completes
+// the next point in order hands it (and any that follow it, ready) to the sink
+struct Stream {
+  const Scenario& s;
+  const RunOptions& opt;
+  ResultSink& sink;
+  RunHeader& header;
+  const OpRegistry& ops;
+  PlatformCache& cache;
+  ModelLibrary& models;
+  size_t n;
+  bool listed;
+  // A worker may run ahead of the point being delivered by `window` points, and by up to
+  // `window_far` while the points waiting in `ready` hold less than kAheadBytes: the worker
+  // delivering may be writing a few MB to the files meanwhile (small points: dozens of them)
+  size_t window, window_far;
+  static constexpr size_t kAheadBytes = 32 << 20;
+  size_t ready_bytes = 0;  // the text and rows of the points in `ready`
+
+  std::mutex mu;  // guards everything below
+  std::condition_variable cv;
+  size_t next = 0, delivered = 0, done = 0;
+  bool stop = false, started = false;
+  bool delivering = false;  // a worker is handing points to the sink (outside the lock)
+  std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
+  // points delivered from `ready`: their storage (rows, strings, lists) for a worker's next point
+  std::vector<std::pair<PointResult, Point>> spare;
+  size_t err_index = SIZE_MAX;
+  std::unique_ptr<ConfigError> err;
+  std::exception_ptr other;
+
+  Stream(const Scenario& s_, const RunOptions& opt_, ResultSink& sink_, RunHeader& header_, const OpRegistry& ops_, PlatformCache& cache_, ModelLibrary& models_,
+         size_t n_, bool listed_, size_t window_, size_t window_far_)
+      : s(s_), opt(opt_), sink(sink_), header(header_), ops(ops_), cache(cache_), models(models_), n(n_), listed(listed_), window(window_), window_far(window_far_) {}
+  void fail(std::exception_ptr e) {  // with mu held
+    if (!other) other = e;
+    stop = true;
+    cv.notify_all();
+  }
+  void deliver(std::unique_lock<std::mutex>& lock, bool direct, PointResult& pr, const Point& p);
+  void worker();
+};
+
+// Whoever completes the next point in order delivers it and any that follow it, one worker
+// at a time and without the lock (writing the files), so the others keep evaluating
+// (`direct`: this worker's own point, pr, is the next in order)
+void Stream::deliver(std::unique_lock<std::mutex>& lock, bool direct, PointResult& pr, const Point& p) {
+  if (delivering) return;
+  delivering = true;
+  bool own = direct;
+  while (!stop && started && (own || (!ready.empty() && ready.begin()->first == delivered))) {
+    std::optional<decltype(ready)::node_type> node;
+    if (!own) {
+      node = ready.extract(ready.begin());
+      ready_bytes -= held_bytes(node->mapped().first);
+    }
+    lock.unlock();
+    std::exception_ptr bad;
+    try {
+      if (own) sink.consume(std::move(pr), p);
+      else sink.consume(std::move(node->mapped().first), node->mapped().second);
+    } catch (...) {
+      bad = std::current_exception();
+    }
+    own = false;
+    lock.lock();
+    if (node) spare.push_back(std::move(node->mapped()));
+    if (bad) {
+      fail(bad);
+      break;
+    }
+    ++delivered;
+    cv.notify_all();
+  }
+  delivering = false;
+}
+
+void Stream::worker() {
+  // a worker that cannot set up (a script fails to load) stops the run with that error
+  std::unique_ptr<ExprEvaluator> ev;
+  std::unique_ptr<ScriptHooks> hooks;
+  try {
+    ev = opt.make_evaluator();
+    if (opt.make_hooks) hooks = opt.make_hooks();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu);
+    fail(std::current_exception());
+    return;
+  }
+  EvalContext ctx{ops, cache, *ev, hooks.get(), &models, opt.importer.get()};
+  ctx.rows = opt.rows;
+  ctx.on_networks = opt.on_networks;
+  ctx.should_stop = opt.should_stop;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)
+      started = true;
+      if (hooks) header.metric_names = hooks->metric_names();
+      try {
+        sink.start(header);
+      } catch (...) {
+        fail(std::current_exception());
+      }
+      cv.notify_all();
+    }
+  }
+  // a point and its result, written over from point to point: a sink that keeps a result moves
+  // it away; one that does not (the table writer) leaves its lists' storage to the next point
+  Point p;
+  PointResult pr;
+  while (true) {
+    size_t i;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || next >= n || next < delivered + window || (next < delivered + window_far && ready_bytes < kAheadBytes); });
+      if (stop || next >= n) break;
+      i = next++;
+    }
+    if (opt.should_stop && opt.should_stop()) {
+      std::lock_guard<std::mutex> lock(mu);
+      fail(std::make_exception_ptr(Interrupted()));
+      break;
+    }
+    if (listed) p = opt.points[i];
+    else sweep_point(s.sweep, i, p);
+    try {
+      evaluate_point(s, p, ctx, pr);
+      sink.prepare(pr, p);
+    } catch (const ConfigError& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (i < err_index) {
+        err_index = i;
+        err = std::make_unique<ConfigError>(e);
+      }
+      stop = true;
+      cv.notify_all();
+      break;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      fail(std::current_exception());
+      break;
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    // the next point in order, with no worker delivering, is delivered from here (one worker:
+    // every point); any other waits in `ready`
+    const bool direct = !delivering && !stop && started && i == delivered;
+    if (!direct) {
+      ready_bytes += held_bytes(pr);
+      ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
+      if (!spare.empty()) {  // written over by this worker's next point
+        pr = std::move(spare.back().first);
+        p = std::move(spare.back().second);
+        spare.pop_back();
+      }
+    }
+    deliver(lock, direct, pr, p);
+    ++done;
+    cv.notify_all();
+    if (opt.progress) {
+      size_t k = done;
+      lock.unlock();
+      opt.progress(k, n);
+    }
+  }
+}
+
+}  // namespace
+
 void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions& opt, ResultSink& sink) {
   RunHeader header;
   header.var_names = sweep_names(s.sweep);
@@ -82,162 +255,20 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
   model_dirs.insert(model_dirs.end(), opt.model_dirs.begin(), opt.model_dirs.end());
   ModelLibrary models(model_dirs);
   int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::min<size_t>(n, 1024))));
-  // A worker may run ahead of the point being delivered by `window` points, and by up to
-  // `window_far` while the points waiting in `ready` hold less than kAheadBytes: the worker
-  // delivering may be writing a few MB to the files meanwhile (small points: dozens of them)
-  const size_t window = 4 * static_cast<size_t>(jobs), window_far = 64 * static_cast<size_t>(jobs);
-  constexpr size_t kAheadBytes = 32 << 20;
-  size_t ready_bytes = 0;  // the text and rows of the points in `ready`
-  auto held_bytes = [](const PointResult& r) { return r.text.capacity() + r.rows.capacity() * sizeof(Row); };
-
-  std::mutex mu;  // guards everything below
-  std::condition_variable cv;
-  size_t next = 0, delivered = 0, done = 0;
-  bool stop = false, started = false;
-  bool delivering = false;  // a worker is handing points to the sink (outside the lock)
-  std::map<size_t, std::pair<PointResult, Point>> ready;  // evaluated, waiting for their turn
-  // points delivered from `ready`: their storage (rows, strings, lists) for a worker's next point
-  std::vector<std::pair<PointResult, Point>> spare;
-  size_t err_index = SIZE_MAX;
-  std::unique_ptr<ConfigError> err;
-  std::exception_ptr other;
-  auto fail = [&](std::exception_ptr e) {  // with mu held
-    if (!other) other = e;
-    stop = true;
-    cv.notify_all();
-  };
-
-  auto worker = [&]() {
-    // a worker that cannot set up (a script fails to load) stops the run with that error
-    std::unique_ptr<ExprEvaluator> ev;
-    std::unique_ptr<ScriptHooks> hooks;
-    try {
-      ev = opt.make_evaluator();
-      if (opt.make_hooks) hooks = opt.make_hooks();
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      fail(std::current_exception());
-      return;
-    }
-    EvalContext ctx{ops, cache, *ev, hooks.get(), &models, opt.importer.get()};
-    ctx.rows = opt.rows;
-    ctx.on_networks = opt.on_networks;
-    ctx.should_stop = opt.should_stop;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)
-        started = true;
-        if (hooks) header.metric_names = hooks->metric_names();
-        try {
-          sink.start(header);
-        } catch (...) {
-          fail(std::current_exception());
-        }
-        cv.notify_all();
-      }
-    }
-    // a point and its result, written over from point to point: a sink that keeps a result moves
-    // it away; one that does not (the table writer) leaves its lists' storage to the next point
-    Point p;
-    PointResult pr;
-    while (true) {
-      size_t i;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return stop || next >= n || next < delivered + window || (next < delivered + window_far && ready_bytes < kAheadBytes); });
-        if (stop || next >= n) break;
-        i = next++;
-      }
-      if (opt.should_stop && opt.should_stop()) {
-        std::lock_guard<std::mutex> lock(mu);
-        fail(std::make_exception_ptr(Interrupted()));
-        break;
-      }
-      if (listed) p = opt.points[i];
-      else sweep_point(s.sweep, i, p);
-      try {
-        evaluate_point(s, p, ctx, pr);
-        sink.prepare(pr, p);
-      } catch (const ConfigError& e) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (i < err_index) {
-          err_index = i;
-          err = std::make_unique<ConfigError>(e);
-        }
-        stop = true;
-        cv.notify_all();
-        break;
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        fail(std::current_exception());
-        break;
-      }
-      std::unique_lock<std::mutex> lock(mu);
-      // the next point in order, with no worker delivering, is delivered from here (one worker:
-      // every point); any other waits in `ready`
-      const bool direct = !delivering && !stop && started && i == delivered;
-      if (!direct) {
-        ready_bytes += held_bytes(pr);
-        ready.emplace(i, std::make_pair(std::move(pr), std::move(p)));
-        if (!spare.empty()) {  // written over by this worker's next point
-          pr = std::move(spare.back().first);
-          p = std::move(spare.back().second);
-          spare.pop_back();
-        }
-      }
-      // whoever completes the next point in order delivers it and any that follow it, one worker
-      // at a time and without the lock (writing the files), so the others keep evaluating
-      if (!delivering) {
-        delivering = true;
-        bool own = direct;
-        while (!stop && started && (own || (!ready.empty() && ready.begin()->first == delivered))) {
-          std::optional<decltype(ready)::node_type> node;
-          if (!own) {
-            node = ready.extract(ready.begin());
-            ready_bytes -= held_bytes(node->mapped().first);
-          }
-          lock.unlock();
-          std::exception_ptr bad;
-          try {
-            if (own) sink.consume(std::move(pr), p);
-            else sink.consume(std::move(node->mapped().first), node->mapped().second);
-          } catch (...) {
-            bad = std::current_exception();
-          }
-          own = false;
-          lock.lock();
-          if (node) spare.push_back(std::move(node->mapped()));
-          if (bad) {
-            fail(bad);
-            break;
-          }
-          ++delivered;
-          cv.notify_all();
-        }
-        delivering = false;
-      }
-      ++done;
-      cv.notify_all();
-      if (opt.progress) {
-        size_t k = done;
-        lock.unlock();
-        opt.progress(k, n);
-      }
-    }
-  };
+  Stream st(s, opt, sink, header, ops, cache, models, n, listed, 4 * static_cast<size_t>(jobs), 64 * static_cast<size_t>(jobs));
   if (n > 0) {
     if (jobs == 1) {
-      worker();
+      st.worker();
     } else {
       std::vector<std::thread> threads;
-      for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+      for (int j = 0; j < jobs; ++j) threads.emplace_back([&st] { st.worker(); });
       for (auto& t : threads) t.join();
     }
   } else {
     sink.start(header);
   }
-  if (other) std::rethrow_exception(other);
-  if (err) throw *err;
+  if (st.other) std::rethrow_exception(st.other);
+  if (st.err) throw *st.err;
 }
 
 }  // namespace rsim

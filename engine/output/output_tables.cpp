@@ -115,15 +115,53 @@ std::string ops_csv(const RunResult& r) {
   return out;
 }
 
+namespace {
+
+// A kernel of kernels.csv: its layers' sums
+struct KernelSum {
+  const Row* first;
+  std::string names;
+  double layers, flops, bytes, c, m, dc, dm;
+  double host;      // the host time to issue it in eager mode (-1: the platform's runtime.host_overhead)
+  double o, dover;  // the time the execution mode adds before it, on the theoretical and derated timelines
+  size_t tail0, tail1;  // where its text after the layer names sits in `out`
+};
+
+// Each kernel's overhead under the point's execution mode, in kernel order per platform and
+// network (the rule of evaluate_point's clock): its time_s adds it, so a network's kernels add
+// up to its summary time
+void add_kernel_overheads(std::vector<KernelSum>& ks, size_t nk, const PointResult& pr) {
+  using K = KernelSum;
+  const Row* g = nullptr;
+  std::optional<ExecutionClock> clock;
+  for (size_t ki = 0; ki < nk; ++ki) {
+    K& k = ks[ki];
+    if (!g || g->platform != k.first->platform || g->network != k.first->network) {
+      g = k.first;
+      Runtime rt;
+      for (const auto& pl : pr.platforms)
+        if (pl->name == g->platform) rt = pl->runtime;
+      clock.emplace(pr.settings.execution, rt);
+    }
+    const double t = clock->t, dt = clock->dt, kt = std::max(k.c, k.m), dkt = std::max(k.dc, k.dm);
+    if (clock->mode == Execution::Eager) {  // the wait for the host: the kernel's start - the last one's end
+      clock->add(kt, dkt, k.host);
+      k.o = std::max(clock->issue - t, 0.0);
+      k.dover = std::max(clock->issue - dt, 0.0);
+    } else if (clock->mode == Execution::Ideal) {  // no overhead
+      k.o = k.dover = 0;
+      clock->add(kt, dkt, k.host);
+    } else {  // (exactly the runtime's figure)
+      k.o = k.dover = clock->mode == Execution::Fused || clock->n == 0 ? clock->launch : clock->gap;
+      clock->add(kt, dkt, k.host);
+    }
+  }
+}
+
+}  // namespace
+
 void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p) {
-  struct K {
-    const Row* first;
-    std::string names;
-    double layers, flops, bytes, c, m, dc, dm;
-    double host;      // the host time to issue it in eager mode (-1: the platform's runtime.host_overhead)
-    double o, dover;  // the time the execution mode adds before it, on the theoretical and derated timelines
-    size_t tail0, tail1;  // where its text after the layer names sits in `out`
-  };
+  using K = KernelSum;
   // in order of first layer, per platform and network; kept from point to point (the names'
   // storage is reused): the first `nk` are this point's
   thread_local std::vector<K> ks;
@@ -183,35 +221,7 @@ void append_kernels_csv(std::string& out, const PointResult& pr, const Point& p)
     if (eager && group_pl)
       if (const CalibrationRule* cal = group_pl->calibration_for(row.op, row.compute_roof)) k.host = std::max(k.host, cal->host_overhead_s);
   }
-  // each kernel's overhead under the point's execution mode, in kernel order per platform and
-  // network (the rule of evaluate_point's clock): its time_s adds it, so a network's kernels add
-  // up to its summary time
-  {
-    const Row* g = nullptr;
-    std::optional<ExecutionClock> clock;
-    for (size_t ki = 0; ki < nk; ++ki) {
-      K& k = ks[ki];
-      if (!g || g->platform != k.first->platform || g->network != k.first->network) {
-        g = k.first;
-        Runtime rt;
-        for (const auto& pl : pr.platforms)
-          if (pl->name == g->platform) rt = pl->runtime;
-        clock.emplace(pr.settings.execution, rt);
-      }
-      const double t = clock->t, dt = clock->dt, kt = std::max(k.c, k.m), dkt = std::max(k.dc, k.dm);
-      if (clock->mode == Execution::Eager) {  // the wait for the host: the kernel's start - the last one's end
-        clock->add(kt, dkt, k.host);
-        k.o = std::max(clock->issue - t, 0.0);
-        k.dover = std::max(clock->issue - dt, 0.0);
-      } else if (clock->mode == Execution::Ideal) {  // no overhead
-        k.o = k.dover = 0;
-        clock->add(kt, dkt, k.host);
-      } else {  // (exactly the runtime's figure)
-        k.o = k.dover = clock->mode == Execution::Fused || clock->n == 0 ? clock->launch : clock->gap;
-        clock->add(kt, dkt, k.host);
-      }
-    }
-  }
+  add_kernel_overheads(ks, nk, pr);
   std::string lead;
   put_uint(lead, p.index);
   for (const auto& [name, v] : p.bindings) lead += ',', put_csv(lead, v);

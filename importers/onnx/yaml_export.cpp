@@ -278,10 +278,11 @@ void check_at_named_sizes(const OnnxModel& m, const OnnxImportOptions& opt, cons
 
 }  // namespace
 
-std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
-  OnnxImportOptions opt = opt_in;
-  // --input with symbols: a size where the model has a symbol fixes that symbol; a name must be
-  // the model's symbol there (it stays a parameter)
+namespace {
+
+// --input with symbols: a size where the model has a symbol fixes that symbol (into opt.dims); a
+// name must be the model's symbol there (it stays a parameter)
+void fix_input_symbols(const OnnxModel& m, OnnxImportOptions& opt) {
   for (const auto& [name, dims] : opt.input_dims) {
     const onnx::ValueInfoProto* in = nullptr;
     for (const auto& x : m.proto.graph().input())
@@ -302,6 +303,13 @@ std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_
                   {Note{{}, "a name keeps the model's own symbol: write it as the model does, or give a size"}});
     }
   }
+}
+
+}  // namespace
+
+std::string onnx_to_model_yaml(const OnnxModel& m, const OnnxImportOptions& opt_in, const std::vector<std::pair<std::string, long long>>& defaults) {
+  OnnxImportOptions opt = opt_in;
+  fix_input_symbols(m, opt);
   // symbols: those of the inputs that --input does not fix and --dim does not pin
   OnnxImport first;
   std::vector<std::string> syms;
