@@ -2,6 +2,7 @@
 #include "measure/calibrate_ops.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -255,10 +256,20 @@ GemmFit fit_gemm(const std::vector<GemmSample>& all, DType dtype, const Platform
   return fit;
 }
 
-std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
+namespace {
+
+// The collective rows of an AIConfigurator comm table: nccl_perf (an op_name a row) or, `custom`,
+// custom_allreduce_perf (every row TensorRT-LLM's own all-reduce); other ops or dtypes counted in skipped
+std::vector<CollectiveSample> read_comm_table(const std::string& text, const std::string& path, std::vector<std::string>& skipped, bool custom) {
   std::istringstream in(text);
-  const std::array<size_t, 5> col =
-      header_columns<5>(in, {{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator nccl_perf.csv");
+  std::array<size_t, 5> col{};  // op_name (custom: none), dtype, num_gpus, message_size, latency
+  if (custom) {
+    const std::array<size_t, 4> c =
+        header_columns<4>(in, {{"allreduce_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator custom_allreduce_perf.csv");
+    col = {SIZE_MAX, c[0], c[1], c[2], c[3]};
+  } else {
+    col = header_columns<5>(in, {{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator nccl_perf.csv");
+  }
   std::string line;
   std::vector<CollectiveSample> rows;
   std::vector<std::pair<std::string, size_t>> other;
@@ -267,11 +278,12 @@ std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std:
     ++n;
     if (line.empty() || line == "\r") continue;
     const std::vector<std::string> f = split(line);
-    const std::string op = col[0] < f.size() ? f[col[0]] : "", dt = col[1] < f.size() ? f[col[1]] : "";
+    const std::string op = custom ? "custom all-reduce" : col[0] < f.size() ? f[col[0]] : "", dt = col[1] < f.size() ? f[col[1]] : "";
     CollectiveSample s;
     const double elem = dt == "half" || dt == "bfloat16" || dt == "float16" ? 2 : dt == "int8" || dt == "fp8" ? 1 : dt == "float" || dt == "float32" ? 4 : 0;
     bool known = elem > 0;
-    if (op == "all_reduce") s.kind = Collective::AllReduce;
+    if (custom) s.kind = Collective::CustomAllReduce;
+    else if (op == "all_reduce") s.kind = Collective::AllReduce;
     else if (op == "all_gather") s.kind = Collective::AllGather;
     else if (op == "reduce_scatter") s.kind = Collective::ReduceScatter;
     else if (op == "alltoall" || op == "all_to_all") s.kind = Collective::AllToAll;
@@ -295,38 +307,14 @@ std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std:
   return rows;
 }
 
+}  // namespace
+
+std::vector<CollectiveSample> read_nccl_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
+  return read_comm_table(text, path, skipped, false);
+}
+
 std::vector<CollectiveSample> read_custom_allreduce_perf(const std::string& text, const std::string& path, std::vector<std::string>& skipped) {
-  std::istringstream in(text);
-  const std::array<size_t, 4> col =
-      header_columns<4>(in, {{"allreduce_dtype", "num_gpus", "message_size", "latency"}}, path, "an AIConfigurator custom_allreduce_perf.csv");
-  std::string line;
-  std::vector<CollectiveSample> rows;
-  std::vector<std::pair<std::string, size_t>> other;
-  size_t n = 1;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = split(line);
-    const std::string dt = col[0] < f.size() ? f[col[0]] : "";
-    const double elem = dt == "half" || dt == "bfloat16" || dt == "float16" ? 2 : dt == "float" || dt == "float32" ? 4 : 0;
-    if (!(elem > 0)) {
-      auto it = std::find_if(other.begin(), other.end(), [&](const auto& o) { return o.first == dt; });
-      if (it == other.end()) other.emplace_back(dt, 1);
-      else ++it->second;
-      continue;
-    }
-    CollectiveSample s;
-    s.kind = Collective::CustomAllReduce;
-    const double gpus = number_at(f, col[1], "num_gpus", path, n);
-    if (gpus < 2 || gpus > 1e6 || gpus != std::floor(gpus)) throw std::runtime_error(path + ":" + std::to_string(n) + ": num_gpus must be a whole number of at least 2");
-    s.gpus = static_cast<long long>(gpus);
-    s.bytes = number_at(f, col[2], "message_size", path, n) * elem;
-    s.measured_s = number_at(f, col[3], "latency", path, n) * 1e-3;
-    s.line = n;
-    rows.push_back(s);
-  }
-  for (const auto& [k, c] : other) skipped.push_back("custom all-reduce " + k + ": " + std::to_string(c) + " rows");
-  return rows;
+  return read_comm_table(text, path, skipped, true);
 }
 
 namespace {

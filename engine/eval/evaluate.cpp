@@ -446,46 +446,46 @@ struct Tally {
   PipelinePlan& pipe;
   bool eager, staged;
   void operator()(size_t li, const OpCost& cost, double bytes, const RoofPoint& th, const RoofPoint& de, double host, const LayerExtra& x) {
-  if (int k = kix.of_layer[li]; k >= 0) {
-    KernelTime& kt = kernels[static_cast<size_t>(k)];
-    kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
-    kt.compute += th.compute_time_s;
-    kt.memory += th.memory_time_s;
-    kt.dcompute += de.compute_time_s;
-    kt.dmemory += de.memory_time_s;
-    kt.comm += th.comm_time_s;
-    kt.dcomm += de.comm_time_s;
-    if (eager) kt.host = std::max(kt.host, host);
-  }
-  {
-    const Layer& TL = net.layers[li];
-    const size_t k = static_cast<size_t>(TL.dtype);
-    sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
-    if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
-  }
-  if (staged) {
-    PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
-    st.time += th.time_s, st.derated += de.time_s;
-    st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
-    st.activations = std::max(st.activations, cost.activation_bytes);
-  }
-  sum.params_per_gpu += cost.params * cost.shard;
-  sum.comm_bytes += cost.comm_bytes;
-  sum.comm_time_s += th.comm_time_s;
-  sum.layers += 1;
-  sum.macs += cost.macs;
-  sum.flops += cost.flops;
-  sum.params += cost.params;
-  sum.active_params += cost.active_params;
-  sum.weight_footprint_bytes += cost.resident_weight_bytes;
-  sum.kv_cache_bytes += cost.kv_cache_bytes;
-  sum.kv_write_bytes += cost.kv_write_bytes;
-  sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
-  sum.bytes += bytes;
-  sum.memory_bound += th.bound == Bound::Memory;
-  sum.compute_bound += th.bound == Bound::Compute;
-  sum.derated_memory_bound += de.bound == Bound::Memory;
-  sum.derated_compute_bound += de.bound == Bound::Compute;
+    if (int k = kix.of_layer[li]; k >= 0) {
+      KernelTime& kt = kernels[static_cast<size_t>(k)];
+      kt.acompute += x.acompute, kt.amemory += x.amemory, kt.acomm += x.acomm, kt.lo += x.lo, kt.hi += x.hi;
+      kt.compute += th.compute_time_s;
+      kt.memory += th.memory_time_s;
+      kt.dcompute += de.compute_time_s;
+      kt.dmemory += de.memory_time_s;
+      kt.comm += th.comm_time_s;
+      kt.dcomm += de.comm_time_s;
+      if (eager) kt.host = std::max(kt.host, host);
+    }
+    {
+      const Layer& TL = net.layers[li];
+      const size_t k = static_cast<size_t>(TL.dtype);
+      sum.macs_by_dtype[k] += cost.macs, sum.layers_by_dtype[k] += 1;
+      if (TL.dtype_from_file) sum.file_dtypes |= 1u << k;
+    }
+    if (staged) {
+      PipelinePlan::Stage& st = pipe.stages[static_cast<size_t>(pipe.stage_of[li])];
+      st.time += th.time_s, st.derated += de.time_s;
+      st.params += cost.params * cost.shard, st.weights += cost.resident_weight_bytes, st.kv += cost.kv_cache_bytes;
+      st.activations = std::max(st.activations, cost.activation_bytes);
+    }
+    sum.params_per_gpu += cost.params * cost.shard;
+    sum.comm_bytes += cost.comm_bytes;
+    sum.comm_time_s += th.comm_time_s;
+    sum.layers += 1;
+    sum.macs += cost.macs;
+    sum.flops += cost.flops;
+    sum.params += cost.params;
+    sum.active_params += cost.active_params;
+    sum.weight_footprint_bytes += cost.resident_weight_bytes;
+    sum.kv_cache_bytes += cost.kv_cache_bytes;
+    sum.kv_write_bytes += cost.kv_write_bytes;
+    sum.activation_bytes = std::max(sum.activation_bytes, cost.activation_bytes);
+    sum.bytes += bytes;
+    sum.memory_bound += th.bound == Bound::Memory;
+    sum.compute_bound += th.bound == Bound::Compute;
+    sum.derated_memory_bound += de.bound == Bound::Memory;
+    sum.derated_compute_bound += de.bound == Bound::Compute;
   }
 };
 

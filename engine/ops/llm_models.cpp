@@ -45,6 +45,13 @@ struct HfReader {
     if (n) put(arg, *v);
     return n.has_value();
   }
+  // hidden, layers, heads and vocab under Hugging Face's usual names (all required)
+  void core_sizes() {
+    integer("hidden", {"hidden_size"}, true);
+    integer("layers", {"num_hidden_layers"}, true);
+    integer("heads", {"num_attention_heads"}, true);
+    integer("vocab", {"vocab_size"}, true);
+  }
   bool refuse_if(const char* key, const std::string& bad, const std::string& why) {
     const CNode* v = field(config, {key});
     if (v && v->is_scalar() && v->scalar == bad) {
@@ -85,10 +92,7 @@ std::string hf_model_type(const CNode& config, const CNode*& type_node) {
 bool falcon_args(HfReader& r) {
   const CNode& config = r.config;
   Diags& d = r.d;
-  r.integer("hidden", {"hidden_size"}, true);
-  r.integer("layers", {"num_hidden_layers"}, true);
-  r.integer("heads", {"num_attention_heads"}, true);
-  r.integer("vocab", {"vocab_size"}, true);
+  r.core_sizes();
   const CNode* nda = field(config, {"new_decoder_architecture"});
   if (nda && nda->scalar == "true") {
     r.integer("kv_heads", {"num_kv_heads", "num_attention_heads"}, false);
@@ -120,10 +124,7 @@ bool opt_args(HfReader& r) {
   Diags& d = r.d;
   // OPT: learned positions with a table of max_position_embeddings + 2 rows (the first two are
   // an offset), pre-norm LayerNorms, biases everywhere, an ungated ReLU MLP of ffn_dim, tied
-  r.integer("hidden", {"hidden_size"}, true);
-  r.integer("layers", {"num_hidden_layers"}, true);
-  r.integer("heads", {"num_attention_heads"}, true);
-  r.integer("vocab", {"vocab_size"}, true);
+  r.core_sizes();
   r.integer("intermediate", {"ffn_dim"}, true);
   if (const CNode* mp = field(config, {"max_position_embeddings"})) {
     if (auto n = to_integer(*mp, d, "max_position_embeddings")) r.put_text("positions", std::to_string(*n + 2));
@@ -153,10 +154,7 @@ bool neox_phi_args(HfReader& r) {
   // (use_parallel_residual, default true), q/k/v and dense biases unless attention_bias is false,
   // an untied LM head by default. Phi: attention and MLP side by side on one norm, biases
   // everywhere (the LM head's too), untied by default.
-  r.integer("hidden", {"hidden_size"}, true);
-  r.integer("layers", {"num_hidden_layers"}, true);
-  r.integer("heads", {"num_attention_heads"}, true);
-  r.integer("vocab", {"vocab_size"}, true);
+  r.core_sizes();
   r.integer("intermediate", {"intermediate_size"}, true);
   if (type == "phi") r.integer("kv_heads", {"num_key_value_heads"}, false);
   r.put_text("norm", "layernorm");
