@@ -7,9 +7,9 @@ max_num_batched_tokens 8192, chunked prefill, graphs in both phases. Held here a
 (docs/validation-serving.md; the issue's targets, TPOT >= 85 % within 20 % and TTFT >= 60 % within
 30 %, are not reached yet):
   catalog h100_sxm: TPOT within 20 % for >= 75 % of rows, its median ratio in [0.8, 1.1];
-  the H200's kernel models carried to the H100, on the rows of concurrency <= 32: TPOT median in
-  [0.9, 1.4] (a served step priced by the decode kernel at every layer: with a layer priced per
-  sequence it was 2.3).
+  the H200's kernel models carried to the H100: TPOT within 20 % for >= 75 % of rows, its median
+  in [0.9, 1.25] (today 78.5 %, 1.11: the all-reduces by TensorRT-LLM's own kernel; with NCCL's 60 %
+  and 1.16, and with a decode priced per sequence at every layer but the first the median was 2.3).
 Usage: e2e_silicon_check.py path/to/rsim"""
 import csv
 import os
@@ -66,11 +66,13 @@ def main():
         if not 0.8 <= median(a) <= 1.1:
             failures.append(f"h100_sxm: median TPOT ratio {median(a):.3f} outside [0.8, 1.1]")
         shutil.rmtree(os.path.join(work, "out"))
-        few = [r for r in rows if int(r["batch_size"]) <= 32]
-        k = tpot_ratios(few, "{name: h100_op, base: h100_sxm, kernel_model: {from: h200_op}}", work)
-        print(f"h100_sxm + h200_op's kernel model, {len(few)} rows of concurrency <= 32: TPOT median {median(k):.3f}")
-        if not 0.9 <= median(k) <= 1.4:
-            failures.append(f"kernel model: median TPOT ratio {median(k):.3f} outside [0.9, 1.4]")
+        k = tpot_ratios(rows, "{name: h100_op, base: h100_sxm, kernel_model: {from: h200_op}}", work)
+        kwithin = sum(abs(x - 1) <= 0.2 for x in k) / len(k)
+        print(f"h100_sxm + h200_op's kernel model: TPOT within 20 % for {100 * kwithin:.1f} % of rows, median {median(k):.3f}")
+        if kwithin < 0.75:
+            failures.append(f"kernel model: TPOT within 20 % for {100 * kwithin:.1f} % of rows (held at >= 75 %)")
+        if not 0.9 <= median(k) <= 1.25:
+            failures.append(f"kernel model: median TPOT ratio {median(k):.3f} outside [0.9, 1.25]")
     for f in failures:
         print("FAILED:", f)
     sys.exit(1 if failures else 0)
