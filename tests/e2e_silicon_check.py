@@ -52,27 +52,25 @@ def tpot_ratios(rows, platform, work):
     return [float(g["tpot_mean_s"]) * 1e3 / float(r["silicon_tpot_ms"]) for r, g in zip(rows, got)]
 
 
+def hold(failures, what, ratios, lo, hi):
+    """TPOT within 20 % for >= 75 % of rows, the median ratio in [lo, hi]"""
+    within = sum(abs(x - 1) <= 0.2 for x in ratios) / len(ratios)
+    print(f"{what}: TPOT within 20 % for {100 * within:.1f} % of rows, median {median(ratios):.3f}")
+    if within < 0.75:
+        failures.append(f"{what}: TPOT within 20 % for {100 * within:.1f} % of rows (held at >= 75 %)")
+    if not lo <= median(ratios) <= hi:
+        failures.append(f"{what}: median TPOT ratio {median(ratios):.3f} outside [{lo}, {hi}]")
+
+
 def main():
     rows = [r for r in csv.DictReader(open(DATA))
             if r["backend"] == "trtllm" and r["model_path"] == "meta-llama/Llama-3.1-8B-Instruct" and r["mode"] == "agg"]
     assert len(rows) == 177, len(rows)
     failures = []
     with tempfile.TemporaryDirectory() as work:
-        a = tpot_ratios(rows, "h100_sxm", work)
-        within = sum(abs(x - 1) <= 0.2 for x in a) / len(a)
-        print(f"h100_sxm: TPOT within 20 % for {100 * within:.1f} % of rows, median {median(a):.3f}")
-        if within < 0.75:
-            failures.append(f"h100_sxm: TPOT within 20 % for {100 * within:.1f} % of rows (held at >= 75 %)")
-        if not 0.8 <= median(a) <= 1.1:
-            failures.append(f"h100_sxm: median TPOT ratio {median(a):.3f} outside [0.8, 1.1]")
+        hold(failures, "h100_sxm", tpot_ratios(rows, "h100_sxm", work), 0.8, 1.1)
         shutil.rmtree(os.path.join(work, "out"))
-        k = tpot_ratios(rows, "{name: h100_op, base: h100_sxm, kernel_model: {from: h200_op}}", work)
-        kwithin = sum(abs(x - 1) <= 0.2 for x in k) / len(k)
-        print(f"h100_sxm + h200_op's kernel model: TPOT within 20 % for {100 * kwithin:.1f} % of rows, median {median(k):.3f}")
-        if kwithin < 0.75:
-            failures.append(f"kernel model: TPOT within 20 % for {100 * kwithin:.1f} % of rows (held at >= 75 %)")
-        if not 0.9 <= median(k) <= 1.25:
-            failures.append(f"kernel model: median TPOT ratio {median(k):.3f} outside [0.9, 1.25]")
+        hold(failures, "kernel model", tpot_ratios(rows, "{name: h100_op, base: h100_sxm, kernel_model: {from: h200_op}}", work), 0.9, 1.25)
     for f in failures:
         print("FAILED:", f)
     sys.exit(1 if failures else 0)
