@@ -743,6 +743,109 @@ TEST_CASE("platforms: NVIDIA H200 SXM 141GB (H200 datasheet)", "[platforms]") {
   CHECK(ridge(p, DType::fp16) == Approx(206.1).epsilon(1e-3));
 }
 
+TEST_CASE("platforms: NVIDIA H200 NVL (H200 datasheet, NVL column)", "[platforms]") {
+  Platform p = load("h200_nvl");
+  // datasheet NVL column, sparsity figures halved: tf32 835 / 2, bf16 1671 / 2, fp8 3341 / 2
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(60e12));
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(60e12));
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(835e12 / 2));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(1671e12 / 2));
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(3341e12 / 2));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(3341e12 / 2));
+  // the same memory as the SXM part: HBM3e 4.8 TB/s, 141 GB; the same 132 SMs and 50 MB L2
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(4.8e12));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(4.8e12 * 0.85));  // 4.08 TB/s
+  CHECK(mem(p).size_bytes == 141 * kGiB);
+  CHECK(p.sm_count == 132);
+  CHECK(p.l2_size_bytes == 50.0 * 1024 * 1024);
+  // the NVL bridge: 900 GB/s per GPU both ways together = 450 each way, among up to 4 GPUs
+  REQUIRE(p.link_for(4) != nullptr);
+  CHECK(p.link_for(4)->bandwidth_bytes_per_s == Approx(900e9 / 2));
+  // ridges: 60 / 4.8 = 12.5; 835.5 / 4.8 = 174.1; derated 835.5 / 4.08 = 204.8
+  CHECK(ridge(p, DType::fp32) == Approx(12.5));
+  CHECK(ridge(p, DType::bf16) == Approx(174.1).epsilon(1e-3));
+  CHECK(derated_ridge(p, DType::bf16) == Approx(204.8).epsilon(1e-3));
+}
+
+TEST_CASE("platforms: NVIDIA B200 (HGX B200 datasheet / 8)", "[platforms]") {
+  Platform p = load("b200");
+  // the 8-GPU board's figures / 8; FP4 to TF32 are quoted with sparsity and halved
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(600e12 / 8));  // 75
+  // cross-check: 148 SMs × 128 fp32 lanes × 2 (FMA) × 1.98 GHz = 75.0 TFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(148 * 128 * 2 * 1.98e9).epsilon(0.001));
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(296e12 / 8));  // 37
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(18e15 / 8 / 2));  // 1125
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(36e15 / 8 / 2));  // 2250
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(72e15 / 8 / 2));  // 4500
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(72e15 / 8 / 2));
+  // HBM3e: 64 TB/s and 1,440 GB on the board: 8 TB/s and 180 GB per GPU
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(64e12 / 8));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(8e12 * 0.85));  // 6.8 TB/s
+  CHECK(mem(p).size_bytes == 1440 / 8 * kGiB);
+  CHECK(p.sm_count == 148);
+  CHECK(p.l2_size_bytes == 129536.0 * 1024);  // 126.5 MiB as CUDA reports it
+  // NVLink 5: 1.8 TB/s per GPU both ways together = 900 GB/s each way, 8 GPUs a board
+  REQUIRE(p.link_for(8) != nullptr);
+  CHECK(p.link_for(8)->bandwidth_bytes_per_s == Approx(1.8e12 / 2));
+  CHECK(p.link_for(16)->bandwidth_bytes_per_s == Approx(400e9 / 8));  // one 400 Gb/s NIC per GPU
+  // ridges: 75 / 8 = 9.375; 2250 / 8 = 281.25; 4500 / 8 = 562.5; derated 2250 / 6.8 = 330.9
+  CHECK(ridge(p, DType::fp32) == Approx(9.375));
+  CHECK(ridge(p, DType::bf16) == Approx(281.25));
+  CHECK(ridge(p, DType::fp8) == Approx(562.5));
+  CHECK(derated_ridge(p, DType::bf16) == Approx(330.9).epsilon(1e-3));
+}
+
+TEST_CASE("platforms: NVIDIA GB200, one GPU (GB200 NVL72 datasheet / 2)", "[platforms]") {
+  Platform p = load("gb200");
+  Platform b200 = load("b200");
+  // one superchip (1 Grace + 2 Blackwell GPUs) / 2; sparsity figures halved
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(180e12 / 2));  // 90
+  CHECK(roof(p, DType::fp64).peak_flops_per_s == Approx(90e12 / 2));   // 45
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(5e15 / 2 / 2));   // 1250
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(10e15 / 2 / 2));  // 2500
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(20e15 / 2 / 2));   // 5000
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(20e15 / 2 / 2));
+  // the same GPU as the B200 at a higher power limit: 2500 / 2250 = 1.11× the B200's bf16 roof
+  CHECK(roof(p, DType::bf16).peak_flops_per_s / roof(b200, DType::bf16).peak_flops_per_s == Approx(2500.0 / 2250));
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(16e12 / 2));  // 8 TB/s
+  CHECK(mem(p).size_bytes == 372 / 2 * kGiB);                // 186 GB
+  CHECK(p.sm_count == b200.sm_count);
+  // NVLink 5 across the 72 GPUs of the rack: 900 GB/s each way
+  REQUIRE(p.link_for(72) != nullptr);
+  CHECK(p.link_for(72)->bandwidth_bytes_per_s == Approx(1.8e12 / 2));
+  CHECK(p.link_for(72)->gpus == 72);
+  // ridges: 90 / 8 = 11.25; 2500 / 8 = 312.5; 5000 / 8 = 625
+  CHECK(ridge(p, DType::fp32) == Approx(11.25));
+  CHECK(ridge(p, DType::bf16) == Approx(312.5));
+  CHECK(ridge(p, DType::fp8) == Approx(625.0));
+}
+
+TEST_CASE("platforms: NVIDIA L40S (L40S datasheet)", "[platforms]") {
+  Platform p = load("l40s");
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(91.6e12));
+  // cross-check: 142 SMs × 128 lanes × 2 (FMA) × 2.52 GHz = 91.6 TFLOP/s
+  CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(142 * 128 * 2 * 2.52e9).epsilon(0.001));
+  // dense (the datasheet's sparse figures are twice these, except bf16/fp16: 362.05 dense, 733
+  // with sparsity, as printed)
+  CHECK(roof(p, DType::tf32).peak_flops_per_s == Approx(366e12 / 2));
+  CHECK(roof(p, DType::bf16).peak_flops_per_s == Approx(362.05e12));
+  CHECK(&roof(p, DType::fp16) == &roof(p, DType::bf16));
+  CHECK(roof(p, DType::fp8).peak_flops_per_s == Approx(1466e12 / 2));
+  CHECK(roof(p, DType::int8).peak_flops_per_s == Approx(1466e12 / 2));
+  CHECK(p.roof_for(DType::fp64) == nullptr);  // no fp64 figure in the datasheet
+  // GDDR6 864 GB/s, 48 GB
+  CHECK(mem(p).bandwidth_bytes_per_s == Approx(864e9));
+  CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(864e9 * 0.85));  // 734.4 GB/s
+  CHECK(mem(p).size_bytes == 48 * kGiB);
+  CHECK(p.l2_source.find("assumption") == 0);  // the datasheet gives no L2
+  // ridges: 91.6 / 0.864 = 106.0; 362.05 / 0.864 = 419.0
+  CHECK(ridge(p, DType::fp32) == Approx(106.0).epsilon(1e-3));
+  CHECK(ridge(p, DType::bf16) == Approx(362.05e12 / 864e9));
+  CHECK(ridge(p, DType::bf16) == Approx(419.0).epsilon(1e-3));
+}
+
 TEST_CASE("platforms: NVIDIA L4 (L4 datasheet)", "[platforms]") {
   Platform p = load("l4");
   CHECK(roof(p, DType::fp32).peak_flops_per_s == Approx(30.3e12));

@@ -277,6 +277,7 @@ std::string describe_gpu_figures(const Platform& p) {
     if (p.boost_clock_hz > 0) s += ", boost clock " + si(p.boost_clock_hz, "Hz");
     if (p.l2_size_bytes > 0)
       s += ", L2 " + format_number(p.l2_size_bytes / 1048576) + " MiB" +
+           (p.l2_source.empty() || p.l2_source == "datasheet" ? std::string() : " (" + p.l2_source + ")") +
            (p.l2_bandwidth_bytes_per_s > 0 ? " at " + si(p.l2_bandwidth_bytes_per_s, "B/s") + " " + basis_name(p.l2_bandwidth_basis) : std::string());
     s += "\n";
   }

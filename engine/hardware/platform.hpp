@@ -225,6 +225,7 @@ struct Platform {
   double boost_clock_hz = 0;   // 0: not stated
   double l2_size_bytes = 0, l2_bandwidth_bytes_per_s = 0;
   Basis l2_bandwidth_basis = Basis::Unstated;
+  std::string l2_source;  // where the L2 size comes from (`l2: {source}`); `hw show` prints it unless it is `datasheet`
   KernelModel kernel_model;    // `kernel_model:`; GEMM and memory-bound kernels priced by it (kernel_model.hpp)
   std::vector<MeasuredLayer> measured_layers;  // `measured_layers:`; a layer of a timed shape at its law's time × factor
   std::unordered_map<std::string, double> measured_factors;  // measured_layer_key → factor

@@ -199,7 +199,8 @@ void read_platform_extras(MapReader& m, Platform& p, Diags& d) {
     if (auto b = quantity_of(lm.get("bandwidth"), Dim::ByteRate, d, "l2 bandwidth")) p.l2_bandwidth_bytes_per_s = *b;
     if (const CNode* v = lm.get("basis"))
       if (auto b = basis_value(*v, d)) p.l2_bandwidth_basis = *b;
-    lm.get("source");
+    p.l2_source.clear();
+    if (const CNode* v = lm.get("source")) p.l2_source = v->scalar;
     lm.finish();
   }
   if (const CNode* c = m.get("contention")) {
