@@ -840,6 +840,9 @@ TEST_CASE("platforms: NVIDIA L40S (L40S datasheet)", "[platforms]") {
   CHECK(mem(p).derated_bandwidth_bytes_per_s == Approx(864e9 * 0.85));  // 734.4 GB/s
   CHECK(mem(p).size_bytes == 48 * kGiB);
   CHECK(p.l2_source.find("assumption") == 0);  // the datasheet gives no L2
+  // hw show says so beside the figure (a datasheet L2 prints bare: the H200 NVL's below)
+  CHECK(describe_platform(p).find("L2 96 MiB (assumption") != std::string::npos);
+  CHECK(describe_platform(load("h200_nvl")).find("L2 50 MiB\n") != std::string::npos);
   // ridges: 91.6 / 0.864 = 106.0; 362.05 / 0.864 = 419.0
   CHECK(ridge(p, DType::fp32) == Approx(106.0).epsilon(1e-3));
   CHECK(ridge(p, DType::bf16) == Approx(362.05e12 / 864e9));
