@@ -148,7 +148,7 @@ int cmd_measure(const std::vector<std::string>& args, std::ostream& out, std::os
     measure::use_platform(s, vm["platform"].as<std::string>());
     // the roofs that bound the layer as it is timed: warm = the level that holds its working set
     measure::set_memory_level(s, cache == "warm" ? "auto" : "");
-    measure::set_setting(s, "mac_count", "executed");  // a direct kernel skips the taps on padding: bound what it executes
+    set_setting(s, "mac_count", "executed");  // a direct kernel skips the taps on padding: bound what it executes
     Catalog catalog(find_hardware_dir(vm["hw-dir"].as<std::string>()));
     ScriptSetup scripts = setup_scripts(s);
     RunOptions opt = scenario_run_options(scripts);  // (an onnx: entry reads as in `rsim run`; it had no importer here)

@@ -33,13 +33,6 @@ void use_platform(Scenario& s, const std::string& platform) {
   }
 }
 
-void set_setting(Scenario& s, const std::string& key, const std::string& value) {
-  if (s.settings.is_null()) s.settings.kind = CNode::Kind::Map;
-  auto& e = s.settings.entries;
-  e.erase(std::remove_if(e.begin(), e.end(), [&](const CEntry& x) { return x.key == key; }), e.end());
-  if (!value.empty()) e.push_back(CEntry{key, s.settings.loc, CNode::make_scalar(value, s.settings.loc)});
-}
-
 void set_memory_level(Scenario& s, const std::string& level) { set_setting(s, "memory_level", level); }
 
 namespace {
@@ -49,8 +42,7 @@ std::vector<Network> point_networks(const Scenario& s, const Point& p, EvalConte
   Diags d;
   Env env = p.bindings;
   for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, ctx.ev, node.loc));
-  Settings settings;
-  if (!s.settings.is_null()) settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
+  const Settings settings = point_settings(s, env, ctx.ev, d);
   BuildOptions bo{ctx.ops, ctx.ev, settings.dtype, settings.flops_per_mac};
   bo.dtype_given = settings.dtype_given;
   std::vector<Network> nets;

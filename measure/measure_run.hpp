@@ -35,8 +35,6 @@ void use_platform(Scenario& s, const std::string& platform);
 // Sets the scenario's `settings.memory_level` ("auto": the cache-aware roofline, for warm caches;
 // "": memory[0], DRAM in a probed platform, for cold caches).
 void set_memory_level(Scenario& s, const std::string& level);
-// Sets (or, with "", removes) one key of the scenario's settings.
-void set_setting(Scenario& s, const std::string& key, const std::string& value);
 
 // Evaluates, then times every layer of every point's networks (the networks as written: graph
 // passes are not applied). `progress(done, total)` may be empty.

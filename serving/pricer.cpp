@@ -50,6 +50,7 @@ BatchPricer::BatchPricer(PointEvaluator& ev, const Scenario& base, const Point& 
       if (!sc->settings.is_map()) sc->settings = CNode{}, sc->settings.kind = CNode::Kind::Map;
       set_entry(sc->settings, "execution", modes[m]);
     }
+    fix_settings(*sc);  // read once: every batch this pricer prices has these settings
     sc->platforms = {platform};
     // the served network as a prefill of `seq` tokens after `context` cached, `batch` sequences
     // (in prefill_execution), or as a decode step of `batch` sequences (in decode_execution)

@@ -333,17 +333,24 @@ ServingTables serve_scenario(const Scenario& s, const Catalog& catalog, const Ru
   };
   std::map<std::string, Priced> pricers;
   const size_t n = static_cast<size_t>(point_count(s.sweep));
+  // A `serving:` that no `${…}` changes is read once, and its requests made (or its trace read)
+  // once: the same for every point
+  const bool fixed_spec = !tree_has_expr(s.serving);
+  std::optional<ServingSpec> spec;
+  std::vector<Request> requests;
   for (size_t pi = 0; pi < n; ++pi) {
     Point p = sweep_point(s.sweep, pi);
     Env env = p.bindings;
     for (const auto& [name, node] : s.vars) env.emplace_back(name, substitute(node.scalar, env, *ev, node.loc));
-    Diags d;
-    const CNode node = substitute_tree(s.serving, env, *ev, d);
-    ServingSpec sp = read_serving(node, s.path, d);
-    d.throw_if_any();
-    // (prompt blocks' content hashes only for prefix caching: 8 B a block of every request)
-    const long long hash_block = sp.engine.prefix_caching ? sp.engine.block_size : 0;
-    const std::vector<Request> requests = sp.trace.empty() ? generate(sp.synthetic, hash_block) : read_trace(sp.trace, hash_block, sp.trace_loc);
+    if (!spec || !fixed_spec) {
+      Diags d;
+      spec = read_serving(substitute_tree(s.serving, env, *ev, d), s.path, d);
+      d.throw_if_any();
+      // (prompt blocks' content hashes only for prefix caching: 8 B a block of every request)
+      const long long hash_block = spec->engine.prefix_caching ? spec->engine.block_size : 0;
+      requests = spec->trace.empty() ? generate(spec->synthetic, hash_block) : read_trace(spec->trace, hash_block, spec->trace_loc);
+    }
+    const ServingSpec& sp = *spec;
     if (!sp.engine.chunked_prefill && sp.engine.scheduler == EngineConfig::Scheduler::Vllm)
       for (const Request& r : requests)
         if (r.prompt > sp.engine.max_num_batched_tokens)

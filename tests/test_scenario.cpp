@@ -1,6 +1,8 @@
 // Scenario loading, sweeps, substitution, error messages and the result tables.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include "helpers.hpp"
 
@@ -321,4 +323,81 @@ TEST_CASE("absurd sizes are errors, not overflows", "[errors]") {
         "  - {name: n, input: [1, 1000000000, 1000000000, 1000], layers: [{op: flatten}]}\n"
         "                                                                 ^\n"
         "note: input shape: 1x1000000000x1000000000x1000\n");
+}
+
+TEST_CASE("settings are read once into their typed value where nothing in them is swept, else at each point", "[scenario][typed]") {
+  const std::string net = "networks:\n  - {name: n, input: [1, 8], layers: [{name: fc, op: linear, out_features: 4}]}\n";
+  // linear 8 -> 4 on one row: 8 × 4 = 32 MACs, so 32 FLOPs at 1 a MAC and 64 at 2
+  auto fc_flops = [](const RunResult& r, size_t point) {
+    for (const Row& row : r.results.at(point).rows)
+      if (row.layer == "fc") return row.cost.flops;
+    return -1.0;
+  };
+  {  // fixed: read at parse, and the typed value is what every point gets
+    Scenario s = parse_scenario("name: t\nplatforms: [rtx3080]\nsettings: {flops_per_mac: 1, dtype: fp16}\nsweep: {grid: {x: [1, 2]}}\n" + net, "t.yaml");
+    REQUIRE(s.fixed_settings);
+    CHECK(s.fixed_settings->value.flops_per_mac == 1);
+    CHECK(s.fixed_settings->value.dtype == DType::fp16);
+    RunResult r = run(s);
+    REQUIRE(r.results.size() == 2);
+    CHECK(fc_flops(r, 0) == 32);
+    CHECK(fc_flops(r, 1) == 32);
+    CHECK(r.results[1].settings.dtype == DType::fp16);
+    // edited in place without fix_settings: the node as it is now wins over the stale typed value
+    for (CEntry& e : s.settings.entries)
+      if (e.key == "flops_per_mac") e.value.scalar = "2";
+    CHECK(fc_flops(run(s), 0) == 64);
+    // set_setting reads them again
+    set_setting(s, "flops_per_mac", "1");
+    REQUIRE(s.fixed_settings);
+    CHECK(s.fixed_settings->value.flops_per_mac == 1);
+    CHECK(fc_flops(run(s), 0) == 32);
+  }
+  {  // swept: read at each point after substitution
+    Scenario s = parse_scenario("name: t\nplatforms: [rtx3080]\nsettings: {flops_per_mac: '${f}'}\nsweep: {grid: {f: [1, 2]}}\n" + net, "t.yaml");
+    CHECK_FALSE(s.fixed_settings);
+    RunResult r = run(s);
+    REQUIRE(r.results.size() == 2);
+    CHECK(fc_flops(r, 0) == 32);
+    CHECK(fc_flops(r, 1) == 64);
+  }
+  {  // a `${…}` only under figures: (read by plots/) leaves the rest fixed
+    Scenario s = parse_scenario("name: t\nplatforms: [rtx3080]\nsettings: {flops_per_mac: 1, figures: {title: '${x}'}}\nsweep: {grid: {x: [1]}}\n" + net, "t.yaml");
+    CHECK(s.fixed_settings);
+  }
+  {  // settings with an error are not fixed: the error is the scenario's, at the value: line 3,
+     // `settings: {` is 11 columns, `flops_per_mac: ` 15 more, so the 3 is at column 27
+    CHECK_THROWS_WITH(parse_scenario("name: t\nplatforms: [rtx3080]\nsettings: {flops_per_mac: 3}\n" + net, "t.yaml"),
+                      Catch::Contains("t.yaml:3:27: error: flops_per_mac must be 2"));
+  }
+}
+
+TEST_CASE("a model use no `${…}` changes is read once per run: its Hugging Face config is not read again at each point", "[scenario][typed]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("rsim_typed_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path cfg = dir / "config.json";
+  std::ofstream(cfg) << R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+                           "num_hidden_layers": 2, "num_attention_heads": 4, "tie_word_embeddings": false})";
+  Scenario s = parse_scenario("name: t\nplatforms: [h100_sxm]\nsweep: {grid: {x: [1, 2, 3]}}\nnetworks:\n  - {model: hf, args: {config: " + cfg.string() +
+                                  ", phase: prefill, seq: 4}}\n",
+                              (dir / "s.yaml").string());
+  ScriptSetup setup = setup_scripts(s);
+  Catalog cat(src("hardware"));
+  RunOptions opt;
+  opt.ops = &setup.ops;
+  opt.make_evaluator = make_lua_evaluator;
+  opt.model_dirs = {src("scenarios/models")};
+  opt.progress = [&](size_t, size_t) { fs::remove(cfg); };  // gone after the first point
+  RunResult r = run_scenario(s, cat, opt);
+  fs::remove_all(dir);
+  REQUIRE(r.results.size() == 3);
+  // Llama, hidden 256, FFN 512, vocabulary 1000, 2 layers of 4 heads (as many KV heads), untied:
+  // embedding 1000 × 256 = 256,000; a layer's q, k, v, o 4 × 256 × 256 = 262,144, gate, up, down
+  // 3 × 256 × 512 = 393,216, two RMSNorms 2 × 256 = 512: 655,872, × 2 = 1,311,744; the final norm
+  // 256; the LM head 256 × 1000 = 256,000. In all 1,824,000, at every point.
+  for (const PointResult& pr : r.results) {
+    REQUIRE(pr.summary.size() == 1);
+    CHECK(pr.summary[0].params == 1824000);
+  }
 }

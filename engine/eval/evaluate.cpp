@@ -570,7 +570,7 @@ void evaluate_point_once(const Scenario& s, const Point& p, EvalContext& ctx, Po
   Diags d;
   Env with_vars;
   const Env& env = point_env(s, p, ctx, with_vars, d);
-  if (!s.settings.is_null()) out.settings = read_settings(substitute_tree(s.settings, env, ctx.ev, d), d);
+  out.settings = point_settings(s, env, ctx.ev, d);
   thread_local PointLists lists;  // (per thread: a point allocates none of them)
   if (lists.busy) throw std::logic_error("evaluate_point: called within itself");
   struct Clear {

@@ -262,6 +262,13 @@ struct KernelIndex {
 };
 KernelIndex index_kernels(const Network& net);
 
+struct ModelUse {
+  std::shared_ptr<const CNode> model;
+  std::optional<CNode> name;  // `name:` of the entry, substituted
+  std::string preset;         // else a preset's name ("" when neither)
+  Env env;
+  std::optional<CNode> parallel;  // `parallel:` of the entry, substituted (in place of the model's)
+};
 struct EvalContext {
   const OpRegistry& ops;
   PlatformCache& platforms;
@@ -275,6 +282,9 @@ struct EvalContext {
   std::function<void(const Point&, const std::vector<std::shared_ptr<const Network>>&)> on_networks{};
   // Per worker: platforms that no `${…}` changes, resolved once (see evaluate_point).
   std::map<const CNode*, std::shared_ptr<const Platform>> fixed_platforms{};
+  // Per worker: model uses that no `${…}` changes (nor their models' defaults), read once: the
+  // model and its arguments (`env` holds the arguments alone; a point's bindings go before them).
+  std::map<const CNode*, ModelUse> fixed_models{};
   // Per worker: each plain network entry built once and re-bound per point (rebind_network):
   // the plan, the network at the last point and its optimized copy (with passes).
   struct NetworkCache {
@@ -350,13 +360,6 @@ NetworkSource resolve_network(const CNode& entry, const Env& env, EvalContext& c
 // A `{model: NAME, ...}` entry resolved without copying the model's network node: the zoo's node
 // (shared, null after an error), the name it takes (`name:`, or a preset's), and the variables.
 // The network node is *model with that name (model_node).
-struct ModelUse {
-  std::shared_ptr<const CNode> model;
-  std::optional<CNode> name;  // `name:` of the entry, substituted
-  std::string preset;         // else a preset's name ("" when neither)
-  Env env;
-  std::optional<CNode> parallel;  // `parallel:` of the entry, substituted (in place of the model's)
-};
 ModelUse resolve_model(const CNode& entry, const Env& env, EvalContext& ctx, Diags& d);
 CNode model_node(const ModelUse& u);
 

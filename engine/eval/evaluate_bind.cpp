@@ -7,27 +7,6 @@
 
 namespace rsim {
 
-namespace {
-
-// Two trees with the same kinds, keys, scalars and places (a re-bound network's messages point
-// into the tree it was built from).
-bool same_tree(const CNode& a, const CNode& b) {
-  if (a.kind != b.kind || a.loc.file != b.loc.file || a.loc.line != b.loc.line || a.loc.col != b.loc.col) return false;
-  switch (a.kind) {
-    case CNode::Kind::Scalar: return a.scalar == b.scalar;
-    case CNode::Kind::Seq:
-      return a.items.size() == b.items.size() &&
-             std::equal(a.items.begin(), a.items.end(), b.items.begin(), [](const CNode& x, const CNode& y) { return same_tree(x, y); });
-    case CNode::Kind::Map:
-      return a.entries.size() == b.entries.size() &&
-             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(),
-                        [](const CEntry& x, const CEntry& y) { return x.key == y.key && same_tree(x.value, y.value); });
-    case CNode::Kind::Null: break;
-  }
-  return true;
-}
-
-}  // namespace
 
 // The point's platforms, each resolved with its `${…}` substituted (one without any is resolved once
 // per worker), into out.platforms, and the scenario node of each into plat_nodes

@@ -105,7 +105,9 @@ CNode model_node(const ModelUse& u) {
   return node;
 }
 
-ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
+namespace {
+
+ModelUse read_model_use(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
   ModelUse use{nullptr, std::nullopt, "", env, std::nullopt};
   CNode entry = substitute_tree(raw, env, ctx.ev, d);
   MapReader m(entry, keys::map("model_use"), "model use", d);
@@ -204,6 +206,40 @@ ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags
   if (parallel) out.parallel = *parallel;
   out.model = std::move(model);
   return out;
+}
+
+}  // namespace
+
+ModelUse resolve_model(const CNode& raw, const Env& env, EvalContext& ctx, Diags& d) {
+  if (auto it = ctx.fixed_models.find(&raw); it != ctx.fixed_models.end()) {
+    ModelUse u = it->second;
+    u.env.insert(u.env.begin(), env.begin(), env.end());
+    return u;
+  }
+  Diags md;
+  ModelUse u = read_model_use(raw, env, ctx, md);
+  // the same at every point when the entry has no `${…}` and its model's defaults read only its
+  // earlier parameters (a Hugging Face config is read once, not at every point)
+  bool fixed = md.empty() && u.model && !tree_has_expr(raw) && u.env.size() >= env.size();
+  if (const CNode* params = fixed ? u.model->find("params") : nullptr; params && params->is_map()) {
+    std::vector<std::string> earlier;
+    for (const auto& e : params->entries) {
+      if (e.value.is_scalar() && has_expr(e.value.scalar)) {
+        bool opaque = false;
+        for (const std::string& name : expr_names(e.value.scalar, opaque))
+          fixed = fixed && std::find(earlier.begin(), earlier.end(), name) != earlier.end();
+        fixed = fixed && !opaque;
+      }
+      earlier.push_back(e.key);
+    }
+  }
+  if (fixed) {
+    ModelUse c = u;
+    c.env.erase(c.env.begin(), c.env.begin() + static_cast<std::ptrdiff_t>(env.size()));
+    ctx.fixed_models.emplace(&raw, std::move(c));
+  }
+  d.merge(md);
+  return u;
 }
 
 // 2 decimals in the largest binary unit that keeps the value at 1 or more (GiB at most); to_chars

@@ -41,6 +41,25 @@ const char* CNode::kind_name() const {
   return "?";
 }
 
+bool same_tree(const CNode& a, const CNode& b) {
+  if (a.kind != b.kind || a.loc.file != b.loc.file || a.loc.line != b.loc.line || a.loc.col != b.loc.col) return false;
+  switch (a.kind) {
+    case CNode::Kind::Scalar: return a.scalar == b.scalar;
+    case CNode::Kind::Seq:
+      if (a.items.size() != b.items.size()) return false;
+      for (size_t i = 0; i < a.items.size(); ++i)
+        if (!same_tree(a.items[i], b.items[i])) return false;
+      return true;
+    case CNode::Kind::Map:
+      if (a.entries.size() != b.entries.size()) return false;
+      for (size_t i = 0; i < a.entries.size(); ++i)
+        if (a.entries[i].key != b.entries[i].key || !same_tree(a.entries[i].value, b.entries[i].value)) return false;
+      return true;
+    case CNode::Kind::Null: break;
+  }
+  return true;
+}
+
 CNode CNode::make_scalar(std::string s, SourceLoc loc) {
   CNode n;
   n.kind = Kind::Scalar;

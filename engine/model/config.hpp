@@ -38,6 +38,10 @@ struct CEntry {
   CNode value;
 };
 
+// Two trees with the same kinds, keys, scalars and places (a value read from one stands for the
+// other: its messages point to the same lines).
+bool same_tree(const CNode& a, const CNode& b);
+
 // Parse YAML text; syntax errors become ConfigError with the file position.
 CNode parse_yaml(const std::string& text, const std::string& path);
 // Read and parse a file (error if it cannot be read).

@@ -311,6 +311,7 @@ void split_requests(Scenario& s, Diags& d) {
         es.erase(std::remove_if(es.begin(), es.end(), [](const CEntry& e) { return e.key == "execution"; }), es.end());
         es.push_back(CEntry{"execution", s.networks[entry].loc, CNode::make_scalar(execution, s.networks[entry].loc)});
       }
+      fix_settings(*only);
       for (const auto& v : s.vars)
         if (keep_var || v.first != q.var) only->vars.push_back(v);
       only->networks.push_back(s.networks[entry]);
@@ -319,66 +320,6 @@ void split_requests(Scenario& s, Diags& d) {
     q.decode_only = alone(q.decode, q.decode_execution, false);
     if (!q.prefill_execution.empty()) q.prefill_only = alone(q.prefill, q.prefill_execution, true);
   }
-}
-
-Settings read_settings(const CNode& node, Diags& d) {
-  Settings s;
-  if (node.is_null()) return s;
-  MapReader m(node, keys::map("settings"), "settings", d);
-  if (const CNode* v = m.get("dtype")) {
-    if (auto t = to_string(*v, d, "dtype")) {
-      if (auto dt = parse_dtype(*t)) s.dtype = *dt, s.dtype_given = true;
-      else {
-        std::string hint = did_you_mean(*t, dtype_names());
-        d.error(v->loc, "unknown dtype '" + *t + "'", {Note{{}, hint.empty() ? "dtypes: fp64, fp32, tf32, bf16, fp16, fp8, int8, int4" : hint}});
-      }
-    }
-  }
-  if (const CNode* v = m.get("memory_model")) {
-    if (auto t = to_string(*v, d, "memory_model")) {
-      if (*t == "weights+outputs") s.memory_model = MemoryModel::WeightsOutputs;
-      else if (*t == "inputs+weights+outputs") s.memory_model = MemoryModel::InputsWeightsOutputs;
-      else {
-        std::string hint = did_you_mean(*t, {"weights+outputs", "inputs+weights+outputs"});
-        d.error(v->loc, "unknown memory_model '" + *t + "'",
-                {Note{{}, hint.empty() ? "choose weights+outputs or inputs+weights+outputs" : hint}});
-      }
-    }
-  }
-  if (const CNode* v = m.get("flops_per_mac")) {
-    auto f = to_number(*v, d, "flops_per_mac");
-    if (f && *f != 1 && *f != 2) d.error(v->loc, "flops_per_mac must be 2 (a MAC is a multiply and an add) or 1 (count MACs as FLOPs)");
-    else if (f) s.flops_per_mac = *f;
-  }
-  if (const CNode* v = m.get("memory_level")) s.memory_level = to_string(*v, d, "memory_level").value_or("");
-  if (const CNode* v = m.get("mac_count")) {
-    if (auto t = to_string(*v, d, "mac_count")) {
-      if (*t == "executed") s.executed_work = true;
-      else if (*t != "conventional") {
-        std::string hint = did_you_mean(*t, {"conventional", "executed"});
-        d.error(v->loc, "unknown mac_count '" + *t + "'", {Note{{}, hint.empty() ? "choose conventional or executed" : hint}});
-      }
-    }
-  }
-  if (const CNode* v = m.get("parallel")) read_parallel(*v, s.parallel, d);
-  if (const CNode* v = m.get("execution")) {
-    s.execution_loc = v->loc;
-    if (auto t = to_string(*v, d, "execution")) {
-      if (*t == "fused") s.execution = Execution::Fused;
-      else if (*t == "graph") s.execution = Execution::Graph;
-      else if (*t == "eager") s.execution = Execution::Eager;
-      else if (*t == "ideal") s.execution = Execution::Ideal;
-      else {
-        std::string hint = did_you_mean(*t, {"fused", "graph", "eager", "ideal"});
-        d.error(v->loc, "unknown execution '" + *t + "'", {Note{{}, hint.empty() ? "choose fused, graph, eager or ideal" : hint}});
-      }
-    }
-  }
-  read_precision_keys(node, s.precision, d);
-  m.allow(kPrecisionKeys);
-  m.allow({"figures"});  // figure defaults (style, size, font): read by plots/
-  m.finish();
-  return s;
 }
 
 std::vector<Diagnostic> platform_name_warnings(const Scenario& s) {
@@ -539,20 +480,8 @@ Scenario parse_scenario(const std::string& text, const std::string& path, Diags*
   Diags unknown;
   m.finish({}, &unknown);
   const size_t before_settings = d.size();
-  // Settings without expressions can be checked now, so `validate` reports them with the rest.
-  if (!s.settings.is_null()) {
-    auto dynamic_tree = [](const CNode& n, auto& self) -> bool {
-      if (n.is_scalar()) return has_expr(n.scalar);
-      for (const auto& e : n.entries)
-        if (self(e.value, self)) return true;
-      for (const auto& i : n.items)
-        if (self(i, self)) return true;
-      return false;
-    };
-    bool dynamic = false;
-    for (const auto& e : s.settings.entries) dynamic = dynamic || (e.key != "figures" && dynamic_tree(e.value, dynamic_tree));
-    if (!dynamic) read_settings(s.settings, d);
-  }
+  // Settings without expressions are read now, once (and `validate` reports their errors with the rest).
+  fix_settings(s, &d);
   // a caller collecting every error of the file (rsim run, validate) gets the settings' errors with
   // the unknown keys, and the scenario: its networks, platforms and plots are checked too (an
   // unknown dtype does not hide an unknown model)

@@ -84,12 +84,21 @@ struct Request {
   bool continuous = false;
 };
 
+struct FixedSettings {
+  CNode node;      // what `value` was read from
+  Settings value;
+};
+
 struct Scenario {
   std::string path;
   std::string name;
   std::string description;
   std::string hash;  // FNV-1a 64-bit of the file's bytes, hex
-  CNode settings;    // substituted per point
+  CNode settings;    // as written (`figures:` is read by plots/)
+  // The settings read once into their typed value where no `${…}` (outside `figures:`) is in
+  // them, with the node they were read from; null: read per point (see point_settings). Edit
+  // `settings` through set_setting, or call fix_settings after editing it.
+  std::shared_ptr<const FixedSettings> fixed_settings;
   std::vector<std::pair<std::string, CNode>> vars;  // in order; may use sweep variables and earlier vars
   Sweep sweep;
   std::vector<CNode> platforms;  // a catalog name or an inline map (optionally `base: NAME`)
@@ -141,6 +150,15 @@ std::vector<std::string> sweep_names(const Sweep& s);
 
 // Settings for one point (after substitution).
 Settings read_settings(const CNode& node, Diags& d);
+
+// Reads s.settings once into s.fixed_settings when nothing in them is swept and they have no
+// error (else leaves it null); errors go to `d` when given.
+void fix_settings(Scenario& s, Diags* d = nullptr);
+// Sets (or, with an empty value, removes) one `settings:` key and reads the settings again.
+void set_setting(Scenario& s, const std::string& key, const std::string& value);
+// A point's settings: the fixed value while s.settings is still the node it was read from, else
+// s.settings with the point's `${…}` substituted, read.
+Settings point_settings(const Scenario& s, const Env& env, ExprEvaluator& ev, Diags& d);
 
 std::string fnv1a_hex(const std::string& bytes);
 
