@@ -233,11 +233,11 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   std::vector<Collective> kinds;
   for (const auto& c : comm)
     if (std::find(kinds.begin(), kinds.end(), c.kind) == kinds.end()) kinds.push_back(c.kind);
-  std::vector<DType> dtypes;
+  std::vector<std::pair<DType, bool>> dtypes;  // compute dtype, block-scaled
   for (const auto& r : rows)
-    if (std::find(dtypes.begin(), dtypes.end(), r.compute) == dtypes.end()) dtypes.push_back(r.compute);
+    if (std::find(dtypes.begin(), dtypes.end(), std::make_pair(r.compute, r.block)) == dtypes.end()) dtypes.emplace_back(r.compute, r.block);
   if (dtypes.empty() && kinds.empty() && att_files.empty() && dec_files.empty()) {
-    err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8) and no collectives in " << dir << "\n";
+    err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8, fp8_block) and no collectives in " << dir << "\n";
     return kConfig;
   }
   // predictions: a GEMM row's m, n, k; a collective's GPUs and bytes (its bound: the roofline's ring/tree formula on the link)
@@ -262,21 +262,24 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       }
       out << "kernel model of " << p.name << (p.kernel_model.source.empty() ? "" : " (" + p.kernel_model.source + ")") << " against " << rows.size()
           << " GEMMs of " << dir << "; measured / predicted:\n";
-      for (DType t : dtypes) {
-        const GemmParams* g = p.kernel_model.gemm_for(t, p.roof_for(t) ? p.roof_for(t)->dtypes : std::vector<DType>{});
+      for (const auto& [t, block] : dtypes) {
+        const std::string name = measure::gemm_variant_name(t, block);
+        // (a block-scaled GEMM takes the dtype's own parameters where the platform has none for it, as a layer does)
+        const GemmParams* g = p.kernel_model.gemm_for_layer(t, block ? 128 : 0, p.roof_for(t) ? p.roof_for(t)->dtypes : std::vector<DType>{});
         if (!g) {
-          out << "  " << dtype_name(t) << ": no GEMM parameters for this dtype\n";
+          out << "  " << name << ": no GEMM parameters for this dtype\n";
           continue;
         }
+        const bool own = !block || std::any_of(p.kernel_model.gemm_block.begin(), p.kernel_model.gemm_block.end(), [&](const auto& e) { return e.first == t; });
         std::vector<double> model, bound;
         for (const auto& r : rows) {
-          if (r.compute != t) continue;
+          if (r.compute != t || r.block != block) continue;
           const double pr = measure::predict_gemm(r, *g, p), b = measure::gemm_bound(r, p);
           model.push_back(r.measured_s / pr), bound.push_back(r.measured_s / b);
-          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, pr, b);
+          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", name.c_str(), r.m, r.n, r.k, r.measured_s, pr, b);
           csv += buf;
         }
-        out << "  " << dtype_name(t) << " (" << model.size() << " rows)\n    kernel model   " << stats_text(measure::error_stats(model))
+        out << "  " << name << " (" << model.size() << " rows" << (own ? "" : "; no block-scaled parameters: " + std::string(dtype_name(t)) + "'s") << ")\n    kernel model   " << stats_text(measure::error_stats(model))
             << "\n    roofline bound " << stats_text(measure::error_stats(bound)) << "\n";
       }
       for (Collective k : kinds) {
@@ -298,17 +301,18 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       std::vector<measure::GemmFit> fits;
       out << "fitting the kernel model on " << rows.size() << " GEMM and " << comm.size() << " collective rows of " << dir << " with " << p.name << "'s figures (" << p.sm_count << " SMs, "
           << si(p.memory.front().bandwidth_bytes_per_s, "B/s") << "):\n";
-      for (DType t : dtypes) {
-        fits.push_back(measure::fit_gemm(rows, t, p));
+      for (const auto& [t, block] : dtypes) {
+        fits.push_back(measure::fit_gemm(rows, t, p, 5, block));
         const measure::GemmFit& f = fits.back();
-        out << "  " << dtype_name(t) << ": " << f.rows << " rows";
+        const std::string name = measure::gemm_variant_name(t, block);
+        out << "  " << name << ": " << f.rows << " rows";
         if (f.flagged) out << " (" << f.flagged << " faster than the roofline bound, e.g. L2-resident weights: kept in the errors, not fitted)";
         out << "\n    parameters " << gemm_params_yaml(f.params) << "\n    fitted   " << stats_text(f.fitted) << "\n    held out " << stats_text(f.held_out)
             << "  (5 folds by weight shape (n, k))\n";
         size_t i = 0;
         for (const auto& r : rows) {
-          if (r.compute != t) continue;
-          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", dtype_name(t), r.m, r.n, r.k, r.measured_s, f.cv_predicted_s[i++],
+          if (r.compute != t || r.block != block) continue;
+          std::snprintf(buf, sizeof buf, "gemm,%s,%.0f,%.0f,%.0f,,,%.6g,%.6g,%.6g\n", name.c_str(), r.m, r.n, r.k, r.measured_s, f.cv_predicted_s[i++],
                         measure::gemm_bound(r, p));
           csv += buf;
         }

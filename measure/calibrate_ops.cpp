@@ -51,6 +51,7 @@ std::vector<GemmSample> read_aiconfigurator_gemm(const std::string& text, const 
     if (dt == "bfloat16") s.compute = s.activations = s.weights = DType::bf16;
     else if (dt == "float16") s.compute = s.activations = s.weights = DType::fp16;
     else if (dt == "fp8") s.compute = s.weights = DType::fp8, s.activations = DType::bf16;
+    else if (dt == "fp8_block") s.compute = s.weights = DType::fp8, s.activations = DType::bf16, s.block = true;
     else {
       auto it = std::find_if(other.begin(), other.end(), [&](const auto& o) { return o.first == dt; });
       if (it == other.end()) other.emplace_back(dt, 1);
@@ -213,12 +214,14 @@ ErrorStats error_stats(std::vector<double> r) {
   return e;
 }
 
-GemmFit fit_gemm(const std::vector<GemmSample>& all, DType dtype, const Platform& p, int folds) {
+std::string gemm_variant_name(DType dtype, bool block) { return std::string(dtype_name(dtype)) + (block ? "_block" : ""); }
+
+GemmFit fit_gemm(const std::vector<GemmSample>& all, DType dtype, const Platform& p, int folds, bool block) {
   GemmFit fit;
-  fit.dtype = dtype;
+  fit.dtype = dtype, fit.block = block;
   std::vector<GemmSample> rows;
   for (const auto& s : all)
-    if (s.compute == dtype) rows.push_back(s);
+    if (s.compute == dtype && s.block == block) rows.push_back(s);
   fit.rows = rows.size();
   if (rows.empty()) return fit;
   const Figures fig = figures(p, dtype);
@@ -396,7 +399,7 @@ std::string kernel_model_platform_yaml(const std::string& ptext, const std::stri
   char buf[320];
   for (const auto& f : fits) {
     std::snprintf(buf, sizeof buf, "#   %s: %zu rows (%zu faster than the roofline bound, not fitted); median %.3f, within 1.25x %.1f %% (held out %.1f %%)\n",
-                  dtype_name(f.dtype), f.rows, f.flagged, f.fitted.median, 100 * f.fitted.within_1_25, 100 * f.held_out.within_1_25);
+                  gemm_variant_name(f.dtype, f.block).c_str(), f.rows, f.flagged, f.fitted.median, 100 * f.fitted.within_1_25, 100 * f.held_out.within_1_25);
     out += buf;
   }
   for (const auto& f : collectives) {
@@ -406,7 +409,7 @@ std::string kernel_model_platform_yaml(const std::string& ptext, const std::stri
   }
   out += "kernel_model:\n  source: \"" + source + "\"\n  basis: calibrated\n";
   if (!fits.empty()) out += "  gemm:\n";
-  for (const auto& f : fits) out += std::string("    ") + dtype_name(f.dtype) + ": " + gemm_params_yaml(f.params) + "\n";
+  for (const auto& f : fits) out += "    " + gemm_variant_name(f.dtype, f.block) + ": " + gemm_params_yaml(f.params) + "\n";
   if (!collectives.empty()) out += "  collective:\n";
   for (const auto& f : collectives) out += std::string("    ") + collective_name(f.kind) + ": " + collective_params_yaml(f.params) + "\n";
   return out;

@@ -18,6 +18,7 @@ namespace rsim::measure {
 // One timed GEMM: a Linear(k → n) on activations [m, k]
 struct GemmSample {
   DType compute = DType::bf16, activations = DType::bf16, weights = DType::bf16;
+  bool block = false;  // fp8_block: block scales (weights per 128 × 128 block, activations per 1 × 128 group)
   double m = 0, n = 0, k = 0;
   double measured_s = 0;
   size_t line = 0;
@@ -25,8 +26,8 @@ struct GemmSample {
 
 // The rows of an AIConfigurator gemm_perf.csv (extra columns ignored). bfloat16 and float16 are
 // GEMMs in that dtype; fp8 is per-tensor FP8 weights with the activations (bf16) quantized on the
-// fly. Rows of other dtypes (fp8_block, nvfp4, int8_wo, int4_wo, sq) are skipped and counted in
-// `skipped` ("fp8_block: 29268 rows"). A missing column, a non-numeric or negative value: a
+// fly; fp8_block the same with block scales (`block`: the kernel model's `fp8_block:`). Rows of
+// other dtypes (nvfp4, int8_wo, int4_wo, sq) are skipped and counted in `skipped` ("nvfp4: 2 rows"). A missing column, a non-numeric or negative value: a
 // std::runtime_error "FILE:LINE: …" naming the column.
 std::vector<GemmSample> read_aiconfigurator_gemm(const std::string& text, const std::string& path, std::vector<std::string>& skipped);
 
@@ -48,6 +49,7 @@ ErrorStats error_stats(std::vector<double> ratios);
 
 struct GemmFit {
   DType dtype = DType::bf16;
+  bool block = false;  // block-scaled (fp8_block)
   GemmParams params;
   size_t rows = 0;     // of the dtype
   size_t flagged = 0;  // faster than the theoretical bound (L2-resident weights): kept in the errors, not fitted
@@ -58,7 +60,9 @@ struct GemmFit {
 // Fits the GEMM parameters of one compute dtype on platform `p`'s figures (its sm_count, the
 // roof of the dtype, its first memory level) by minimising the mean |log(measured / predicted)|
 // (Nelder–Mead); `folds` > 1 adds the held-out errors.
-GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platform& p, int folds = 5);
+GemmFit fit_gemm(const std::vector<GemmSample>& rows, DType dtype, const Platform& p, int folds = 5, bool block = false);
+// A GEMM variant's name as the platform file writes it: the dtype, `_block` when block-scaled (fp8_block)
+std::string gemm_variant_name(DType dtype, bool block);
 
 // One timed collective (nccl-tests through AIConfigurator's nccl_perf.csv: op_name, nccl_dtype,
 // num_gpus, message_size in elements, latency in ms)

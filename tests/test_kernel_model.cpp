@@ -153,6 +153,66 @@ TEST_CASE("kernel model: the engine prices a linear layer by it, time_s stays th
   CHECK(test::rows_of(h, 0, "g")[0]->derated.time_s == Approx(1.524288e-6));
 }
 
+TEST_CASE("kernel model: fp8 weights with a quant_group take the block-scaled GEMM's parameters", "[kernel_model]") {
+  // linear 64 → 64 on [64, 64], all fp8, on 132 SMs of 1 TFLOP/s each: one 64 × 64 tile, one K step,
+  // 2 · 64 · 64 · 64 = 524,288 FLOPs / 1e12 = 0.524288 µs; its bytes (4,096 in + 4,096 weights (+ 64 of
+  // fp16 scales at quant_group 128) + 4,096 out ≈ 12.3 kB / 1 TB/s ≈ 12 ns) are below it. Platform g
+  // states fp8 (floor 1 µs) and fp8_block (floor 4 µs); platform h fp8 alone.
+  const std::string params = "compute_efficiency: 1, pipeline_fill: 0, bandwidth_efficiency: 1, sm_bandwidth: 1000";
+  auto platform = [&](const std::string& name, bool block) {
+    return "  - name: " + name + "\n    kind: gpu\n    sm_count: 132\n    compute: [{name: tc, dtypes: [fp8], peak: 132 TFLOP/s}]\n"
+           "    memory: [{name: hbm, bandwidth: 1 TB/s}]\n    kernel_model:\n      gemm: {fp8: {" + params + ", floor: 1 us}" +
+           (block ? ", fp8_block: {" + params + ", floor: 4 us}" : std::string()) + "}\n";
+  };
+  const std::string net = "networks:\n  - name: n\n    inputs: {x: [64, 64]}\n    layers: [{name: fc, op: linear, inputs: [x], out_features: 64, bias: false}]\n";
+  auto fc = [&](const std::string& quant_group, const std::string& on) {
+    RunResult r = test::run_text("name: t\nsettings: {execution: ideal, dtype: fp8, quant_group: " + quant_group + "}\nplatforms:\n" + platform("g", true) +
+                                 platform("h", false) + net);
+    return test::rows_of(r, 0, on).at(0)->derated.time_s;
+  };
+  CHECK(fc("0", "g") == Approx(0.524288e-6 + 1e-6));    // per-tensor scales: fp8's
+  CHECK(fc("128", "g") == Approx(0.524288e-6 + 4e-6));  // block scales: fp8_block's
+  CHECK(fc("128", "h") == Approx(0.524288e-6 + 1e-6));  // none stated: fp8's
+  // hw show names them (the entry as a file of its own: unindented)
+  auto file = [&](std::string y) {
+    y = y.substr(4);
+    for (size_t at = y.find("\n    "); at != std::string::npos; at = y.find("\n    ", at + 1)) y.erase(at + 1, 4);
+    return y;
+  };
+  Diags d;
+  Platform p = build_platform(parse_yaml(file(platform("g", true)), "g.yaml"), nullptr, d);
+  REQUIRE(d.empty());
+  CHECK(describe_gpu_figures(p).find("gemm fp8 with block scales: {compute_efficiency: 1,") != std::string::npos);
+  // a block variant of a wide dtype is refused
+  Diags e;
+  std::string bad = file(platform("g", true));
+  bad.replace(bad.find("fp8_block"), 9, "bf16_block");
+  build_platform(parse_yaml(bad, "g.yaml"), nullptr, e);
+  CHECK_FALSE(e.empty());
+}
+
+TEST_CASE("kernel model: the H200's block-scaled fp8 GEMM fit carried to the H100 (shared AIConfigurator data)", "[kernel_model][external]") {
+  // AIConfigurator's fp8_block rows (TensorRT-LLM's fp8 GEMM with 128 × 128 weight blocks and 1 × 128
+  // activation groups, 29,268 shapes on each GPU): the catalog's h200_op parameters (fitted by rsim
+  // calibrate --ops on the H200 alone) applied to the H100's figures. Measured when they were fitted:
+  // 74.9 % within 1.25×, 91.5 % within 1.5× (the roofline bound: 2.6 % and 6.4 %). Short of the
+  // 80 % issue 42 asks of bf16 and fp8: held here at 70 % and 88 % so that a regression shows.
+  std::vector<std::string> skipped;
+  const std::vector<measure::GemmSample> rows = measure::read_aiconfigurator_gemm(op_table("h100_sxm", "gemm_perf.csv.gz"), "h100", skipped);
+  const Platform h200_op = catalog_platform("h200_op"), h100 = catalog_platform("h100_sxm");
+  REQUIRE(h200_op.kernel_model.gemm_block.size() == 1);
+  const GemmParams& g = h200_op.kernel_model.gemm_block[0].second;
+  std::vector<double> model, bound;
+  for (const auto& s : rows)
+    if (s.block) model.push_back(s.measured_s / measure::predict_gemm(s, g, h100)), bound.push_back(s.measured_s / measure::gemm_bound(s, h100));
+  const measure::ErrorStats e = measure::error_stats(model), b = measure::error_stats(bound);
+  INFO("H100 fp8_block: median " << e.median << ", within 1.25x " << e.within_1_25 << ", within 1.5x " << e.within_1_5);
+  CHECK(e.n == 29268);
+  CHECK(e.within_1_25 >= 0.70);
+  CHECK(e.within_1_5 >= 0.88);
+  CHECK(b.within_1_25 < 0.05);
+}
+
 TEST_CASE("kernel model: under execution graph its times give up the graph gap they hold", "[kernel_model]") {
   // The model's figures were timed kernel after kernel in a CUDA graph, so a modelled kernel's time
   // holds the gap before it: graph mode takes the runtime's graph_gap (0.5 µs here) out of it, never
@@ -254,15 +314,23 @@ TEST_CASE("kernel model: carried from another platform, and its errors", "[kerne
 TEST_CASE("kernel model: AIConfigurator's GEMM table, read as it is", "[kernel_model]") {
   std::vector<std::string> skipped;
   auto rows = measure::read_aiconfigurator_gemm(
-      "gemm_dtype,m,n,k,latency,kernel_source\nbfloat16,1,4096,4096,0.0125,x\nfp8_block,8,128,128,0.01,x\nfp8,2,64,64,0.004,x\nfp8_block,8,256,128,0.01,x\n",
+      "gemm_dtype,m,n,k,latency,kernel_source\nbfloat16,1,4096,4096,0.0125,x\nnvfp4,8,128,128,0.01,x\nfp8,2,64,64,0.004,x\nnvfp4,8,256,128,0.01,x\n"
+      "fp8_block,8,256,128,0.02,x\n",
       "g.csv", skipped);
-  REQUIRE(rows.size() == 2);
+  REQUIRE(rows.size() == 3);
   CHECK(rows[0].compute == DType::bf16);
   CHECK(rows[0].measured_s == Approx(12.5e-6));  // milliseconds per call
   CHECK(rows[1].compute == DType::fp8);
   CHECK(rows[1].activations == DType::bf16);  // quantized on the fly
+  CHECK_FALSE(rows[1].block);
+  // fp8_block: fp8 weights and math with block scales, bf16 activations; 0.02 ms
+  CHECK(rows[2].compute == DType::fp8);
+  CHECK(rows[2].weights == DType::fp8);
+  CHECK(rows[2].activations == DType::bf16);
+  CHECK(rows[2].block);
+  CHECK(rows[2].measured_s == Approx(20e-6));
   REQUIRE(skipped.size() == 1);
-  CHECK(skipped[0] == "fp8_block: 2 rows");
+  CHECK(skipped[0] == "nvfp4: 2 rows");
   // bytes as rsim counts a linear layer: fp8 row 2·64 bf16 in (256) + 64·64 fp8 weights (4096) + 2·64 bf16 out (256)
   CHECK(measure::gemm_sample_bytes(rows[1]) == 4608);
   auto why = [](const std::string& text) {

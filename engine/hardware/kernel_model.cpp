@@ -22,6 +22,13 @@ const GemmParams* KernelModel::gemm_for(DType t, const std::vector<DType>& same_
   return nullptr;
 }
 
+const GemmParams* KernelModel::gemm_for_layer(DType t, long long quant_group, const std::vector<DType>& same_roof) const {
+  if (quant_group > 0 && dtype_bytes(t) <= 1)
+    for (const auto& [d, p] : gemm_block)
+      if (d == t) return &p;
+  return gemm_for(t, same_roof);
+}
+
 const char* collective_name(Collective c) {
   switch (c) {
     case Collective::AllReduce: return "all_reduce";
@@ -218,7 +225,7 @@ bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, 
   double compute = 0, memory = 0, total = 0;
   const std::vector<GemmPart> parts = gemm_parts(L, bytes);
   if (!parts.empty()) {
-    const GemmParams* p = km.gemm_for(L.compute_dtype(), roof.dtypes);
+    const GemmParams* p = km.gemm_for_layer(L.compute_dtype(), L.precision.quant_group, roof.dtypes);
     if (!p || pl.sm_count < 1) return false;
     // the math in a narrower dtype than the activations (fp8 from bf16): they are converted first
     const bool narrower = dtype_bytes(L.compute_dtype()) < dtype_bytes(L.dtype);
@@ -286,6 +293,7 @@ std::string describe_gpu_figures(const Platform& p) {
   s += "  kernel model" + (k.from.empty() ? std::string() : " (carried from " + k.from + ": its fitted parameters on this platform's datasheet figures)") +
        ":" + (k.source.empty() ? "" : " " + k.source) + "\n";
   for (const auto& [t, g] : k.gemm) s += std::string("    gemm ") + dtype_name(t) + ": " + gemm_params_yaml(g) + "\n";
+  for (const auto& [t, g] : k.gemm_block) s += std::string("    gemm ") + dtype_name(t) + " with block scales: " + gemm_params_yaml(g) + "\n";
   for (const auto& [t, a] : k.attention) s += std::string("    context attention ") + dtype_name(t) + ": " + attention_params_yaml(a) + "\n";
   for (const auto& [t, a] : k.decode) s += std::string("    decode attention, ") + dtype_name(t) + " KV cache: " + decode_params_yaml(a) + "\n";
   for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";

@@ -189,6 +189,9 @@ struct CollectiveParams {
 
 struct KernelModel {
   std::vector<std::pair<DType, GemmParams>> gemm;  // per compute dtype
+  // block-scaled GEMMs (`fp8_block:`: fp8 weights with a quant_group, scales per block of elements,
+  // activations quantized per group), per compute dtype
+  std::vector<std::pair<DType, GemmParams>> gemm_block;
   std::optional<MemoryParams> memory;
   std::vector<std::pair<DType, AttentionParams>> attention;  // context attention, per compute dtype
   std::vector<std::pair<DType, DecodeAttentionParams>> decode;  // decode attention, per KV-cache dtype
@@ -198,10 +201,13 @@ struct KernelModel {
   std::string from;    // `from:`: the platform whose parameters these are ("" = the platform's own)
   SourceLoc from_loc;
   std::string source;  // where the parameters come from
-  bool active() const { return !gemm.empty() || memory.has_value() || !collectives.empty() || !attention.empty() || !decode.empty(); }
+  bool active() const { return !gemm.empty() || !gemm_block.empty() || memory.has_value() || !collectives.empty() || !attention.empty() || !decode.empty(); }
   // The parameters for a compute dtype: its own, else those of a dtype that shares its roof on the
   // platform (`same_roof`: fp16 takes bf16's on one bf16/fp16 roof), else nullptr
   const GemmParams* gemm_for(DType t, const std::vector<DType>& same_roof) const;
+  // A layer's: block-scaled parameters for a narrow compute dtype with a quant_group, where the
+  // platform has them, else gemm_for's
+  const GemmParams* gemm_for_layer(DType t, long long quant_group, const std::vector<DType>& same_roof) const;
   const AttentionParams* attention_for(DType t, const std::vector<DType>& same_roof) const;  // the same for attention
   const DecodeAttentionParams* decode_for(DType kv) const;  // decode attention's for a KV-cache dtype (fp16 takes bf16's), else nullptr
 };

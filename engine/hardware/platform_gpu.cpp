@@ -114,12 +114,14 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
       d.error(gemm->loc, "gemm must map compute dtypes to parameters, e.g. {bf16: {compute_efficiency: 0.8, ...}}");
     } else {
       for (const auto& e : gemm->entries) {
-        auto t = parse_dtype(e.key);
-        if (!t) {
-          d.error(e.key_loc, "gemm names '" + e.key + "', which is not a dtype", {Note{{}, "a compute dtype such as bf16, fp16, fp8, tf32"}});
+        // `fp8_block`: fp8 GEMMs with block scales (AIConfigurator's name)
+        const bool block = e.key.size() > 6 && e.key.compare(e.key.size() - 6, 6, "_block") == 0;
+        auto t = parse_dtype(block ? e.key.substr(0, e.key.size() - 6) : e.key);
+        if (!t || (block && dtype_bytes(*t) > 1)) {
+          d.error(e.key_loc, "gemm names '" + e.key + "', which is not a dtype", {Note{{}, "a compute dtype such as bf16, fp16, fp8, tf32, or fp8_block"}});
           continue;
         }
-        k.gemm.emplace_back(*t, read_gemm_params(e.value, "kernel_model.gemm." + e.key, d));
+        (block ? k.gemm_block : k.gemm).emplace_back(*t, read_gemm_params(e.value, "kernel_model.gemm." + e.key, d));
       }
     }
   }
@@ -219,7 +221,7 @@ void read_platform_extras(MapReader& m, Platform& p, Diags& d) {
   }
   if (const CNode* k = m.get("kernel_model")) {
     p.kernel_model = read_kernel_model(*k, d);
-    if (!p.kernel_model.gemm.empty() && p.sm_count == 0)
+    if ((!p.kernel_model.gemm.empty() || !p.kernel_model.gemm_block.empty()) && p.sm_count == 0)
       d.error(k->loc, "kernel_model's GEMM model needs the platform's sm_count", {Note{{}, "add `sm_count: N` (the datasheet's SM count)"}});
     if ((p.kernel_model.active() || !p.kernel_model.from.empty()) && p.kind != "gpu")
       d.error(k->loc, "kernel_model prices GPU kernels; platform '" + p.name + "' is a " + (p.kind.empty() ? std::string("platform without kind: gpu") : p.kind));

@@ -142,6 +142,7 @@ std::vector<MapDef> platform_maps() {
            {"bf16", map_of("gemm_params"), false, "bf16 GEMMs."},
            {"fp16", map_of("gemm_params"), false, "fp16 GEMMs."},
            {"fp8", map_of("gemm_params"), false, "fp8 GEMMs (activations quantized on the fly: prologue_bytes)."},
+           {"fp8_block", map_of("gemm_params"), false, "fp8 GEMMs with block scales (weights fp8 with a quant_group: DeepSeek-style 128-element scale blocks), else fp8's."},
            {"int8", map_of("gemm_params"), false, "int8 GEMMs."},
            {"int4", map_of("gemm_params"), false, "int4 GEMMs."},
        }},
