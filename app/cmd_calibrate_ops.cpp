@@ -265,12 +265,13 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       for (const auto& [t, block] : dtypes) {
         const std::string name = measure::gemm_variant_name(t, block);
         // (a block-scaled GEMM takes the dtype's own parameters where the platform has none for it, as a layer does)
-        const GemmParams* g = p.kernel_model.gemm_for_layer(t, block ? 128 : 0, p.roof_for(t) ? p.roof_for(t)->dtypes : std::vector<DType>{});
+        const std::vector<DType> same_roof = p.roof_for(t) ? p.roof_for(t)->dtypes : std::vector<DType>{};
+        const GemmParams* g = p.kernel_model.gemm_for_layer(t, block ? 128 : 0, same_roof);
         if (!g) {
           out << "  " << name << ": no GEMM parameters for this dtype\n";
           continue;
         }
-        const bool own = !block || std::any_of(p.kernel_model.gemm_block.begin(), p.kernel_model.gemm_block.end(), [&](const auto& e) { return e.first == t; });
+        const bool own = !block || g != p.kernel_model.gemm_for(t, same_roof);  // (false: the dtype's own, in place of block-scaled ones)
         std::vector<double> model, bound;
         for (const auto& r : rows) {
           if (r.compute != t || r.block != block) continue;
