@@ -401,3 +401,31 @@ TEST_CASE("a model use no `${…}` changes is read once per run: its Hugging Fac
     CHECK(pr.summary[0].params == 1824000);
   }
 }
+
+TEST_CASE("a platform no `${…}` changes is resolved once for the run and shared by its workers", "[scenario][typed]") {
+  const std::string y = R"(name: t
+platforms:
+  - {name: fixed, compute: [{name: c, dtypes: [fp32], peak: 10 TFLOP/s}], memory: [{name: m, bandwidth: 100 GB/s}]}
+  - {name: swept, compute: [{name: c, dtypes: [fp32], peak: '${p} TFLOP/s'}], memory: [{name: m, bandwidth: 100 GB/s}]}
+sweep: {grid: {p: [1, 2, 3, 4]}}
+networks:
+  - {name: n, input: [1, 8], layers: [{name: fc, op: linear, out_features: 4}]}
+)";
+  Scenario s = parse_scenario(y, "t.yaml");
+  Catalog cat(src("hardware"));
+  PlatformCache cache(cat);
+  auto fixed = resolve_fixed_platforms(s, cache);
+  REQUIRE(fixed.size() == 1);  // the entry with `${p}` is left to each point
+  REQUIRE(fixed.count(&s.platforms[0]) == 1);
+  CHECK(fixed.at(&s.platforms[0])->compute.at(0).peak_flops_per_s == Approx(10e12));
+  RunResult r = run(s, 2);
+  REQUIRE(r.results.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    REQUIRE(r.results[i].platforms.size() == 2);
+    // the one fixed platform, the same object at every point whichever worker evaluated it
+    CHECK(r.results[i].platforms[0].get() == r.results[0].platforms[0].get());
+    CHECK(r.results[i].platforms[0]->compute.at(0).peak_flops_per_s == Approx(10e12));
+    // the swept one read at its point: p = 1, 2, 3, 4 TFLOP/s
+    CHECK(r.results[i].platforms[1]->compute.at(0).peak_flops_per_s == Approx((i + 1) * 1e12));
+  }
+}

@@ -25,8 +25,8 @@ struct PointLists {
   bool busy = false;
 };
 
-// The point's platforms, each resolved with its `${…}` substituted (one without any is resolved once
-// per worker), into out.platforms, and the scenario node of each into plat_nodes
+// The point's platforms, each resolved with its `${…}` substituted (one without any was resolved once
+// for the run), into out.platforms, and the scenario node of each into plat_nodes
 void bind_platforms(const Scenario& s, const Env& env, EvalContext& ctx, PointResult& out, std::vector<const CNode*>& plat_nodes, Diags& d);
 
 // The point's networks, built or re-bound (with their optimized copies after the passes), into the

@@ -280,7 +280,8 @@ struct EvalContext {
   // Called with a point's networks as built (before passes; the optimized copies are left out),
   // before they are evaluated: what `rsim plan` writes. May be empty.
   std::function<void(const Point&, const std::vector<std::shared_ptr<const Network>>&)> on_networks{};
-  // Per worker: platforms that no `${…}` changes, resolved once (see evaluate_point).
+  // Platforms that no `${…}` changes, resolved once for the run (resolve_fixed_platforms) and
+  // shared by its workers; one that resolved with a diagnostic is resolved (and reported) per point.
   std::map<const CNode*, std::shared_ptr<const Platform>> fixed_platforms{};
   // Per worker: model uses that no `${…}` changes (nor their models' defaults), read once: the
   // model and its arguments (`env` holds the arguments alone; a point's bindings go before them).
@@ -315,6 +316,10 @@ double layer_bytes(const OpCost& c, MemoryModel m);
 
 // Resolve one `platforms:` entry (already substituted) to a platform.
 Platform resolve_platform(const CNode& entry, PlatformCache& cache, Diags& d);
+// The scenario's `platforms:` entries without `${…}`, each resolved once (for EvalContext::
+// fixed_platforms): those that resolve without a diagnostic; the others are left to each point,
+// which reports them where they are.
+std::map<const CNode*, std::shared_ptr<const Platform>> resolve_fixed_platforms(const Scenario& s, PlatformCache& cache);
 
 // Evaluate one point. Throws ConfigError (with the point's bindings as a note).
 PointResult evaluate_point(const Scenario& s, const Point& p, EvalContext& ctx);

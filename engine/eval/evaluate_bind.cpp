@@ -8,11 +8,26 @@
 namespace rsim {
 
 
-// The point's platforms, each resolved with its `${…}` substituted (one without any is resolved once
-// per worker), into out.platforms, and the scenario node of each into plat_nodes
+std::map<const CNode*, std::shared_ptr<const Platform>> resolve_fixed_platforms(const Scenario& s, PlatformCache& cache) {
+  std::map<const CNode*, std::shared_ptr<const Platform>> fixed;
+  for (const auto& raw : s.platforms) {
+    if (tree_has_expr(raw)) continue;
+    Diags pd;
+    try {
+      auto pl = std::make_shared<const Platform>(resolve_platform(raw, cache, pd));
+      if (pd.empty() && !pl->name.empty()) fixed.emplace(&raw, std::move(pl));
+    } catch (const ConfigError&) {  // reported by the point that meets it
+    }
+  }
+  return fixed;
+}
+
+// The point's platforms, each resolved with its `${…}` substituted (one without any was resolved
+// once for the run), into out.platforms, and the scenario node of each into plat_nodes
 void bind_platforms(const Scenario& s, const Env& env, EvalContext& ctx, PointResult& out, std::vector<const CNode*>& plat_nodes, Diags& d) {
   for (const auto& raw : s.platforms) {
-    // an entry without `${…}` is the same platform at every point: resolved once per worker
+    // an entry without `${…}` is the same platform at every point (resolve_fixed_platforms); a
+    // context made without that (one evaluator) keeps it after its first point
     std::shared_ptr<const Platform> pl;
     if (auto it = ctx.fixed_platforms.find(&raw); it != ctx.fixed_platforms.end()) {
       pl = it->second;

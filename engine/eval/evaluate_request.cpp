@@ -47,6 +47,7 @@ void merge_requests(const Scenario& s, const Point& p, EvalContext& ctx, PointRe
     if (!ctx.request_ctx) {
       ctx.request_ctx = std::make_shared<EvalContext>(EvalContext{ctx.ops, ctx.platforms, ctx.ev, ctx.hooks, ctx.models, ctx.importer});
       ctx.request_ctx->rows = false;
+      ctx.request_ctx->fixed_platforms = ctx.fixed_platforms;
     }
     std::map<std::string, SummaryRow> prefill_row;  // a prefill with its own execution mode: per platform
     if (q.prefill_only) {

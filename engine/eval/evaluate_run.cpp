@@ -104,6 +104,8 @@ struct Stream {
   size_t err_index = SIZE_MAX;
   std::unique_ptr<ConfigError> err;
   std::exception_ptr other;
+  // the platforms without `${…}`, resolved once for the run (EvalContext::fixed_platforms)
+  std::map<const CNode*, std::shared_ptr<const Platform>> fixed_platforms;
 
   Stream(const Scenario& s_, const RunOptions& opt_, ResultSink& sink_, RunHeader& header_, const OpRegistry& ops_, PlatformCache& cache_, ModelLibrary& models_,
          size_t n_, bool listed_, size_t window_, size_t window_far_)
@@ -167,6 +169,7 @@ void Stream::worker() {
   ctx.rows = opt.rows;
   ctx.on_networks = opt.on_networks;
   ctx.should_stop = opt.should_stop;
+  ctx.fixed_platforms = fixed_platforms;
   {
     std::unique_lock<std::mutex> lock(mu);
     if (!started) {  // the first worker ready starts the sink (every worker has the same metrics)
@@ -257,6 +260,7 @@ void stream_scenario(const Scenario& s, const Catalog& catalog, const RunOptions
   int jobs = std::max(1, std::min<int>(opt.jobs, static_cast<int>(std::min<size_t>(n, 1024))));
   Stream st(s, opt, sink, header, ops, cache, models, n, listed, 4 * static_cast<size_t>(jobs), 64 * static_cast<size_t>(jobs));
   if (n > 0) {
+    st.fixed_platforms = resolve_fixed_platforms(s, cache);
     if (jobs == 1) {
       st.worker();
     } else {
