@@ -33,6 +33,22 @@ std::vector<std::string> tables(const std::string& dir, const std::string& stem)
   return found;
 }
 
+// The rsim measured.csv files of DIR (NAME.measured.csv or measured.csv, searched below it), or
+// DIR itself when it is one
+std::vector<std::string> measured_tables(const std::string& dir) {
+  auto is_measured = [](const std::string& name) {
+    const std::string tail = ".measured.csv";
+    return name == "measured.csv" || (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0);
+  };
+  std::vector<std::string> found;
+  std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return is_measured(fs::path(dir).filename().string()) ? std::vector<std::string>{dir} : found;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && is_measured(it->path().filename().string())) found.push_back(it->path().string());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 std::string stats_text(const measure::ErrorStats& e) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "p10 %.3f  median %.3f  p90 %.3f  within 1.25x %5.1f %%  within 1.5x %5.1f %%", e.p10, e.median, e.p90, 100 * e.within_1_25,
@@ -197,26 +213,98 @@ int decode_part(bool check, const std::vector<std::string>& files, const Platfor
   return kOk;
 }
 
+// A collective's roofline: the ring/tree formula on the platform's link for its GPUs
+double link_formula(const measure::CollectiveSample& c, const Platform& p) {
+  const InterconnectLevel* l = p.link_for(c.gpus);
+  if (!l) throw std::runtime_error("platform '" + p.name + "' states no interconnect");
+  const double bw = l->bandwidth_bytes_per_s, lat = l->latency_s;
+  return c.kind == Collective::AllReduce || c.kind == Collective::CustomAllReduce ? all_reduce_time(c.bytes, c.gpus, bw, lat).time_s
+         : c.kind == Collective::AllToAll ? all_to_all_time(c.bytes, c.gpus, bw, lat)
+                                          : all_gather_time(c.bytes, c.gpus, bw, lat);
+}
+
+// The op tables under the folders, by family
+struct OpFiles {
+  std::vector<std::string> gemm, attention, decode, comm, memory;
+};
+OpFiles op_files(const std::vector<std::string>& dirs) {
+  OpFiles o;
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& found) { to.insert(to.end(), found.begin(), found.end()); };
+  for (const std::string& x : dirs) {
+    add(o.gemm, tables(x, "gemm_perf")), add(o.attention, tables(x, "context_attention_perf")), add(o.decode, tables(x, "generation_attention_perf"));
+    add(o.comm, tables(x, "nccl_perf")), add(o.comm, tables(x, "custom_allreduce_perf")), add(o.memory, measured_tables(x));
+  }
+  return o;
+}
+
+// Memory-bound layers: the timed rows without MACs of rsim measured.csv files, checked against
+// `p`'s `memory:` (check) or fitted on its bandwidth (the `  memory:` line into `yaml`); each row
+// into the predictions (family memory, dtype: its operator)
+int memory_part(bool check, const std::vector<std::string>& files, const Platform& p, std::string& csv, std::string& yaml, std::ostream& out, std::ostream& err) {
+  if (files.empty()) return kOk;
+  std::vector<measure::MemorySample> rows;
+  size_t other = 0;
+  for (const auto& f : files) {
+    std::string why;
+    std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "measured.csv", why);
+    if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
+    auto r = measure::read_measured_memory(*text, f, other);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  if (other) err << "rsim: note: " << other << " rows of the measured.csv files are not memory-bound layers or have no time (left to the other families)\n";
+  if (rows.empty()) return kOk;
+  char buf[256];
+  auto row = [&](const measure::MemorySample& s, double predicted) {
+    std::snprintf(buf, sizeof buf, "memory,%s,,,,,%.0f,%.6g,%.6g,%.6g\n", s.op.c_str(), s.bytes, s.measured_s, predicted, measure::memory_bound(s, p));
+    csv += buf;
+  };
+  if (check) {
+    const auto& m = p.kernel_model.memory;
+    std::vector<double> model, bound;
+    for (const auto& s : rows) {
+      const double pr = m ? measure::predict_memory(s, *m, p) : measure::memory_bound(s, p);
+      if (s.bytes / p.memory.front().bandwidth_bytes_per_s >= measure::kMemoryFitMinStream)
+        model.push_back(s.measured_s / pr), bound.push_back(s.measured_s / measure::memory_bound(s, p));
+      row(s, pr);
+    }
+    out << "  memory-bound layers (" << model.size() << " of " << rows.size() << " rows bandwidth-bound)\n    " << (m ? "kernel model   " : "(no model)     ")
+        << stats_text(measure::error_stats(model)) << "\n    roofline bound " << stats_text(measure::error_stats(bound)) << "\n";
+    return kOk;
+  }
+  const measure::MemoryFit f = measure::fit_memory(rows, p);
+  std::string ops;
+  for (const auto& [op, n] : f.op_rows) ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  out << "  memory-bound layers: " << f.fitted_rows << " of " << f.rows << " rows fitted (" << ops << ")\n    parameters " << memory_params_yaml(f.params)
+      << "\n    fitted   " << stats_text(f.fitted) << "\n    held out " << stats_text(f.held_out) << "  (each network predicted by a fit on the others)\n";
+  for (size_t i = 0; i < rows.size(); ++i) row(rows[i], f.cv_predicted_s[i]);
+  std::snprintf(buf, sizeof buf, "  # memory: %zu bandwidth-bound rows (%s); median %.3f, within 1.25x %.1f %% (each network held out: %.1f %%); floor not fitted\n",
+                f.fitted_rows, ops.c_str(), f.fitted.median, 100 * f.fitted.within_1_25, 100 * f.held_out.within_1_25);
+  yaml += buf;
+  yaml += "  memory: " + memory_params_yaml(f.params) + "\n";
+  return kOk;
+}
+
 }  // namespace
 
 po::options_description calibrate_ops_options() {
   po::options_description d("rsim calibrate --ops options (the GPU kernel model, docs/kernel-models.md)");
-  d.add_options()("ops", po::value<std::string>(), "fit the GPU kernel model from measured op data instead: a folder (or file) of AIConfigurator gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf and generation_attention_perf .csv[.gz]")(
+  d.add_options()("ops", po::value<std::vector<std::string>>()->composing(), "fit the GPU kernel model from measured op data instead: folders (or files; --ops again for more) of AIConfigurator gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf and generation_attention_perf .csv[.gz], and rsim measured.csv files (their layers without MACs: the memory-bound family)")(
       "check", "with --ops: check the platform's kernel model (its own, or carried with kernel_model: {from: ...}) against the data; nothing fitted");
   return d;
 }
 
 int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& err) {
   if (!vm.count("ops")) return usage_error(err, "--check goes with --ops DIR");
-  const std::string dir = vm["ops"].as<std::string>();
+  const std::vector<std::string> dirs = vm["ops"].as<std::vector<std::string>>();
+  std::string dir;  // (for messages)
+  for (const auto& x : dirs) dir += (dir.empty() ? "" : ", ") + x;
   if (!vm.count("platform")) return usage_error(err, "calibrate --ops needs --platform", "rsim calibrate --ops DIR --platform h200 -o h200_op.yaml");
   const bool check = vm.count("check") > 0;
   if (!check && !vm.count("output")) return usage_error(err, "calibrate --ops needs -o FITTED.yaml (or --check)");
-  const std::vector<std::string> files = tables(dir, "gemm_perf"), att_files = tables(dir, "context_attention_perf"), dec_files = tables(dir, "generation_attention_perf");
-  std::vector<std::string> comm_files = tables(dir, "nccl_perf");
-  for (const std::string& f : tables(dir, "custom_allreduce_perf")) comm_files.push_back(f);
-  if (files.empty() && comm_files.empty() && att_files.empty() && dec_files.empty()) {
-    err << "rsim: error: no gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf or generation_attention_perf .csv[.gz] under '" << dir << "'\n";
+  const OpFiles found = op_files(dirs);
+  const std::vector<std::string>&files = found.gemm, &att_files = found.attention, &dec_files = found.decode, &comm_files = found.comm, &mem_files = found.memory;
+  if (files.empty() && comm_files.empty() && att_files.empty() && dec_files.empty() && mem_files.empty()) {
+    err << "rsim: error: no gemm_perf, nccl_perf, custom_allreduce_perf, context_attention_perf or generation_attention_perf .csv[.gz] and no measured.csv under '" << dir << "'\n";
     return kConfig;
   }
   Platform p;
@@ -236,20 +324,13 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
   std::vector<std::pair<DType, bool>> dtypes;  // compute dtype, block-scaled
   for (const auto& r : rows)
     if (std::find(dtypes.begin(), dtypes.end(), std::make_pair(r.compute, r.block)) == dtypes.end()) dtypes.emplace_back(r.compute, r.block);
-  if (dtypes.empty() && kinds.empty() && att_files.empty() && dec_files.empty()) {
+  if (dtypes.empty() && kinds.empty() && att_files.empty() && dec_files.empty() && mem_files.empty()) {
     err << "rsim: error: no GEMM rows of a dtype the model fits (bfloat16, float16, fp8, fp8_block) and no collectives in " << dir << "\n";
     return kConfig;
   }
   // predictions: a GEMM row's m, n, k; a collective's GPUs and bytes (its bound: the roofline's ring/tree formula on the link)
   std::string csv = "family,dtype,m,n,k,gpus,bytes,measured_s,predicted_s,bound_s\n";
-  auto comm_bound = [&](const measure::CollectiveSample& c) {
-    const InterconnectLevel* l = p.link_for(c.gpus);
-    if (!l) throw std::runtime_error("platform '" + p.name + "' states no interconnect");
-    const double bw = l->bandwidth_bytes_per_s, lat = l->latency_s;
-    return c.kind == Collective::AllReduce || c.kind == Collective::CustomAllReduce ? all_reduce_time(c.bytes, c.gpus, bw, lat).time_s
-           : c.kind == Collective::AllToAll ? all_to_all_time(c.bytes, c.gpus, bw, lat)
-                                            : all_gather_time(c.bytes, c.gpus, bw, lat);
-  };
+  auto comm_bound = [&](const measure::CollectiveSample& c) { return link_formula(c, p); };
   auto comm_row = [&](const measure::CollectiveSample& c, double predicted) {
     std::snprintf(buf, sizeof buf, "collective,%s,,,,%lld,%.0f,%.6g,%.6g,%.6g\n", collective_name(c.kind), c.gpus, c.bytes, c.measured_s, predicted, comm_bound(c));
     csv += buf;
@@ -298,6 +379,7 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       std::string unused;
       if (int code = attention_part(true, att_files, p, csv, unused, out, err)) return code;
       if (int code = decode_part(true, dec_files, p, csv, unused, out, err)) return code;
+      if (int code = memory_part(true, mem_files, p, csv, unused, out, err)) return code;
     } else {
       std::vector<measure::GemmFit> fits;
       out << "fitting the kernel model on " << rows.size() << " GEMM and " << comm.size() << " collective rows of " << dir << " with " << p.name << "'s figures (" << p.sm_count << " SMs, "
@@ -330,15 +412,18 @@ int calibrate_ops(const po::variables_map& vm, std::ostream& out, std::ostream& 
       std::string attention_yaml;
       if (int code = attention_part(false, att_files, p, csv, attention_yaml, out, err)) return code;
       if (int code = decode_part(false, dec_files, p, csv, attention_yaml, out, err)) return code;
+      if (int code = memory_part(false, mem_files, p, csv, attention_yaml, out, err)) return code;
       const std::string output = vm["output"].as<std::string>();
       std::string from;
       for (const auto& f : files) from += (from.empty() ? "" : ", ") + f;
       for (const auto& f : comm_files) from += (from.empty() ? "" : ", ") + f;
       for (const auto& f : att_files) from += (from.empty() ? "" : ", ") + f;
       for (const auto& f : dec_files) from += (from.empty() ? "" : ", ") + f;
+      for (const auto& f : mem_files) from += (from.empty() ? "" : ", ") + f;
       const std::string yaml = measure::kernel_model_platform_yaml(ptext, fs::path(output).stem().string(), fits, cfits,
                                                                    "rsim calibrate --ops on " + std::to_string(rows.size()) + " GEMM and " +
-                                                                       std::to_string(comm.size()) + " collective rows" + (att_files.empty() ? "" : " and context attention") + (dec_files.empty() ? "" : " and decode attention") + " of " + from) +
+                                                                       std::to_string(comm.size()) + " collective rows" + (att_files.empty() ? "" : " and context attention") + (dec_files.empty() ? "" : " and decode attention") +
+                                                                       (mem_files.empty() ? "" : " and memory-bound layer") + " rows of " + from) +
                                attention_yaml;  // (the kernel_model block is the file's last)
       Diags d;  // the result must load as a platform
       build_platform(parse_yaml(yaml, output), nullptr, d);

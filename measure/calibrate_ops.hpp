@@ -163,6 +163,34 @@ struct DecodeFit {
 DecodeFit fit_decode(const std::vector<DecodeSample>& rows, DType kv, const Platform& p, int folds = 5, int iters = 3000);
 std::string decode_fits_yaml(const std::vector<DecodeFit>& fits);  // the `  decode_attention:` lines of a kernel_model block
 
+// Memory-bound layers (calibrate_memory.cpp): the timed rows of rsim measured.csv files (`rsim
+// measure`, rsim_torch, the shared H200's) whose operator has no MACs and moves bytes. `peak`: the
+// roof the row was bounded on (its FLOPs' path); `network`: the file's network (the held-out folds)
+struct MemorySample {
+  std::string op, network;
+  double bytes = 0, flops = 0, peak = 0, measured_s = 0;
+};
+// The rows of measured.csv text; other rows (MACs, no bytes, no time) are counted in `other`
+std::vector<MemorySample> read_measured_memory(const std::string& text, const std::string& path, size_t& other);
+// Rows whose bytes take at least this long at the platform's bandwidth are fitted: below it a
+// kernel timed alone is as long as its launch (about 10 µs from PyTorch), which a bandwidth says nothing of
+constexpr double kMemoryFitMinStream = 20e-6;
+double predict_memory(const MemorySample& s, const MemoryParams& m, const Platform& p);
+double memory_bound(const MemorySample& s, const Platform& p);  // max(FLOPs / peak, bytes / bandwidth)
+struct MemoryFit {
+  MemoryParams params;
+  size_t rows = 0, fitted_rows = 0;  // all rows; those bandwidth-bound enough to fit
+  std::vector<std::pair<std::string, size_t>> op_rows;  // rows fitted per operator
+  ErrorStats fitted, held_out;  // on the fitted rows; held out: each network predicted by a fit without it
+  std::vector<double> cv_predicted_s;  // per row (held out where fitted, else the fit's)
+};
+// Each operator's share of the bandwidth: the median over its fitted rows of bytes / (bandwidth ·
+// measured) (what minimises the mean |log(measured / predicted)| of a one-parameter law); the base
+// (bandwidth_efficiency) that of the elementwise operators' rows (op_class), else of every row;
+// operators outside the elementwise class get their own under `ops:`. The floor is not fitted
+// (kernels timed alone: their small rows are launches): 0.
+MemoryFit fit_memory(const std::vector<MemorySample>& rows, const Platform& p);
+
 // The platform file `ptext` renamed `name`, with a `kernel_model:` block of the fits
 std::string kernel_model_platform_yaml(const std::string& ptext, const std::string& name, const std::vector<GemmFit>& fits,
                                        const std::vector<CollectiveFit>& collectives, const std::string& source);

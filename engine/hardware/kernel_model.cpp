@@ -213,9 +213,9 @@ GemmTime gemm_time(const GemmShape& g, double bytes, const GemmParams& p, double
   return best;
 }
 
-double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak, double bandwidth) {
+double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak, double bandwidth, const std::string& op) {
   const double c = peak > 0 ? flops / peak : 0;
-  const double m = bandwidth > 0 ? bytes / (bandwidth * p.bandwidth_efficiency) : 0;
+  const double m = bandwidth > 0 ? bytes / (bandwidth * p.efficiency(op)) : 0;
   return std::max(c, m) + p.floor_s;
 }
 
@@ -261,9 +261,11 @@ bool apply_kernel_model(RoofPoint& derated, const Layer& L, const Platform& pl, 
     // convolutions; attention, mixtures and other MAC-carrying operators keep the roofline
     const bool depthwise = L.op && (L.op->name == "depthwise_conv2d" || ((L.op->name == "conv2d" || L.op->name == "conv_nd") && L.cost.macs > 0));
     if (!km.memory || !(bytes > 0) || (L.cost.macs > 0 && !depthwise)) return false;
+    const std::string& op = L.op ? L.op->name : std::string();
     compute = roof.peak_flops_per_s > 0 ? work / roof.peak_flops_per_s : 0;
-    memory = bytes / (level.bandwidth_bytes_per_s * km.memory->bandwidth_efficiency);
-    total = memory_kernel_time(work, bytes, *km.memory, roof.peak_flops_per_s, level.bandwidth_bytes_per_s);
+    memory = bytes / (level.bandwidth_bytes_per_s * km.memory->efficiency(op));
+    total = memory_kernel_time(work, bytes, *km.memory, roof.peak_flops_per_s, level.bandwidth_bytes_per_s, op);
+    held_gap = std::min(held_gap, km.memory->floor_s);  // (fitted on kernels timed alone, it holds no more of a graph's gap than its floor)
   }
   total = std::max(total - held_gap, bound_s);
   compute = std::min(compute, total), memory = std::min(memory, total);
@@ -297,8 +299,23 @@ std::string describe_gpu_figures(const Platform& p) {
   for (const auto& [t, a] : k.attention) s += std::string("    context attention ") + dtype_name(t) + ": " + attention_params_yaml(a) + "\n";
   for (const auto& [t, a] : k.decode) s += std::string("    decode attention, ") + dtype_name(t) + " KV cache: " + decode_params_yaml(a) + "\n";
   for (const auto& [c, cp] : k.collectives) s += std::string("    ") + collective_name(c) + ": " + collective_params_yaml(cp) + "\n";
-  if (k.memory) s += "    memory-bound: bandwidth_efficiency " + format_number(k.memory->bandwidth_efficiency) + ", floor " + si(k.memory->floor_s, "s") + "\n";
+  if (k.memory) s += "    memory-bound: " + memory_params_yaml(*k.memory) + "\n";
   return s;
+}
+
+std::string memory_params_yaml(const MemoryParams& p) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "{bandwidth_efficiency: %.4g, floor: %.4g us", p.bandwidth_efficiency, p.floor_s * 1e6);
+  std::string s = buf;
+  if (!p.ops.empty()) {
+    s += ", ops: {";
+    for (size_t i = 0; i < p.ops.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%s: %.4g", i ? ", " : "", p.ops[i].first.c_str(), p.ops[i].second);
+      s += buf;
+    }
+    s += "}";
+  }
+  return s + "}";
 }
 
 std::string gemm_params_yaml(const GemmParams& p) {

@@ -17,7 +17,9 @@
 // A gated MLP (swiglu, geglu) is its three GEMMs, plus the pass of its activation over the rest of
 // its bytes (a memory-bound kernel with `memory:`, else at the GEMMs' streaming bandwidth).
 // Memory-bound layers (everything else that moves bytes; `memory:` given):
-//   time = max(FLOPs / peak, bytes / (bandwidth · bandwidth_efficiency)) + floor
+//   time = max(FLOPs / peak, bytes / (bandwidth · efficiency)) + floor
+//   (efficiency: the operator's own under `ops:`, else bandwidth_efficiency; of a CUDA graph's gap
+//   such a kernel holds at most its floor)
 // Collectives (`collective:`, per kind; a kind without its own takes all_reduce's), n GPUs over a
 // link of bandwidth B (each way):
 //   time = floor + step · (n − 1) + min(bus bytes / (B · bandwidth_efficiency),
@@ -97,6 +99,14 @@ struct GemmParams {
 struct MemoryParams {
   double bandwidth_efficiency = 0;  // (0, 1]
   double floor_s = 0;
+  // per operator (its canonical name): its own share of the bandwidth; an operator not named
+  // takes bandwidth_efficiency
+  std::vector<std::pair<std::string, double>> ops;
+  double efficiency(const std::string& op) const {
+    for (const auto& [name, e] : ops)
+      if (name == op) return e;
+    return bandwidth_efficiency;
+  }
 };
 
 // Context attention's parameters (per compute dtype; TensorRT-LLM computes in fp8 when the KV
@@ -238,8 +248,8 @@ struct GemmTime {
 // the activation elements a conversion kernel handles first (0: none)
 GemmTime gemm_time(const GemmShape& g, double bytes, const GemmParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s, int sm_count,
                    double prologue_elements = 0);
-// A memory-bound kernel: max(flops / peak, bytes / (bandwidth · efficiency)) + floor
-double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s);
+// A memory-bound kernel of operator `op`: max(flops / peak, bytes / (bandwidth · efficiency)) + floor
+double memory_kernel_time(double flops, double bytes, const MemoryParams& p, double peak_flops_per_s, double bandwidth_bytes_per_s, const std::string& op = {});
 
 struct Platform;
 struct ComputeRoof;
@@ -273,5 +283,6 @@ std::string describe_gpu_figures(const Platform& p);
 // The parameters as YAML lines of a `kernel_model:` block (indented by `indent` spaces), as rsim
 // calibrate writes them and `hw show` prints them
 std::string gemm_params_yaml(const GemmParams& p);
+std::string memory_params_yaml(const MemoryParams& p);  // {bandwidth_efficiency, floor, ops: {…}}
 
 }  // namespace rsim

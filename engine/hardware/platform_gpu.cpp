@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/hardware/platform.hpp"
+#include "engine/ops/ops.hpp"
 #include "engine/model/units.hpp"
 
 namespace rsim {
@@ -156,6 +157,18 @@ KernelModel read_kernel_model(const CNode& n, Diags& d) {
     MemoryParams p;
     if (auto v = bounded(mm.require("bandwidth_efficiency"), d, "bandwidth_efficiency", 0, 1, true)) p.bandwidth_efficiency = *v;
     if (auto v = time_of(mm.require("floor"), d, "floor")) p.floor_s = *v;
+    if (const CNode* ops = mm.get("ops")) {  // {OPERATOR: its own share of the bandwidth}
+      if (!ops->is_map()) d.error(ops->loc, "kernel_model.memory.ops must map operators to their share of the bandwidth, e.g. {batchnorm: 0.55}");
+      else
+        for (const auto& e : ops->entries) {
+          const OpDef* op = builtin_ops().find(e.key);
+          if (!op) {
+            d.error(e.key_loc, "kernel_model.memory.ops names '" + e.key + "', which is not a built-in operator", {Note{{}, "`rsim ops` lists them"}});
+            continue;
+          }
+          if (auto v = bounded(&e.value, d, "kernel_model.memory.ops." + e.key, 0, 1, true)) p.ops.emplace_back(op->name, *v);
+        }
+    }
     mm.finish();
     k.memory = p;
   }

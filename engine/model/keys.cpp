@@ -112,7 +112,7 @@ std::vector<MapDef> platform_maps() {
            {"source", str(), false, "Where the parameters come from (rsim calibrate writes the data it fitted)."},
            {"basis", def("basis"), false, "What the parameters rest on (calibrated, assumption)."},
            {"gemm", map_of("kernel_gemm"), false, "GEMM-like layers (linear, matmul, dense and grouped convolutions): parameters per compute dtype."},
-           {"memory", map_of("kernel_memory"), false, "Memory-bound layers (every other layer that moves bytes): {bandwidth_efficiency, floor}."},
+           {"memory", map_of("kernel_memory"), false, "Memory-bound layers (every other layer that moves bytes): {bandwidth_efficiency, floor, ops}."},
            {"attention", map_of("kernel_attention"), false, "Context attention (flash, a prefill's queries): query tiles over key blocks, parameters per compute dtype."},
            {"decode_attention", map_of("kernel_decode"), false, "Decode attention (one query per sequence over its KV cache): TensorRT-LLM's XQA and masked-MHA kernels, parameters per KV-cache dtype."},
            {"collective", map_of("kernel_collective"), false, "Collectives between GPUs, per kind (a kind without its own takes all_reduce's), on the platform's interconnect levels."},
@@ -192,10 +192,11 @@ std::vector<MapDef> platform_maps() {
            {"l2_bytes_per_cycle", num(), true, "Bytes per cycle per SM the L2 serves (the first half of the L2 holds KV across a CUDA graph's replays)."},
            {"append", qty(Dim::Time), true, "The separate RoPE / KV-append kernel where one runs (a 16-bit cache; fp8's head dim 64)."},
        }},
-      {"kernel_memory", "A memory-bound kernel's time: max(FLOPs / peak, bytes / (bandwidth · bandwidth_efficiency)) + floor",
+      {"kernel_memory", "A memory-bound kernel's time: max(FLOPs / peak, bytes / (bandwidth · efficiency)) + floor (efficiency: the operator's own under ops, else bandwidth_efficiency)",
        {
            {"bandwidth_efficiency", num(), true, "Share of the memory bandwidth, in (0, 1]."},
            {"floor", qty(Dim::Time), true, "Time per kernel beyond its bytes, e.g. '2 us'."},
+           {"ops", def("args"), false, "Per built-in operator, its own share of the bandwidth in (0, 1], e.g. {batchnorm: 0.55, max_pool2d: 0.2}; an operator not named takes bandwidth_efficiency."},
        }},
   };
 }
