@@ -49,6 +49,14 @@ std::vector<std::string> measured_tables(const std::string& dir) {
   return found;
 }
 
+// An op table's text (gzip read as such); throws naming the file
+std::string op_table_text(const std::string& f) {
+  std::string why;
+  std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "op table", why);
+  if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
+  return *text;
+}
+
 std::string stats_text(const measure::ErrorStats& e) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "p10 %.3f  median %.3f  p90 %.3f  within 1.25x %5.1f %%  within 1.5x %5.1f %%", e.p10, e.median, e.p90, 100 * e.within_1_25,
@@ -119,10 +127,8 @@ int attention_part(bool check, const std::vector<std::string>& files, const Plat
   std::vector<measure::AttentionSample> rows;
   std::vector<std::string> skipped;
   for (const auto& f : files) {
-    std::string why;
-    std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "op table", why);
-    if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
-    auto r = measure::read_context_attention(*text, f, skipped);
+    const std::string text = op_table_text(f);
+    auto r = measure::read_context_attention(text, f, skipped);
     rows.insert(rows.end(), r.begin(), r.end());
   }
   for (const auto& s : skipped) err << "rsim: note: skipped " << s << "\n";
@@ -170,10 +176,8 @@ int decode_part(bool check, const std::vector<std::string>& files, const Platfor
   std::vector<measure::DecodeSample> rows;
   std::vector<std::string> skipped;
   for (const auto& f : files) {
-    std::string why;
-    std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "op table", why);
-    if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
-    auto r = measure::read_generation_attention(*text, f, skipped);
+    const std::string text = op_table_text(f);
+    auto r = measure::read_generation_attention(text, f, skipped);
     rows.insert(rows.end(), r.begin(), r.end());
   }
   for (const auto& s : skipped) err << "rsim: note: skipped " << s << "\n";
@@ -245,10 +249,8 @@ int memory_part(bool check, const std::vector<std::string>& files, const Platfor
   std::vector<measure::MemorySample> rows;
   size_t other = 0;
   for (const auto& f : files) {
-    std::string why;
-    std::optional<std::string> text = read_text_file(f, kMaxOpTableBytes, "measured.csv", why);
-    if (!text) throw std::runtime_error("cannot read '" + f + "': " + why);
-    auto r = measure::read_measured_memory(*text, f, other);
+    const std::string text = op_table_text(f);
+    auto r = measure::read_measured_memory(text, f, other);
     rows.insert(rows.end(), r.begin(), r.end());
   }
   if (other) err << "rsim: note: " << other << " rows of the measured.csv files are not memory-bound layers or have no time (left to the other families)\n";
